@@ -1,0 +1,3 @@
+from distlint.cli import main
+
+main()

@@ -1,0 +1,316 @@
+"""The ``distlint`` command line.
+
+Exit codes follow Ruff: 0 no findings, 1 findings, 2 usage, configuration or internal error.
+Bad input never produces a traceback: it is a DL000 finding or a one-line message on stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from distlint import __version__
+from distlint.config import CliOverrides, ConfigError, ConfigResolver, settings_for
+from distlint.findings import ToolError
+from distlint.registry import all_rules, get_rule
+from distlint.reporters import FORMATS, Report, render, source_reader
+from distlint.selection import is_valid_selector, normalize_selector
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UsageFailure(click.UsageError):
+    """A bad option value: exit 2 with a message (click's own convention)."""
+
+
+def _selectors(values: tuple[str, ...], option: str) -> tuple[str, ...]:
+    codes = tuple(all_rules())
+    selectors = []
+    for value in values:
+        for part in value.split(","):
+            part = normalize_selector(part)
+            if not part:
+                continue
+            if not is_valid_selector(part, codes):
+                hint = difflib.get_close_matches(part, codes, n=1)
+                suggestion = f"; did you mean {hint[0]}?" if hint else ""
+                raise UsageFailure(f"{option}: unknown rule selector '{part}'{suggestion}")
+            selectors.append(part)
+    return tuple(selectors)
+
+
+def _use_color(stream: object) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="distlint")
+def main() -> None:
+    """Find torch.compile and distributed-training bugs before the job hangs."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--select", multiple=True, help="Rules to run (codes, prefixes or ALL); replaces the config's."
+)
+@click.option("--extend-select", multiple=True, help="Rules to run in addition to the selection.")
+@click.option("--ignore", multiple=True, help="Rules not to run (codes or prefixes).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report to FILE.")
+@click.option(
+    "--sarif-output",
+    type=click.Path(path_type=Path),
+    help="Also write a SARIF report to FILE (keeps --format for the console).",
+)
+@click.option("--sarif-category", help="SARIF automationDetails category (one per monorepo part).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    help="Use this config file for every path.",
+)
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count)."
+)
+@click.option(
+    "--show-source/--no-show-source", default=True, help="Show the source line of each finding."
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule.")
+@click.option(
+    "--force-exclude",
+    is_flag=True,
+    help="Apply excludes and .gitignore to files named on the command line too.",
+)
+@click.option("--stdin-filename", help="The file name to use for source read from '-'.")
+@click.option(
+    "--show-settings", is_flag=True, help="Print the resolved settings for the first path and exit."
+)
+def check(
+    paths: tuple[Path, ...],
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    fmt: str,
+    output: Path | None,
+    sarif_output: Path | None,
+    sarif_category: str | None,
+    exit_zero: bool,
+    config_file: Path | None,
+    jobs: int | None,
+    show_source: bool,
+    quiet: bool,
+    statistics: bool,
+    force_exclude: bool,
+    stdin_filename: str | None,
+    show_settings: bool,
+) -> None:
+    """Check PATHS (default: the current directory) for distributed-training bugs."""
+    overrides = CliOverrides(
+        select=_selectors(select, "--select") if select else None,
+        extend_select=_selectors(extend_select, "--extend-select"),
+        ignore=_selectors(ignore, "--ignore"),
+    )
+    try:
+        code = _run_check(
+            paths or (Path("."),),
+            overrides,
+            fmt=fmt,
+            output=output,
+            sarif_output=sarif_output,
+            sarif_category=sarif_category,
+            exit_zero=exit_zero,
+            config_file=config_file,
+            jobs=jobs,
+            show_source=show_source,
+            quiet=quiet,
+            statistics=statistics,
+            force_exclude=force_exclude,
+            stdin_filename=stdin_filename,
+            show_settings=show_settings,
+        )
+    except ConfigError as exc:
+        click.echo(f"distlint: configuration error: {exc}", err=True)
+        code = EXIT_ERROR
+    except OSError as exc:
+        click.echo(f"distlint: {exc.filename or ''}: {exc.strerror or exc}", err=True)
+        code = EXIT_ERROR
+    except Exception as exc:  # never a traceback; DISTLINT_DEBUG=1 shows it
+        if os.environ.get("DISTLINT_DEBUG"):
+            raise
+        click.echo(
+            f"distlint: internal error: {type(exc).__name__}: {exc} "
+            "(set DISTLINT_DEBUG=1 for a traceback, and please report it)",
+            err=True,
+        )
+        code = EXIT_ERROR
+    sys.exit(code)
+
+
+def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object) -> int:
+    from distlint.discovery import DiscoveredFile, Discovery, display_path
+    from distlint.engine import check_bytes
+    from distlint.gitignore import find_repo_root
+    from distlint.imports import module_name_for
+    from distlint.runner import Task, default_jobs, run
+
+    cwd = Path.cwd()
+    config_file = opts["config_file"]
+    resolver = ConfigResolver(forced=config_file)  # type: ignore[arg-type]
+    stdin_mode = paths == (Path("-"),)
+    if opts["show_settings"]:
+        target = Path(opts["stdin_filename"] or ".") if stdin_mode else paths[0]  # type: ignore[arg-type]
+        config = resolver.for_path(target.resolve())
+        settings = settings_for(config, overrides, target.resolve())
+        shown = config.as_dict() | {"enabled-rules": sorted(settings.enabled)}
+        click.echo(json.dumps(shown, indent=2))
+        return EXIT_CLEAN
+
+    notices: list[str] = []
+    overrides_text: dict[str, str] = {}
+    if stdin_mode:
+        name = opts["stdin_filename"] or "-"
+        target = (cwd / name).resolve()
+        display = display_path(target, cwd) if name != "-" else "-"
+        settings = settings_for(resolver.for_path(target), overrides, target)
+        data = sys.stdin.buffer.read()
+        module_name, is_package = module_name_for(target) if name != "-" else (None, False)
+        results = [check_bytes(data, display, settings, module_name, is_package)]
+        files: list[DiscoveredFile] = []
+        enabled_union = set(settings.enabled)
+        with contextlib.suppress(UnicodeDecodeError):
+            overrides_text[display] = data.decode("utf-8-sig")
+    else:
+        discovery = Discovery(resolver, cwd, force_exclude=bool(opts["force_exclude"]))
+        files, notices = discovery.files(list(paths))
+        tasks = []
+        enabled_union = set()
+        for file in files:
+            settings = settings_for(resolver.for_path(file.path), overrides, file.path)
+            enabled_union |= settings.enabled
+            tasks.append(Task(file.path, file.display, settings))
+        results = run(tasks, opts["jobs"] or default_jobs())  # type: ignore[arg-type]
+
+    findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
+    errors: list[ToolError] = [e for r in results for e in r.errors]
+    rules = [rule for code, rule in all_rules().items() if code in enabled_union]
+    report = Report(
+        findings=findings,
+        errors=errors,
+        files_checked=len(results),
+        rules=rules,
+        root=find_repo_root(cwd) or cwd,
+        cwd=cwd,
+        read_source=source_reader({f.display: f.path for f in files}, overrides_text),
+        suppressed=sum(r.suppressed for r in results),
+        notices=notices,
+    )
+    _emit(report, opts)
+    for notice in notices:
+        click.echo(f"distlint: {notice}", err=True)
+    for error in errors:
+        click.echo(f"distlint: {error.path}: {error.message}", err=True)
+    if errors or notices:
+        return EXIT_ERROR
+    if findings and not opts["exit_zero"]:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def _emit(report: Report, opts: dict[str, object]) -> None:
+    fmt = str(opts["fmt"])
+    output = opts["output"]
+    if fmt == "text":
+        stream = sys.stdout if output is None else None
+        text = render(
+            report,
+            "text",
+            color=stream is not None and _use_color(stream),
+            show_source=bool(opts["show_source"]),
+            statistics=bool(opts["statistics"]),
+            quiet=bool(opts["quiet"]),
+        )
+    elif fmt == "sarif":
+        text = _sarif(report, opts)
+    else:
+        text = render(report, fmt)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        Path(str(output)).write_text(text, encoding="utf-8")
+    sarif_output = opts["sarif_output"]
+    if sarif_output is not None:
+        Path(str(sarif_output)).write_text(_sarif(report, opts), encoding="utf-8")
+
+
+def _sarif(report: Report, opts: dict[str, object]) -> str:
+    from distlint.reporters.sarif import render_sarif
+
+    return render_sarif(report, category=opts.get("sarif_category"))  # type: ignore[arg-type]
+
+
+@main.command("rules")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def rules_command(fmt: str) -> None:
+    """List every rule: code, name, severity, default on/off, fix availability."""
+    rows = [
+        {
+            "code": rule.code,
+            "name": rule.name,
+            "severity": rule.severity.value,
+            "default": "on" if rule.default_enabled else "off",
+            "fix": rule.fix_availability.value,
+            "summary": rule.summary,
+        }
+        for rule in all_rules().values()
+    ]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    name_width = max(len(row["name"]) for row in rows)
+    click.echo(f"{'code':<6} {'name':<{name_width}} {'severity':<8} {'default':<7} fix")
+    for row in rows:
+        click.echo(
+            f"{row['code']:<6} {row['name']:<{name_width}} {row['severity']:<8} "
+            f"{row['default']:<7} {row['fix']}"
+        )
+
+
+@main.command("rule")
+@click.argument("code")
+def rule_command(code: str) -> None:
+    """Print the documentation of rule CODE (e.g. DL201)."""
+    from distlint.docs import rule_doc
+
+    rule = get_rule(code)
+    if rule is None:
+        hint = difflib.get_close_matches(code.upper(), list(all_rules()), n=1)
+        suggestion = f"; did you mean {hint[0]}?" if hint else ""
+        click.echo(f"distlint: unknown rule '{code}'{suggestion}", err=True)
+        sys.exit(EXIT_ERROR)
+    doc = rule_doc(rule.code)
+    if doc is None:  # pragma: no cover - a test guarantees every rule has a page
+        click.echo(f"# {rule.code} {rule.name}\n\n{rule.summary}")
+        return
+    click.echo(doc.markdown.rstrip("\n"))

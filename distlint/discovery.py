@@ -1,0 +1,129 @@
+"""Which files ``distlint check PATHS`` looks at.
+
+Directories are walked for ``*.py``/``*.pyi``, skipping what the governing config excludes
+(by default VCS folders, virtualenvs, build output, caches), anything a ``.gitignore`` lists,
+and any directory that holds a ``pyvenv.cfg`` (a virtualenv, whatever its name). Files named
+explicitly are always checked unless ``--force-exclude`` asks for the same filtering, which is
+what a pre-commit hook wants.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from distlint.config import ConfigResolver
+from distlint.gitignore import GitIgnore, find_repo_root
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass(frozen=True)
+class DiscoveredFile:
+    """A file to check: where it is, and how it is shown to users."""
+
+    path: Path  # absolute
+    display: str  # relative to the working directory when possible, posix separators
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    """Relative posix path under ``cwd``; other paths are shown as given."""
+    try:
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+class Discovery:
+    """Walks the given paths; keeps one GitIgnore per repository root."""
+
+    def __init__(self, resolver: ConfigResolver, cwd: Path, force_exclude: bool = False):
+        self._resolver = resolver
+        self._cwd = cwd
+        self._force_exclude = force_exclude
+        self._gitignores: dict[Path, GitIgnore] = {}
+
+    def files(self, paths: list[Path]) -> tuple[list[DiscoveredFile], list[str]]:
+        """Files to check, sorted and unique; and messages for paths that do not exist."""
+        found: dict[Path, DiscoveredFile] = {}
+        missing: list[str] = []
+        for given in paths:
+            path = given if given.is_absolute() else self._cwd / given
+            path = Path(os.path.normpath(path))
+            if path.is_dir():
+                for file in self._walk(path):
+                    found.setdefault(file, DiscoveredFile(file, display_path(file, self._cwd)))
+            elif path.is_file():
+                if self._force_exclude and self._excluded(path, is_dir=False, explicit=True):
+                    continue
+                found.setdefault(path, DiscoveredFile(path, display_path(path, self._cwd)))
+            else:
+                missing.append(f"{given}: no such file or directory")
+        return sorted(found.values(), key=lambda f: f.display), missing
+
+    def _walk(self, top: Path) -> list[Path]:
+        files: list[Path] = []
+        if top != self._cwd and self._force_exclude and self._excluded(top, True, True):
+            return files
+        stack = [top]
+        while stack:
+            directory = stack.pop()
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                path = Path(entry.path)
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_file = entry.is_file()
+                except OSError:
+                    continue
+                if is_dir:
+                    if not self._excluded(path, is_dir=True):
+                        stack.append(path)
+                elif is_file and entry.name.endswith(PYTHON_SUFFIXES):
+                    if not self._excluded(path, is_dir=False):
+                        files.append(path)
+        return files
+
+    def _excluded(self, path: Path, is_dir: bool, explicit: bool = False) -> bool:
+        config = self._resolver.for_path(path.parent)
+        patterns = config.exclude_patterns()
+        if explicit and patterns.matches(path.as_posix()) is not None:
+            return True
+        if not explicit and patterns.matches_name(path.name, path.as_posix()):
+            return True
+        if is_dir and (path / "pyvenv.cfg").is_file():
+            return True
+        if explicit:
+            return self._ignored_with_parents(path, is_dir)
+        return self._gitignore_for(path).is_ignored(path, is_dir)
+
+    def _gitignore_for(self, path: Path) -> GitIgnore:
+        root = find_repo_root(path.parent) or self._cwd
+        ignore = self._gitignores.get(root)
+        if ignore is None:
+            ignore = GitIgnore(root)
+            self._gitignores[root] = ignore
+        return ignore
+
+    def _ignored_with_parents(self, path: Path, is_dir: bool) -> bool:
+        """For explicit paths: ignored itself or under an ignored directory."""
+        gitignore = self._gitignore_for(path)
+        if gitignore.is_ignored(path, is_dir):
+            return True
+        return any(
+            gitignore.is_ignored(parent, True)
+            for parent in path.parents
+            if _is_under(parent, self._cwd) and parent != self._cwd
+        )
+
+
+def _is_under(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True

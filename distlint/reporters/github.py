@@ -1,0 +1,38 @@
+"""``--format github``: GitHub Actions workflow commands, shown as annotations on the PR.
+
+Escaping follows actions/toolkit ``command.ts``. GitHub shows at most 10 annotations per
+severity per step, so this complements SARIF upload rather than replacing it.
+"""
+
+from __future__ import annotations
+
+from distlint.findings import Finding, Severity
+from distlint.reporters import Report
+
+_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
+
+
+def escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(finding: Finding) -> str:
+    start, end = finding.span.start, finding.span.end
+    properties = [("file", finding.path), ("line", str(start.line))]
+    # Columns on a multi-line range confuse GitHub's rendering; keep lines only then.
+    if start.line == end.line:
+        properties.append(("col", str(start.column)))
+    properties.append(("endLine", str(end.line)))
+    if start.line == end.line:
+        properties.append(("endColumn", str(end.column)))
+    properties.append(("title", f"{finding.code} {finding.name}"))
+    rendered = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
+    return f"::{_COMMAND[finding.severity]} {rendered}::{escape_data(finding.message)}"
+
+
+def render_github(report: Report) -> str:
+    return "".join(annotation(finding) + "\n" for finding in report.findings)

@@ -1,0 +1,48 @@
+"""Collectives inside compiled regions (DL2xx rules that depend on torch.compile)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from distlint.findings import Severity
+from distlint.registry import Rule
+
+# Observed on torch 2.13 (dynamo-facts.md §B): each crashes Dynamo with
+# InternalTorchDynamoError (UnsafeScriptObjectError on the ProcessGroup OpaqueObject), GB2078.
+OBJECT_COLLECTIVES = frozenset(
+    {
+        "torch.distributed.all_gather_object",
+        "torch.distributed.broadcast_object_list",
+        "torch.distributed.gather_object",
+        "torch.distributed.scatter_object_list",
+        "torch.distributed.monitored_barrier",
+    }
+)
+
+
+class ObjectCollectiveInCompiledRegion(Rule):
+    code = "DL203"
+    name = "object-collective-in-compiled-region"
+    severity = Severity.ERROR
+    summary = (
+        "An object collective or monitored_barrier inside a compiled region crashes compilation."
+    )
+    tags = ("correctness", "torch.compile", "distributed")
+    precision = "very-high"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        root = self.ctx.compile_root
+        if root is None:
+            return
+        name = self.ctx.resolve(node.func)
+        if name not in OBJECT_COLLECTIVES:
+            return
+        spelled = self.ctx.module.code_for_node(node.func)
+        self.report(
+            node,
+            f"`{spelled}` inside a compiled region crashes compilation, with or without "
+            "fullgraph=True (InternalTorchDynamoError on the ProcessGroup OpaqueObject, "
+            "GB2078). Call it outside the compiled function, or exchange tensors with a "
+            "traceable collective such as `all_gather_into_tensor`.",
+            related_nodes=((root.node, "compiled"),),
+        )

@@ -1,0 +1,95 @@
+"""Check many files, in parallel across processes, with output independent of ``--jobs``.
+
+Each file is independent (one parse, one walk), so files are spread over a process pool in
+chunks. If a worker dies (a parser crash kills the process, not just the file), the files it
+held are re-checked one at a time in isolation so the culprit is reported as DL000 and every
+other file still gets its findings.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+from distlint.config import FileSettings
+from distlint.engine import FileResult, _unparsable, check_path
+from distlint.registry import all_rules
+
+_IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
+
+
+@dataclass(frozen=True)
+class Task:
+    path: Path
+    display: str
+    settings: FileSettings
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS / Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def run(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
+    """Results in the order of ``tasks``."""
+    if jobs <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES:
+        return [_check(task) for task in tasks]
+    all_rules()  # import every rule module before forking, so workers inherit them
+    chunks = _chunks(list(tasks), jobs)
+    results: dict[int, FileResult] = {}
+    failed: list[int] = []
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
+        futures: list[tuple[list[int], Future]] = []
+        for chunk in chunks:
+            futures.append((chunk, pool.submit(_check_many, [tasks[i] for i in chunk])))
+        for chunk, future in futures:
+            try:
+                for index, result in zip(chunk, future.result(), strict=True):
+                    results[index] = result
+            except BrokenProcessPool:
+                failed.extend(chunk)
+    for index in failed:
+        results[index] = _check_isolated(tasks[index])
+    return [results[i] for i in range(len(tasks))]
+
+
+def _chunks(indices: list[int], jobs: int) -> list[list[int]]:
+    """Small round-robin chunks: balanced work, few round trips."""
+    size = max(1, min(16, len(indices) // (jobs * 4) or 1))
+    return [indices[i : i + size] for i in range(0, len(indices), size)]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")  # pragma: no cover
+
+
+def _check(task: Task) -> FileResult:
+    return check_path(task.path, task.display, task.settings)
+
+
+def _check_many(tasks: list[Task]) -> list[FileResult]:
+    return [_check(task) for task in tasks]
+
+
+def _check_isolated(task: Task) -> FileResult:
+    """Check one file in a fresh worker; a crash there is that file's fault."""
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=_context()) as pool:
+            return pool.submit(_check, task).result()
+    except BrokenProcessPool:
+        return _unparsable(
+            task.display,
+            "the parser crashed on this file (the process died); it was not checked",
+            1,
+            0,
+        )

@@ -1,0 +1,128 @@
+"""One cheap pass over a LibCST tree that calls every rule's handlers (batched dispatch).
+
+LibCST's own visitor rebuilds each node while walking and costs ~0.7x a parse; reading the
+dataclass fields directly and skipping whitespace/punctuation fields costs ~0.05x (measured
+on torch/distributed, see bench/). The walk is iterative, so deep trees cannot overflow the
+Python stack, and it keeps the ancestor stack that rules read as ``ctx.parents``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import libcst as cst
+
+Handler = Callable[[Any], Any]
+
+# Fields that only hold whitespace, comments or punctuation tokens: never rule targets.
+_SKIPPED_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "leading_lines",
+        "lines_after_decorators",
+        "header",
+        "footer",
+        "comma",
+        "semicolon",
+        "colon",
+        "dot",
+        "equal",
+        "star",
+        "lbrace",
+        "rbrace",
+        "lbracket",
+        "rbracket",
+        "first_colon",
+        "second_colon",
+        "trailing_whitespace",
+        "leading_whitespace",
+        "empty_lines",
+        "newline",
+        "operator",
+        "asynchronous",
+        "separator",
+        "trailing_comma",
+        "posonly_ind",
+    }
+)
+
+# Field orders that differ from source order in LibCST's dataclasses.
+_SOURCE_ORDER: dict[type, tuple[str, ...]] = {
+    cst.FunctionDef: ("decorators", "name", "type_parameters", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+}
+
+_child_fields_cache: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    fields = _child_fields_cache.get(cls)
+    if fields is None:
+        names = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        ]
+        order = _SOURCE_ORDER.get(cls)
+        if order is not None:
+            names = [n for n in order if n in names] + [n for n in names if n not in order]
+        fields = tuple(names)
+        _child_fields_cache[cls] = fields
+    return fields
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's non-whitespace children in source order."""
+    found: list[cst.CSTNode] = []
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            found.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return found
+
+
+_LEAVE = object()
+
+
+def walk(
+    root: cst.CSTNode,
+    on_visit: dict[type, Sequence[Handler]],
+    on_leave: dict[type, Sequence[Handler]],
+    parents: list[cst.CSTNode],
+) -> None:
+    """Visit ``root`` depth-first in source order, calling the handlers per node type.
+
+    ``parents`` is updated in place so that, inside a handler, it holds the node's ancestors
+    (outermost first, the node itself excluded). A visit handler returning ``False`` skips
+    the node's children.
+    """
+    stack: list[tuple[Any, int, Any]] = [(root, 0, None)]
+    while stack:
+        node, depth, marker = stack.pop()
+        del parents[depth:]
+        cls = type(node)
+        if marker is _LEAVE:
+            for handler in on_leave[cls]:
+                handler(node)
+            continue
+        descend = True
+        handlers = on_visit.get(cls)
+        if handlers:
+            for handler in handlers:
+                if handler(node) is False:
+                    descend = False
+        if cls in on_leave:
+            stack.append((node, depth, _LEAVE))
+        if not descend:
+            continue
+        parents.append(node)
+        child_depth = depth + 1
+        kids = children(node)
+        for child in reversed(kids):
+            stack.append((child, child_depth, None))

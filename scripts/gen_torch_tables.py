@@ -1,0 +1,294 @@
+"""Generate ``distlint/data/torch-<major.minor>.json``: facts about torch shipped as data.
+
+distlint never imports torch while checking code. Everything a rule needs to know about a torch
+release (valid ``torch.compile`` backends, modes and ``options``, the names in
+``torch._dynamo.config`` / ``torch._inductor.config``, the exact error messages) is read from the
+installed torch by this script and stored as JSON; ``distlint.torch_tables`` loads it.
+
+Usage (with the target torch installed, run from anywhere)::
+
+    python scripts/gen_torch_tables.py          # write distlint/data/torch-<major.minor>.json
+    python scripts/gen_torch_tables.py --check  # exit 1 and print a diff if the file is stale
+
+Adding another torch version:
+
+1. Create a virtual environment with that torch (a CPU wheel is enough; the tables do not depend
+   on CUDA), e.g. ``pip install torch==2.14.0 --index-url https://download.pytorch.org/whl/cpu``.
+2. Unset ``TORCHINDUCTOR_*`` / ``TORCHDYNAMO_*`` / ``TORCH_COMPILE_*`` variables (they can change
+   config defaults) and run ``python scripts/gen_torch_tables.py`` with that interpreter.
+3. Read the new JSON's ``compile_checks`` section: its messages are captured live from torch,
+   but its ``raised_at`` / ``condition`` notes were read from torch's source
+   (``torch/__init__.py`` ``compile`` and ``_TorchCompileInductorWrapper``,
+   ``torch/_dynamo/backends/registry.py``); re-read them and update ``COMPILE_NOTES`` below if
+   they changed. Then run the proof tests (``pytest -m torch tests/test_torch_tables.py``) under
+   that torch; they check the recorded facts against the real behaviour.
+4. Commit the new file. ``load_table(None)`` picks the newest version automatically.
+
+The output is deterministic: sorted keys and lists, ``indent=1``, trailing newline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "distlint" / "data"
+_SENTINEL = "distlint_sentinel_xyz"
+
+# Facts read from torch's source and proven by tests/test_torch_tables.py (marker ``torch``).
+COMPILE_NOTES: dict[str, Any] = {
+    "raised_at": {
+        "compile": (
+            "raised by the torch.compile(model, ...) / nn.Module.compile(...) call itself, before "
+            "anything runs (also with disable=True); with the decorator-factory form "
+            "torch.compile(...) without a model, the check is deferred until the returned "
+            "decorator is applied to a function (i.e. at its `def` for @torch.compile(...))"
+        ),
+        "first_call": "raised when the compiled callable is first called (frame compilation)",
+    },
+    "validating_backends": ["inductor"],
+    "non_validating_backends": (
+        "only backend == 'inductor' (exact string; also the default when backend is omitted) "
+        "validates mode= and options= at the compile call. Every other backend receives "
+        "mode=/options= as keyword arguments at first call; eager, aot_eager* and cudagraphs log "
+        "'<backend> ignoring extra kwargs {...}' and run normally, other backends may fail then"
+    ),
+    "backend_lookup": {
+        "case_sensitive": True,
+        "how": (
+            "exact dict lookup of the string in torch._dynamo.backends.registry._BACKENDS; on a "
+            "miss, all torch._dynamo.backends submodules are imported and entry points are "
+            "discovered once, then looked up again; no case folding or other normalisation, so "
+            "'Inductor' and 'EAGER' raise InvalidBackend"
+        ),
+        "entry_point_group": "torch_dynamo_backends",
+        "third_party": (
+            "a package registers a backend string through an importlib.metadata entry point in "
+            "group 'torch_dynamo_backends' (name = backend string, value = module:function, "
+            "loaded lazily on first use), or code calls torch._dynamo.register_backend(fn, "
+            "name=...) / decorates with @register_backend before torch.compile runs; such names "
+            "are valid but are not in compile_backends"
+        ),
+        "default_backend": (
+            "'inductor'; torch._dynamo.backends.registry.set_default_backend(...) changes the "
+            "backend used when backend= is omitted"
+        ),
+    },
+    "mode": {
+        "default_values": [None, "", "default"],
+        "note": "mode=None, '' and 'default' apply no options; other strings must be a key of "
+        "compile_modes (inductor only)",
+    },
+    "options": {
+        "key_normalization": "key.replace('-', '_') before lookup; messages show the key as given",
+        "popped_keys": ["guard_filter_fn", "use_aoti"],
+        "popped_note": (
+            "torch.compile removes these keys from the options dict (mutating it) for every "
+            "backend before validation, so they are always accepted"
+        ),
+        "alias_configs_rejected": (
+            "inductor config names that are aliases (see config_aliases) are valid attributes but "
+            "NOT valid options keys"
+        ),
+        "types": {
+            "bool/int/float/str/NoneType/list/tuple/dict/...": (
+                "isinstance(value, T): True/False are accepted where int is expected; an int is "
+                "NOT accepted for float; NoneType accepts only None (options whose default is "
+                "None and that have no annotation)"
+            ),
+            "any": "not checked by torch (generic, Union/Optional, Literal, Callable annotations)",
+            "never": "torch's check itself raises TypeError for every value (broken annotation)",
+        },
+    },
+}
+
+
+def _torch_version(torch: Any) -> str:
+    return str(torch.__version__).split("+")[0]
+
+
+def _error(fn: Any) -> tuple[str, str]:
+    """Run fn, which must raise; return (exception type name, message)."""
+    try:
+        fn()
+    except Exception as e:
+        cls = type(e)
+        module = "" if cls.__module__ == "builtins" else f"{cls.__module__}."
+        return module + cls.__qualname__, str(e)
+    raise AssertionError(f"{fn} did not raise")
+
+
+def _option_type(value_type: Any) -> str:
+    """How _TorchCompileInductorWrapper.apply_options checks a value for this config type."""
+    if typing.get_origin(value_type) is not None:
+        return "any"  # torch skips subscripted generics / unions
+    try:
+        isinstance(None, value_type)
+    except TypeError:
+        return "never"
+    if value_type.__module__ == "builtins":
+        return value_type.__name__
+    return f"{value_type.__module__}.{value_type.__qualname__}"
+
+
+def _compile_errors(torch: Any) -> dict[str, Any]:
+    from torch._inductor import config as inductor_config
+
+    def ident(x: Any) -> Any:
+        return x
+
+    known = repr(list(inductor_config.get_config_copy().keys()))
+    errors: dict[str, Any] = {}
+
+    exc, msg = _error(lambda: torch.compile(ident, backend=_SENTINEL))
+    errors["unknown_backend"] = {
+        "exception": exc,
+        "message": msg.replace(repr(_SENTINEL), "{name!r}"),
+        "raised_at": "compile",
+        "backends": "any string backend",
+        "condition": "backend string not registered (in-tree, entry point or register_backend)",
+    }
+    exc, msg = _error(lambda: torch.compile(ident, mode=_SENTINEL))
+    errors["unknown_mode"] = {
+        "exception": exc,
+        "message": msg.replace(_SENTINEL, "{mode}"),
+        "raised_at": "compile",
+        "backends": ["inductor"],
+        "condition": "mode is truthy, != 'default' and not a key of compile_modes",
+    }
+    exc, msg = _error(lambda: torch.compile(ident, mode="default", options={}))
+    errors["mode_and_options"] = {
+        "exception": exc,
+        "message": msg,
+        "raised_at": "compile",
+        "backends": "any backend",
+        "condition": "mode is not None and options is not None (even mode='default', options={})",
+    }
+    exc, msg = _error(lambda: torch.compile(ident, options={_SENTINEL: 1}))
+    errors["unknown_option"] = {
+        "exception": exc,
+        "message": msg.replace(_SENTINEL, "{key}").replace(known, "{known}"),
+        "raised_at": "compile",
+        "backends": ["inductor"],
+        "condition": "key (dashes -> underscores) not in inductor_options",
+    }
+    exc, msg = _error(lambda: torch.compile(ident, options={"max_autotune": 1}))
+    errors["option_type"] = {
+        "exception": exc,
+        "message": msg.replace("max_autotune", "{key}")
+        .replace("got int", "got {got}")
+        .replace("should be bool", "should be {expected}"),
+        "raised_at": "compile",
+        "backends": ["inductor"],
+        "condition": "not isinstance(value, T) for an inductor_options type T (see options.types)",
+    }
+    never = sorted(k for k, v in _inductor_options(inductor_config).items() if v == "never")
+    if never:
+        exc, msg = _error(lambda: torch.compile(ident, options={never[0]: None}))
+        errors["option_type_never"] = {
+            "exception": exc,
+            "message": msg,
+            "raised_at": "compile",
+            "backends": ["inductor"],
+            "condition": "any value for an option whose type is 'never'",
+        }
+    return errors
+
+
+def _inductor_options(inductor_config: Any) -> dict[str, str]:
+    names = inductor_config.get_config_copy()
+    return {name: _option_type(inductor_config.get_type(name)) for name in names}
+
+
+def _config_facts(module: Any, prefix: str) -> tuple[list[str], dict[str, str], list[str]]:
+    entries = module._config  # name -> _ConfigEntry; the only names __setattr__ accepts
+    names = sorted(entries)
+    aliases = {f"{prefix}.{n}": e.alias for n, e in entries.items() if e.alias}
+    deprecated = sorted(f"{prefix}.{n}" for n, e in entries.items() if e.deprecated)
+    return names, aliases, deprecated
+
+
+def build() -> dict[str, Any]:
+    """Collect the tables from the torch installed in this interpreter."""
+    import torch
+    import torch._dynamo
+    import torch._inductor
+    from torch._dynamo import config as dynamo_config
+    from torch._dynamo.backends import registry
+    from torch._inductor import config as inductor_config
+
+    listed = set(torch._dynamo.list_backends())
+    backends = {}
+    for name in torch._dynamo.list_backends(exclude_tags=()):
+        fn = registry._COMPILER_FNS.get(name)
+        module = getattr(fn, "__module__", "") or ""
+        if fn is None or not (module == "torch" or module.startswith("torch.")):
+            continue  # entry-point or user-registered backend: not part of torch itself
+        backends[name] = {"hidden": name not in listed, "tags": sorted(fn._tags)}
+
+    modes = torch._inductor.list_mode_options()
+    options = _inductor_options(inductor_config)
+    for key in COMPILE_NOTES["options"]["popped_keys"]:
+        options.setdefault(key, "any")
+
+    dyn_names, dyn_aliases, dyn_deprecated = _config_facts(dynamo_config, "torch._dynamo.config")
+    ind_names, ind_aliases, ind_deprecated = _config_facts(
+        inductor_config, "torch._inductor.config"
+    )
+    return {
+        "torch_version": _torch_version(torch),
+        "compile_backends": backends,
+        "compile_modes": {mode: dict(opts) for mode, opts in modes.items()},
+        "inductor_options": options,
+        "dynamo_config": dyn_names,
+        "inductor_config": ind_names,
+        "config_aliases": {**dyn_aliases, **ind_aliases},
+        "config_deprecated": sorted(dyn_deprecated + ind_deprecated),
+        "compile_checks": {**COMPILE_NOTES, "errors": _compile_errors(torch)},
+    }
+
+
+def render(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def output_path(torch_version: str) -> Path:
+    major, minor = torch_version.split(".")[:2]
+    return DATA_DIR / f"torch-{major}.{minor}.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if the shipped file is stale")
+    args = parser.parse_args(argv)
+
+    data = build()
+    text = render(data)
+    path = output_path(data["torch_version"])
+    if args.check:
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        if old == text:
+            print(f"{path} is up to date")
+            return 0
+        diff = difflib.unified_diff(
+            old.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=f"{path} (shipped)",
+            tofile=f"{path} (torch {data['torch_version']})",
+        )
+        sys.stdout.writelines(diff)
+        print(f"\n{path} is stale: run python scripts/gen_torch_tables.py", file=sys.stderr)
+        return 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
