@@ -80,12 +80,15 @@ class Discovery:
                     is_file = entry.is_file()
                 except OSError:
                     continue
-                if is_dir:
-                    if not self._excluded(path, is_dir=True):
-                        stack.append(path)
-                elif is_file and entry.name.endswith(PYTHON_SUFFIXES):
-                    if not self._excluded(path, is_dir=False):
-                        files.append(path)
+                if is_dir and not self._excluded(path, is_dir=True):
+                    stack.append(path)
+                elif (
+                    not is_dir
+                    and is_file
+                    and entry.name.endswith(PYTHON_SUFFIXES)
+                    and not self._excluded(path, is_dir=False)
+                ):
+                    files.append(path)
         return files
 
     def _excluded(self, path: Path, is_dir: bool, explicit: bool = False) -> bool:

@@ -94,7 +94,11 @@ def check_source(
     except RecursionError:
         return _unparsable(display_path, "too deeply nested to parse", 1, 0, text)
 
-    ctx = FileContext(display_path, text, module, settings, module_name, is_package)
+    try:
+        ctx = FileContext(display_path, text, module, settings, module_name, is_package)
+    except Exception as exc:  # a bug in the shared analysis: report it, never crash the run
+        message = f"internal error while analysing the file: {type(exc).__name__}: {exc}"
+        return FileResult(display_path, errors=(ToolError(display_path, message),))
     errors: list[ToolError] = []
     rules = [rule(ctx) for rule in _walking_rules(settings.enabled)]
     on_visit, on_leave = _dispatch_tables(ctx, rules, errors)

@@ -211,7 +211,8 @@ def _scope_statements(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
 
 
 def _blocks_of(node: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
-    blocks: list[cst.BaseSuite] = [node.body]
+    body = getattr(node, "body", None)  # `match` has cases instead
+    blocks: list[cst.BaseSuite] = [body] if isinstance(body, cst.BaseSuite) else []
     orelse = getattr(node, "orelse", None)
     while orelse is not None:
         blocks.append(orelse.body)

@@ -150,7 +150,7 @@ def _parse_comment(comment: str, line: int, column: int, own_line: bool) -> Supp
     match = _NOQA.search(comment)
     if match is not None:
         codes = _split_codes(match.group("codes"))
-        # `# noqa: E501` (codes of other tools only) must not silence distlint.
+        # A noqa listing only other tools' codes (E501) must not silence distlint.
         if match.group("codes") and not codes:
             return None
         return Suppression(line, column, end, "noqa", codes, own_line)

@@ -1,0 +1,51 @@
+"""Every fixture produces exactly the findings its ``# expect:`` comments declare.
+
+Runs all rules (``select ALL``) on each file under ``fixtures/``, so a rule that fires on
+another rule's bad, good or traps file is caught too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from distlint.config import FileSettings
+from distlint.engine import check_path
+from distlint.registry import all_rules
+from tests.expectations import expected_findings
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
+ALL = FileSettings(enabled=frozenset(all_rules()))
+
+
+def test_fixture_tree_is_not_empty() -> None:
+    assert len(FIXTURE_FILES) >= 6
+
+
+@pytest.mark.parametrize(
+    "path", FIXTURE_FILES, ids=[p.relative_to(FIXTURES).as_posix() for p in FIXTURE_FILES]
+)
+def test_fixture_findings_are_exactly_the_expected_ones(path: Path) -> None:
+    result = check_path(path, path.name, ALL)
+    assert result.errors == ()
+    actual = {(f.code, f.span.start.line, f.span.start.column) for f in result.findings}
+    assert actual == expected_findings(path)
+
+
+@pytest.mark.parametrize("kind", ["good", "traps"])
+def test_good_and_traps_fixtures_declare_no_findings(kind: str) -> None:
+    for path in FIXTURES.glob(f"*/{kind}.py"):
+        assert expected_findings(path) == set(), path
+
+
+def test_every_rule_with_a_visitor_has_bad_good_and_traps_fixtures() -> None:
+    for code, rule in all_rules().items():
+        if not any(True for _ in rule.visitor_methods()):
+            continue  # engine-produced (DL000, DL001): covered by engine tests
+        folder = FIXTURES / code
+        for kind in ("bad", "good", "traps"):
+            assert (folder / f"{kind}.py").is_file(), f"{code}: missing fixtures/{code}/{kind}.py"
+        bad = expected_findings(folder / "bad.py")
+        assert bad and {c for c, _, _ in bad} == {code}, f"{code}: bad.py must expect {code} only"
