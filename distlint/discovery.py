@@ -42,7 +42,8 @@ class Discovery:
         self._resolver = resolver
         self._cwd = cwd
         self._force_exclude = force_exclude
-        self._gitignores: dict[Path, GitIgnore] = {}
+        self._gitignores: dict[Path, GitIgnore] = {}  # by repository root
+        self._gitignore_of_dir: dict[Path, GitIgnore] = {}  # by directory, saves stat calls
 
     def files(self, paths: list[Path]) -> tuple[list[DiscoveredFile], list[str]]:
         """Files to check, sorted and unique; and messages for paths that do not exist."""
@@ -105,11 +106,16 @@ class Discovery:
         return self._gitignore_for(path).is_ignored(path, is_dir)
 
     def _gitignore_for(self, path: Path) -> GitIgnore:
-        root = find_repo_root(path.parent) or self._cwd
+        directory = path.parent
+        cached = self._gitignore_of_dir.get(directory)
+        if cached is not None:
+            return cached
+        root = find_repo_root(directory) or self._cwd
         ignore = self._gitignores.get(root)
         if ignore is None:
             ignore = GitIgnore(root)
             self._gitignores[root] = ignore
+        self._gitignore_of_dir[directory] = ignore
         return ignore
 
     def _ignored_with_parents(self, path: Path, is_dir: bool) -> bool:
