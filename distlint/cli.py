@@ -314,3 +314,24 @@ def rule_command(code: str) -> None:
         click.echo(f"# {rule.code} {rule.name}\n\n{rule.summary}")
         return
     click.echo(doc.markdown.rstrip("\n"))
+
+
+# -- language server (distlint/lsp) ----------------------------------------------------------------
+
+
+@main.command("server")
+@click.option(
+    "--tcp",
+    "tcp_port",
+    type=click.IntRange(1, 65535),
+    metavar="PORT",
+    help="Listen on TCP 127.0.0.1:PORT instead of stdio.",
+)
+def server_command(tcp_port: int | None) -> None:
+    """Run the language server (LSP) for editors; stdio unless --tcp is given."""
+    from distlint.lsp import INSTALL_HINT, missing_dependencies, run
+
+    if missing_dependencies():
+        click.echo(f"distlint: {INSTALL_HINT} (pip install 'distlint[lsp]')", err=True)
+        sys.exit(EXIT_ERROR)
+    run(tcp_port)

@@ -43,7 +43,7 @@ def run(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
     if jobs <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES:
         return [_check(task) for task in tasks]
     all_rules()  # import every rule module before forking, so workers inherit them
-    chunks = _chunks(list(tasks), jobs)
+    chunks = _chunks(list(range(len(tasks))), jobs)
     results: dict[int, FileResult] = {}
     failed: list[int] = []
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:

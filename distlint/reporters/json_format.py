@@ -26,7 +26,7 @@ def _range(span: Span) -> dict[str, Any]:
 
 
 def finding_to_dict(finding: Finding) -> dict[str, Any]:
-    """One finding as plain JSON data (also used by the LSP server's Diagnostic.data)."""
+    """One finding as plain JSON data."""
     fix = None
     if finding.fix is not None:
         fix = {
