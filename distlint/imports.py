@@ -122,8 +122,8 @@ class ImportTable:
     # -- building ------------------------------------------------------------------------------
 
     def _scan(self, body: Iterable[cst.CSTNode], module_name: str | None, is_package: bool) -> None:
-        aliases: list[tuple[str, cst.BaseExpression | None]] = []
-        for stmt in _scope_statements(body):
+        aliases: list[tuple[str, cst.BaseExpression | None, bool]] = []
+        for stmt, nested in _scope_statements_nested(body):
             if isinstance(stmt, cst.Import):
                 for alias in stmt.names:
                     full = dotted_name(alias.name)
@@ -144,14 +144,19 @@ class ImportTable:
                 )
                 for target in targets:
                     if isinstance(target, cst.Name):
-                        aliases.append((target.value, stmt.value))
+                        aliases.append((target.value, stmt.value, nested))
             elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 self._bindings[stmt.name.value] = None
-        for name, value in aliases:
+        imported_here = {name for name, target in self._bindings.items() if target is not None}
+        for name, value, nested in aliases:
             resolved = self.resolve(value) if value is not None else None
-            # An alias of a non-import value shadows the import of the same name.
-            if resolved is not None or name in self._bindings:
+            if resolved is not None:
                 self._bindings[name] = resolved
+            elif not (nested and name in imported_here):
+                # Rebinding a name to something else shadows it, except a conditional rebinding
+                # of an import of this scope: that is the optional-import idiom (`except
+                # ImportError: dist = None`), where the import is what the code means.
+                self._bindings[name] = None
 
     def _bind_target(self, target: cst.BaseExpression, full: str) -> None:
         if isinstance(target, cst.Name):
@@ -184,7 +189,7 @@ def _resolve_relative(
     if not is_package:
         parts = parts[:-1]
     drop = level - 1
-    if drop > len(parts):
+    if drop >= len(parts):  # beyond the top-level package (ImportError in Python)
         return None
     base_parts = parts[: len(parts) - drop] if drop else parts
     if module:
@@ -192,22 +197,28 @@ def _resolve_relative(
     return ".".join(base_parts) or None
 
 
-def _scope_statements(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+def scope_statements(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
     """Small statements and def/class heads of a scope, through if/try/with/loops."""
-    pending = list(body)
+    for stmt, _ in _scope_statements_nested(body):
+        yield stmt
+
+
+def _scope_statements_nested(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, bool]]:
+    """Like scope_statements, with whether each statement sits inside a compound statement."""
+    pending: list[tuple[cst.CSTNode, bool]] = [(node, False) for node in body]
     pending.reverse()
     while pending:
-        node = pending.pop()
+        node, nested = pending.pop()
         if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            yield from node.body
+            for small in node.body:
+                yield small, nested
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            yield node
+            yield node, nested
         elif isinstance(node, cst.BaseCompoundStatement):
-            blocks = _blocks_of(node)
-            for block in reversed(blocks):
-                pending.extend(reversed(_statements_of(block)))
+            for block in reversed(_blocks_of(node)):
+                pending.extend((child, True) for child in reversed(_statements_of(block)))
         elif isinstance(node, cst.BaseSmallStatement):
-            yield node
+            yield node, nested
 
 
 def _blocks_of(node: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:

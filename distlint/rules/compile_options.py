@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
+from distlint.imports import scope_statements
 from distlint.regions import is_literal, literal_value
 from distlint.registry import Rule
 from distlint.torch_tables import TorchTable, closest, load_table
@@ -145,6 +146,15 @@ class InvalidCompileOption(Rule):
             option_value = literal_value(element.value)
             if not is_literal(option_value):
                 continue
+            if table.option_type(key) == "never":
+                self.report(
+                    element.value,
+                    f"Option {key!r} cannot be set through options= in torch "
+                    f"{table.torch_version}: torch checks it against a broken annotation and "
+                    f"raises TypeError ({table.message('option_type_never')!r}) for any value. "
+                    "Leave it out.",
+                )
+                continue
             if table.option_value_ok(key, option_value) is False:
                 expected = table.option_type(key)
                 got = type(option_value).__name__
@@ -183,9 +193,13 @@ def _keywords(args: tuple[cst.Arg, ...] | list[cst.Arg]) -> dict[str, cst.Arg]:
 
 
 def _registered_backends(module: cst.Module) -> frozenset[str]:
-    """Backend names this file registers with ``register_backend`` (decorator or call)."""
+    """Backend names this file registers at module level (inside if/try blocks too).
+
+    ``@register_backend`` and ``register_backend(fn)`` register ``fn.__name__``;
+    ``name=`` overrides it.
+    """
     found: set[str] = set()
-    for stmt in module.body:
+    for stmt in scope_statements(module.body):
         if isinstance(stmt, cst.FunctionDef):
             for decorator in stmt.decorators:
                 expr = decorator.decorator
@@ -193,13 +207,15 @@ def _registered_backends(module: cst.Module) -> frozenset[str]:
                 if _ends_with_register_backend(target):
                     name = _name_keyword(expr) if isinstance(expr, cst.Call) else None
                     found.add(name or stmt.name.value)
-        elif isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                value = getattr(small, "value", None)
-                if isinstance(value, cst.Call) and _ends_with_register_backend(value.func):
-                    name = _name_keyword(value)
-                    if name:
-                        found.add(name)
+            continue
+        value = getattr(stmt, "value", None)
+        if isinstance(value, cst.Call) and _ends_with_register_backend(value.func):
+            name = _name_keyword(value)
+            positional = [arg for arg in value.args if arg.keyword is None]
+            if name is None and positional and isinstance(positional[0].value, cst.Name):
+                name = positional[0].value.value
+            if name:
+                found.add(name)
     return frozenset(found)
 
 
