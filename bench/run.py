@@ -82,7 +82,8 @@ def main() -> None:
     print(f"parse only     : {parse_cpu:7.2f} s CPU  {parse_wall:7.2f} s wall")
     print(f"distlint check : {check_cpu:7.2f} s CPU  {check_wall:7.2f} s wall (jobs={args.jobs})")
     print(
-        f"ratio (check / parse): {check_cpu / parse_cpu:.2f}x CPU, {check_wall / parse_wall:.2f}x wall"
+        f"ratio (check / parse): {check_cpu / parse_cpu:.2f}x CPU, "
+        f"{check_wall / parse_wall:.2f}x wall"
     )
     print(f"throughput: {len(files) / check_cpu:.1f} files per CPU-second")
 
