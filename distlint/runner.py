@@ -74,7 +74,32 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def _check(task: Task) -> FileResult:
+    if _may_crash_parser(task.path):
+        return _check_isolated(task)
+    return _check_unguarded(task)
+
+
+def _check_unguarded(task: Task) -> FileResult:
     return check_path(task.path, task.display, task.settings)
+
+
+_LONG_LINE = 10_000
+
+
+def _may_crash_parser(path: Path) -> bool:
+    """Whether ``path`` has a line long enough to hide nesting that overflows LibCST's stack.
+
+    Deep brackets are rejected before parsing (source.check_nesting), but chains of thousands
+    of lambdas or operators also kill the process (SIGSEGV); they need a very long line, which
+    real code does not have, so only such rare files pay for a separate process.
+    """
+    try:
+        if path.stat().st_size <= _LONG_LINE:
+            return False
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return any(len(line) > _LONG_LINE for line in data.splitlines())
 
 
 def _check_many(tasks: list[Task]) -> list[FileResult]:
@@ -85,7 +110,7 @@ def _check_isolated(task: Task) -> FileResult:
     """Check one file in a fresh worker; a crash there is that file's fault."""
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=_context()) as pool:
-            return pool.submit(_check, task).result()
+            return pool.submit(_check_unguarded, task).result()
     except BrokenProcessPool:
         return _unparsable(
             task.display,

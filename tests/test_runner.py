@@ -1,0 +1,36 @@
+"""The runner survives files that kill LibCST's native parser (SIGSEGV), in any --jobs mode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# 6,000 chained lambdas parse in CPython but overflow LibCST's parser stack (measured on
+# libcst 1.9: the process dies with SIGSEGV from about 5,000).
+CRASHER = "import torch\nx = " + "lambda: " * 6000 + "1\n"
+FINDING = 'import torch\ntorch.compile(f, backend="nvfuser")\n'
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_parser_crash_is_a_dl000_and_other_files_are_still_checked(tmp_path: Path, jobs) -> None:
+    (tmp_path / "crash.py").write_text(CRASHER)
+    for i in range(5):
+        (tmp_path / f"f{i}.py").write_text(FINDING)
+    proc = subprocess.run(
+        [sys.executable, "-m", "distlint", "check", "--format", "json", "--jobs", jobs, "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    findings = json.loads(proc.stdout)
+    assert [(f["path"], f["code"]) for f in findings] == [("crash.py", "DL000")] + [
+        (f"f{i}.py", "DL502") for i in range(5)
+    ]
+    assert "parser crashed" in findings[0]["message"]
+    assert "Traceback" not in proc.stderr
