@@ -239,12 +239,14 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
 def _emit(report: Report, opts: dict[str, object]) -> None:
     fmt = str(opts["fmt"])
     output = opts["output"]
+    color = False
     if fmt == "text":
         stream = sys.stdout if output is None else None
+        color = stream is not None and _use_color(stream)
         text = render(
             report,
             "text",
-            color=stream is not None and _use_color(stream),
+            color=color,
             show_source=bool(opts["show_source"]),
             statistics=bool(opts["statistics"]),
             quiet=bool(opts["quiet"]),
@@ -254,7 +256,8 @@ def _emit(report: Report, opts: dict[str, object]) -> None:
     else:
         text = render(report, fmt)
     if output is None:
-        click.echo(text, nl=False)
+        # click strips ANSI codes when stdout is not a TTY; FORCE_COLOR asked for them.
+        click.echo(text, nl=False, color=True if color else None)
     else:
         Path(str(output)).write_text(text, encoding="utf-8")
     sarif_output = opts["sarif_output"]

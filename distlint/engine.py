@@ -71,7 +71,9 @@ def check_bytes(
     try:
         text = decode_source(data)
     except SourceError as exc:
-        return _unparsable(display_path, str(exc), exc.line, exc.column)
+        # The lines only place the finding (e.g. the line of an undecodable byte).
+        approximate = data.decode("utf-8", "replace")
+        return _unparsable(display_path, str(exc), exc.line, exc.column, approximate)
     return check_source(text, display_path, settings, module_name, is_package)
 
 

@@ -9,6 +9,7 @@ other file still gets its findings.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
 import sys
 from collections.abc import Sequence
@@ -83,7 +84,7 @@ def _check_unguarded(task: Task) -> FileResult:
     return check_path(task.path, task.display, task.settings)
 
 
-_LONG_LINE = 10_000
+_LONG_LINE = 5_000
 
 
 def _may_crash_parser(path: Path) -> bool:
@@ -106,15 +107,29 @@ def _check_many(tasks: list[Task]) -> list[FileResult]:
     return [_check(task) for task in tasks]
 
 
-def _check_isolated(task: Task) -> FileResult:
-    """Check one file in a fresh worker; a crash there is that file's fault."""
+ISOLATED_TIMEOUT = 60.0  # seconds for one file that may crash or stall the parser
+
+
+def _check_isolated(task: Task, timeout: float = ISOLATED_TIMEOUT) -> FileResult:
+    """Check one file in a fresh process: a crash or a stall there is that file's alone."""
+    receiver, sender = _context().Pipe(duplex=False)
+    process = _context().Process(target=_check_and_send, args=(task, sender), daemon=True)
+    process.start()
+    sender.close()
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=_context()) as pool:
-            return pool.submit(_check_unguarded, task).result()
-    except BrokenProcessPool:
-        return _unparsable(
-            task.display,
-            "the parser crashed on this file (the process died); it was not checked",
-            1,
-            0,
-        )
+        if receiver.poll(timeout):
+            return receiver.recv()
+        reason = f"the parser did not finish within {timeout:.0f} s; it was not checked"
+    except EOFError:
+        reason = "the parser crashed on this file (the process died); it was not checked"
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join()
+        receiver.close()
+    return _unparsable(task.display, reason, 1, 0)
+
+
+def _check_and_send(task: Task, sender: multiprocessing.connection.Connection) -> None:
+    sender.send(_check_unguarded(task))
+    sender.close()

@@ -34,3 +34,16 @@ def test_parser_crash_is_a_dl000_and_other_files_are_still_checked(tmp_path: Pat
     ]
     assert "parser crashed" in findings[0]["message"]
     assert "Traceback" not in proc.stderr
+
+
+def test_a_file_that_stalls_the_parser_is_reported_after_the_timeout(tmp_path: Path) -> None:
+    from distlint.config import FileSettings
+    from distlint.runner import Task, _check_isolated
+
+    # LibCST needs minutes for a 5,000-link attribute chain (CPython rejects it outright).
+    path = tmp_path / "stall.py"
+    path.write_text("x = a" + ".b" * 5000 + "\n")
+    task = Task(path, "stall.py", FileSettings(enabled=frozenset({"DL000", "DL502"})))
+    result = _check_isolated(task, timeout=1.0)
+    assert [f.code for f in result.findings] == ["DL000"]
+    assert "did not finish within 1 s" in result.findings[0].message

@@ -6,6 +6,9 @@ severity per step, so this complements SARIF upload rather than replacing it.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from distlint.findings import Finding, Severity
 from distlint.reporters import Report
 
@@ -20,9 +23,10 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(finding: Finding) -> str:
+def annotation(finding: Finding, path: str | None = None) -> str:
+    """One workflow command; ``path`` overrides the finding's (cwd-relative) path."""
     start, end = finding.span.start, finding.span.end
-    properties = [("file", finding.path), ("line", str(start.line))]
+    properties = [("file", path or finding.path), ("line", str(start.line))]
     # Columns on a multi-line range confuse GitHub's rendering; keep lines only then.
     if start.line == end.line:
         properties.append(("col", str(start.column)))
@@ -34,5 +38,16 @@ def annotation(finding: Finding) -> str:
     return f"::{_COMMAND[finding.severity]} {rendered}::{escape_data(finding.message)}"
 
 
+def repo_path(report: Report, path: str) -> str:
+    """GitHub places annotations relative to the repository root, not the working directory."""
+    absolute = os.path.normpath(os.path.join(report.cwd, path))
+    try:
+        return Path(absolute).relative_to(report.root).as_posix()
+    except ValueError:
+        return path
+
+
 def render_github(report: Report) -> str:
-    return "".join(annotation(finding) + "\n" for finding in report.findings)
+    return "".join(
+        annotation(finding, repo_path(report, finding.path)) + "\n" for finding in report.findings
+    )

@@ -7,6 +7,12 @@ explicit ``level: "warning"``, which then silently falls back to the rule's defa
 Paths become URIs relative to ``%SRCROOT%`` (``report.root``); a file outside the root gets an
 absolute ``file://`` URI. Columns are UTF-16 code units (``run.columnKind``). Nothing depends on
 the machine or the clock, so rendering the same report twice gives the same text.
+
+GitHub rejects a whole upload that exceeds one of its limits (docs/integrations.md §1.4), so the
+log stays within them and says what it left out: at most 25,000 results per run (the most
+severe are kept, and a warning notification counts the rest), 25,000 rules per run (rules
+without results go first), one location and at most 10 related locations per result (the
+message and ``properties.omittedRelatedLocations`` count the others), and 10 tags per rule.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
+from functools import cache
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
@@ -31,6 +39,9 @@ SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 MAX_DESCRIPTION = 1024  # GitHub's limit for shortDescription / fullDescription
 MAX_TAGS = 10  # GitHub keeps 20 tags per rule but shows only 10
+MAX_RESULTS = 25_000  # per run; GitHub rejects a run with more
+MAX_RULES = 25_000  # per run; GitHub rejects a run with more
+MAX_RELATED = 10  # per result; GitHub's limit is 1,000 locations, but a message links only a few
 PROBLEM_SEVERITY = {
     Severity.ERROR: "error",
     Severity.WARNING: "warning",
@@ -52,14 +63,15 @@ def render_sarif(report: Report, category: str | None = None) -> str:
 
 def to_json_dict(obj: object) -> object:
     """sarif-om objects to JSON values: schema names, no None, no sarif-om sentinel defaults."""
-    if attr.has(type(obj)):
+    fields = _json_fields(type(obj))
+    if fields is not None:
         out: dict[str, object] = {}
-        for field in attr.fields(type(obj)):
-            value = getattr(obj, field.name)
-            if value is None or (field.name not in KEEP_DEFAULT and _is_default(field, value)):
+        for name, key, default in fields:
+            value = getattr(obj, name)
+            if value is None or (default is not attr.NOTHING and value == default):
                 continue
-            out[field.metadata.get("schema_property_name", field.name)] = to_json_dict(value)
-        return dict(sorted(out.items(), key=_key_rank))
+            out[key] = to_json_dict(value)
+        return out
     if isinstance(obj, dict):
         return {key: to_json_dict(value) for key, value in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -67,16 +79,27 @@ def to_json_dict(obj: object) -> object:
     return obj
 
 
-def _key_rank(item: tuple[str, object]) -> int:
-    key = item[0]
+@cache
+def _json_fields(cls: type) -> tuple[tuple[str, str, object], ...] | None:
+    """(attribute, JSON key, default to leave out) of a sarif-om class, in output key order.
+
+    ``None`` for anything that is not an attrs class. Computed once per class: a log with
+    25,000 results serializes some 400,000 objects.
+    """
+    if not attr.has(cls):
+        return None
+    fields = []
+    for field in attr.fields(cls):
+        default = attr.NOTHING if field.name in KEEP_DEFAULT else field.default
+        if isinstance(default, attr.Factory):  # type: ignore[arg-type]
+            default = default.factory()  # type: ignore[union-attr]
+        fields.append((field.name, field.metadata.get("schema_property_name", field.name), default))
+    return tuple(sorted(fields, key=_key_rank))  # stable: the others keep sarif-om's order
+
+
+def _key_rank(field: tuple[str, str, object]) -> int:
+    key = field[1]
     return FIRST_KEYS.index(key) if key in FIRST_KEYS else len(FIRST_KEYS)
-
-
-def _is_default(field: attr.Attribute, value: object) -> bool:
-    default = field.default
-    if isinstance(default, attr.Factory):  # type: ignore[arg-type]
-        default = default.factory()  # type: ignore[union-attr]
-    return default is not attr.NOTHING and value == default
 
 
 class _SarifBuilder:
@@ -84,15 +107,20 @@ class _SarifBuilder:
         self.report = report
         self.root = Path(os.path.normpath(report.root))
         self.cwd = Path(os.path.normpath(report.cwd))
+        self.findings, self.dropped = most_severe(report.findings, MAX_RESULTS)
         self.rules: list[type[Rule]] = list(report.rules)
         listed = {rule.code for rule in self.rules}
-        for finding in report.findings:  # a result's rule must be in driver.rules
+        for finding in self.findings:  # a result's rule must be in driver.rules
             rule = get_rule(finding.code)
             if finding.code not in listed and rule is not None:
                 self.rules.append(rule)
                 listed.add(finding.code)
+        self.rules, self.dropped_rules = cap_rules(
+            self.rules, {finding.code for finding in self.findings}, MAX_RULES
+        )
         self.rule_index = {rule.code: index for index, rule in enumerate(self.rules)}
         self._hashes: dict[str, dict[int, str] | None] = {}
+        self._artifacts: dict[str, om.ArtifactLocation] = {}
 
     def log(self, category: str | None) -> om.SarifLog:
         run = om.Run(
@@ -103,7 +131,7 @@ class _SarifBuilder:
                 SRCROOT: om.ArtifactLocation(description=om.Message(text="The repository root"))
             },
             invocations=[self.invocation()],
-            results=[self.result(finding) for finding in self.report.findings],
+            results=[self.result(finding) for finding in self.findings],
         )
         return om.SarifLog(schema_uri=SCHEMA_URI, version="2.1.0", runs=[run])
 
@@ -153,8 +181,11 @@ class _SarifBuilder:
         if finding.related:
             result.related_locations = [
                 self.related(index, related)
-                for index, related in enumerate(finding.related, start=1)
+                for index, related in enumerate(finding.related[:MAX_RELATED], start=1)
             ]
+            omitted = len(finding.related) - MAX_RELATED
+            if omitted > 0:
+                result.properties = {"omittedRelatedLocations": omitted}
         line_hash = self.line_hash(finding.path, finding.span.start.line)
         if line_hash is not None:
             result.partial_fingerprints = {"primaryLocationLineHash": line_hash}
@@ -197,6 +228,11 @@ class _SarifBuilder:
 
     def artifact(self, path: str) -> om.ArtifactLocation:
         """Repo-relative, percent-encoded posix URI under %SRCROOT%; else an absolute file URI."""
+        if path not in self._artifacts:
+            self._artifacts[path] = self._artifact(path)
+        return self._artifacts[path]
+
+    def _artifact(self, path: str) -> om.ArtifactLocation:
         absolute = Path(os.path.normpath(self.cwd / path))
         for base, target in ((self.root, absolute), (self.root.resolve(), absolute.resolve())):
             try:
@@ -226,6 +262,7 @@ class _SarifBuilder:
             for finding in self.report.findings
             if finding.code == "DL000"
         ]
+        notifications += self.limit_notifications()
         configuration = [
             om.Notification(level="warning", message=om.Message(text=notice))
             for notice in self.report.notices
@@ -235,6 +272,30 @@ class _SarifBuilder:
             tool_execution_notifications=notifications or None,
             tool_configuration_notifications=configuration or None,
         )
+
+    def limit_notifications(self) -> list[om.Notification]:
+        """Warnings that GitHub's limits made the log leave something out."""
+        notes = []
+        if self.dropped:
+            total = len(self.findings) + len(self.dropped)
+            tally = Counter(finding.severity for finding in self.dropped)
+            left_out = ", ".join(
+                _plural(tally[severity], severity.value) for severity in Severity if tally[severity]
+            )
+            notes.append(
+                f"Only the {len(self.findings):,} most severe of {total:,} results are included "
+                f"({left_out} left out): GitHub code scanning rejects a run with more than "
+                f"{MAX_RESULTS:,} results. Run distlint with --format text or json to see every "
+                "finding."
+            )
+        if self.dropped_rules:
+            total = len(self.rules) + self.dropped_rules
+            notes.append(
+                f"tool.driver.rules lists {len(self.rules):,} of the {total:,} enabled rules "
+                f"(every rule with results, then the others in code order): GitHub code scanning "
+                f"rejects a run with more than {MAX_RULES:,} rules."
+            )
+        return [om.Notification(level="warning", message=om.Message(text=note)) for note in notes]
 
     def error_notification(self, error: ToolError) -> om.Notification:
         notification = om.Notification(
@@ -247,6 +308,41 @@ class _SarifBuilder:
                 id=error.rule, index=self.rule_index.get(error.rule, -1)
             )
         return notification
+
+
+def most_severe(findings: list[Finding], limit: int) -> tuple[list[Finding], list[Finding]]:
+    """The ``limit`` most severe findings and the rest, each in the report's order.
+
+    Errors go before warnings before notes; within a severity the report's (deterministic)
+    order decides, so the same report always keeps the same findings.
+    """
+    if len(findings) <= limit:
+        return list(findings), []
+    ranked = sorted(range(len(findings)), key=lambda i: findings[i].severity.rank)  # stable
+    kept = set(ranked[:limit])
+    return (
+        [finding for i, finding in enumerate(findings) if i in kept],
+        [finding for i, finding in enumerate(findings) if i not in kept],
+    )
+
+
+def cap_rules(rules: list[type[Rule]], used: set[str], limit: int) -> tuple[list[type[Rule]], int]:
+    """At most ``limit`` of ``rules``, in order: those in ``used`` first, then others that fit."""
+    if len(rules) <= limit:
+        return rules, 0
+    room = max(limit - sum(rule.code in used for rule in rules), 0)
+    kept = []
+    for rule in rules:
+        if rule.code in used:
+            kept.append(rule)
+        elif room:
+            kept.append(rule)
+            room -= 1
+    return kept, len(rules) - len(kept)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def region(span: Span) -> om.Region:
@@ -275,8 +371,11 @@ def _message_text(finding: Finding) -> str:
         return text
     links = ", ".join(
         f"[{_escape_brackets(related.message) or 'related location'}]({index})"
-        for index, related in enumerate(finding.related, start=1)
+        for index, related in enumerate(finding.related[:MAX_RELATED], start=1)
     )
+    omitted = len(finding.related) - MAX_RELATED
+    if omitted > 0:
+        links += f", and {_plural(omitted, 'more related location')} not listed"
     return f"{text} ({links})"
 
 
