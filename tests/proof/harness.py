@@ -47,3 +47,14 @@ def run_cases(fixture: Path, *cases: str, timeout: float = 180) -> dict[str, Out
         f"proof runner for {fixture} produced no result (exit {proc.returncode}):\n"
         f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     )
+
+
+def run_fixtures(
+    folder: Path, kinds: tuple[str, ...] = ("bad", "good")
+) -> dict[str, dict[str, Outcome]]:
+    """Outcomes of several fixture files of one rule, each in its own subprocess, in parallel."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(kinds)) as pool:
+        futures = {kind: pool.submit(run_cases, folder / f"{kind}.py") for kind in kinds}
+        return {kind: future.result() for kind, future in futures.items()}

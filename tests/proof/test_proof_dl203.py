@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.expectations import expected_findings
-from tests.proof.harness import FIXTURES, Outcome, run_cases
+from tests.proof.harness import FIXTURES, Outcome, run_cases, run_fixtures
 
 pytestmark = [
     pytest.mark.torch,
@@ -49,10 +48,7 @@ TRAPS_THAT_CRASH = {"case_nested_def_in_compiled_function"}
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, dict[str, Outcome]]:
     """Outcomes of bad.py and good.py, each run in its own subprocess (in parallel)."""
-    kinds = ("bad", "good")
-    with ThreadPoolExecutor(len(kinds)) as pool:
-        futures = {kind: pool.submit(run_cases, FOLDER / f"{kind}.py") for kind in kinds}
-        return {kind: future.result() for kind, future in futures.items()}
+    return run_fixtures(FOLDER)
 
 
 @pytest.fixture(scope="module")
