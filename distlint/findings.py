@@ -7,7 +7,7 @@ and are cached, so they hold no CST nodes and no open files.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class Severity(str, enum.Enum):
@@ -100,7 +100,6 @@ class Finding:
     span: Span
     related: tuple[Location, ...] = ()
     fix: Fix | None = None
-    properties: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def sort_key(self) -> tuple:

@@ -13,7 +13,6 @@ import codecs
 import io
 import re
 import tokenize
-from dataclasses import dataclass
 
 MAX_BRACKET_DEPTH = 200  # CPython's tokenizer limit (MAXLEVEL)
 _BINARY_SNIFF = 8192
@@ -81,12 +80,3 @@ def check_nesting(text: str) -> None:
                 )
         elif group == "close":
             depth -= 1
-
-
-@dataclass(frozen=True)
-class ParseFailure:
-    """Where and why a file failed to parse."""
-
-    message: str
-    line: int
-    column: int  # 0-based
