@@ -9,11 +9,35 @@ import libcst as cst
 
 from distlint.imports import ImportTable
 from distlint.regions import CompileRoot, compile_root_of
+from distlint.semantic.regions_model import Region
 
 if TYPE_CHECKING:
     from distlint.config import FileSettings
-    from distlint.findings import Fix, Location, Severity
+    from distlint.findings import Fix, Location, Severity, Span
     from distlint.registry import Rule
+    from distlint.semantic.link import ProjectFacts
+
+
+class NodeSpan:
+    """A node whose span the engine fills in after the walk (positions are batched).
+
+    Rules keep these in the data they ``record`` for project-wide checks; once the walk is
+    over, ``span`` is set and the node reference is dropped, so records stay picklable.
+    """
+
+    __slots__ = ("node", "path", "span")
+
+    def __init__(self, node: cst.CSTNode | None, path: str) -> None:
+        self.node = node
+        self.path = path
+        self.span: Span | None = None
+
+    def __getstate__(self) -> tuple:
+        return (self.path, self.span)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.node = None
+        self.path, self.span = state
 
 
 @dataclass
@@ -31,12 +55,14 @@ class PendingReport:
 
 
 class _FunctionScope:
-    __slots__ = ("_table", "func", "root")
+    __slots__ = ("_region", "_table", "func", "qualname", "root")
 
-    def __init__(self, func: cst.FunctionDef, root: CompileRoot | None) -> None:
+    def __init__(self, func: cst.FunctionDef, root: CompileRoot | None, qualname: str) -> None:
         self.func = func
         self.root = root
+        self.qualname = qualname
         self._table: ImportTable | None = None
+        self._region: Region | None | bool = False  # False: not computed yet
 
 
 class FileContext:
@@ -60,8 +86,14 @@ class FileContext:
         self.imports = ImportTable.for_module(module, module_name, is_package)
         self.parents: list[cst.CSTNode] = []
         self.reports: list[PendingReport] = []
+        self.records: list[tuple[str, object]] = []
+        self.located: list[NodeSpan] = []
+        self.facts: ProjectFacts | None = None  # set when the file is checked with the project
+        self.module_key = module_name or path
         self._functions: list[_FunctionScope] = []
+        self._scopes: list[str] = []  # qualname parts of enclosing classes and functions
         self._wrappers = frozenset(settings.compile_wrappers)
+        self._local_ranks: object = None
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -83,11 +115,94 @@ class FileContext:
     def enter_function(self, func: cst.FunctionDef) -> None:
         # Decorators are evaluated in the enclosing scope.
         root = compile_root_of(func, self.resolve, self._wrappers)
-        self._functions.append(_FunctionScope(func, root))
+        qualname = ".".join((*self._scopes, func.name.value))
+        self._functions.append(_FunctionScope(func, root, qualname))
+        self._scopes += [func.name.value, "<locals>"]
 
     def leave_function(self, func: cst.FunctionDef) -> None:
         if self._functions and self._functions[-1].func is func:
             self._functions.pop()
+            del self._scopes[-2:]
+
+    def enter_class(self, node: cst.ClassDef) -> None:
+        self._scopes.append(node.name.value)
+
+    def leave_class(self, node: cst.ClassDef) -> None:
+        if self._scopes and self._scopes[-1] == node.name.value:
+            self._scopes.pop()
+
+    @property
+    def function_id(self) -> str | None:
+        """``module:qualname`` of the innermost function (the id summaries and facts use)."""
+        if not self._functions:
+            return None
+        return f"{self.module_key}:{self._functions[-1].qualname}"
+
+    @property
+    def region(self) -> Region | None:
+        """The compiled region the innermost enclosing function belongs to, if any.
+
+        With project facts (the normal case) this covers every root form and every module:
+        decorators, ``torch.compile(f)``, compiled modules' ``forward``, and functions reached
+        from those by calls. Without facts it falls back to this function's own decorator.
+        """
+        if not self._functions:
+            return None
+        scope = self._functions[-1]
+        if scope._region is False:
+            scope._region = self._compute_region(scope)
+        return scope._region  # type: ignore[return-value]
+
+    def _compute_region(self, scope: _FunctionScope) -> Region | None:
+        if self.facts is not None:
+            return self.facts.region_of(f"{self.module_key}:{scope.qualname}")
+        if scope.root is None:
+            return None
+        from distlint.semantic.regions_model import RootInfo
+
+        span = self.span_now(scope.root.node)
+        root = scope.root
+        info = RootInfo(
+            self.path,
+            span,
+            f"{self.module_key}:{scope.qualname}",
+            "decorator",
+            root.fullgraph,
+            root.dynamic,
+            root.mode,
+            root.backend,
+        )
+        return Region((info,), direct=True)
+
+    def span_now(self, node: cst.CSTNode) -> Span:
+        """The span of ``node``, computed now (one partial codegen; use sparingly)."""
+        from distlint.findings import Position, Span, make_position
+        from distlint.positions import node_ranges
+
+        found = node_ranges(self.module, [node]).get(node)
+        if found is None:
+            return Span(Position(1, 1, 1), Position(1, 1, 1))
+        lines = self.source.splitlines() or [""]
+        return Span(
+            make_position(lines, found.start_line, found.start_column),
+            make_position(lines, found.end_line, found.end_column),
+        )
+
+    # -- rank taint ------------------------------------------------------------------------------
+
+    def rank_dependent(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` may differ between ranks (rank taint, see semantic.taint)."""
+        from distlint.semantic.taint import expression_is_rank_dependent
+
+        return expression_is_rank_dependent(self, expr)
+
+    # -- project-wide records ------------------------------------------------------------------
+
+    def locate(self, node: cst.CSTNode) -> NodeSpan:
+        """A placeholder for ``node``'s span, filled in after the walk (see NodeSpan)."""
+        located = NodeSpan(node, self.path)
+        self.located.append(located)
+        return located
 
     @property
     def function(self) -> cst.FunctionDef | None:

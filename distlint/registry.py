@@ -4,6 +4,16 @@ A rule is a class with its metadata as class attributes and ``visit_<Node>`` /
 ``leave_<Node>`` methods named after LibCST node types. Subclassing :class:`Rule` registers it:
 there is no list to edit. Every module in :mod:`distlint.rules` is imported by
 :func:`all_rules`, so adding a file there is all it takes.
+
+A rule's ``scope`` says what it needs to know:
+
+* ``"file"``: the file alone. Its visitors run in the first pass over every file.
+* ``"region"``: the project's compiled regions. Its visitors run once the summaries of all
+  files are linked, on the files that hold a compiled function, and ``self.ctx.region`` says
+  which roots compile the current function (every root form, across modules).
+* ``"project"``: facts from several files. Its visitors run in the first pass and keep plain
+  data with ``self.record(...)`` (spans through ``self.ctx.locate(node)``); after linking,
+  the classmethod ``check_project(project)`` turns every file's records into findings.
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
@@ -21,7 +31,8 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from distlint.context import FileContext
-    from distlint.findings import Fix, Location
+    from distlint.findings import Finding, Fix, Location
+    from distlint.project import Project
 
 CODE_PATTERN = re.compile(r"DL\d{3}")
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -45,6 +56,7 @@ class Rule:
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
     tags: ClassVar[tuple[str, ...]] = ()
     precision: ClassVar[str] = "high"
+    scope: ClassVar[str] = "file"  # "file" | "region" | "project" (see the module docstring)
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -77,6 +89,15 @@ class Rule:
         """
         self.ctx.add_report(self, node, message, severity, related, fix, fix_nodes, related_nodes)
 
+    def record(self, data: object) -> None:
+        """Keep picklable ``data`` for :meth:`check_project` (project-scope rules)."""
+        self.ctx.records.append((self.code, data))
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        """Findings that need several files' records; see :class:`distlint.project.Project`."""
+        return ()
+
     @classmethod
     def visitor_methods(cls) -> Iterator[tuple[str, str]]:
         """(event, node type name) pairs for each ``visit_X`` / ``leave_X`` the rule defines."""
@@ -104,6 +125,8 @@ def _check_metadata(cls: type[Rule]) -> None:
         raise ValueError(f"{cls.__name__}: severity must be a Severity")
     if not getattr(cls, "summary", "").strip():
         raise ValueError(f"{cls.__name__}: summary is required")
+    if cls.scope not in ("file", "region", "project"):
+        raise ValueError(f"{cls.__name__}: scope must be file, region or project")
 
 
 @cache

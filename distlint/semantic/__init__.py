@@ -1,0 +1,7 @@
+"""The shared analysis layer: per-file summaries, linked into project facts.
+
+Phase 1 (:mod:`.collect`) turns one parsed file into a :class:`~.model.ModuleSummary`: plain,
+picklable data that depends on that file alone (what the per-file cache stores). Phase 2
+(:mod:`.link`) joins the summaries of every checked file into :class:`~.link.ProjectFacts`:
+compiled regions across modules, the call graph, rank taint and collective effects.
+"""

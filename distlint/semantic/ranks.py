@@ -1,0 +1,129 @@
+"""Where rank-valued data comes from (the sources of rank taint, rules.md DL201).
+
+Only values that differ between ranks count. World size, ``is_initialized()``,
+``is_available()``, the backend and config flags are the same on every rank: branching on
+them is uniform and never a divergence.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from distlint.imports import dotted_name
+
+# Resolved call targets that return a rank (or a per-rank boolean).
+RANK_FUNCTIONS = frozenset(
+    {
+        "torch.distributed.get_rank",
+        "torch.distributed.get_node_local_rank",
+        "torch.distributed.get_global_rank",
+        "torch.distributed.get_group_rank",
+        "torch.distributed.get_process_group_ranks_for_rank",
+    }
+)
+# Names of per-rank getters and predicates, whatever object or module they come from
+# (``mpu.get_tensor_model_parallel_rank()``, ``accelerator.is_main_process``).
+RANK_CALL_SUFFIXES = ("_rank",)
+RANK_PREDICATE_NAMES = frozenset(
+    {
+        "get_rank",
+        "is_main_process",
+        "is_local_main_process",
+        "is_main",
+        "is_master",
+        "is_rank_zero",
+        "is_rank_0",
+        "is_global_zero",
+        "is_local_zero",
+        "is_last_rank",
+        "is_pipeline_first_stage",
+        "is_pipeline_last_stage",
+    }
+)
+RANK_ATTRIBUTES = frozenset(
+    {
+        "rank",
+        "local_rank",
+        "global_rank",
+        "node_rank",
+        "group_rank",
+        "process_index",
+        "local_process_index",
+        "is_main_process",
+        "is_local_main_process",
+        "is_global_zero",
+        "is_local_zero",
+        "is_master",
+    }
+)
+RANK_ENV_VARS = frozenset(
+    {
+        "RANK",
+        "LOCAL_RANK",
+        "NODE_RANK",
+        "GROUP_RANK",
+        "GLOBAL_RANK",
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "SLURM_NODEID",
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "PMI_RANK",
+        "LOCAL_PROCESS_RANK",
+    }
+)
+# Look-alikes that are uniform across ranks.
+UNIFORM_NAMES = frozenset({"get_world_size", "world_size", "local_world_size", "num_processes"})
+_ENV_READERS = frozenset({"os.environ.get", "os.getenv", "os.environ.__getitem__"})
+
+
+def is_rank_call_name(last: str) -> bool:
+    """Whether a called name like ``get_pipeline_model_parallel_rank`` reads the rank."""
+    if last in UNIFORM_NAMES:
+        return False
+    return last in RANK_PREDICATE_NAMES or last.endswith(RANK_CALL_SUFFIXES)
+
+
+def _string(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def direct_rank_source(
+    expr: cst.BaseExpression, resolved: str | None, predicates: frozenset[str] = frozenset()
+) -> bool:
+    """Whether ``expr`` itself (not its parts) reads a rank.
+
+    ``resolved`` is the canonical name of a call's function or of the expression (for
+    attributes rooted at an import), as the caller's import table resolved it.
+    """
+    if isinstance(expr, cst.Call):
+        target = resolved
+        if target is not None and (target in RANK_FUNCTIONS or target in predicates):
+            return True
+        func = expr.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else None
+        if isinstance(func, cst.Name):
+            last = func.value
+        if target is not None and target in _ENV_READERS and expr.args:
+            return _string(expr.args[0].value) in RANK_ENV_VARS
+        if last is None:
+            return False
+        if dotted_name(func) in predicates:
+            return True
+        return is_rank_call_name(last)
+    if isinstance(expr, cst.Subscript):
+        # os.environ["RANK"]
+        if resolved == "os.environ" and len(expr.slice) == 1:
+            index = expr.slice[0].slice
+            return isinstance(index, cst.Index) and _string(index.value) in RANK_ENV_VARS
+        return False
+    if isinstance(expr, cst.Attribute):
+        if resolved is not None and resolved in predicates:
+            return True
+        return expr.attr.value in RANK_ATTRIBUTES
+    if isinstance(expr, cst.Name):
+        return expr.value in predicates
+    return False

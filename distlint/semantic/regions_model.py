@@ -1,0 +1,66 @@
+"""What a rule sees of the compiled region it is in: the roots that compile it, and how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from distlint.findings import Location, Span
+
+
+@dataclass(frozen=True)
+class RootInfo:
+    """One compile root that reaches a function: where it compiles and with which options."""
+
+    path: str
+    span: Span
+    target: str  # the function id the root compiles, e.g. "pkg.model.Net.forward"
+    kind: str  # decorator | call | module | method | block
+    fullgraph: bool = False
+    dynamic: bool | None = None
+    mode: str | None = None
+    backend: str | None = None
+    options_cudagraphs: bool = False  # options={"triton.cudagraphs": True}
+
+    @property
+    def label(self) -> str:
+        extra = ", fullgraph=True" if self.fullgraph else ""
+        if self.mode:
+            extra += f", mode={self.mode!r}"
+        return f"compiled at {self.path}:{self.span.start.line}{extra}"
+
+
+@dataclass(frozen=True)
+class Region:
+    """The compiled region a function belongs to: every root that reaches it (sorted)."""
+
+    roots: tuple[RootInfo, ...]
+    direct: bool = False  # the function is a root itself (not only reached by calls)
+
+    @property
+    def fullgraph(self) -> bool:
+        """Whether some root compiles with fullgraph=True (rules escalate to errors)."""
+        return any(root.fullgraph for root in self.roots)
+
+    @property
+    def modes(self) -> frozenset[str]:
+        return frozenset(root.mode for root in self.roots if root.mode)
+
+    @property
+    def cudagraphs(self) -> bool:
+        """Whether some root replays CUDA graphs (mode="reduce-overhead" or the option)."""
+        return any(
+            root.mode == "reduce-overhead" or root.options_cudagraphs for root in self.roots
+        )
+
+    @property
+    def related(self) -> tuple[Location, ...]:
+        """One related location per root (at most 5): "compiled at path:line"."""
+        return tuple(Location(r.path, r.span, r.label) for r in self.roots[:5])
+
+    @property
+    def where(self) -> str:
+        """Short text for messages: "compiled at a.py:3" (plus a count of further roots)."""
+        first = self.roots[0]
+        more = len(self.roots) - 1
+        text = f"{first.path}:{first.span.start.line}"
+        return text + (f" and {more} more" if more else "")
