@@ -62,7 +62,7 @@ class _FunctionScope:
         self.root = root
         self.qualname = qualname
         self._table: ImportTable | None = None
-        self._region: Region | None | bool = False  # False: not computed yet
+        self._region: Region | bool | None = False  # False: not computed yet
 
 
 class FileContext:

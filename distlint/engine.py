@@ -1,5 +1,12 @@
 """Check one file: decode, parse once, walk once with every enabled rule, then report.
 
+A file is checked in up to two passes. The first runs file- and project-scope rules and
+summarises the file for the semantic layer (:mod:`distlint.semantic`). Once every file's
+summary is linked, files that hold compiled regions or project findings get a second pass
+with the project facts (region-scope rules, plus the project findings so that suppressions
+and DL001 see them). :func:`check_source` does both for a single file; the runner does them
+for many files in parallel.
+
 Failure policy: a file that cannot be read or parsed becomes a DL000 finding; a rule that
 raises becomes a ToolError naming the rule and the file, that rule stops for this file, and
 every other rule's findings are still reported.
@@ -32,6 +39,9 @@ from distlint.findings import (
 from distlint.imports import module_name_for
 from distlint.positions import NodeRange, node_ranges
 from distlint.registry import Rule, all_rules
+from distlint.semantic.collect import Collector
+from distlint.semantic.link import ProjectFacts, link
+from distlint.semantic.model import ModuleSummary
 from distlint.source import SourceError, check_nesting, decode_source
 from distlint.suppressions import SuppressionIndex, scan
 from distlint.walker import walk
@@ -41,23 +51,41 @@ _NEWLINES = re.compile(r"\r\n|\r|\n")
 
 @dataclass(frozen=True)
 class FileResult:
-    """Everything one file produced; picklable, sent back from worker processes."""
+    """Everything one file produced; picklable, sent back from worker processes.
+
+    ``summary`` and ``records`` are the first pass's input to linking; they are dropped from
+    final results.
+    """
 
     path: str
     findings: tuple[Finding, ...] = ()
     errors: tuple[ToolError, ...] = ()
     suppressed: int = 0
+    summary: ModuleSummary | None = None
+    records: tuple[tuple[str, object], ...] = ()
+
+    def final(self) -> FileResult:
+        return FileResult(self.path, self.findings, self.errors, self.suppressed)
+
+
+@dataclass(frozen=True)
+class SecondPass:
+    """What a file's second pass gets: the project facts and the project findings for it."""
+
+    facts: ProjectFacts
+    findings: tuple[Finding, ...] = ()
 
 
 def check_path(file_path: Path, display_path: str, settings: FileSettings) -> FileResult:
-    """Read ``file_path`` from disk and check it."""
-    try:
-        data = file_path.read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        return _unparsable(display_path, f"cannot read file: {reason}", 1, 0)
+    """Read ``file_path`` from disk and check it as a project of one file."""
     module_name, is_package = module_name_for(file_path)
-    return check_bytes(data, display_path, settings, module_name, is_package)
+    first = analyze_path(file_path, display_path, settings, module_name, is_package)
+    return _alone(
+        first,
+        lambda second: analyze_path(
+            file_path, display_path, settings, module_name, is_package, second
+        ),
+    )
 
 
 def check_bytes(
@@ -67,14 +95,12 @@ def check_bytes(
     module_name: str | None = None,
     is_package: bool = False,
 ) -> FileResult:
-    """Decode ``data`` as Python source (BOM, PEP 263 cookie) and check it."""
-    try:
-        text = decode_source(data)
-    except SourceError as exc:
-        # The lines only place the finding (e.g. the line of an undecodable byte).
-        approximate = data.decode("utf-8", "replace")
-        return _unparsable(display_path, str(exc), exc.line, exc.column, approximate)
-    return check_source(text, display_path, settings, module_name, is_package)
+    """Decode ``data`` as Python source (BOM, PEP 263 cookie) and check it alone."""
+    first = analyze_bytes(data, display_path, settings, module_name, is_package)
+    return _alone(
+        first,
+        lambda second: analyze_bytes(data, display_path, settings, module_name, is_package, second),
+    )
 
 
 def check_source(
@@ -85,6 +111,96 @@ def check_source(
     is_package: bool = False,
 ) -> FileResult:
     """Check source text that is already decoded (the LSP server's unsaved buffers)."""
+    first = analyze_source(text, display_path, settings, module_name, is_package)
+    return _alone(
+        first,
+        lambda second: analyze_source(
+            text, display_path, settings, module_name, is_package, second
+        ),
+    )
+
+
+def _alone(first: FileResult, again: Any) -> FileResult:
+    """Finish a one-file project: link its summary and run the second pass if needed."""
+    from distlint.project import FileRecords, Project
+
+    if first.summary is None:
+        return first.final()
+    facts = link([first.summary])
+    project = Project([FileRecords(first.path, first.summary.key, first.records)], facts)
+    findings = project_findings(project, {first.path: _enabled_of(first)})
+    if not needs_second_pass(facts, first.summary.key, findings.get(first.path)):
+        return first.final()
+    return again(SecondPass(facts, tuple(findings.get(first.path, ())))).final()
+
+
+def _enabled_of(result: FileResult) -> frozenset[str]:
+    return result.summary.enabled if result.summary is not None else frozenset()
+
+
+def needs_second_pass(facts: ProjectFacts, module_key: str, findings: list[Finding] | None) -> bool:
+    """Whether a file must be walked again: it holds compiled code or project findings."""
+    return bool(findings) or facts.has_regions(module_key)
+
+
+def project_findings(
+    project: Any, enabled_by_path: dict[str, frozenset[str]]
+) -> dict[str, list[Finding]]:
+    """Findings of project-scope rules, by file, keeping only rules enabled for that file."""
+    found: dict[str, list[Finding]] = {}
+    codes = set().union(*enabled_by_path.values()) if enabled_by_path else set()
+    for code, rule in all_rules().items():
+        if rule.scope != "project" or code not in codes:
+            continue
+        for finding in rule.check_project(project):
+            if code in enabled_by_path.get(finding.path, frozenset()):
+                found.setdefault(finding.path, []).append(finding)
+    return found
+
+
+def analyze_path(
+    file_path: Path,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None,
+    is_package: bool,
+    second: SecondPass | None = None,
+) -> FileResult:
+    """One pass over a file on disk (see the module docstring)."""
+    try:
+        data = file_path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return _unparsable(display_path, f"cannot read file: {reason}", 1, 0)
+    return analyze_bytes(data, display_path, settings, module_name, is_package, second)
+
+
+def analyze_bytes(
+    data: bytes,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None = None,
+    is_package: bool = False,
+    second: SecondPass | None = None,
+) -> FileResult:
+    try:
+        text = decode_source(data)
+    except SourceError as exc:
+        # The lines only place the finding (e.g. the line of an undecodable byte).
+        approximate = data.decode("utf-8", "replace")
+        return _unparsable(display_path, str(exc), exc.line, exc.column, approximate)
+    return analyze_source(text, display_path, settings, module_name, is_package, second)
+
+
+def analyze_source(
+    text: str,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None = None,
+    is_package: bool = False,
+    second: SecondPass | None = None,
+) -> FileResult:
+    """One pass over decoded source: the first (``second`` is None) or the second."""
     try:
         check_nesting(text)
         module = cst.parse_module(text)
@@ -98,36 +214,57 @@ def check_source(
 
     try:
         ctx = FileContext(display_path, text, module, settings, module_name, is_package)
+        if second is not None:
+            ctx.facts = second.facts
     except Exception as exc:  # a bug in the shared analysis: report it, never crash the run
         message = f"internal error while analysing the file: {type(exc).__name__}: {exc}"
         return FileResult(display_path, errors=(ToolError(display_path, message),))
     errors: list[ToolError] = []
-    rules = [rule(ctx) for rule in _walking_rules(settings.enabled)]
+    scopes = ("file", "project") if second is None else ("file", "region")
+    rules = [rule(ctx) for rule in _walking_rules(settings.enabled, scopes)]
     on_visit, on_leave = _dispatch_tables(ctx, rules, errors)
     try:
         walk(module, on_visit, on_leave, ctx.parents)
     except RecursionError:  # pragma: no cover - the walk is iterative; handlers may recurse
         errors.append(ToolError(display_path, "analysis exceeded the recursion limit"))
-    return _finish(ctx, text, settings, errors)
+    summary = None
+    if second is None:
+        try:
+            summary = Collector(ctx).collect()
+            summary.enabled = settings.enabled
+        except RecursionError:
+            errors.append(ToolError(display_path, "semantic summary exceeded the recursion limit"))
+        except Exception as exc:  # a bug in the shared analysis: report it, never crash the run
+            errors.append(
+                ToolError(
+                    display_path,
+                    f"internal error while summarising the file: {type(exc).__name__}: {exc}",
+                )
+            )
+    extra = second.findings if second is not None else ()
+    return _finish(ctx, text, settings, errors, summary, extra)
 
 
 # -- dispatch --------------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=64)
-def _walking_rules(enabled: frozenset[str]) -> tuple[type[Rule], ...]:
-    """Enabled rules that have visitor methods, in code order."""
+def _walking_rules(enabled: frozenset[str], scopes: tuple[str, ...]) -> tuple[type[Rule], ...]:
+    """Enabled rules of these scopes that have visitor methods, in code order."""
     return tuple(
         rule
         for code, rule in all_rules().items()
-        if code in enabled and any(True for _ in rule.visitor_methods())
+        if code in enabled and rule.scope in scopes and any(True for _ in rule.visitor_methods())
     )
 
 
 def _dispatch_tables(
     ctx: FileContext, rules: list[Rule], errors: list[ToolError]
 ) -> tuple[dict[type, list[Any]], dict[type, list[Any]]]:
-    on_visit: dict[type, list[Any]] = {cst.FunctionDef: [ctx.enter_function]}
+    on_visit: dict[type, list[Any]] = {
+        cst.FunctionDef: [ctx.enter_function],
+        cst.ClassDef: [ctx.enter_class],
+    }
     on_leave: dict[type, list[Any]] = {}
     crashed: set[str] = set()
     for rule in rules:
@@ -139,6 +276,7 @@ def _dispatch_tables(
             table = on_visit if event == "visit" else on_leave
             table.setdefault(node_type, []).append(handler)
     on_leave.setdefault(cst.FunctionDef, []).append(ctx.leave_function)
+    on_leave.setdefault(cst.ClassDef, []).append(ctx.leave_class)
     return on_visit, on_leave
 
 
@@ -169,18 +307,29 @@ def _guarded(handler: Any, rule: Rule, crashed: set[str], errors: list[ToolError
 
 
 def _finish(
-    ctx: FileContext, text: str, settings: FileSettings, errors: list[ToolError]
+    ctx: FileContext,
+    text: str,
+    settings: FileSettings,
+    errors: list[ToolError],
+    summary: ModuleSummary | None = None,
+    extra: tuple[Finding, ...] = (),
 ) -> FileResult:
-    reports = [r for r in ctx.reports if r.rule.code not in {e.rule for e in errors}]
-    index = scan(text) if (reports or "DL001" in settings.enabled) else None
-    if not reports and index is None:
-        return FileResult(ctx.path, errors=tuple(errors))
+    crashed = {e.rule for e in errors}
+    reports = [r for r in ctx.reports if r.rule.code not in crashed]
+    records = tuple((code, data) for code, data in ctx.records if code not in crashed)
     lines = _NEWLINES.split(text)
-    ranges = _report_ranges(ctx.module, reports)
+    located = [n for n in ctx.located if n.node is not None]
+    ranges = _report_ranges(ctx.module, reports, located)
+    for item in located:
+        item.span = _span(ranges.get(item.node), lines)  # type: ignore[arg-type]
+        item.node = None
+    index = scan(text) if (reports or extra or "DL001" in settings.enabled) else None
+    if not reports and not extra and index is None:
+        return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
     findings: list[Finding] = []
     suppressed = 0
-    for report in reports:
-        finding = _finding(ctx.path, report, ranges, lines)
+    candidates = [_finding(ctx.path, report, ranges, lines) for report in reports]
+    for finding in [*candidates, *extra]:
         if index is not None and index.is_suppressed(finding.code, finding.span.start.line):
             suppressed += 1
             continue
@@ -189,13 +338,13 @@ def _finish(
         findings.extend(_unused_suppressions(ctx.path, index, settings, lines))
     unique = {(f.sort_key, f.span.end): f for f in findings}
     ordered = tuple(sorted(unique.values(), key=lambda f: f.sort_key))
-    return FileResult(ctx.path, ordered, tuple(errors), suppressed)
+    return FileResult(ctx.path, ordered, tuple(errors), suppressed, summary, records)
 
 
 def _report_ranges(
-    module: cst.Module, reports: list[PendingReport]
+    module: cst.Module, reports: list[PendingReport], located: list[Any] = ()
 ) -> dict[cst.CSTNode, NodeRange]:
-    nodes: list[cst.CSTNode] = []
+    nodes: list[cst.CSTNode] = [item.node for item in located]
     for report in reports:
         nodes.append(report.node)
         nodes.extend(node for node, _ in report.fix_nodes)

@@ -1,9 +1,13 @@
-"""Check many files, in parallel across processes, with output independent of ``--jobs``.
+"""Check many files as one project, in parallel, with output independent of ``--jobs``.
 
-Each file is independent (one parse, one walk), so files are spread over a process pool in
-chunks. If a worker dies (a parser crash kills the process, not just the file), the files it
-held are re-checked one at a time in isolation so the culprit is reported as DL000 and every
-other file still gets its findings.
+Two passes (see :mod:`distlint.engine`): every file's first pass is independent (one parse,
+one walk, one summary), so files are spread over a process pool in chunks; the parent links
+the summaries (cheap), runs the project-scope rules, and sends the files that hold compiled
+regions or project findings through a second pass, again in parallel. Workers are forked
+after the facts are built, so the facts reach them without pickling. If a worker dies (a
+parser crash kills the process, not just the file), the files it held are re-checked one
+at a time in isolation so the culprit is reported as DL000 and every other file still gets
+its findings.
 """
 
 from __future__ import annotations
@@ -19,8 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from distlint.config import FileSettings
-from distlint.engine import FileResult, _unparsable, check_path
+from distlint.engine import (
+    FileResult,
+    SecondPass,
+    _unparsable,
+    analyze_path,
+    needs_second_pass,
+    project_findings,
+)
+from distlint.imports import module_name_for
+from distlint.project import FileRecords, Project
 from distlint.registry import all_rules
+from distlint.semantic.link import ProjectFacts, link
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
 
@@ -30,6 +44,13 @@ class Task:
     path: Path
     display: str
     settings: FileSettings
+    module_name: str | None = None
+    is_package: bool = False
+    second: bool = False  # the second pass: reads the facts set up by run()
+
+
+# The second pass's input, set before workers are forked (inherited, never pickled).
+_SECOND: dict[str, SecondPass] = {}
 
 
 def default_jobs() -> int:
@@ -39,8 +60,79 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
-    """Results in the order of ``tasks``."""
+def run(
+    tasks: Sequence[Task], jobs: int, native_sources: Sequence[tuple[str, str]] = ()
+) -> list[FileResult]:
+    """Results in the order of ``tasks``, the files checked together as one project."""
+    tasks = _with_module_names(tasks)
+    first = _run_pass(tasks, jobs)
+    summaries = [r.summary for r in first if r.summary is not None]
+    wrappers = {w for task in tasks for w in task.settings.compile_wrappers}
+    facts = link(summaries, wrappers)
+    project = Project(
+        [FileRecords(r.path, r.summary.key, r.records) for r in first if r.summary is not None],
+        facts,
+        native_sources,
+    )
+    enabled = {r.path: r.summary.enabled for r in first if r.summary is not None}
+    found = project_findings(project, enabled)
+    again = [
+        i
+        for i, r in enumerate(first)
+        if r.summary is not None and needs_second_pass(facts, r.summary.key, found.get(r.path))
+    ]
+    final = [r.final() for r in first]
+    if not again:
+        return final
+    _SECOND.clear()
+    for i in again:
+        _SECOND[tasks[i].display] = SecondPass(facts, tuple(found.get(first[i].path, ())))
+    try:
+        second = _run_pass([_second(tasks[i]) for i in again], jobs)
+    finally:
+        _SECOND.clear()
+    for i, result in zip(again, second, strict=True):
+        final[i] = result.final()
+    return final
+
+
+def link_results(results: Sequence[FileResult], wrappers: Sequence[str] = ()) -> ProjectFacts:
+    """Facts from first-pass results (for ``explain-regions``)."""
+    return link([r.summary for r in results if r.summary is not None], wrappers)
+
+
+def first_pass(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
+    """Only the first pass (summaries and file-scope findings), in the order of ``tasks``."""
+    return _run_pass(_with_module_names(tasks), jobs)
+
+
+def _second(task: Task) -> Task:
+    return Task(task.path, task.display, task.settings, task.module_name, task.is_package, True)
+
+
+def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
+    """Give each task its module name; files whose names collide are keyed by path instead."""
+    named = []
+    for task in tasks:
+        module_name, is_package = module_name_for(task.path)
+        named.append((task, module_name, is_package))
+    counts: dict[str | None, int] = {}
+    for _, module_name, _ in named:
+        counts[module_name] = counts.get(module_name, 0) + 1
+    return [
+        Task(
+            task.path,
+            task.display,
+            task.settings,
+            module_name if counts[module_name] == 1 else None,
+            is_package,
+        )
+        for task, module_name, is_package in named
+    ]
+
+
+def _run_pass(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
+    """One pass over ``tasks``, in parallel when worth it; results in order."""
     if jobs <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES:
         return [_check(task) for task in tasks]
     all_rules()  # import every rule module before forking, so workers inherit them
@@ -81,7 +173,12 @@ def _check(task: Task) -> FileResult:
 
 
 def _check_unguarded(task: Task) -> FileResult:
-    return check_path(task.path, task.display, task.settings)
+    second = _SECOND.get(task.display) if task.second else None
+    if task.second and second is None:  # pragma: no cover - spawn platforms lose the facts
+        return FileResult(task.display)
+    return analyze_path(
+        task.path, task.display, task.settings, task.module_name, task.is_package, second
+    )
 
 
 _LONG_LINE = 5_000

@@ -1,23 +1,38 @@
 """Every fixture produces exactly the findings its ``# expect:`` comments declare.
 
 Runs all rules (``select ALL``) on each file under ``fixtures/``, so a rule that fires on
-another rule's bad, good or traps file is caught too.
+another rule's bad, good or traps file is caught too. Each top-level fixture folder is
+checked as one project (cross-module fixtures live in packages inside it).
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 from distlint.config import FileSettings
-from distlint.engine import check_path
+from distlint.engine import FileResult
 from distlint.registry import all_rules
+from distlint.runner import Task, run
 from tests.expectations import expected_findings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
 ALL = FileSettings(enabled=frozenset(all_rules()))
+
+
+@cache
+def _folder_results(folder: Path) -> dict[Path, FileResult]:
+    files = sorted(folder.rglob("*.py"))
+    results = run([Task(path, path.name, ALL) for path in files], jobs=1)
+    return dict(zip(files, results, strict=True))
+
+
+def check_fixture(path: Path) -> FileResult:
+    folder = FIXTURES / path.relative_to(FIXTURES).parts[0]
+    return _folder_results(folder)[path]
 
 
 def test_fixture_tree_is_not_empty() -> None:
@@ -28,7 +43,7 @@ def test_fixture_tree_is_not_empty() -> None:
     "path", FIXTURE_FILES, ids=[p.relative_to(FIXTURES).as_posix() for p in FIXTURE_FILES]
 )
 def test_fixture_findings_are_exactly_the_expected_ones(path: Path) -> None:
-    result = check_path(path, path.name, ALL)
+    result = check_fixture(path)
     assert result.errors == ()
     actual = {(f.code, f.span.start.line, f.span.start.column) for f in result.findings}
     assert actual == expected_findings(path)

@@ -48,9 +48,7 @@ class Region:
     @property
     def cudagraphs(self) -> bool:
         """Whether some root replays CUDA graphs (mode="reduce-overhead" or the option)."""
-        return any(
-            root.mode == "reduce-overhead" or root.options_cudagraphs for root in self.roots
-        )
+        return any(root.mode == "reduce-overhead" or root.options_cudagraphs for root in self.roots)
 
     @property
     def related(self) -> tuple[Location, ...]:

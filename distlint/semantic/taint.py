@@ -81,16 +81,21 @@ def _calls_rank_function(func: cst.BaseExpression, resolved: str | None, env: Ta
         and func.attr.value in env.rank_functions
     ):
         return True
-    return resolved is not None and env.is_rank_function is not None and env.is_rank_function(
-        resolved
+    return (
+        resolved is not None and env.is_rank_function is not None and env.is_rank_function(resolved)
     )
 
 
 # -- building environments ---------------------------------------------------------------------
 
 
-def assignments(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpression, cst.CSTNode]]:
-    """(target, value) pairs of a scope's statements, not entering nested defs/classes."""
+def assignments(
+    body: Iterable[cst.CSTNode],
+) -> Iterator[tuple[cst.BaseExpression, cst.CSTNode, bool]]:
+    """(target, value, is_loop) of a scope's statements, not entering nested defs/classes.
+
+    ``is_loop`` marks ``for`` targets, whose value is an element of ``value``.
+    """
     stack = list(body)
     stack.reverse()
     while stack:
@@ -99,18 +104,18 @@ def assignments(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpressio
             continue
         if isinstance(node, cst.Assign):
             for target in node.targets:
-                yield target.target, node.value
+                yield target.target, node.value, False
             continue
         if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
             if node.value is not None:
-                yield node.target, node.value
+                yield node.target, node.value, False
             continue
         if isinstance(node, (cst.For, cst.CompFor)):
-            yield node.target, node.iter
+            yield node.target, node.iter, True
         elif isinstance(node, cst.WithItem) and node.asname is not None:
-            yield node.asname.name, node.item
+            yield node.asname.name, node.item, False
         elif isinstance(node, cst.NamedExpr):
-            yield node.target, node.value
+            yield node.target, node.value, False
         if isinstance(node, (cst.BaseExpression, cst.Lambda)) and not isinstance(
             node, cst.NamedExpr
         ):
@@ -140,13 +145,13 @@ def self_attribute(target: cst.BaseExpression) -> str | None:
     return None
 
 
-def propagate(pairs: list[tuple[cst.BaseExpression, cst.CSTNode]], env: TaintEnv) -> bool:
+def propagate(pairs: list[tuple[cst.BaseExpression, cst.CSTNode, bool]], env: TaintEnv) -> bool:
     """Add names/attributes assigned from tainted values until nothing changes."""
     grew = False
     changed = True
     while changed:
         changed = False
-        for target, value in pairs:
+        for target, value, _ in pairs:
             if not isinstance(value, cst.BaseExpression):
                 continue
             names = list(target_names(target))
@@ -193,7 +198,9 @@ class FileTaint:
         predicates = frozenset(ctx.settings.rank_predicates)
         facts = ctx.facts
         is_rank_function = facts.is_rank_function if facts is not None else None
-        self.module_env = TaintEnv(ctx.imports.resolve, predicates, is_rank_function=is_rank_function)
+        self.module_env = TaintEnv(
+            ctx.imports.resolve, predicates, is_rank_function=is_rank_function
+        )
         if facts is not None:
             self.module_env.self_attrs |= facts.rank_attributes
         self._functions: dict[cst.FunctionDef, TaintEnv] = {}
@@ -263,6 +270,9 @@ def _body(func: cst.FunctionDef) -> list[cst.CSTNode]:
     return list(func.body.body) if isinstance(func.body, cst.IndentedBlock) else [func.body]
 
 
+_BLOCKS = (cst.BaseCompoundStatement, cst.IndentedBlock, cst.Else, cst.ExceptHandler, cst.Finally)
+
+
 def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
     found: list[cst.FunctionDef] = []
     stack: list[cst.CSTNode] = list(module.body)
@@ -273,9 +283,7 @@ def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
             stack.extend(_body(node))
         elif isinstance(node, cst.ClassDef):
             stack.extend(node.body.body if isinstance(node.body, cst.IndentedBlock) else ())
-        elif isinstance(node, cst.BaseCompoundStatement):
-            stack.extend(children(node))
-        elif isinstance(node, (cst.IndentedBlock, cst.Else, cst.ExceptHandler, cst.Finally)):
+        elif isinstance(node, _BLOCKS):
             stack.extend(children(node))
     return found
 

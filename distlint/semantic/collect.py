@@ -1,0 +1,880 @@
+"""Phase 1: summarise one parsed file (definitions, calls, compile sites, collective effects).
+
+One pass over the statements of every function, class and the module body; expressions are
+only searched for calls. Spans are requested (``ctx.locate``) just for what a finding or a
+related location may point at: compile sites, collectives, and the conditions, calls and
+exits of branches that may depend on the rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from distlint.imports import ImportTable, dotted_name
+from distlint.regions import DISABLE_FUNCTIONS, is_literal, literal_value
+from distlint.semantic.collectives import (
+    FULLY_SHARD,
+    WRAPPERS,
+    collective_kind,
+    implicit_collective,
+    is_wrapping_call,
+)
+from distlint.semantic.model import (
+    MODULE_CODE,
+    ClassSummary,
+    CompileSite,
+    Condition,
+    Effect,
+    FunctionSummary,
+    ModuleSummary,
+    Options,
+    Value,
+)
+from distlint.semantic.taint import FileTaint, TaintEnv, is_tainted, self_attribute, target_names
+from distlint.walker import children
+
+if TYPE_CHECKING:
+    from distlint.context import FileContext
+
+# Externals that never compile, collect or matter for the call graph: not worth a span.
+_INERT_PREFIXES = (
+    "builtins.",
+    "functools.wraps",
+    "functools.cache",
+    "functools.lru_cache",
+    "functools.cached_property",
+    "abc.",
+    "typing.",
+    "typing_extensions.",
+    "dataclasses.",
+    "contextlib.",
+    "pytest.",
+    "unittest.",
+    "enum.",
+)
+_PARTIAL = frozenset({"functools.partial"})
+_CONTAINERS = frozenset(
+    {
+        "torch.nn.ModuleList",
+        "torch.nn.Sequential",
+        "torch.nn.modules.container.ModuleList",
+        "torch.nn.modules.container.Sequential",
+    }
+)
+_BUILTIN_CONTAINERS = frozenset({"list", "tuple"})
+_TRANSPARENT = WRAPPERS | FULLY_SHARD
+_COMPILE_NAME_HINTS = ("compile", "fuser", "jit")
+_NOT_A_COMPILE = frozenset({"re.compile", "regex.compile"})
+
+
+def _is_inert(value: Value | None) -> bool:
+    return value is None or (value[0] == "g" and value[1].startswith(_INERT_PREFIXES))
+
+
+def _literal_options(call: cst.Call, skip_positional: int = 0) -> Options:
+    found: list[tuple[str, object]] = []
+    for arg in call.args:
+        if arg.keyword is None or arg.star:
+            continue
+        value = literal_value(arg.value)
+        if is_literal(value):
+            found.append((arg.keyword.value, value))
+        elif arg.keyword.value == "options" and isinstance(arg.value, cst.Dict):
+            found.append(("options", _dict_literal(arg.value)))
+        else:
+            found.append((arg.keyword.value, "<expr>"))
+    return tuple(sorted(found, key=lambda item: item[0]))
+
+
+def _dict_literal(node: cst.Dict) -> tuple[tuple[str, object], ...]:
+    items = []
+    for element in node.elements:
+        if isinstance(element, cst.DictElement):
+            key = literal_value(element.key)
+            value = literal_value(element.value)
+            if isinstance(key, str):
+                items.append((key, value if is_literal(value) else "<expr>"))
+    return tuple(sorted(items, key=lambda item: item[0]))
+
+
+def _body_of(node: cst.FunctionDef | cst.ClassDef) -> Sequence[cst.CSTNode]:
+    body = node.body
+    return body.body if isinstance(body, cst.IndentedBlock) else (body,)
+
+
+def _suite(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    return suite.body if isinstance(suite, cst.IndentedBlock) else (suite,)
+
+
+class _Scope:
+    """One function (or the module): its summary, names, and lazily evaluated locals."""
+
+    def __init__(
+        self,
+        summary: FunctionSummary,
+        node: cst.FunctionDef | None,
+        table: ImportTable,
+        parent: _Scope | None,
+        class_id: str | None,
+        env: TaintEnv,
+    ) -> None:
+        self.summary = summary
+        self.node = node
+        self.table = table
+        self.parent = parent
+        self.class_id = class_id
+        self.env = env
+        self.assigned: dict[str, list[tuple[str, cst.CSTNode]]] = {}
+        self.defs: dict[str, str] = {}  # nested def/class name -> id
+        self.values: dict[str, Value | None] = {}
+        self.params: set[str] = set()
+        self.self_name: str | None = None
+        self.wrapped: set[str] = set()  # names holding DDP/FSDP/fully_shard-wrapped models
+        self.outputs: set[str] = set()  # names computed from a wrapped model's forward
+        self.engines: set[str] = set()  # DeepSpeed engines
+
+
+class Collector:
+    """Builds the :class:`ModuleSummary` of one file (see the module docstring)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.key = ctx.module_key
+        self.summary = ModuleSummary(ctx.module_key, ctx.path)
+        if ctx._local_ranks is None:
+            ctx._local_ranks = FileTaint(ctx)
+        self.taint: FileTaint = ctx._local_ranks  # type: ignore[assignment]
+        self.wrappers = frozenset(ctx.settings.compile_wrappers)
+        self.collective_wrappers = frozenset(ctx.settings.collective_wrappers)
+        self._rank_depth = 0  # > 0 inside a branch whose condition may depend on the rank
+
+    # -- entry ---------------------------------------------------------------------------------
+
+    def collect(self) -> ModuleSummary:
+        module = self.ctx.module
+        summary = FunctionSummary(f"{self.key}:{MODULE_CODE}", MODULE_CODE, self.ctx.path, None)
+        scope = _Scope(summary, None, self.ctx.imports, None, None, self.taint.module_env)
+        self.summary.functions[summary.id] = summary
+        self._declare(scope, module.body, "")
+        self._prescan(scope, module.body)
+        summary.effects = self._block(scope, module.body, "")
+        for name, entries in scope.assigned.items():
+            value = self._name_value(scope, name)
+            if value is not None and entries:
+                self.summary.exports[name] = value
+        for name, def_id in scope.defs.items():
+            self.summary.exports[name] = ("f", def_id)
+        for name in _imported_names(module.body):
+            resolved = self.ctx.imports.resolve_name(name)
+            if resolved is not None:
+                self.summary.exports.setdefault(name, ("g", resolved))
+        self.summary.dynamo_flags = _dynamo_flags(module.body, self.ctx.imports)
+        return self.summary
+
+    # -- definitions -------------------------------------------------------------------------
+
+    def _declare(self, scope: _Scope, body: Sequence[cst.CSTNode], prefix: str) -> None:
+        """Register the defs and classes a scope binds, so calls before them resolve."""
+        for node in _scope_defs(body):
+            scope.defs[node.name.value] = f"{self.key}:{prefix}{node.name.value}"
+
+    def _function(
+        self, node: cst.FunctionDef, parent: _Scope, prefix: str, class_id: str | None
+    ) -> None:
+        qualname = f"{prefix}{node.name.value}"
+        fid = f"{self.key}:{qualname}"
+        params = tuple(p.name.value for p in _params(node.params))
+        defaults = tuple(
+            (p.name.value, literal_value(p.default))
+            for p in _params(node.params)
+            if p.default is not None and is_literal(literal_value(p.default))
+        )
+        summary = FunctionSummary(fid, node.name.value, self.ctx.path, None, class_id, params)
+        summary.defaults = defaults
+        self.summary.functions[fid] = summary
+        # Decorators are evaluated in the enclosing scope.
+        decorators = []
+        for decorator in node.decorators:
+            expr = decorator.decorator
+            call = expr if isinstance(expr, cst.Call) else None
+            compiler = self._value(parent, call.func if call is not None else expr)
+            if compiler is None:
+                continue
+            decorators.append(compiler)
+            if self._may_compile(compiler):
+                options = _literal_options(call) if call is not None else ()
+                self.summary.compile_sites.append(
+                    (
+                        parent.summary.id,
+                        CompileSite(
+                            ("f", fid), compiler, options, self.ctx.locate(decorator), "decorator"
+                        ),
+                    )
+                )
+        summary.decorators = tuple(decorators)
+        table = parent.table.for_function(node, self.ctx.module_name, self.ctx.is_package)
+        env = self.taint.env_for(node, table.resolve)
+        scope = _Scope(summary, node, table, parent, class_id, env)
+        scope.params = set(params)
+        if class_id is not None and params and not _is_static(node, table):
+            scope.self_name = params[0]
+        body = _body_of(node)
+        self._declare(scope, body, f"{qualname}.<locals>.")
+        self._prescan(scope, body)
+        saved = self._rank_depth
+        self._rank_depth = 0
+        summary.effects = self._block(scope, body, f"{qualname}.<locals>.")
+        self._rank_depth = saved
+        for value in _returns(node):
+            summary.returns.append(self._value(scope, value) or ("?",))
+            if is_tainted(value, env):
+                summary.returns_rank = True
+            summary.return_callees.extend(self._callees(scope, value))
+            if isinstance(value, cst.Call) and value.args:
+                compiler = self._value(scope, value.func)
+                first = value.args[0].value
+                if (
+                    compiler is not None
+                    and self._certainly_compile(compiler)
+                    and isinstance(first, cst.Name)
+                    and first.value in scope.params
+                ):
+                    summary.compiles_param = True
+                    summary.compile_options = _literal_options(value)
+
+    def _class(self, node: cst.ClassDef, parent: _Scope, prefix: str) -> None:
+        qualname = f"{prefix}{node.name.value}"
+        cid = f"{self.key}:{qualname}"
+        bases = tuple(v for arg in node.bases if (v := self._value(parent, arg.value)) is not None)
+        summary = ClassSummary(cid, node.name.value, self.ctx.path, None, bases)
+        self.summary.classes[cid] = summary
+        for stmt in _body_of(node):
+            for inner in _unwrap(stmt):
+                if isinstance(inner, cst.FunctionDef):
+                    summary.methods[inner.name.value] = f"{cid}.{inner.name.value}"
+                    self._function(inner, parent, f"{qualname}.", cid)
+                elif isinstance(inner, cst.ClassDef):
+                    self._class(inner, parent, f"{qualname}.")
+        # self.<attr> = value in any method (first assignment wins; __init__ first)
+        methods = [n for s in _body_of(node) for n in _unwrap(s) if isinstance(n, cst.FunctionDef)]
+        methods.sort(key=lambda f: f.name.value != "__init__")
+        rank_attrs = set()
+        for method in methods:
+            scope = self._method_scope(method, parent, cid, qualname)
+            for target, value, _ in _assignments(_body_of(method)):
+                attr = self_attribute(target)
+                if attr is None or not isinstance(value, cst.BaseExpression):
+                    continue
+                if attr not in summary.attributes:
+                    evaluated = self._value(scope, value)
+                    if evaluated is not None:
+                        summary.attributes[attr] = evaluated
+                if attr in self.taint.module_env.self_attrs:
+                    rank_attrs.add(attr)
+        summary.rank_attributes = tuple(sorted(rank_attrs))
+
+    def _method_scope(
+        self, node: cst.FunctionDef, parent: _Scope, cid: str, qualname: str
+    ) -> _Scope:
+        """A light scope to evaluate ``self.x = ...`` values of a method (locals resolve)."""
+        fid = f"{cid}.{node.name.value}"
+        summary = self.summary.functions[fid]
+        table = parent.table.for_function(node, self.ctx.module_name, self.ctx.is_package)
+        scope = _Scope(summary, node, table, parent, cid, self.taint.module_env)
+        params = [p.name.value for p in _params(node.params)]
+        scope.params = set(params)
+        scope.self_name = params[0] if params else None
+        body = _body_of(node)
+        self._declare(scope, body, f"{qualname}.{node.name.value}.<locals>.")
+        self._prescan(scope, body)
+        return scope
+
+    # -- statements --------------------------------------------------------------------------
+
+    def _prescan(self, scope: _Scope, body: Sequence[cst.CSTNode]) -> None:
+        """Record every local assignment (values are evaluated lazily, on first use)."""
+        for target, value, is_loop in _assignments(body):
+            kind = "iter" if is_loop else "value"
+            for position, name in enumerate(target_names(target)):
+                entry_kind = kind
+                if isinstance(target, (cst.Tuple, cst.List)):
+                    entry_kind = f"{kind}:{position}"
+                scope.assigned.setdefault(name, []).append((entry_kind, value))
+
+    def _block(self, scope: _Scope, body: Sequence[cst.CSTNode], prefix: str) -> tuple[Effect, ...]:
+        effects: list[Effect] = []
+        for stmt in body:
+            self._statement(scope, stmt, prefix, effects)
+        return tuple(effects)
+
+    def _statement(
+        self, scope: _Scope, stmt: cst.CSTNode, prefix: str, effects: list[Effect]
+    ) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self._small(scope, small, effects)
+        elif isinstance(stmt, cst.FunctionDef):
+            self._function(stmt, scope, prefix, None)
+        elif isinstance(stmt, cst.ClassDef):
+            self._class(stmt, scope, prefix)
+        elif isinstance(stmt, cst.If):
+            self._if(scope, stmt, prefix, effects)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            head = stmt.iter if isinstance(stmt, cst.For) else stmt.test
+            self._expression(scope, head, effects)
+            body = self._block(scope, _suite(stmt.body), prefix)
+            if body:
+                effects.append(Effect("loop", body=body))
+            if stmt.orelse is not None:
+                effects.extend(self._block(scope, _suite(stmt.orelse.body), prefix))
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                self._expression(scope, item.item, effects)
+            effects.extend(self._block(scope, _suite(stmt.body), prefix))
+        elif isinstance(stmt, cst.Try | cst.TryStar):
+            effects.extend(self._block(scope, _suite(stmt.body), prefix))
+            for handler in stmt.handlers:
+                self._block(scope, _suite(handler.body), prefix)  # calls only, not effects
+            if stmt.orelse is not None:
+                effects.extend(self._block(scope, _suite(stmt.orelse.body), prefix))
+            if stmt.finalbody is not None:
+                effects.extend(self._block(scope, _suite(stmt.finalbody.body), prefix))
+        elif isinstance(stmt, cst.Match):
+            self._expression(scope, stmt.subject, effects)
+            for case in stmt.cases:
+                self._block(scope, _suite(case.body), prefix)
+        elif isinstance(stmt, cst.SimpleStatementSuite):
+            for small in stmt.body:
+                self._small(scope, small, effects)
+
+    def _small(self, scope: _Scope, small: cst.BaseSmallStatement, effects: list[Effect]) -> None:
+        if isinstance(small, (cst.Return, cst.Raise)):
+            value = small.value if isinstance(small, cst.Return) else small.exc
+            if value is not None:
+                self._expression(scope, value, effects)
+            name = "return" if isinstance(small, cst.Return) else "raise"
+            effects.append(Effect("exit", self._maybe_locate(small), name))
+            return
+        if isinstance(small, (cst.Break, cst.Continue)):
+            name = "break" if isinstance(small, cst.Break) else "continue"
+            effects.append(Effect("exit", self._maybe_locate(small), name))
+            return
+        if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            value = small.value
+            if value is not None:
+                self._expression(scope, value, effects)
+                self._track_wrapping(scope, small, value)
+            return
+        if isinstance(small, cst.Expr):
+            self._expression(scope, small.value, effects)
+            return
+        for child in children(small):
+            if isinstance(child, cst.BaseExpression):
+                self._expression(scope, child, effects)
+
+    def _if(self, scope: _Scope, node: cst.If, prefix: str, effects: list[Effect]) -> None:
+        self._expression(scope, node.test, effects)
+        condition = self._condition(scope, node.test)
+        maybe_rank = condition is not None and (
+            condition.rank_local or condition.callees or condition.self_attrs
+        )
+        if maybe_rank:
+            self._rank_depth += 1
+        body = self._block(scope, _suite(node.body), prefix)
+        orelse: tuple[Effect, ...] = ()
+        if isinstance(node.orelse, cst.If):
+            elif_effects: list[Effect] = []
+            self._if(scope, node.orelse, prefix, elif_effects)
+            orelse = tuple(elif_effects)
+        elif node.orelse is not None:
+            orelse = self._block(scope, _suite(node.orelse.body), prefix)
+        if maybe_rank:
+            self._rank_depth -= 1
+        if body or orelse:
+            if maybe_rank or (condition is not None and condition.param):
+                assert condition is not None
+                condition = Condition(
+                    condition.rank_local,
+                    condition.callees,
+                    condition.self_attrs,
+                    condition.param,
+                    condition.negated,
+                    self.ctx.module.code_for_node(node.test) if maybe_rank else "",
+                    self.ctx.locate(node.test) if maybe_rank else None,
+                )
+            effects.append(Effect("branch", cond=condition, body=body, orelse=orelse))
+
+    def _condition(self, scope: _Scope, test: cst.BaseExpression) -> Condition | None:
+        negated = False
+        inner = test
+        if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not):
+            negated = True
+            inner = inner.expression
+        param = None
+        if isinstance(inner, cst.Name) and inner.value in scope.params:
+            param = inner.value
+        rank_local = is_tainted(test, scope.env)
+        callees = tuple(
+            v for v in self._callees(scope, test) if v[0] in ("f", "self_method", "g", "attr")
+        )
+        self_attrs = tuple(sorted(_self_attrs_read(test, scope.self_name)))
+        if not (rank_local or callees or self_attrs or param):
+            return None
+        return Condition(rank_local, callees, self_attrs, param, negated)
+
+    # -- expressions ---------------------------------------------------------------------------
+
+    def _expression(self, scope: _Scope, expr: cst.BaseExpression, effects: list[Effect]) -> None:
+        """Record the calls in ``expr`` (evaluation order is close enough to source order)."""
+        for call in _calls_in(expr):
+            self._call(scope, call, effects)
+
+    def _call(self, scope: _Scope, call: cst.Call, effects: list[Effect]) -> None:
+        func = call.func
+        resolved = scope.table.resolve(func)
+        # explicit collectives
+        kind = collective_kind(resolved, self.collective_wrappers)
+        if kind is not None:
+            effects.append(
+                Effect(
+                    "collective",
+                    self.ctx.locate(call),
+                    kind,
+                    _short(self.ctx.module.code_for_node(call)),
+                    group=_has_group(call),
+                    arguments=(("async_op", _keyword_literal(call, "async_op")),),
+                )
+            )
+            return
+        implicit = implicit_collective(func, resolved, scope.wrapped, scope.outputs, scope.engines)
+        if implicit is not None:
+            effects.append(
+                Effect(
+                    "implicit",
+                    self.ctx.locate(call),
+                    implicit,
+                    _short(self.ctx.module.code_for_node(call)),
+                )
+            )
+            return
+        if resolved is not None and resolved in _NOT_A_COMPILE:
+            return
+        callee = self._value(scope, func)
+        # compile sites: torch.compile(x, ...), x.compile(...), wrapper(x)
+        if callee is not None and call.args and self._may_compile_call(callee, func):
+            target = self._value(scope, call.args[0].value)
+            if target is not None:
+                self.summary.compile_sites.append(
+                    (
+                        scope.summary.id,
+                        CompileSite(
+                            target, callee, _literal_options(call), self.ctx.locate(call), "call"
+                        ),
+                    )
+                )
+        elif (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "compile"
+            and resolved is None
+            and not call.args
+        ) or (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "compile"
+            and resolved is None
+            and all(arg.keyword is not None for arg in call.args)
+        ):
+            target = self._value(scope, func.value)
+            if target is not None:
+                self.summary.compile_sites.append(
+                    (
+                        scope.summary.id,
+                        CompileSite(
+                            target,
+                            ("g", "torch.compile"),
+                            _literal_options(call),
+                            self.ctx.locate(call),
+                            "method",
+                        ),
+                    )
+                )
+        if callee is None or _is_inert(callee):
+            return
+        scope.summary.calls.append(callee)
+        if callee[0] == "g" and callee[1].startswith(("torch.", "numpy.", "os.", "math.")):
+            return
+        effects.append(
+            Effect(
+                "call",
+                self._maybe_locate(call),
+                text=_short(self.ctx.module.code_for_node(call)) if self._rank_depth else "",
+                callee=callee,
+                arguments=_call_arguments(call),
+            )
+        )
+
+    def _may_compile(self, compiler: Value) -> bool:
+        """Whether a decorator may compile (decided for sure when files are linked)."""
+        if compiler[0] == "g":
+            name = compiler[1]
+            return not name.startswith(_INERT_PREFIXES) and (
+                name.startswith("torch.compile")
+                or name in self.wrappers
+                or not name.startswith("torch.")
+            )
+        return compiler[0] in ("f", "partial", "attr", "call")
+
+    def _certainly_compile(self, compiler: Value) -> bool:
+        return compiler[0] == "g" and (
+            compiler[1] == "torch.compile" or compiler[1] in self.wrappers
+        )
+
+    def _may_compile_call(self, callee: Value, func: cst.BaseExpression) -> bool:
+        if self._certainly_compile(callee):
+            return True
+        if callee[0] == "partial":
+            return True
+        name = dotted_name(func) or ""
+        last = name.rsplit(".", 1)[-1].lower()
+        if callee[0] == "g" and callee[1].startswith("torch."):
+            return False
+        return any(hint in last for hint in _COMPILE_NAME_HINTS) and last != "compile"
+
+    def _maybe_locate(self, node: cst.CSTNode) -> object:
+        return self.ctx.locate(node) if self._rank_depth else None
+
+    def _callees(self, scope: _Scope, expr: cst.BaseExpression) -> list[Value]:
+        found = []
+        for call in _calls_in(expr):
+            value = self._value(scope, call.func)
+            if value is not None and not _is_inert(value):
+                found.append(value)
+        return found
+
+    # -- wrapped models ------------------------------------------------------------------------
+
+    def _track_wrapping(
+        self,
+        scope: _Scope,
+        stmt: cst.Assign | cst.AnnAssign | cst.AugAssign,
+        value: cst.BaseExpression,
+    ) -> None:
+        targets = (
+            [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        )
+        wrapping = is_wrapping_call(value, scope.table.resolve)
+        from_wrapped = _mentions_call_of(value, scope.wrapped)
+        for target in targets:
+            if wrapping == "deepspeed" and isinstance(target, (cst.Tuple, cst.List)):
+                names = list(target_names(target))
+                if names:
+                    scope.engines.add(names[0])
+                continue
+            label = _target_label(target)
+            if label is None:
+                continue
+            if wrapping in ("wrapper", "fully_shard"):
+                scope.wrapped.add(label)
+            elif from_wrapped:
+                scope.outputs.add(label)
+        if isinstance(value, cst.Call) and wrapping == "fully_shard" and value.args:
+            label = _target_label(value.args[0].value)
+            if label is not None:
+                scope.wrapped.add(label)
+
+    # -- values --------------------------------------------------------------------------------
+
+    def _value(self, scope: _Scope, expr: cst.BaseExpression, depth: int = 0) -> Value | None:
+        if depth > 12:
+            return None
+        if isinstance(expr, cst.Name):
+            return self._name_value(scope, expr.value, depth)
+        if isinstance(expr, cst.Attribute):
+            resolved = scope.table.resolve(expr)
+            if resolved is not None:
+                return ("g", resolved)
+            base = self._value(scope, expr.value, depth + 1)
+            return ("attr", base, expr.attr.value) if base is not None else None
+        if isinstance(expr, cst.Call):
+            return self._call_value(scope, expr, depth)
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            items = [self._value(scope, e.value, depth + 1) for e in expr.elements]
+            return ("seq", tuple(v for v in items if v is not None))
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            item = self._value(scope, expr.elt, depth + 1)
+            return ("seq", (item,) if item is not None else ())
+        if isinstance(expr, cst.Subscript):
+            base = self._value(scope, expr.value, depth + 1)
+            return ("elem", base) if base is not None else None
+        return None
+
+    def _call_value(self, scope: _Scope, call: cst.Call, depth: int) -> Value | None:
+        func = call.func
+        if isinstance(func, cst.Name) and func.value == "super" and scope.class_id is not None:
+            return ("super", scope.class_id)
+        callee = self._value(scope, func, depth + 1)
+        if callee is None:
+            if isinstance(func, cst.Name) and func.value in _BUILTIN_CONTAINERS and call.args:
+                inner = self._value(scope, call.args[0].value, depth + 1)
+                return inner if inner is not None and inner[0] == "seq" else None
+            return None
+        if callee[0] == "g" and callee[1] in _TRANSPARENT and call.args:
+            # DDP(model) / FSDP(model) / fully_shard(model) run the model's own forward
+            return self._value(scope, call.args[0].value, depth + 1)
+        if callee[0] == "g" and callee[1] in _PARTIAL and call.args:
+            wrapped = self._value(scope, call.args[0].value, depth + 1)
+            return ("partial", wrapped, _literal_options(call)) if wrapped is not None else None
+        if callee[0] == "g" and callee[1] in _CONTAINERS:
+            items: list[Value] = []
+            for arg in call.args:
+                value = self._value(scope, arg.value, depth + 1)
+                if value is None:
+                    continue
+                items.extend(value[1] if value[0] == "seq" else (value,))
+            return ("seq", tuple(items))
+        return ("call", callee)
+
+    def _name_value(self, scope: _Scope, name: str, depth: int = 0) -> Value | None:
+        current: _Scope | None = scope
+        while current is not None:
+            if name in current.values:
+                return current.values[name]
+            if name in current.defs and name not in current.assigned:
+                return ("f", current.defs[name])
+            if name in current.assigned:
+                current.values[name] = None  # guards against self-referencing assignments
+                value = self._evaluate_assigned(current, name, depth)
+                current.values[name] = value
+                return value
+            if current.node is not None and name in current.params:
+                if name == current.self_name:
+                    return ("self",)
+                return None
+            if current.node is None:  # the module scope: imports
+                resolved = current.table.resolve_name(name)
+                return ("g", resolved) if resolved is not None else None
+            current = current.parent
+        return None
+
+    def _evaluate_assigned(self, scope: _Scope, name: str, depth: int) -> Value | None:
+        values: list[Value] = []
+        for kind, node in scope.assigned[name]:
+            if not isinstance(node, cst.BaseExpression):
+                continue
+            base, _, position = kind.partition(":")
+            value = self._value(scope, node, depth + 1)
+            if value is None:
+                continue
+            if base == "iter":
+                value = ("elem", value)
+            if position:
+                value = ("item", value, int(position))
+            values.append(value)
+        resolved = scope.table.resolve_name(name)
+        if resolved is not None and not values:
+            return ("g", resolved)
+        if not values:
+            return None
+        unique = tuple(dict.fromkeys(values))
+        return unique[0] if len(unique) == 1 else ("union", unique)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _short(code: str, limit: int = 60) -> str:
+    """Code for messages: one line, at most ``limit`` characters."""
+    text = " ".join(code.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _calls_in(expr: cst.CSTNode) -> Iterator[cst.Call]:
+    """Calls in ``expr``, outer before inner, skipping lambda bodies."""
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Lambda):
+            continue
+        if isinstance(node, cst.Call):
+            yield node
+        if isinstance(node, (cst.Name, cst.SimpleString, cst.Integer, cst.Float)):
+            continue
+        kids = children(node)
+        kids.reverse()
+        stack.extend(kids)
+
+
+def _self_attrs_read(expr: cst.BaseExpression, self_name: str | None) -> set[str]:
+    if self_name is None:
+        return set()
+    found = set()
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == self_name
+        ):
+            found.add(node.attr.value)
+            continue
+        if isinstance(node, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Lambda)):
+            continue
+        stack.extend(children(node))
+    return found
+
+
+def _target_label(target: cst.BaseExpression) -> str | None:
+    """``model`` or ``self.model``: the names wrapped models are tracked under."""
+    if isinstance(target, cst.Name):
+        return target.value
+    attr = self_attribute(target)
+    return f"self.{attr}" if attr is not None else None
+
+
+def _mentions_call_of(expr: cst.BaseExpression, labels: set[str]) -> bool:
+    if not labels:
+        return False
+    for call in _calls_in(expr):
+        label = _target_label(call.func)
+        if label in labels:
+            return True
+    return False
+
+
+def _has_group(call: cst.Call) -> bool:
+    """Whether a collective runs on an explicit sub-group (presumed uniform within it)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("group", "process_group", "pg"):
+            value = arg.value
+            if isinstance(value, cst.Name) and value.value == "None":
+                return False
+            text = dotted_name(value) or ""
+            return not text.endswith("WORLD")
+    return False
+
+
+def _keyword_literal(call: cst.Call, keyword: str) -> object:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            value = literal_value(arg.value)
+            return value if is_literal(value) else "<expr>"
+    return None
+
+
+def _call_arguments(call: cst.Call) -> Options:
+    """Literal booleans/None passed to a call, by keyword or as ``#<position>``."""
+    found = []
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            break
+        value = literal_value(arg.value)
+        if not is_literal(value) or not (value is None or isinstance(value, bool)):
+            continue
+        key = arg.keyword.value if arg.keyword is not None else f"#{position}"
+        found.append((key, value))
+    return tuple(found)
+
+
+def _params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    yield from params.kwonly_params
+    if isinstance(params.star_kwarg, cst.Param):
+        yield params.star_kwarg
+
+
+def _is_static(node: cst.FunctionDef, table: ImportTable) -> bool:
+    for decorator in node.decorators:
+        if (
+            isinstance(decorator.decorator, cst.Name)
+            and decorator.decorator.value == "staticmethod"
+        ):
+            return True
+    return False
+
+
+def _unwrap(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Defs and classes directly in a class body, also inside if/try blocks."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        yield stmt
+    elif isinstance(stmt, (cst.If, cst.Try)):
+        for child in children(stmt):
+            if isinstance(child, (cst.IndentedBlock, cst.Else, cst.ExceptHandler, cst.Finally)):
+                for inner in _suite(child if isinstance(child, cst.IndentedBlock) else child.body):
+                    yield from _unwrap(inner)
+            elif isinstance(child, cst.If):
+                yield from _unwrap(child)
+
+
+def _scope_defs(body: Sequence[cst.CSTNode]) -> Iterator[cst.FunctionDef | cst.ClassDef]:
+    for stmt in body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            yield stmt
+        elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+            yield from _unwrap(stmt)
+
+
+def _assignments(
+    body: Sequence[cst.CSTNode],
+) -> Iterator[tuple[cst.BaseExpression, cst.CSTNode, bool]]:
+    from distlint.semantic.taint import assignments
+
+    return assignments(body)
+
+
+def _returns(node: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
+    from distlint.semantic.taint import returns
+
+    return returns(node)
+
+
+def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:
+    from distlint.imports import scope_statements
+
+    for stmt in scope_statements(body):
+        if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+            for alias in stmt.names:
+                local = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(local, cst.Name):
+                    yield local.value
+        elif isinstance(stmt, cst.Import):
+            for alias in stmt.names:
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    yield alias.asname.name.value
+                else:
+                    head = dotted_name(alias.name)
+                    if head:
+                        yield head.split(".", 1)[0]
+
+
+_DYNAMO_CONFIG_PREFIXES = ("torch._dynamo.config.", "torch._inductor.config.")
+
+
+def _dynamo_flags(body: Sequence[cst.CSTNode], table: ImportTable) -> dict[str, object]:
+    """Module-level ``torch._dynamo.config.X = <literal>`` settings (last one wins)."""
+    from distlint.imports import scope_statements
+
+    flags: dict[str, object] = {}
+    for stmt in scope_statements(body):
+        if not isinstance(stmt, cst.Assign):
+            continue
+        value = literal_value(stmt.value)
+        if not is_literal(value):
+            continue
+        for target in stmt.targets:
+            name = table.resolve(target.target)
+            if name is not None and name.startswith(_DYNAMO_CONFIG_PREFIXES):
+                flags[name] = value
+    return flags
+
+
+def is_disabled_decorator(value: Value) -> bool:
+    return value[0] == "g" and value[1] in DISABLE_FUNCTIONS
+
+
+__all__ = ["Collector", "is_disabled_decorator"]

@@ -1,0 +1,449 @@
+"""Phase 2: join the per-file summaries into project facts.
+
+Symbolic values from the summaries (see :mod:`.model`) are evaluated here against every
+module: names through imports and re-exports, ``self.sub`` through the attributes a class
+sets, instances to their class's ``forward``. From that come the call graph, the compile
+roots (every form), the region of each function (the roots that reach it by calls, cut at
+``torch.compiler.disable``), and which project functions return a rank.
+
+Unresolvable calls are recorded as unknown: they add no edge, they are never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from distlint.findings import Position, Span
+from distlint.regions import DISABLE_FUNCTIONS
+from distlint.semantic.model import (
+    MODULE_CODE,
+    ClassSummary,
+    CompileSite,
+    FunctionSummary,
+    ModuleSummary,
+    Value,
+)
+from distlint.semantic.regions_model import Region, RootInfo
+
+# Abstract values: ("func", id) ("class", id) ("inst", class id) ("ext", dotted)
+# ("seqv", (values...)) ("partialv", (compilers...), options) ("super", class id)
+AVal = tuple
+_NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))
+_MAX_DEPTH = 24
+_COMPILE = "torch.compile"
+
+
+@dataclass(frozen=True)
+class Root:
+    """A compile root: the site, the function it compiles, and the options it uses."""
+
+    info: RootInfo
+    function: str
+
+
+@dataclass
+class ProjectFacts:
+    """Everything the linker learned about the checked files (see the module docstring)."""
+
+    modules: dict[str, ModuleSummary]
+    functions: dict[str, FunctionSummary] = field(default_factory=dict)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    function_module: dict[str, ModuleSummary] = field(default_factory=dict)
+    edges: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unknown_calls: dict[str, int] = field(default_factory=dict)
+    roots: list[Root] = field(default_factory=list)
+    regions: dict[str, tuple[RootInfo, ...]] = field(default_factory=dict)
+    rank_functions: set[str] = field(default_factory=set)
+    rank_attributes: frozenset[str] = frozenset()
+    wrappers: frozenset[str] = frozenset()
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def region_of(self, function_id: str) -> Region | None:
+        roots = self.regions.get(function_id)
+        if not roots:
+            return None
+        direct = any(r.target == function_id for r in roots)
+        return Region(roots, direct)
+
+    def has_regions(self, module_key: str) -> bool:
+        """Whether some function of this module is in a compiled region."""
+        return module_key in self._modules_with_regions
+
+    def is_rank_function(self, dotted: str) -> bool:
+        """Whether a resolved call target is a project function returning a rank value."""
+        return any(
+            v[0] == "func" and v[1] in self.rank_functions for v in self.resolve_global(dotted)
+        )
+
+    def call_targets(self, value: Value, scope_id: str) -> tuple[str, ...]:
+        """Project functions a call of ``value`` (from function ``scope_id``) runs."""
+        found: list[str] = []
+        for item in self.evaluate(value, self._class_of(scope_id)):
+            target = self._callable_function(item)
+            if target is not None and target not in found:
+                found.append(target)
+        return tuple(found)
+
+    def is_disabled(self, function_id: str) -> bool:
+        summary = self.functions.get(function_id)
+        if summary is None:
+            return False
+        return any(
+            v[0] == "ext" and v[1] in DISABLE_FUNCTIONS
+            for d in summary.decorators
+            for v in self.evaluate(d, None)
+        )
+
+    def dynamo_flags_for(self, function_id: str) -> dict[str, object]:
+        """Module-level dynamo/inductor config of the function's module and its roots'."""
+        flags: dict[str, object] = {}
+        modules = [self.function_module.get(function_id)]
+        for root in self.regions.get(function_id, ()):
+            modules.append(self.function_module.get(_scope_of_root(self, root)))
+        for module in modules:
+            if module is not None:
+                flags.update(module.dynamo_flags)
+        return flags
+
+    # -- name resolution -----------------------------------------------------------------------
+
+    def resolve_global(self, dotted: str, depth: int = 0) -> frozenset[AVal]:
+        """What a fully qualified name means in the project (re-exports followed)."""
+        if depth > _MAX_DEPTH:
+            return frozenset()
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = self.modules.get(".".join(parts[:cut]))
+            if module is None:
+                continue
+            head, rest = parts[cut], parts[cut + 1 :]
+            value = module.exports.get(head)
+            if value is None:
+                break
+            scope = f"{module.key}:{MODULE_CODE}"
+            found = self.evaluate(value, None, depth + 1, scope)
+            for attr in rest:
+                found = self._attribute(found, attr, depth + 1)
+            return found
+        if dotted in self.modules:
+            return frozenset()
+        return frozenset({("ext", dotted)})
+
+    def evaluate(
+        self, value: Value, cls: str | None, depth: int = 0, scope: str | None = None
+    ) -> frozenset[AVal]:
+        """The abstract values a symbolic value may hold; ``cls`` is the class of ``self``."""
+        if depth > _MAX_DEPTH or not value:
+            return frozenset()
+        key = (value, cls)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        self._cache[key] = frozenset()  # cycle guard
+        result = self._evaluate(value, cls, depth)
+        self._cache[key] = result
+        return result
+
+    def _evaluate(self, value: Value, cls: str | None, depth: int) -> frozenset[AVal]:
+        kind = value[0]
+        if kind == "g":
+            return self.resolve_global(value[1], depth + 1)
+        if kind == "f":
+            ident = value[1]
+            if ident in self.functions:
+                return frozenset({("func", ident)})
+            if ident in self.classes:
+                return frozenset({("class", ident)})
+            return frozenset()
+        if kind == "self":
+            return frozenset({("inst", cls)}) if cls is not None else frozenset()
+        if kind == "super":
+            return frozenset({("super", value[1])})
+        if kind == "attr":
+            return self._attribute(self.evaluate(value[1], cls, depth + 1), value[2], depth + 1)
+        if kind == "call":
+            found: set[AVal] = set()
+            for item in self.evaluate(value[1], cls, depth + 1):
+                if item[0] == "class":
+                    found.add(("inst", item[1]))
+                elif item[0] == "func":
+                    found |= self._returns(item[1], depth + 1)
+            return frozenset(found)
+        if kind == "elem":
+            found = set()
+            for item in self.evaluate(value[1], cls, depth + 1):
+                if item[0] == "seqv":
+                    found |= set(item[1])
+            return frozenset(found)
+        if kind == "item":
+            found = set()
+            for item in self.evaluate(value[1], cls, depth + 1):
+                if item[0] == "seqv":
+                    found |= set(item[1])
+            return frozenset(found)
+        if kind == "seq":
+            items: set[AVal] = set()
+            for element in value[1]:
+                items |= self.evaluate(element, cls, depth + 1)
+            return frozenset({("seqv", tuple(sorted(items)))})
+        if kind == "partial":
+            inner = tuple(sorted(self.evaluate(value[1], cls, depth + 1)))
+            return frozenset({("partialv", inner, value[2])})
+        if kind == "union":
+            found = set()
+            for element in value[1]:
+                found |= self.evaluate(element, cls, depth + 1)
+            return frozenset(found)
+        return frozenset()
+
+    def _attribute(self, bases: Iterable[AVal], name: str, depth: int) -> frozenset[AVal]:
+        found: set[AVal] = set()
+        for base in bases:
+            kind = base[0]
+            if kind == "ext":
+                found.add(("ext", f"{base[1]}.{name}"))
+            elif kind == "inst":
+                attr = self._instance_attribute(base[1], name)
+                if attr is not None:
+                    owner, value = attr
+                    found |= self.evaluate(value, owner, depth + 1)
+                method = self.lookup_method(base[1], name)
+                if method is not None:
+                    found.add(("func", method))
+            elif kind == "class":
+                method = self.lookup_method(base[1], name)
+                if method is not None:
+                    found.add(("func", method))
+            elif kind == "super":
+                for parent in self.mro(base[1])[1:]:
+                    method = self.classes[parent].methods.get(name)
+                    if method is not None:
+                        found.add(("func", method))
+                        break
+        return frozenset(found)
+
+    def _returns(self, function_id: str, depth: int) -> frozenset[AVal]:
+        summary = self.functions.get(function_id)
+        if summary is None:
+            return frozenset()
+        found: set[AVal] = set()
+        for value in summary.returns:
+            found |= self.evaluate(value, summary.class_id, depth + 1)
+        return frozenset(found)
+
+    # -- classes -------------------------------------------------------------------------------
+
+    def mro(self, class_id: str) -> list[str]:
+        """The class and its project base classes, depth-first (close to Python's C3)."""
+        order: list[str] = []
+        pending = [class_id]
+        while pending:
+            current = pending.pop(0)
+            if current in order or current not in self.classes:
+                continue
+            order.append(current)
+            for base in self.classes[current].bases:
+                for item in self.evaluate(base, None):
+                    if item[0] == "class":
+                        pending.append(item[1])
+        return order
+
+    def lookup_method(self, class_id: str, name: str) -> str | None:
+        for owner in self.mro(class_id):
+            method = self.classes[owner].methods.get(name)
+            if method is not None:
+                return method
+        return None
+
+    def _instance_attribute(self, class_id: str, name: str) -> tuple[str, Value] | None:
+        for owner in self.mro(class_id):
+            value = self.classes[owner].attributes.get(name)
+            if value is not None:
+                return owner, value
+        return None
+
+    def _callable_function(self, item: AVal) -> str | None:
+        """The function that runs when ``item`` is called."""
+        if item[0] == "func":
+            return item[1]
+        if item[0] == "class":
+            return self.lookup_method(item[1], "__init__")
+        if item[0] == "inst":
+            return self.lookup_method(item[1], "forward") or self.lookup_method(item[1], "__call__")
+        return None
+
+    def _class_of(self, function_id: str) -> str | None:
+        summary = self.functions.get(function_id)
+        return summary.class_id if summary is not None else None
+
+    # -- compile roots -------------------------------------------------------------------------
+
+    def compile_options(self, compiler: Value, scope: str) -> tuple | None:
+        """Options if ``compiler`` is torch.compile (or a wrapper of it), else None."""
+        for item in self.evaluate(compiler, self._class_of(scope)):
+            options = self._compiler_options(item, 0)
+            if options is not None:
+                return options
+        return None
+
+    def _compiler_options(self, item: AVal, depth: int) -> tuple | None:
+        if depth > 6:
+            return None
+        if item[0] == "ext" and (item[1] == _COMPILE or item[1] in self.wrappers):
+            return ()
+        if item[0] == "partialv":
+            for inner in item[1]:
+                options = self._compiler_options(inner, depth + 1)
+                if options is not None:
+                    return tuple(options) + tuple(item[2])
+        if item[0] == "func":
+            summary = self.functions.get(item[1])
+            if summary is not None and summary.compiles_param:
+                return summary.compile_options
+        return None
+
+    def compiled_functions(self, target: Value, scope: str) -> list[tuple[str, str]]:
+        """(function id, kind) pairs a compile site's target runs as compiled code."""
+        found: list[tuple[str, str]] = []
+        for item in self.evaluate(target, self._class_of(scope)):
+            self._compiled_from(item, found, "call")
+        return found
+
+    def _compiled_from(self, item: AVal, found: list[tuple[str, str]], kind: str) -> None:
+        if item[0] == "func":
+            found.append((item[1], kind))
+        elif item[0] == "inst":
+            forward = self.lookup_method(item[1], "forward")
+            if forward is not None:
+                found.append((forward, "module" if kind == "call" else kind))
+        elif item[0] == "seqv":
+            for inner in item[1]:
+                self._compiled_from(inner, found, "block")
+
+    # private state
+    _cache: dict = field(default_factory=dict, repr=False)
+    _modules_with_regions: set[str] = field(default_factory=set, repr=False)
+
+
+def link(summaries: Sequence[ModuleSummary], wrappers: Iterable[str] = ()) -> ProjectFacts:
+    """Link every file's summary (order-independent; output is deterministic)."""
+    modules = {s.key: s for s in sorted(summaries, key=lambda s: s.key)}
+    facts = ProjectFacts(modules, wrappers=frozenset(wrappers))
+    for module in modules.values():
+        for fid, summary in module.functions.items():
+            facts.functions[fid] = summary
+            facts.function_module[fid] = module
+        facts.classes.update(module.classes)
+    _call_graph(facts)
+    _roots(facts)
+    _regions(facts)
+    _rank_functions(facts)
+    facts.rank_attributes = frozenset(
+        attr for cls in facts.classes.values() for attr in cls.rank_attributes
+    )
+    return facts
+
+
+def _call_graph(facts: ProjectFacts) -> None:
+    for fid in sorted(facts.functions):
+        summary = facts.functions[fid]
+        targets: list[str] = []
+        unknown = 0
+        for value in summary.calls:
+            found = facts.call_targets(value, fid)
+            if not found:
+                unknown += 1
+            targets.extend(t for t in found if t not in targets)
+        facts.edges[fid] = tuple(targets)
+        facts.unknown_calls[fid] = unknown
+
+
+def _roots(facts: ProjectFacts) -> None:
+    seen: set[tuple] = set()
+    for module in facts.modules.values():
+        for scope, site in module.compile_sites:
+            options = facts.compile_options(site.compiler, scope)
+            if options is None:
+                continue
+            options = tuple(options) + tuple(site.options)
+            for function, kind in facts.compiled_functions(site.target, scope):
+                if site.kind == "decorator":
+                    kind = "decorator"
+                elif site.kind == "method" and kind == "module":
+                    kind = "method"
+                info = _root_info(module, site, function, kind, dict(options))
+                key = (info.path, info.span, function)
+                if key not in seen:
+                    seen.add(key)
+                    facts.roots.append(Root(info, function))
+    facts.roots.sort(key=lambda r: (r.info.path, r.info.span.start.line, r.function))
+
+
+def _root_info(
+    module: ModuleSummary, site: CompileSite, function: str, kind: str, options: dict
+) -> RootInfo:
+    span = getattr(site.span, "span", None) or _NOWHERE
+    extra = options.get("options")
+    cudagraphs = isinstance(extra, tuple) and ("triton.cudagraphs", True) in extra
+    mode = options.get("mode")
+    backend = options.get("backend")
+    dynamic = options.get("dynamic")
+    return RootInfo(
+        module.path,
+        span,
+        function,
+        kind,
+        options.get("fullgraph") is True,
+        dynamic if isinstance(dynamic, bool) else None,
+        mode if isinstance(mode, str) and mode != "<expr>" else None,
+        backend if isinstance(backend, str) and backend != "<expr>" else None,
+        cudagraphs,
+    )
+
+
+def _regions(facts: ProjectFacts) -> None:
+    reached: dict[str, list[RootInfo]] = {}
+    for root in facts.roots:
+        if facts.is_disabled(root.function):
+            continue
+        queue = deque([root.function])
+        visited = {root.function}
+        while queue:
+            current = queue.popleft()
+            reached.setdefault(current, []).append(root.info)
+            for callee in facts.edges.get(current, ()):
+                if callee in visited or facts.is_disabled(callee):
+                    continue
+                visited.add(callee)
+                queue.append(callee)
+    for fid, roots in reached.items():
+        module = facts.function_module.get(fid)
+        if module is not None:
+            facts._modules_with_regions.add(module.key)
+        unique = {(r.path, r.span.start.line, r.span.start.column, r.target): r for r in roots}
+        facts.regions[fid] = tuple(unique[k] for k in sorted(unique))
+
+
+def _rank_functions(facts: ProjectFacts) -> None:
+    rank = {fid for fid, s in facts.functions.items() if s.returns_rank}
+    changed = True
+    while changed:
+        changed = False
+        for fid, summary in facts.functions.items():
+            if fid in rank or not summary.return_callees:
+                continue
+            if any(
+                target in rank
+                for value in summary.return_callees
+                for target in facts.call_targets(value, fid)
+            ):
+                rank.add(fid)
+                changed = True
+    facts.rank_functions = rank
+
+
+def _scope_of_root(facts: ProjectFacts, root: RootInfo) -> str:
+    return root.target

@@ -1,0 +1,119 @@
+"""Per-file summaries: plain, picklable data that depends on one file only.
+
+Values are described symbolically (:data:`Value`) and evaluated when files are linked, so a
+summary can say "``self.block`` holds an instance of whatever ``Block`` names here" without
+knowing the other files. The encoding is nested tuples (cheap to build, pickle and compare):
+
+* ``("g", "pkg.mod.name")``: a global name, already resolved through this file's imports
+  (a name defined in this module is ``"<module>.<name>"``);
+* ``("f", function_id)``: a function or class defined in this file (nested defs included);
+* ``("self",)``: the instance a method runs on; ``("super", class_id)``: ``super()``;
+* ``("attr", value, "name")``, ``("call", value)``, ``("elem", value)``: attribute, call
+  result, element of an iterable;
+* ``("seq", (value, ...))``: a container built from these elements (``nn.ModuleList([...])``);
+* ``("partial", value, options)``: ``functools.partial(value, **options)``;
+* ``("union", (value, ...))``: one of these.
+
+Ids: ``"<module key>:<qualname>"`` with Python's qualname (``Net.forward``,
+``outer.<locals>.inner``); the module-level code of a file is ``"<module key>:<module>"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from distlint.findings import Span
+
+Value = tuple  # see the module docstring
+Options = tuple[tuple[str, object], ...]  # literal keyword arguments, sorted
+MODULE_CODE = "<module>"
+
+
+@dataclass(frozen=True)
+class CompileSite:
+    """A place that compiles something: a decorator, ``torch.compile(x)`` or ``x.compile()``."""
+
+    target: Value  # what is compiled (for a decorator: the decorated function)
+    compiler: Value  # the callable that compiles (torch.compile, a wrapper, a partial)
+    options: Options
+    span: Span
+    kind: str  # decorator | call | method
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One step of a function's collective behaviour, in source order.
+
+    kinds: ``collective`` (``name`` is the resolved op, ``group`` whether a non-default group
+    is passed), ``implicit`` (a wrapped model's forward/backward, a library barrier), ``call``
+    (a project function that may issue collectives; ``callee`` and literal ``arguments``),
+    ``branch`` (``cond`` is the condition; ``body``/``orelse`` the two paths), ``loop``
+    (``body``), ``exit`` (``name`` is return/raise/break/continue).
+    """
+
+    kind: str
+    span: Span | None = None
+    name: str = ""
+    text: str = ""  # the code as written, for messages
+    callee: Value | None = None
+    arguments: Options = ()
+    group: bool = False
+    cond: Condition | None = None
+    body: tuple[Effect, ...] = ()
+    orelse: tuple[Effect, ...] = ()
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A branch condition: whether it is rank-valued here, or may be through other files."""
+
+    rank_local: bool  # rank-valued from this file's facts alone
+    callees: tuple[Value, ...] = ()  # calls in the condition (may be rank predicates)
+    self_attrs: tuple[str, ...] = ()  # self attributes read (may be set from a rank elsewhere)
+    param: str | None = None  # a bare parameter test (`if use_barrier:`), for call-site flags
+    negated: bool = False
+    text: str = ""
+    span: Span | None = None
+
+
+@dataclass
+class FunctionSummary:
+    id: str
+    name: str
+    path: str
+    span: Span | None  # the ``def`` name
+    class_id: str | None = None  # set for methods
+    params: tuple[str, ...] = ()
+    defaults: Options = ()  # literal parameter defaults
+    decorators: tuple[Value, ...] = ()
+    calls: list[Value] = field(default_factory=list)
+    returns: list[Value] = field(default_factory=list)
+    returns_rank: bool = False
+    return_callees: list[Value] = field(default_factory=list)
+    compiles_param: bool = False  # returns torch.compile(<a parameter>, ...): a compile wrapper
+    compile_options: Options = ()  # the options such a wrapper passes
+    effects: tuple[Effect, ...] = ()
+
+
+@dataclass
+class ClassSummary:
+    id: str
+    name: str
+    path: str
+    span: Span | None
+    bases: tuple[Value, ...] = ()
+    methods: dict[str, str] = field(default_factory=dict)  # name -> function id
+    attributes: dict[str, Value] = field(default_factory=dict)  # self.<name> = value
+    rank_attributes: tuple[str, ...] = ()
+
+
+@dataclass
+class ModuleSummary:
+    key: str  # dotted module name, or the path for a file outside any package
+    path: str
+    exports: dict[str, Value] = field(default_factory=dict)  # module-level names -> values
+    functions: dict[str, FunctionSummary] = field(default_factory=dict)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    compile_sites: list[tuple[str, CompileSite]] = field(default_factory=list)  # (scope id, site)
+    dynamo_flags: dict[str, object] = field(default_factory=dict)
+    enabled: frozenset[str] = frozenset()  # rule codes enabled for this file
