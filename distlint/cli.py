@@ -319,6 +319,48 @@ def rule_command(code: str) -> None:
     click.echo(doc.markdown.rstrip("\n"))
 
 
+@main.command("explain-regions")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    help="Use this config file for every path.",
+)
+def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path | None) -> None:
+    """Show the compiled roots, the functions they reach, and rank-divergent collectives."""
+    from distlint.discovery import Discovery
+    from distlint.explain import explain, render_text
+    from distlint.runner import Task, default_jobs, first_pass, link_results
+
+    try:
+        resolver = ConfigResolver(forced=config_file)
+        discovery = Discovery(resolver, Path.cwd(), force_exclude=False)
+        files, notices = discovery.files(list(paths or (Path("."),)))
+        tasks = []
+        wrappers: set[str] = set()
+        for file in files:
+            settings = settings_for(resolver.for_path(file.path), CliOverrides(), file.path)
+            wrappers |= set(settings.compile_wrappers)
+            tasks.append(Task(file.path, file.display, settings))
+    except ConfigError as exc:
+        click.echo(f"distlint: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    results = first_pass(tasks, default_jobs())
+    data = explain(link_results(results, sorted(wrappers)))
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(render_text(data))
+    for notice in notices:
+        click.echo(f"distlint: {notice}", err=True)
+    for error in (e for r in results for e in r.errors):
+        click.echo(f"distlint: {error.path}: {error.message}", err=True)
+
+
 # -- language server (distlint/lsp) ----------------------------------------------------------------
 
 

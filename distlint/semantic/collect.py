@@ -66,6 +66,7 @@ _CONTAINERS = frozenset(
 )
 _BUILTIN_CONTAINERS = frozenset({"list", "tuple"})
 _TRANSPARENT = WRAPPERS | FULLY_SHARD
+_UNKNOWN: Value = ("?",)
 _COMPILE_NAME_HINTS = ("compile", "fuser", "jit")
 _NOT_A_COMPILE = frozenset({"re.compile", "regex.compile"})
 
@@ -201,6 +202,8 @@ class Collector:
             expr = decorator.decorator
             call = expr if isinstance(expr, cst.Call) else None
             compiler = self._value(parent, call.func if call is not None else expr)
+            if call is not None and compiler is not None and compiler == ("g", "functools.partial"):
+                compiler, call = self._value(parent, expr), None  # @partial(torch.compile, ...)
             if compiler is None:
                 continue
             decorators.append(compiler)
@@ -370,6 +373,15 @@ class Collector:
             return
         if isinstance(small, cst.Expr):
             self._expression(scope, small.value, effects)
+            value = small.value
+            if (
+                isinstance(value, cst.Call)
+                and value.args
+                and is_wrapping_call(value, scope.table.resolve) == "fully_shard"
+            ):
+                label = _target_label(value.args[0].value)  # fully_shard(model) wraps in place
+                if label is not None:
+                    scope.wrapped.add(label)
             return
         for child in children(small):
             if isinstance(child, cst.BaseExpression):
@@ -500,7 +512,10 @@ class Collector:
                         ),
                     )
                 )
-        if callee is None or _is_inert(callee):
+        if callee is None:
+            scope.summary.calls.append(_UNKNOWN)  # recorded, never guessed
+            return
+        if _is_inert(callee):
             return
         scope.summary.calls.append(callee)
         if callee[0] == "g" and callee[1].startswith(("torch.", "numpy.", "os.", "math.")):

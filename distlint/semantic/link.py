@@ -353,9 +353,10 @@ def _call_graph(facts: ProjectFacts) -> None:
         targets: list[str] = []
         unknown = 0
         for value in summary.calls:
-            found = facts.call_targets(value, fid)
-            if not found:
+            if value == ("?",):
                 unknown += 1
+                continue
+            found = facts.call_targets(value, fid)
             targets.extend(t for t in found if t not in targets)
         facts.edges[fid] = tuple(targets)
         facts.unknown_calls[fid] = unknown
@@ -370,6 +371,8 @@ def _roots(facts: ProjectFacts) -> None:
                 continue
             options = tuple(options) + tuple(site.options)
             for function, kind in facts.compiled_functions(site.target, scope):
+                if site.target and site.target[0] == "elem":
+                    kind = "block"  # `for blk in model.layers: blk.compile()`
                 if site.kind == "decorator":
                     kind = "decorator"
                 elif site.kind == "method" and kind == "module":

@@ -22,11 +22,22 @@ class RootInfo:
     options_cudagraphs: bool = False  # options={"triton.cudagraphs": True}
 
     @property
-    def label(self) -> str:
-        extra = ", fullgraph=True" if self.fullgraph else ""
+    def options_text(self) -> str:
+        """The options that change what rules report, e.g. ``fullgraph=True, mode=...``."""
+        parts = ["fullgraph=True"] if self.fullgraph else []
         if self.mode:
-            extra += f", mode={self.mode!r}"
-        return f"compiled at {self.path}:{self.span.start.line}{extra}"
+            parts.append(f"mode={self.mode!r}")
+        if self.dynamic is not None:
+            parts.append(f"dynamic={self.dynamic}")
+        if self.backend:
+            parts.append(f"backend={self.backend!r}")
+        return ", ".join(parts)
+
+    @property
+    def label(self) -> str:
+        """Related-location label; the text reporter renders "compiled (...) at path:line"."""
+        options = self.options_text
+        return f"compiled ({options})" if options else "compiled"
 
 
 @dataclass(frozen=True)

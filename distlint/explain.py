@@ -1,0 +1,110 @@
+"""``distlint explain-regions``: why a finding fired, in the analysis's own terms.
+
+Prints the compile roots, every function they reach (with the roots that reach it), and the
+places where ranks stop issuing the same collectives, from the same linked facts the rules
+use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from distlint.semantic.effects import EffectAnalysis
+from distlint.semantic.link import ProjectFacts
+
+_KINDS = {
+    "decorator": "decorator",
+    "call": "torch.compile(fn)",
+    "module": "torch.compile(module) -> forward",
+    "method": "module.compile() -> forward",
+    "block": "per-block compile -> forward",
+}
+
+
+def explain(facts: ProjectFacts) -> dict[str, Any]:
+    """Plain data (the JSON format); :func:`render_text` prints it for people."""
+    roots = [
+        {
+            "path": root.info.path,
+            "line": root.info.span.start.line,
+            "kind": root.info.kind,
+            "compiles": _display(facts, root.function),
+            "options": root.info.options_text,
+        }
+        for root in facts.roots
+    ]
+    functions = []
+    for function_id in sorted(facts.regions, key=lambda f: (_path(facts, f), f)):
+        functions.append(
+            {
+                "function": _display(facts, function_id),
+                "path": _path(facts, function_id),
+                "reached_from": [
+                    f"{root.path}:{root.span.start.line}" for root in facts.regions[function_id]
+                ],
+                "disabled": facts.is_disabled(function_id),
+                "unresolved_calls": facts.unknown_calls.get(function_id, 0),
+            }
+        )
+    analysis = EffectAnalysis(facts)
+    divergences = []
+    for function_id in sorted(facts.functions):
+        for d in analysis.divergences(function_id):
+            span = getattr(d.at.span, "span", None)
+            if span is None:
+                continue
+            divergences.append(
+                {
+                    "path": d.path,
+                    "line": span.start.line,
+                    "function": _display(facts, function_id),
+                    "condition": d.condition.text,
+                    "when": "true" if d.taken else "false",
+                    "kind": d.kind,
+                    "collective": d.issued.kind,
+                    "issued_at": _where(d.issued.origin_path, d.issued.origin.span),
+                }
+            )
+    divergences.sort(key=lambda d: (d["path"], d["line"]))
+    return {"roots": roots, "functions": functions, "rank_dependent_collectives": divergences}
+
+
+def render_text(data: dict[str, Any]) -> str:
+    out = [f"Compiled roots ({len(data['roots'])}):"]
+    for root in data["roots"]:
+        options = f"  [{root['options']}]" if root["options"] else ""
+        kind = _KINDS.get(root["kind"], root["kind"])
+        out.append(f"  {root['path']}:{root['line']}  {kind}: {root['compiles']}{options}")
+    out.append("")
+    out.append(f"Functions in compiled regions ({len(data['functions'])}):")
+    for function in data["functions"]:
+        reached = ", ".join(function["reached_from"])
+        notes = []
+        if function["unresolved_calls"]:
+            notes.append(f"{function['unresolved_calls']} calls not followed")
+        note = f"  ({'; '.join(notes)})" if notes else ""
+        out.append(f"  {function['path']}: {function['function']}  <- {reached}{note}")
+    out.append("")
+    found = data["rank_dependent_collectives"]
+    out.append(f"Collectives only some ranks reach ({len(found)}):")
+    for d in found:
+        what = "skips" if d["kind"] == "exit" else "issues"
+        out.append(
+            f"  {d['path']}:{d['line']} in {d['function']}: when `{d['condition']}` is "
+            f"{d['when']}, {what} {d['collective']} (issued at {d['issued_at']})"
+        )
+    return "\n".join(out)
+
+
+def _display(facts: ProjectFacts, function_id: str) -> str:
+    return function_id.split(":", 1)[1] if ":" in function_id else function_id
+
+
+def _path(facts: ProjectFacts, function_id: str) -> str:
+    module = facts.function_module.get(function_id)
+    return module.path if module is not None else "?"
+
+
+def _where(path: str, located: object) -> str:
+    span = getattr(located, "span", None)
+    return f"{path}:{span.start.line}" if span is not None else path

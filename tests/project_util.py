@@ -1,0 +1,52 @@
+"""Check small multi-file projects written into a temporary directory."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable
+from pathlib import Path
+
+from distlint.config import FileSettings
+from distlint.engine import FileResult
+from distlint.registry import all_rules
+from distlint.runner import Task, first_pass, link_results, run
+from distlint.semantic.link import ProjectFacts
+
+
+def write_tree(root: Path, files: dict[str, str]) -> list[Path]:
+    """Write ``{"pkg/mod.py": source}`` under ``root``; sources are dedented."""
+    paths = []
+    for name, source in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source), encoding="utf-8")
+        paths.append(path)
+    return sorted(paths)
+
+
+def _tasks(root: Path, paths: list[Path], settings: FileSettings) -> list[Task]:
+    return [Task(p, p.relative_to(root).as_posix(), settings) for p in paths]
+
+
+def settings(enabled: Iterable[str] | None = None, **extra: object) -> FileSettings:
+    codes = frozenset(enabled) if enabled is not None else frozenset(all_rules())
+    return FileSettings(enabled=codes, **extra)  # type: ignore[arg-type]
+
+
+def facts_of(root: Path, files: dict[str, str], **extra: object) -> ProjectFacts:
+    """Linked facts of a project (first pass only)."""
+    paths = write_tree(root, files)
+    config = settings(**extra)
+    results = first_pass(_tasks(root, paths, config), jobs=1)
+    for result in results:
+        assert result.errors == (), result.errors
+    return link_results(results, config.compile_wrappers)
+
+
+def check_sources(
+    root: Path, files: dict[str, str], enabled: Iterable[str] | None = None, **extra: object
+) -> dict[str, FileResult]:
+    """Full check (both passes) of a project; results by relative path."""
+    paths = write_tree(root, files)
+    results = run(_tasks(root, paths, settings(enabled, **extra)), jobs=1)
+    return {r.path: r for r in results}

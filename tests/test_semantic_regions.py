@@ -1,0 +1,273 @@
+"""Compiled regions: every root form of rules.md, options per root, cut-outs, and negatives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.project_util import facts_of
+
+
+def roots(tmp_path: Path, files: dict[str, str], **extra: object) -> dict[str, tuple]:
+    facts = facts_of(tmp_path, files, **extra)
+    return {
+        r.function.split(":", 1)[1]: (r.info.kind, r.info.fullgraph, r.info.mode, r.info.dynamic)
+        for r in facts.roots
+    }
+
+
+def region_names(tmp_path: Path, files: dict[str, str], **extra: object) -> set[str]:
+    facts = facts_of(tmp_path, files, **extra)
+    return {f.split(":", 1)[1] for f in facts.regions}
+
+
+def test_decorator_forms_bare_called_and_aliased(tmp_path: Path) -> None:
+    found = roots(
+        tmp_path,
+        {
+            "m.py": """
+            import torch
+            from torch import compile as tc
+            import torch as t
+            jit_fuser = torch.compile
+
+            @torch.compile
+            def bare(x): return x
+
+            @torch.compile(fullgraph=True, mode="max-autotune", dynamic=False, backend="eager")
+            def called(x): return x
+
+            @t.compile()
+            def via_alias(x): return x
+
+            @tc
+            def from_import(x): return x
+
+            @jit_fuser
+            def fuser(x): return x
+            """
+        },
+    )
+    assert found == {
+        "bare": ("decorator", False, None, None),
+        "called": ("decorator", True, "max-autotune", False),
+        "via_alias": ("decorator", False, None, None),
+        "from_import": ("decorator", False, None, None),
+        "fuser": ("decorator", False, None, None),
+    }
+
+
+def test_partial_and_auto_detected_wrappers_across_modules(tmp_path: Path) -> None:
+    found = roots(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .compiling import compile_fg, maybe_compile\n",
+            "pkg/compiling.py": """
+            import functools
+            import torch
+
+            compile_fg = functools.partial(torch.compile, fullgraph=True)
+
+            def maybe_compile(fn):
+                return torch.compile(fn, mode="reduce-overhead")
+            """,
+            "pkg/model.py": """
+            import functools
+            import torch
+            from pkg import compile_fg, maybe_compile
+
+            @compile_fg
+            def a(x): return x
+
+            @maybe_compile
+            def b(x): return x
+
+            @functools.partial(torch.compile, dynamic=True)
+            def c(x): return x
+            """,
+        },
+    )
+    assert found == {
+        "a": ("decorator", True, None, None),
+        "b": ("decorator", False, "reduce-overhead", None),
+        "c": ("decorator", False, None, True),
+    }
+
+
+def test_configured_compile_wrapper(tmp_path: Path) -> None:
+    files = {
+        "m.py": """
+        from mylib.jit import fuse
+
+        @fuse
+        def f(x): return x
+        """
+    }
+    assert roots(tmp_path / "off", files) == {}
+    found = roots(tmp_path / "on", files, compile_wrappers=("mylib.jit.fuse",))
+    assert found == {"f": ("decorator", False, None, None)}
+
+
+def test_call_forms_function_module_method_and_blocks(tmp_path: Path) -> None:
+    found = roots(
+        tmp_path,
+        {
+            "model.py": """
+            import torch
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def forward(self, x): return x
+
+            class Head(nn.Module):
+                def forward(self, x): return x
+                def score(self, x): return x
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([Block() for _ in range(4)])
+                    self.head = Head()
+                def forward(self, x): return self.head(x)
+                def loss_fn(self, x): return x
+                def compile_parts(self):
+                    self.head = torch.compile(self.head)
+                    self.loss = torch.compile(self.loss_fn, fullgraph=True)
+            """,
+            "train.py": """
+            import torch
+            from model import Net, Head
+
+            def helper(x): return x
+
+            def main():
+                f2 = torch.compile(helper, dynamic=True)
+                model = Net()
+                model = torch.compile(model)
+                head = Head()
+                head.compile(mode="max-autotune")
+                scorer = torch.compile(head.score)
+                for blk in model.layers:
+                    blk.compile(fullgraph=True)
+            """,
+        },
+    )
+    assert found == {
+        "helper": ("call", False, None, True),
+        "Net.forward": ("module", False, None, None),
+        "Head.forward": ("method", False, "max-autotune", None),
+        "Head.score": ("call", False, None, None),
+        "Block.forward": ("block", True, None, None),
+        "Net.loss_fn": ("call", True, None, None),
+    }
+
+
+def test_torch_compile_of_self_attribute_instance(tmp_path: Path) -> None:
+    found = roots(
+        tmp_path,
+        {
+            "m.py": """
+            import torch
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def forward(self, x): return x
+
+            class Trainer:
+                def __init__(self):
+                    self.block = Block()
+                    self.compiled = torch.compile(self.block, fullgraph=True)
+            """
+        },
+    )
+    assert found == {"Block.forward": ("module", True, None, None)}
+
+
+def test_regions_follow_calls_and_stop_at_disabled_functions(tmp_path: Path) -> None:
+    names = region_names(
+        tmp_path,
+        {
+            "util.py": """
+            import torch
+
+            def leaf(x): return x
+
+            def helper(x): return leaf(x)
+
+            @torch.compiler.disable
+            def logged(x):
+                return leaf2(x)
+
+            @torch._dynamo.disable
+            def logged2(x): return x
+
+            def leaf2(x): return x
+            """,
+            "main.py": """
+            import torch
+            from util import helper, logged, logged2
+
+            @torch.compile
+            def step(x):
+                y = helper(x)
+                logged(y)
+                return logged2(y)
+
+            def eager(x):
+                return helper(x)
+            """,
+        },
+    )
+    assert names == {"step", "helper", "leaf"}
+
+
+def test_negatives_strings_disable_and_other_compiles(tmp_path: Path) -> None:
+    names = region_names(
+        tmp_path,
+        {
+            "m.py": """
+            import re
+            import torch
+
+            def mentions():
+                return "torch.compile(model)"
+
+            @torch.compiler.disable
+            def disabled(x): return x
+
+            def regex():
+                pattern = re.compile("a+")
+                return pattern
+
+            @torch.no_grad()
+            def evaluate(x): return x
+            """
+        },
+    )
+    assert names == set()
+
+
+def test_region_roots_are_related_locations_with_options(tmp_path: Path) -> None:
+    facts = facts_of(
+        tmp_path,
+        {
+            "m.py": """
+            import torch
+
+            def shared(x): return x
+
+            @torch.compile(fullgraph=True)
+            def a(x): return shared(x)
+
+            @torch.compile
+            def b(x): return shared(x)
+            """
+        },
+    )
+    region = facts.region_of("m:shared")
+    assert region is not None and region.fullgraph and not region.direct
+    assert [(r.path, r.span.start.line, r.label) for r in region.roots] == [
+        ("m.py", 6, "compiled (fullgraph=True)"),
+        ("m.py", 9, "compiled"),
+    ]
+    assert [loc.message for loc in region.related] == ["compiled (fullgraph=True)", "compiled"]
+    assert facts.region_of("m:a").direct  # type: ignore[union-attr]
