@@ -47,7 +47,7 @@ def measure(command: list[str]) -> tuple[float, float, int]:
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in (0, 1) or "Traceback" in proc.stderr:
         raise SystemExit(f"{command[:4]}... failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     return cpu, wall, proc.returncode
 

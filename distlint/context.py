@@ -10,6 +10,7 @@ import libcst as cst
 from distlint.imports import ImportTable
 from distlint.regions import CompileRoot, compile_root_of
 from distlint.semantic.regions_model import Region
+from distlint.walker import subclasses_of
 
 if TYPE_CHECKING:
     from distlint.config import FileSettings
@@ -19,25 +20,39 @@ if TYPE_CHECKING:
 
 
 class NodeSpan:
-    """A node whose span the engine fills in after the walk (positions are batched).
+    """A node whose span is computed later, in a batch (positions cost a partial codegen).
 
-    Rules keep these in the data they ``record`` for project-wide checks; once the walk is
-    over, ``span`` is set and the node reference is dropped, so records stay picklable.
+    Eager ones (the default) get ``span`` right after the file's walk. Lazy ones only get a
+    ``key`` (node type, its ordinal among nodes of that type in walk order, and an optional
+    field such as ``"test"``): :mod:`distlint.semantic.spans` re-finds the node and computes
+    the span only if a finding points at it. Either way the node reference is dropped after
+    the walk, so summaries and records stay picklable.
     """
 
-    __slots__ = ("node", "path", "span")
+    __slots__ = ("eager", "key", "node", "part", "path", "span")
 
-    def __init__(self, node: cst.CSTNode | None, path: str) -> None:
+    def __init__(
+        self, node: cst.CSTNode | None, path: str, eager: bool = True, part: str | None = None
+    ) -> None:
         self.node = node
         self.path = path
+        self.eager = eager
+        self.part = part
+        self.key: tuple[str, int, str | None] | None = None
         self.span: Span | None = None
 
     def __getstate__(self) -> tuple:
-        return (self.path, self.span)
+        return (self.path, self.span, self.key)
 
     def __setstate__(self, state: tuple) -> None:
         self.node = None
-        self.path, self.span = state
+        self.eager = True
+        self.part = None
+        self.path, self.span, self.key = state
+
+
+# Node types whose walk-order ordinal identifies them for lazy spans.
+ORDINAL_TYPES = (cst.Call, cst.If, cst.Return, cst.Raise, cst.Break, cst.Continue, cst.Decorator)
 
 
 @dataclass
@@ -52,6 +67,9 @@ class PendingReport:
     fix: Fix | None
     fix_nodes: tuple[tuple[cst.CSTNode, str], ...]
     related_nodes: tuple[tuple[cst.CSTNode, str], ...] = ()
+
+
+_STATEMENTS = subclasses_of(cst.BaseSmallStatement, cst.BaseCompoundStatement)
 
 
 class _FunctionScope:
@@ -94,6 +112,8 @@ class FileContext:
         self._scopes: list[str] = []  # qualname parts of enclosing classes and functions
         self._wrappers = frozenset(settings.compile_wrappers)
         self._local_ranks: object = None
+        self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
+        self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -118,6 +138,24 @@ class FileContext:
         qualname = ".".join((*self._scopes, func.name.value))
         self._functions.append(_FunctionScope(func, root, qualname))
         self._scopes += [func.name.value, "<locals>"]
+
+    def note_call(self, call: cst.Call) -> None:
+        """Remember ``call`` under its innermost statement (first pass; the summary reads it).
+
+        Calls in a lambda body are not run where the lambda is written: they are skipped.
+        """
+        self.seen[cst.Call].append(call)
+        for parent in reversed(self.parents):
+            kind = type(parent)
+            if kind is cst.Lambda:
+                return
+            if kind in _STATEMENTS:
+                self.statement_calls.setdefault(id(parent), []).append(call)
+                return
+
+    def note_node(self, node: cst.CSTNode) -> None:
+        """Count a node of an ordinal type (first pass; see NodeSpan)."""
+        self.seen[type(node)].append(node)
 
     def leave_function(self, func: cst.FunctionDef) -> None:
         if self._functions and self._functions[-1].func is func:
@@ -198,11 +236,35 @@ class FileContext:
 
     # -- project-wide records ------------------------------------------------------------------
 
-    def locate(self, node: cst.CSTNode) -> NodeSpan:
-        """A placeholder for ``node``'s span, filled in after the walk (see NodeSpan)."""
-        located = NodeSpan(node, self.path)
+    def locate(self, node: cst.CSTNode, *, lazy: bool = False, part: str | None = None) -> NodeSpan:
+        """A placeholder for ``node``'s span (or its field ``part``'s), see NodeSpan."""
+        located = NodeSpan(node, self.path, not lazy or type(node) not in self.seen, part)
         self.located.append(located)
         return located
+
+    def settle_located(self) -> list[tuple[NodeSpan, cst.CSTNode]]:
+        """Key the lazy placeholders; return the eager ones with the node to measure."""
+        eager: list[tuple[NodeSpan, cst.CSTNode]] = []
+        indexes: dict[type, dict[int, int]] = {}
+        for item in self.located:
+            node = item.node
+            if node is None:
+                continue
+            target = getattr(node, item.part) if item.part else node
+            if item.eager:
+                eager.append((item, target))
+            else:
+                kind = type(node)
+                index = indexes.get(kind)
+                if index is None:
+                    index = indexes[kind] = {id(n): i for i, n in enumerate(self.seen[kind])}
+                ordinal = index.get(id(node))
+                if ordinal is None:  # not seen by the walk: measure it now
+                    eager.append((item, target))
+                else:
+                    item.key = (kind.__name__, ordinal, item.part)
+            item.node = None
+        return eager
 
     @property
     def function(self) -> cst.FunctionDef | None:

@@ -24,7 +24,7 @@ from typing import Any
 import libcst as cst
 
 from distlint.config import FileSettings
-from distlint.context import FileContext, PendingReport
+from distlint.context import ORDINAL_TYPES, FileContext, PendingReport
 from distlint.findings import (
     Edit,
     Finding,
@@ -42,6 +42,7 @@ from distlint.registry import Rule, all_rules
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
+from distlint.semantic.spans import SourceLookup
 from distlint.source import SourceError, check_nesting, decode_source
 from distlint.suppressions import SuppressionIndex, scan
 from distlint.walker import walk
@@ -80,11 +81,20 @@ def check_path(file_path: Path, display_path: str, settings: FileSettings) -> Fi
     """Read ``file_path`` from disk and check it as a project of one file."""
     module_name, is_package = module_name_for(file_path)
     first = analyze_path(file_path, display_path, settings, module_name, is_package)
+
+    def source(_: str) -> str | None:
+        try:
+            return decode_source(file_path.read_bytes())
+        except (OSError, SourceError):
+            return None
+
     return _alone(
         first,
+        source,
         lambda second: analyze_path(
             file_path, display_path, settings, module_name, is_package, second
         ),
+        settings.compile_wrappers,
     )
 
 
@@ -97,9 +107,18 @@ def check_bytes(
 ) -> FileResult:
     """Decode ``data`` as Python source (BOM, PEP 263 cookie) and check it alone."""
     first = analyze_bytes(data, display_path, settings, module_name, is_package)
+
+    def source(_: str) -> str | None:
+        try:
+            return decode_source(data)
+        except SourceError:
+            return None
+
     return _alone(
         first,
+        source,
         lambda second: analyze_bytes(data, display_path, settings, module_name, is_package, second),
+        settings.compile_wrappers,
     )
 
 
@@ -114,19 +133,23 @@ def check_source(
     first = analyze_source(text, display_path, settings, module_name, is_package)
     return _alone(
         first,
+        lambda _: text,
         lambda second: analyze_source(
             text, display_path, settings, module_name, is_package, second
         ),
+        settings.compile_wrappers,
     )
 
 
-def _alone(first: FileResult, again: Any) -> FileResult:
+def _alone(
+    first: FileResult, source: SourceLookup, again: Any, wrappers: tuple[str, ...] = ()
+) -> FileResult:
     """Finish a one-file project: link its summary and run the second pass if needed."""
     from distlint.project import FileRecords, Project
 
     if first.summary is None:
         return first.final()
-    facts = link([first.summary])
+    facts = link([first.summary], wrappers, source)
     project = Project([FileRecords(first.path, first.summary.key, first.records)], facts)
     findings = project_findings(project, {first.path: _enabled_of(first)})
     if not needs_second_pass(facts, first.summary.key, findings.get(first.path)):
@@ -223,6 +246,10 @@ def analyze_source(
     scopes = ("file", "project") if second is None else ("file", "region")
     rules = [rule(ctx) for rule in _walking_rules(settings.enabled, scopes)]
     on_visit, on_leave = _dispatch_tables(ctx, rules, errors)
+    if second is None:
+        on_visit.setdefault(cst.Call, []).insert(0, ctx.note_call)
+        for kind in ORDINAL_TYPES[1:]:
+            on_visit.setdefault(kind, []).insert(0, ctx.note_node)
     try:
         walk(module, on_visit, on_leave, ctx.parents)
     except RecursionError:  # pragma: no cover - the walk is iterative; handlers may recurse
@@ -288,7 +315,8 @@ def _guarded(handler: Any, rule: Rule, crashed: set[str], errors: list[ToolError
         if code in crashed:
             return None
         try:
-            return handler(node)
+            handler(node)  # rules cannot prune the walk: the summary needs all of it
+            return None
         except Exception as exc:  # any rule bug must not stop the other rules
             crashed.add(code)
             errors.append(
@@ -318,11 +346,10 @@ def _finish(
     reports = [r for r in ctx.reports if r.rule.code not in crashed]
     records = tuple((code, data) for code, data in ctx.records if code not in crashed)
     lines = _NEWLINES.split(text)
-    located = [n for n in ctx.located if n.node is not None]
-    ranges = _report_ranges(ctx.module, reports, located)
-    for item in located:
-        item.span = _span(ranges.get(item.node), lines)  # type: ignore[arg-type]
-        item.node = None
+    eager = ctx.settle_located()
+    ranges = _report_ranges(ctx.module, reports, [node for _, node in eager])
+    for item, node in eager:
+        item.span = _span(ranges.get(node), lines)
     index = scan(text) if (reports or extra or "DL001" in settings.enabled) else None
     if not reports and not extra and index is None:
         return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
@@ -342,9 +369,9 @@ def _finish(
 
 
 def _report_ranges(
-    module: cst.Module, reports: list[PendingReport], located: list[Any] = ()
+    module: cst.Module, reports: list[PendingReport], located: list[cst.CSTNode] = ()
 ) -> dict[cst.CSTNode, NodeRange]:
-    nodes: list[cst.CSTNode] = [item.node for item in located]
+    nodes: list[cst.CSTNode] = list(located)
     for report in reports:
         nodes.append(report.node)
         nodes.extend(node for node, _ in report.fix_nodes)

@@ -48,11 +48,11 @@ def explain(facts: ProjectFacts) -> dict[str, Any]:
         )
     analysis = EffectAnalysis(facts)
     divergences = []
-    for function_id in sorted(facts.functions):
-        for d in analysis.divergences(function_id):
-            span = getattr(d.at.span, "span", None)
-            if span is None:
-                continue
+    found = [(f, d) for f in sorted(facts.functions) for d in analysis.divergences(f)]
+    facts.resolve(span for _, d in found for span in (d.at.span, d.issued.origin.span))
+    for function_id, d in found:
+        span = getattr(d.at.span, "span", None)
+        if span is not None:
             divergences.append(
                 {
                     "path": d.path,

@@ -35,6 +35,8 @@ from distlint.imports import module_name_for
 from distlint.project import FileRecords, Project
 from distlint.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
+from distlint.semantic.spans import SourceLookup
+from distlint.source import SourceError, decode_source
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
 
@@ -68,7 +70,7 @@ def run(
     first = _run_pass(tasks, jobs)
     summaries = [r.summary for r in first if r.summary is not None]
     wrappers = {w for task in tasks for w in task.settings.compile_wrappers}
-    facts = link(summaries, wrappers)
+    facts = link(summaries, wrappers, source_lookup(tasks))
     project = Project(
         [FileRecords(r.path, r.summary.key, r.records) for r in first if r.summary is not None],
         facts,
@@ -96,9 +98,28 @@ def run(
     return final
 
 
-def link_results(results: Sequence[FileResult], wrappers: Sequence[str] = ()) -> ProjectFacts:
+def link_results(
+    results: Sequence[FileResult], tasks: Sequence[Task], wrappers: Sequence[str] = ()
+) -> ProjectFacts:
     """Facts from first-pass results (for ``explain-regions``)."""
-    return link([r.summary for r in results if r.summary is not None], wrappers)
+    summaries = [r.summary for r in results if r.summary is not None]
+    return link(summaries, wrappers, source_lookup(tasks))
+
+
+def source_lookup(tasks: Sequence[Task]) -> SourceLookup:
+    """Read a checked file's text by its display path (to measure lazily located nodes)."""
+    paths = {task.display: task.path for task in tasks}
+
+    def lookup(display: str) -> str | None:
+        path = paths.get(display)
+        if path is None:
+            return None
+        try:
+            return decode_source(path.read_bytes())
+        except (OSError, SourceError):
+            return None
+
+    return lookup
 
 
 def first_pass(tasks: Sequence[Task], jobs: int) -> list[FileResult]:

@@ -82,15 +82,37 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
+def subclasses_of(*bases: type) -> frozenset[type]:
+    """Every class derived from ``bases`` (and the bases): ``type(x) in`` beats ``isinstance``.
+
+    LibCST's base classes are ABCs, and ``isinstance`` against an ABC costs a slow
+    ``__instancecheck__``; membership of the exact type in a frozenset does not.
+    """
+    found: set[type] = set(bases)
+    pending = list(bases)
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                pending.append(sub)
+    return frozenset(found)
+
+
+NODE_TYPES = subclasses_of(cst.CSTNode)
+_SEQUENCES = (tuple, list)
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's non-whitespace children in source order."""
     found: list[cst.CSTNode] = []
+    nodes = NODE_TYPES
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = type(value)
+        if kind in nodes:
             found.append(value)
-        elif isinstance(value, (tuple, list)):
-            found.extend(item for item in value if isinstance(item, cst.CSTNode))
+        elif kind in _SEQUENCES:
+            found.extend(item for item in value if type(item) in nodes)
     return found
 
 

@@ -40,7 +40,7 @@ def facts_of(root: Path, files: dict[str, str], **extra: object) -> ProjectFacts
     results = first_pass(_tasks(root, paths, config), jobs=1)
     for result in results:
         assert result.errors == (), result.errors
-    return link_results(results, config.compile_wrappers)
+    return link_results(results, _tasks(root, paths, config), config.compile_wrappers)
 
 
 def check_sources(

@@ -153,6 +153,7 @@ RANK_FILES = {
 
 def divergent_lines(facts, function: str) -> list[int]:  # type: ignore[no-untyped-def]
     found = EffectAnalysis(facts).divergences(function)
+    facts.resolve(d.at.span for d in found)  # lazily located: measured on demand
     return sorted(d.at.span.span.start.line for d in found)
 
 

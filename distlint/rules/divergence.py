@@ -36,11 +36,14 @@ class RankDivergentCollective(Rule):
         if facts is None:
             return
         analysis = EffectAnalysis(facts)
-        for function in sorted(facts.functions):
-            for divergence in analysis.divergences(function):
-                finding = _finding(cls, project, divergence)
-                if finding is not None:
-                    yield finding
+        found = [d for f in sorted(facts.functions) for d in analysis.divergences(f)]
+        facts.resolve(
+            span for d in found for span in (d.at.span, d.condition.span, d.issued.origin.span)
+        )
+        for divergence in found:
+            finding = _finding(cls, project, divergence)
+            if finding is not None:
+                yield finding
 
 
 def _finding(rule: type[Rule], project: Project, d: Divergence) -> Finding | None:

@@ -33,7 +33,17 @@ from distlint.semantic.model import (
     Options,
     Value,
 )
-from distlint.semantic.taint import FileTaint, TaintEnv, is_tainted, self_attribute, target_names
+from distlint.semantic.taint import (
+    FileTaint,
+    ScopeScan,
+    TaintEnv,
+    expr_facts,
+    facts_tainted,
+    file_taint,
+    is_tainted,
+    self_attribute,
+    target_names,
+)
 from distlint.walker import children
 
 if TYPE_CHECKING:
@@ -145,9 +155,7 @@ class Collector:
         self.ctx = ctx
         self.key = ctx.module_key
         self.summary = ModuleSummary(ctx.module_key, ctx.path)
-        if ctx._local_ranks is None:
-            ctx._local_ranks = FileTaint(ctx)
-        self.taint: FileTaint = ctx._local_ranks  # type: ignore[assignment]
+        self.taint: FileTaint = file_taint(ctx)
         self.wrappers = frozenset(ctx.settings.compile_wrappers)
         self.collective_wrappers = frozenset(ctx.settings.collective_wrappers)
         self._rank_depth = 0  # > 0 inside a branch whose condition may depend on the rank
@@ -160,7 +168,7 @@ class Collector:
         scope = _Scope(summary, None, self.ctx.imports, None, None, self.taint.module_env)
         self.summary.functions[summary.id] = summary
         self._declare(scope, module.body, "")
-        self._prescan(scope, module.body)
+        self._prescan(scope, self.taint.scan(module))
         summary.effects = self._block(scope, module.body, "")
         for name, entries in scope.assigned.items():
             value = self._name_value(scope, name)
@@ -213,7 +221,11 @@ class Collector:
                     (
                         parent.summary.id,
                         CompileSite(
-                            ("f", fid), compiler, options, self.ctx.locate(decorator), "decorator"
+                            ("f", fid),
+                            compiler,
+                            options,
+                            self._locate_site(decorator, compiler),
+                            "decorator",
                         ),
                     )
                 )
@@ -226,16 +238,15 @@ class Collector:
             scope.self_name = params[0]
         body = _body_of(node)
         self._declare(scope, body, f"{qualname}.<locals>.")
-        self._prescan(scope, body)
+        self._prescan(scope, self.taint.scan(node))
         saved = self._rank_depth
         self._rank_depth = 0
         summary.effects = self._block(scope, body, f"{qualname}.<locals>.")
         self._rank_depth = saved
-        for value in _returns(node):
+        for value in self.taint.scan(node).returns:
             summary.returns.append(self._value(scope, value) or ("?",))
-            if is_tainted(value, env):
+            if self.taint.active and is_tainted(value, env):
                 summary.returns_rank = True
-            summary.return_callees.extend(self._callees(scope, value))
             if isinstance(value, cst.Call) and value.args:
                 compiler = self._value(scope, value.func)
                 first = value.args[0].value
@@ -267,7 +278,7 @@ class Collector:
         rank_attrs = set()
         for method in methods:
             scope = self._method_scope(method, parent, cid, qualname)
-            for target, value, _ in _assignments(_body_of(method)):
+            for target, value, _ in self.taint.scan(method).assignments:
                 attr = self_attribute(target)
                 if attr is None or not isinstance(value, cst.BaseExpression):
                     continue
@@ -292,14 +303,14 @@ class Collector:
         scope.self_name = params[0] if params else None
         body = _body_of(node)
         self._declare(scope, body, f"{qualname}.{node.name.value}.<locals>.")
-        self._prescan(scope, body)
+        self._prescan(scope, self.taint.scan(node))
         return scope
 
     # -- statements --------------------------------------------------------------------------
 
-    def _prescan(self, scope: _Scope, body: Sequence[cst.CSTNode]) -> None:
+    def _prescan(self, scope: _Scope, scan: ScopeScan) -> None:
         """Record every local assignment (values are evaluated lazily, on first use)."""
-        for target, value, is_loop in _assignments(body):
+        for target, value, is_loop in scan.assignments:
             kind = "iter" if is_loop else "value"
             for position, name in enumerate(target_names(target)):
                 entry_kind = kind
@@ -326,16 +337,14 @@ class Collector:
         elif isinstance(stmt, cst.If):
             self._if(scope, stmt, prefix, effects)
         elif isinstance(stmt, (cst.For, cst.While)):
-            head = stmt.iter if isinstance(stmt, cst.For) else stmt.test
-            self._expression(scope, head, effects)
+            self._calls(scope, stmt, effects)
             body = self._block(scope, _suite(stmt.body), prefix)
             if body:
                 effects.append(Effect("loop", body=body))
             if stmt.orelse is not None:
                 effects.extend(self._block(scope, _suite(stmt.orelse.body), prefix))
         elif isinstance(stmt, cst.With):
-            for item in stmt.items:
-                self._expression(scope, item.item, effects)
+            self._calls(scope, stmt, effects)
             effects.extend(self._block(scope, _suite(stmt.body), prefix))
         elif isinstance(stmt, cst.Try | cst.TryStar):
             effects.extend(self._block(scope, _suite(stmt.body), prefix))
@@ -346,7 +355,7 @@ class Collector:
             if stmt.finalbody is not None:
                 effects.extend(self._block(scope, _suite(stmt.finalbody.body), prefix))
         elif isinstance(stmt, cst.Match):
-            self._expression(scope, stmt.subject, effects)
+            self._calls(scope, stmt, effects)
             for case in stmt.cases:
                 self._block(scope, _suite(case.body), prefix)
         elif isinstance(stmt, cst.SimpleStatementSuite):
@@ -354,10 +363,10 @@ class Collector:
                 self._small(scope, small, effects)
 
     def _small(self, scope: _Scope, small: cst.BaseSmallStatement, effects: list[Effect]) -> None:
+        self._calls(scope, small, effects)
         if isinstance(small, (cst.Return, cst.Raise)):
-            value = small.value if isinstance(small, cst.Return) else small.exc
-            if value is not None:
-                self._expression(scope, value, effects)
+            if isinstance(small, cst.Return):
+                scope.summary.return_callees.extend(self._callees(scope, small))
             name = "return" if isinstance(small, cst.Return) else "raise"
             effects.append(Effect("exit", self._maybe_locate(small), name))
             return
@@ -368,11 +377,9 @@ class Collector:
         if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             value = small.value
             if value is not None:
-                self._expression(scope, value, effects)
                 self._track_wrapping(scope, small, value)
             return
         if isinstance(small, cst.Expr):
-            self._expression(scope, small.value, effects)
             value = small.value
             if (
                 isinstance(value, cst.Call)
@@ -382,14 +389,10 @@ class Collector:
                 label = _target_label(value.args[0].value)  # fully_shard(model) wraps in place
                 if label is not None:
                     scope.wrapped.add(label)
-            return
-        for child in children(small):
-            if isinstance(child, cst.BaseExpression):
-                self._expression(scope, child, effects)
 
     def _if(self, scope: _Scope, node: cst.If, prefix: str, effects: list[Effect]) -> None:
-        self._expression(scope, node.test, effects)
-        condition = self._condition(scope, node.test)
+        self._calls(scope, node, effects)
+        condition = self._condition(scope, node)
         maybe_rank = condition is not None and (
             condition.rank_local or condition.callees or condition.self_attrs
         )
@@ -415,11 +418,12 @@ class Collector:
                     condition.param,
                     condition.negated,
                     self.ctx.module.code_for_node(node.test) if maybe_rank else "",
-                    self.ctx.locate(node.test) if maybe_rank else None,
+                    self.ctx.locate(node, lazy=True, part="test") if maybe_rank else None,
                 )
             effects.append(Effect("branch", cond=condition, body=body, orelse=orelse))
 
-    def _condition(self, scope: _Scope, test: cst.BaseExpression) -> Condition | None:
+    def _condition(self, scope: _Scope, node: cst.If) -> Condition | None:
+        test = node.test
         negated = False
         inner = test
         if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not):
@@ -428,20 +432,29 @@ class Collector:
         param = None
         if isinstance(inner, cst.Name) and inner.value in scope.params:
             param = inner.value
-        rank_local = is_tainted(test, scope.env)
+        rank_local = False
+        self_attrs: tuple[str, ...] = ()
+        if self.taint.active:
+            facts = expr_facts(test, scope.env.resolve, scope.env.predicates)
+            rank_local = facts_tainted(facts, scope.env)
+            if scope.self_name == "self":
+                self_attrs = tuple(sorted(facts.self_attrs))
         callees = tuple(
-            v for v in self._callees(scope, test) if v[0] in ("f", "self_method", "g", "attr")
+            v for v in self._callees(scope, node) if v[0] in ("f", "self_method", "g", "attr")
         )
-        self_attrs = tuple(sorted(_self_attrs_read(test, scope.self_name)))
         if not (rank_local or callees or self_attrs or param):
             return None
         return Condition(rank_local, callees, self_attrs, param, negated)
 
     # -- expressions ---------------------------------------------------------------------------
 
-    def _expression(self, scope: _Scope, expr: cst.BaseExpression, effects: list[Effect]) -> None:
-        """Record the calls in ``expr`` (evaluation order is close enough to source order)."""
-        for call in _calls_in(expr):
+    def _calls(self, scope: _Scope, statement: cst.CSTNode, effects: list[Effect]) -> None:
+        """Record the calls of a statement (of a compound statement: of its header only).
+
+        The first pass's walk gathered them (``FileContext.note_call``), outer before inner,
+        in source order: no second traversal of the expressions.
+        """
+        for call in self.ctx.statement_calls.get(id(statement), ()):
             self._call(scope, call, effects)
 
     def _call(self, scope: _Scope, call: cst.Call, effects: list[Effect]) -> None:
@@ -453,9 +466,9 @@ class Collector:
             effects.append(
                 Effect(
                     "collective",
-                    self.ctx.locate(call),
+                    self.ctx.locate(call, lazy=True),
                     kind,
-                    _short(self.ctx.module.code_for_node(call)),
+                    self._text(call),
                     group=_has_group(call),
                     arguments=(("async_op", _keyword_literal(call, "async_op")),),
                 )
@@ -466,9 +479,9 @@ class Collector:
             effects.append(
                 Effect(
                     "implicit",
-                    self.ctx.locate(call),
+                    self.ctx.locate(call, lazy=True),
                     implicit,
-                    _short(self.ctx.module.code_for_node(call)),
+                    self._text(call),
                 )
             )
             return
@@ -483,7 +496,11 @@ class Collector:
                     (
                         scope.summary.id,
                         CompileSite(
-                            target, callee, _literal_options(call), self.ctx.locate(call), "call"
+                            target,
+                            callee,
+                            _literal_options(call),
+                            self._locate_site(call, callee),
+                            "call",
                         ),
                     )
                 )
@@ -507,7 +524,7 @@ class Collector:
                             target,
                             ("g", "torch.compile"),
                             _literal_options(call),
-                            self.ctx.locate(call),
+                            self.ctx.locate(call, lazy=True),
                             "method",
                         ),
                     )
@@ -524,7 +541,7 @@ class Collector:
             Effect(
                 "call",
                 self._maybe_locate(call),
-                text=_short(self.ctx.module.code_for_node(call)) if self._rank_depth else "",
+                text=self._text(call) if self._rank_depth else "",
                 callee=callee,
                 arguments=_call_arguments(call),
             )
@@ -557,12 +574,22 @@ class Collector:
             return False
         return any(hint in last for hint in _COMPILE_NAME_HINTS) and last != "compile"
 
-    def _maybe_locate(self, node: cst.CSTNode) -> object:
-        return self.ctx.locate(node) if self._rank_depth else None
+    def _text(self, call: cst.Call) -> str:
+        """How a call is written, for messages (exact text only where findings may point)."""
+        if self._rank_depth:
+            return _short(self.ctx.module.code_for_node(call))
+        return f"{dotted_name(call.func) or 'call'}(...)"
 
-    def _callees(self, scope: _Scope, expr: cst.BaseExpression) -> list[Value]:
+    def _maybe_locate(self, node: cst.CSTNode) -> object:
+        return self.ctx.locate(node, lazy=True) if self._rank_depth else None
+
+    def _locate_site(self, node: cst.CSTNode, compiler: Value) -> object:
+        """Sites that certainly compile are measured now; the others only if they do."""
+        return self.ctx.locate(node, lazy=not self._certainly_compile(compiler))
+
+    def _callees(self, scope: _Scope, statement: cst.CSTNode) -> list[Value]:
         found = []
-        for call in _calls_in(expr):
+        for call in self.ctx.statement_calls.get(id(statement), ()):
             value = self._value(scope, call.func)
             if value is not None and not _is_inert(value):
                 found.append(value)
@@ -721,26 +748,6 @@ def _calls_in(expr: cst.CSTNode) -> Iterator[cst.Call]:
         stack.extend(kids)
 
 
-def _self_attrs_read(expr: cst.BaseExpression, self_name: str | None) -> set[str]:
-    if self_name is None:
-        return set()
-    found = set()
-    stack: list[cst.CSTNode] = [expr]
-    while stack:
-        node = stack.pop()
-        if (
-            isinstance(node, cst.Attribute)
-            and isinstance(node.value, cst.Name)
-            and node.value.value == self_name
-        ):
-            found.add(node.attr.value)
-            continue
-        if isinstance(node, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Lambda)):
-            continue
-        stack.extend(children(node))
-    return found
-
-
 def _target_label(target: cst.BaseExpression) -> str | None:
     """``model`` or ``self.model``: the names wrapped models are tracked under."""
     if isinstance(target, cst.Name):
@@ -832,20 +839,6 @@ def _scope_defs(body: Sequence[cst.CSTNode]) -> Iterator[cst.FunctionDef | cst.C
             yield stmt
         elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
             yield from _unwrap(stmt)
-
-
-def _assignments(
-    body: Sequence[cst.CSTNode],
-) -> Iterator[tuple[cst.BaseExpression, cst.CSTNode, bool]]:
-    from distlint.semantic.taint import assignments
-
-    return assignments(body)
-
-
-def _returns(node: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
-    from distlint.semantic.taint import returns
-
-    return returns(node)
 
 
 def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:

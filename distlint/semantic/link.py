@@ -26,6 +26,7 @@ from distlint.semantic.model import (
     Value,
 )
 from distlint.semantic.regions_model import Region, RootInfo
+from distlint.semantic.spans import SourceLookup, resolve_spans
 
 # Abstract values: ("func", id) ("class", id) ("inst", class id) ("ext", dotted)
 # ("seqv", (values...)) ("partialv", (compilers...), options) ("super", class id)
@@ -58,6 +59,11 @@ class ProjectFacts:
     rank_functions: set[str] = field(default_factory=set)
     rank_attributes: frozenset[str] = frozenset()
     wrappers: frozenset[str] = frozenset()
+    sources: SourceLookup | None = None  # display path -> text, to measure lazy spans
+
+    def resolve(self, items: Iterable[object]) -> None:
+        """Measure lazily located nodes (see :mod:`distlint.semantic.spans`)."""
+        resolve_spans(items, self.sources)
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -328,10 +334,14 @@ class ProjectFacts:
     _modules_with_regions: set[str] = field(default_factory=set, repr=False)
 
 
-def link(summaries: Sequence[ModuleSummary], wrappers: Iterable[str] = ()) -> ProjectFacts:
+def link(
+    summaries: Sequence[ModuleSummary],
+    wrappers: Iterable[str] = (),
+    sources: SourceLookup | None = None,
+) -> ProjectFacts:
     """Link every file's summary (order-independent; output is deterministic)."""
     modules = {s.key: s for s in sorted(summaries, key=lambda s: s.key)}
-    facts = ProjectFacts(modules, wrappers=frozenset(wrappers))
+    facts = ProjectFacts(modules, wrappers=frozenset(wrappers), sources=sources)
     for module in modules.values():
         for fid, summary in module.functions.items():
             facts.functions[fid] = summary
@@ -363,7 +373,7 @@ def _call_graph(facts: ProjectFacts) -> None:
 
 
 def _roots(facts: ProjectFacts) -> None:
-    seen: set[tuple] = set()
+    found: list[tuple[ModuleSummary, CompileSite, str, str, dict]] = []
     for module in facts.modules.values():
         for scope, site in module.compile_sites:
             options = facts.compile_options(site.compiler, scope)
@@ -377,11 +387,15 @@ def _roots(facts: ProjectFacts) -> None:
                     kind = "decorator"
                 elif site.kind == "method" and kind == "module":
                     kind = "method"
-                info = _root_info(module, site, function, kind, dict(options))
-                key = (info.path, info.span, function)
-                if key not in seen:
-                    seen.add(key)
-                    facts.roots.append(Root(info, function))
+                found.append((module, site, function, kind, dict(options)))
+    facts.resolve(site.span for _, site, _, _, _ in found)
+    seen: set[tuple] = set()
+    for module, site, function, kind, options in found:
+        info = _root_info(module, site, function, kind, options)
+        key = (info.path, info.span, function)
+        if key not in seen:
+            seen.add(key)
+            facts.roots.append(Root(info, function))
     facts.roots.sort(key=lambda r: (r.info.path, r.info.span.start.line, r.function))
 
 

@@ -56,6 +56,8 @@ RANK_ATTRIBUTES = frozenset(
         "is_master",
     }
 )
+# Parameters that receive the rank (``mp.spawn(worker, ...)`` passes it first).
+RANK_PARAMETERS = frozenset({"rank", "local_rank", "global_rank", "node_rank", "gpu_rank"})
 RANK_ENV_VARS = frozenset(
     {
         "RANK",

@@ -6,24 +6,30 @@ ops and any expression built from a tainted part; through ``self.<attr>`` attrib
 from one (``self.is_master = rank == 0``); and through functions whose return value is
 tainted (``def is_main(): return dist.get_rank() == 0`` is a rank predicate). Within a file
 this is computed here; across files the linked project facts add imported predicates.
+
+Each expression is read once into :class:`ExprFacts` (its sources, names, attributes and
+calls); the fixpoint then works on those sets, never on the tree again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from distlint.imports import dotted_name
-from distlint.semantic.ranks import direct_rank_source
-from distlint.walker import children
+from distlint.semantic.ranks import RANK_PARAMETERS, direct_rank_source
+from distlint.walker import children, subclasses_of
 
 if TYPE_CHECKING:
     from distlint.context import FileContext
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
+_EXPRESSIONS = subclasses_of(cst.BaseExpression)
+
+# Words that every rank source contains: a file without any of them has no local taint.
+_SOURCE_WORDS = ("rank", "RANK", "main", "master", "zero", "process_index", "PROCID", "LOCALID")
 
 
 @dataclass
@@ -38,91 +44,169 @@ class TaintEnv:
     is_rank_function: Callable[[str], bool] | None = None  # resolved name -> project predicate
 
 
-def is_tainted(expr: cst.BaseExpression, env: TaintEnv) -> bool:
-    """Whether any part of ``expr`` is a rank source or a rank-valued name."""
+@dataclass(frozen=True)
+class ExprFacts:
+    """What an expression reads, as far as rank taint is concerned."""
+
+    direct: bool  # contains a rank source itself
+    names: frozenset[str]
+    self_attrs: frozenset[str]
+    calls: frozenset[str]  # simple names called as f() or self.f()
+    resolved_calls: tuple[str, ...]  # resolved dotted names of calls
+
+
+_NO_FACTS = ExprFacts(False, frozenset(), frozenset(), frozenset(), ())
+
+
+def expr_facts(
+    expr: cst.BaseExpression, resolve: Resolver, predicates: frozenset[str]
+) -> ExprFacts:
+    """Read ``expr`` once (see :class:`ExprFacts`)."""
+    direct = False
+    names: set[str] = set()
+    attrs: set[str] = set()
+    calls: set[str] = set()
+    resolved_calls: list[str] = []
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Name):
-            if node.value in env.names:
-                return True
+        kind = type(node)
+        if kind is cst.Name:
+            names.add(node.value)
             continue
-        if isinstance(node, cst.Call):
-            resolved = env.resolve(node.func)
-            if direct_rank_source(node, resolved, env.predicates):
-                return True
-            if _calls_rank_function(node.func, resolved, env):
-                return True
-        elif isinstance(node, cst.Subscript):
-            if direct_rank_source(node, env.resolve(node.value), env.predicates):
-                return True
-        elif isinstance(node, cst.Attribute):
-            if direct_rank_source(node, env.resolve(node), env.predicates):
-                return True
-            if (
-                node.attr.value in env.self_attrs
-                and isinstance(node.value, cst.Name)
-                and node.value.value == "self"
+        if kind in _LEAVES:
+            continue
+        if kind is cst.Call:
+            func = node.func
+            resolved = resolve(func)
+            if not direct and direct_rank_source(node, resolved, predicates):
+                direct = True
+            if resolved is not None:
+                resolved_calls.append(resolved)
+            if type(func) is cst.Name:
+                calls.add(func.value)
+            elif (
+                type(func) is cst.Attribute
+                and type(func.value) is cst.Name
+                and func.value.value == "self"
             ):
-                return True
-        elif isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+                calls.add(func.attr.value)
+        elif kind is cst.Subscript:
+            if not direct and direct_rank_source(node, resolve(node.value), predicates):
+                direct = True
+        elif kind is cst.Attribute:
+            if not direct and direct_rank_source(node, resolve(node), predicates):
+                direct = True
+            value = node.value
+            if type(value) is cst.Name and value.value == "self":
+                attrs.add(node.attr.value)
+        elif kind is cst.Lambda:
             continue
         stack.extend(children(node))
-    return False
-
-
-def _calls_rank_function(func: cst.BaseExpression, resolved: str | None, env: TaintEnv) -> bool:
-    if isinstance(func, cst.Name) and func.value in env.rank_functions:
-        return True
-    if (
-        isinstance(func, cst.Attribute)
-        and isinstance(func.value, cst.Name)
-        and func.value.value == "self"
-        and func.attr.value in env.rank_functions
-    ):
-        return True
-    return (
-        resolved is not None and env.is_rank_function is not None and env.is_rank_function(resolved)
+    return ExprFacts(
+        direct, frozenset(names), frozenset(attrs), frozenset(calls), tuple(resolved_calls)
     )
 
 
-# -- building environments ---------------------------------------------------------------------
+_LEAVES = frozenset({cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis})
 
 
-def assignments(
-    body: Iterable[cst.CSTNode],
-) -> Iterator[tuple[cst.BaseExpression, cst.CSTNode, bool]]:
-    """(target, value, is_loop) of a scope's statements, not entering nested defs/classes.
+def facts_tainted(facts: ExprFacts, env: TaintEnv) -> bool:
+    if facts.direct:
+        return True
+    if facts.names and not facts.names.isdisjoint(env.names):
+        return True
+    if facts.self_attrs and not facts.self_attrs.isdisjoint(env.self_attrs):
+        return True
+    if facts.calls and not facts.calls.isdisjoint(env.rank_functions):
+        return True
+    check = env.is_rank_function
+    return check is not None and any(check(name) for name in facts.resolved_calls)
 
-    ``is_loop`` marks ``for`` targets, whose value is an element of ``value``.
-    """
+
+def is_tainted(expr: cst.BaseExpression, env: TaintEnv) -> bool:
+    """Whether any part of ``expr`` is a rank source or a rank-valued name."""
+    return facts_tainted(expr_facts(expr, env.resolve, env.predicates), env)
+
+
+# -- scanning scopes ---------------------------------------------------------------------------
+
+
+Assignment = tuple[cst.BaseExpression, cst.CSTNode, bool]  # (target, value, is_loop)
+
+
+@dataclass
+class ScopeScan:
+    """A scope's assignments and returned expressions (nested defs/classes excluded)."""
+
+    assignments: list[Assignment]
+    returns: list[cst.BaseExpression]
+    functions: list[cst.FunctionDef]  # defs directly in this scope (also inside blocks)
+    classes: list[cst.ClassDef]
+
+
+def scan_scope(body: Iterable[cst.CSTNode]) -> ScopeScan:
+    """One pass over a scope's statements (``for`` targets count as loop assignments)."""
+    scan = ScopeScan([], [], [], [])
     stack = list(body)
     stack.reverse()
+    expressions = _EXPRESSIONS
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        kind = type(node)
+        if kind in expressions:
+            continue  # expressions hold no statements (walrus targets are not tracked)
+        if kind is cst.FunctionDef:
+            scan.functions.append(node)
             continue
-        if isinstance(node, cst.Assign):
+        if kind is cst.ClassDef:
+            scan.classes.append(node)
+            continue
+        if kind is cst.Assign:
             for target in node.targets:
-                yield target.target, node.value, False
+                scan.assignments.append((target.target, node.value, False))
             continue
-        if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        if kind is cst.AnnAssign or kind is cst.AugAssign:
             if node.value is not None:
-                yield node.target, node.value, False
+                scan.assignments.append((node.target, node.value, False))
             continue
-        if isinstance(node, (cst.For, cst.CompFor)):
-            yield node.target, node.iter, True
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            yield node.asname.name, node.item, False
-        elif isinstance(node, cst.NamedExpr):
-            yield node.target, node.value, False
-        if isinstance(node, (cst.BaseExpression, cst.Lambda)) and not isinstance(
-            node, cst.NamedExpr
-        ):
-            continue  # expressions hold no assignments except walrus (rare): skip for speed
+        if kind is cst.Return:
+            if node.value is not None:
+                scan.returns.append(node.value)
+            continue
+        if kind in _SKIP_SMALL:
+            continue
+        if kind is cst.For:
+            scan.assignments.append((node.target, node.iter, True))
+        elif kind is cst.WithItem and node.asname is not None:
+            scan.assignments.append((node.asname.name, node.item, False))
         kids = children(node)
         kids.reverse()
         stack.extend(kids)
+    return scan
+
+
+# Small statements that bind nothing and hold no statements.
+_SKIP_SMALL = frozenset(
+    {
+        cst.Expr,
+        cst.Pass,
+        cst.Break,
+        cst.Continue,
+        cst.Raise,
+        cst.Assert,
+        cst.Del,
+        cst.Global,
+        cst.Nonlocal,
+        cst.Import,
+        cst.ImportFrom,
+    }
+)
+
+
+def body_of(node: cst.FunctionDef | cst.ClassDef) -> Sequence[cst.CSTNode]:
+    body = node.body
+    return body.body if isinstance(body, cst.IndentedBlock) else (body,)
 
 
 def target_names(target: cst.BaseExpression) -> Iterator[str]:
@@ -145,56 +229,20 @@ def self_attribute(target: cst.BaseExpression) -> str | None:
     return None
 
 
-def propagate(pairs: list[tuple[cst.BaseExpression, cst.CSTNode, bool]], env: TaintEnv) -> bool:
-    """Add names/attributes assigned from tainted values until nothing changes."""
-    grew = False
-    changed = True
-    while changed:
-        changed = False
-        for target, value, _ in pairs:
-            if not isinstance(value, cst.BaseExpression):
-                continue
-            names = list(target_names(target))
-            attr = self_attribute(target)
-            if all(n in env.names for n in names) and (attr is None or attr in env.self_attrs):
-                continue
-            if not is_tainted(value, env):
-                continue
-            for name in names:
-                if name not in env.names:
-                    env.names.add(name)
-                    changed = True
-            if attr is not None and attr not in env.self_attrs:
-                env.self_attrs.add(attr)
-                changed = True
-        grew = grew or changed
-    return grew
-
-
-def returns(func: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
-    """Returned expressions of ``func`` (not of nested functions)."""
-    stack: list[cst.CSTNode] = [func.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, cst.Return):
-            if node.value is not None:
-                yield node.value
-            continue
-        if isinstance(node, cst.BaseExpression):
-            continue
-        stack.extend(children(node))
-
-
 # -- the per-file analysis (rules ask through FileContext.rank_dependent) ---------------------
+
+
+@dataclass
+class _Pair:
+    names: tuple[str, ...]
+    attr: str | None
+    facts: ExprFacts
 
 
 class FileTaint:
     """Rank taint of one file: module names, self attributes, predicates, per-function names."""
 
     def __init__(self, ctx: FileContext) -> None:
-        self.ctx = ctx
         predicates = frozenset(ctx.settings.rank_predicates)
         facts = ctx.facts
         is_rank_function = facts.is_rank_function if facts is not None else None
@@ -203,97 +251,153 @@ class FileTaint:
         )
         if facts is not None:
             self.module_env.self_attrs |= facts.rank_attributes
-        self._functions: dict[cst.FunctionDef, TaintEnv] = {}
-        module_pairs = list(assignments(ctx.module.body))
-        functions = [n for n in _all_functions(ctx.module)]
-        bodies = {f: list(assignments(_body(f))) for f in functions}
+        self.scans: dict[cst.CSTNode, ScopeScan] = {}
+        self._envs: dict[cst.FunctionDef, TaintEnv] = {}
+        self.active = _may_hold_sources(ctx.source, predicates) or facts is not None
+        module_scan = self.scan(ctx.module)
+        if not self.active:
+            return
+        functions = self._functions(module_scan)
+        resolve = ctx.imports.resolve
+        module_pairs = self._pairs(module_scan, resolve, predicates)
+        pairs = {f: self._pairs(self.scan(f), resolve, predicates) for f in functions}
+        returns = {
+            f: [expr_facts(v, resolve, predicates) for v in self.scan(f).returns] for f in functions
+        }
         # Iterate file-wide: attributes and predicates found in one function feed the others.
         changed = True
         rounds = 0
-        while changed and rounds < 6:
+        while changed and rounds < 8:
             rounds += 1
-            changed = propagate(module_pairs, self.module_env)
+            changed = _propagate(module_pairs, self.module_env)
             for func in functions:
                 env = self._env(func)
-                if propagate(bodies[func], env):
-                    changed = True
-                new_attrs = env.self_attrs - self.module_env.self_attrs
-                if new_attrs:
-                    self.module_env.self_attrs |= new_attrs
+                if _propagate(pairs[func], env):
                     changed = True
                 name = func.name.value
                 if name not in self.module_env.rank_functions and any(
-                    is_tainted(value, env) for value in returns(func)
+                    facts_tainted(f, env) for f in returns[func]
                 ):
                     self.module_env.rank_functions.add(name)
                     changed = True
 
+    def scan(self, node: cst.Module | cst.FunctionDef | cst.ClassDef) -> ScopeScan:
+        """The scan of a module, function or class body (computed once)."""
+        found = self.scans.get(node)
+        if found is None:
+            body = node.body if isinstance(node, cst.Module) else body_of(node)
+            found = self.scans[node] = scan_scope(body)
+        return found
+
+    def _functions(self, module_scan: ScopeScan) -> list[cst.FunctionDef]:
+        found: list[cst.FunctionDef] = []
+        pending_functions = list(module_scan.functions)
+        pending_classes = list(module_scan.classes)
+        while pending_functions or pending_classes:
+            if pending_classes:
+                scan = self.scan(pending_classes.pop())
+                pending_functions.extend(scan.functions)
+                pending_classes.extend(scan.classes)
+                continue
+            func = pending_functions.pop()
+            found.append(func)
+            scan = self.scan(func)
+            pending_functions.extend(scan.functions)
+            pending_classes.extend(scan.classes)
+        return found
+
+    @staticmethod
+    def _pairs(scan: ScopeScan, resolve: Resolver, predicates: frozenset[str]) -> list[_Pair]:
+        pairs = []
+        for target, value, _ in scan.assignments:
+            if not isinstance(value, cst.BaseExpression):
+                continue
+            facts = expr_facts(value, resolve, predicates)
+            if facts == _NO_FACTS:
+                continue
+            pairs.append(_Pair(tuple(target_names(target)), self_attribute(target), facts))
+        return pairs
+
     def _env(self, func: cst.FunctionDef) -> TaintEnv:
-        env = self._functions.get(func)
+        env = self._envs.get(func)
+        module = self.module_env
         if env is None:
-            module = self.module_env
             env = TaintEnv(
                 module.resolve,
                 module.predicates,
-                set(module.names),
+                set(module.names) | _rank_parameters(func),
                 module.self_attrs,  # shared: attributes are file-wide
                 module.rank_functions,
                 module.is_rank_function,
             )
-            self._functions[func] = env
+            self._envs[func] = env
         else:
-            env.names |= self.module_env.names
+            env.names |= module.names
         return env
 
     def env_for(self, func: cst.FunctionDef | None, resolve: Resolver) -> TaintEnv:
-        if func is None:
-            return TaintEnv(
-                resolve,
-                self.module_env.predicates,
-                self.module_env.names,
-                self.module_env.self_attrs,
-                self.module_env.rank_functions,
-                self.module_env.is_rank_function,
-            )
-        env = self._env(func)
+        module = self.module_env
+        names = self._env(func).names if func is not None and self.active else module.names
         return TaintEnv(
             resolve,
-            env.predicates,
-            env.names,
-            env.self_attrs,
-            env.rank_functions,
-            env.is_rank_function,
+            module.predicates,
+            names,
+            module.self_attrs,
+            module.rank_functions,
+            module.is_rank_function,
         )
 
 
-def _body(func: cst.FunctionDef) -> list[cst.CSTNode]:
-    return list(func.body.body) if isinstance(func.body, cst.IndentedBlock) else [func.body]
+def _propagate(pairs: list[_Pair], env: TaintEnv) -> bool:
+    """Add names/attributes assigned from tainted values until nothing changes."""
+    grew = False
+    changed = True
+    while changed:
+        changed = False
+        for pair in pairs:
+            if all(n in env.names for n in pair.names) and (
+                pair.attr is None or pair.attr in env.self_attrs
+            ):
+                continue
+            if not facts_tainted(pair.facts, env):
+                continue
+            for name in pair.names:
+                if name not in env.names:
+                    env.names.add(name)
+                    changed = True
+            if pair.attr is not None and pair.attr not in env.self_attrs:
+                env.self_attrs.add(pair.attr)
+                changed = True
+        grew = grew or changed
+    return grew
 
 
-_BLOCKS = (cst.BaseCompoundStatement, cst.IndentedBlock, cst.Else, cst.ExceptHandler, cst.Finally)
-
-
-def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
-    found: list[cst.FunctionDef] = []
-    stack: list[cst.CSTNode] = list(module.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.FunctionDef):
-            found.append(node)
-            stack.extend(_body(node))
-        elif isinstance(node, cst.ClassDef):
-            stack.extend(node.body.body if isinstance(node.body, cst.IndentedBlock) else ())
-        elif isinstance(node, _BLOCKS):
-            stack.extend(children(node))
+def _rank_parameters(func: cst.FunctionDef) -> set[str]:
+    """Parameters named like a rank (``def worker(rank, world_size)``, the mp.spawn style)."""
+    params = func.params
+    found = set()
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value in RANK_PARAMETERS:
+            found.add(param.name.value)
     return found
 
 
-def expression_is_rank_dependent(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def _may_hold_sources(source: str, predicates: frozenset[str]) -> bool:
+    if any(word in source for word in _SOURCE_WORDS):
+        return True
+    return any(p.rsplit(".", 1)[-1] in source for p in predicates)
+
+
+def file_taint(ctx: FileContext) -> FileTaint:
     taint = ctx._local_ranks
     if taint is None:
         taint = ctx._local_ranks = FileTaint(ctx)
     assert isinstance(taint, FileTaint)
+    return taint
+
+
+def expression_is_rank_dependent(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    taint = file_taint(ctx)
+    if not taint.active:
+        return False
     return is_tainted(expr, taint.env_for(ctx.function, ctx.resolve))
-
-
-__all__ = ["FileTaint", "TaintEnv", "dotted_name", "expression_is_rank_dependent", "is_tainted"]

@@ -1,0 +1,68 @@
+"""Spans of lazily located nodes, computed only when a finding points at them.
+
+The first pass keys such nodes by (type, ordinal in walk order, field) instead of measuring
+them: measuring costs a partial codegen of the file, and most summarised nodes (every
+collective, every condition that might be rank-dependent) never end up in a finding. When
+one does, its file is parsed again and walked the same way, and only the wanted nodes are
+measured.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+import libcst as cst
+
+from distlint.context import ORDINAL_TYPES, NodeSpan
+from distlint.findings import Position, Span, make_position
+from distlint.positions import node_ranges
+from distlint.source import SourceError, check_nesting
+from distlint.walker import walk
+
+SourceLookup = Callable[[str], "str | None"]  # display path -> source text
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+_NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))
+
+
+def resolve_spans(items: Iterable[object], lookup: SourceLookup | None) -> None:
+    """Fill ``span`` of every lazy NodeSpan in ``items`` (unknown files: line 1)."""
+    pending: dict[str, list[NodeSpan]] = {}
+    for item in items:
+        if isinstance(item, NodeSpan) and item.span is None and item.key is not None:
+            pending.setdefault(item.path, []).append(item)
+    for path, group in pending.items():
+        text = lookup(path) if lookup is not None else None
+        spans = _measure(text, [item.key for item in group]) if text is not None else {}
+        for item in group:
+            item.span = spans.get(item.key, _NOWHERE)  # type: ignore[arg-type]
+
+
+def _measure(text: str, keys: list) -> dict:
+    try:
+        check_nesting(text)
+        module = cst.parse_module(text)
+    except (SourceError, cst.ParserSyntaxError, RecursionError):
+        return {}
+    seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
+    handlers = {kind: [seen[kind].append] for kind in ORDINAL_TYPES}
+    walk(module, handlers, {}, [])
+    by_name = {kind.__name__: nodes for kind, nodes in seen.items()}
+    targets: dict[tuple, cst.CSTNode] = {}
+    for key in keys:
+        kind, ordinal, part = key
+        nodes = by_name.get(kind, [])
+        if ordinal < len(nodes):
+            node = nodes[ordinal]
+            targets[key] = getattr(node, part) if part else node
+    ranges = node_ranges(module, targets.values())
+    lines = _NEWLINES.split(text)
+    found = {}
+    for key, node in targets.items():
+        measured = ranges.get(node)
+        if measured is not None:
+            found[key] = Span(
+                make_position(lines, measured.start_line, measured.start_column),
+                make_position(lines, measured.end_line, measured.end_column),
+            )
+    return found
