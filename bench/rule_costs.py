@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import libcst as cst  # noqa: E402
+import libcst as cst
 
-from bench.run import corpus_files, torch_distributed_dir  # noqa: E402
-from distlint.config import FileSettings  # noqa: E402
-from distlint.registry import all_rules  # noqa: E402
-from distlint.runner import Task, run  # noqa: E402
+from bench.run import corpus_files, torch_distributed_dir
+from distlint.config import FileSettings
+from distlint.registry import all_rules
+from distlint.runner import Task, run
 
 COSTS: dict[str, float] = {}
 
@@ -47,11 +47,12 @@ def instrument(codes: set[str]) -> None:
         for event, node in list(rule.visitor_methods()):
             name = f"{event}_{node}"
             setattr(rule, name, _timed(code, getattr(rule, name)))
-        if "check_project" in rule.__dict__:
-            original = rule.__dict__["check_project"].__func__
-            rule.check_project = classmethod(  # type: ignore[method-assign]
-                _timed(code, lambda cls, project, f=original: list(f(cls, project)))
-            )
+        original = rule.check_project.__func__  # type: ignore[attr-defined]
+        rule.check_project = classmethod(  # type: ignore[method-assign]
+            _timed(code, lambda cls, project, f=original: list(f(cls, project)))
+        )
+        init = rule.__init__
+        rule.__init__ = _timed(code, lambda self, ctx, f=init: f(self, ctx))  # type: ignore[method-assign]
     cst.parse_module = _timed("(parse)", cst.parse_module)  # type: ignore[assignment]
 
 

@@ -25,11 +25,12 @@ class NodeSpan:
     Eager ones (the default) get ``span`` right after the file's walk. Lazy ones only get a
     ``key`` (node type, its ordinal among nodes of that type in walk order, and an optional
     field such as ``"test"``): :mod:`distlint.semantic.spans` re-finds the node and computes
-    the span only if a finding points at it. Either way the node reference is dropped after
+    the span only if a finding points at it — in a batch, or on first access of ``span``
+    while the project's findings are computed. Either way the node reference is dropped after
     the walk, so summaries and records stay picklable.
     """
 
-    __slots__ = ("eager", "key", "node", "part", "path", "span")
+    __slots__ = ("_span", "eager", "key", "node", "part", "path")
 
     def __init__(
         self, node: cst.CSTNode | None, path: str, eager: bool = True, part: str | None = None
@@ -39,16 +40,30 @@ class NodeSpan:
         self.eager = eager
         self.part = part
         self.key: tuple[str, int, str | None] | None = None
-        self.span: Span | None = None
+        self._span: Span | None = None
+
+    @property
+    def span(self) -> Span | None:
+        if self._span is None and self.key is not None and LAZY_RESOLVER:
+            LAZY_RESOLVER[-1]([self])
+        return self._span
+
+    @span.setter
+    def span(self, value: Span | None) -> None:
+        self._span = value
 
     def __getstate__(self) -> tuple:
-        return (self.path, self.span, self.key)
+        return (self.path, self._span, self.key)
 
     def __setstate__(self, state: tuple) -> None:
         self.node = None
         self.eager = True
         self.part = None
-        self.path, self.span, self.key = state
+        self.path, self._span, self.key = state
+
+
+# The resolver of lazy spans in effect (see distlint.semantic.spans.lazy_resolution).
+LAZY_RESOLVER: list = []
 
 
 # Node types whose walk-order ordinal identifies them for lazy spans.
@@ -112,22 +127,50 @@ class FileContext:
         self._scopes: list[str] = []  # qualname parts of enclosing classes and functions
         self._wrappers = frozenset(settings.compile_wrappers)
         self._local_ranks: object = None
+        self._function_tables: dict[cst.FunctionDef, ImportTable] = {}
+        self._resolved: dict[int, str | None] = {}
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
         self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
 
     # -- names ---------------------------------------------------------------------------------
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
-        """Canonical dotted name of ``expr`` (``dist.all_reduce`` -> ``torch.distributed...``)."""
-        return self._table().resolve(expr)
+        """Canonical dotted name of ``expr`` (``dist.all_reduce`` -> ``torch.distributed...``).
+
+        Memoised per node: many rules ask about the same call, and a node's scope is fixed
+        (nodes of the tree live as long as the file's check, so their ids are stable).
+        """
+        key = id(expr)
+        cache = self._resolved
+        if key in cache:
+            return cache[key]
+        value = cache[key] = self._table().resolve(expr)
+        return value
+
+    def resolve_in(self, table: ImportTable, expr: cst.BaseExpression) -> str | None:
+        """``resolve`` for an explicit scope table (the summary's walk), sharing the memo."""
+        key = id(expr)
+        cache = self._resolved
+        if key in cache:
+            return cache[key]
+        value = cache[key] = table.resolve(expr)
+        return value
 
     def _table(self) -> ImportTable:
         """The innermost scope's table, building function tables lazily (outermost first)."""
         table = self.imports
         for scope in self._functions:
             if scope._table is None:
-                scope._table = table.for_function(scope.func, self.module_name, self.is_package)
+                scope._table = self.table_for(scope.func, table)
             table = scope._table
+        return table
+
+    def table_for(self, func: cst.FunctionDef, parent: ImportTable) -> ImportTable:
+        """The import table of ``func`` inside ``parent`` (built once, shared by all users)."""
+        table = self._function_tables.get(func)
+        if table is None:
+            table = parent.for_function(func, self.module_name, self.is_package)
+            self._function_tables[func] = table
         return table
 
     # -- functions and compiled regions ---------------------------------------------------------

@@ -17,6 +17,8 @@ from distlint.config import ConfigResolver
 from distlint.gitignore import GitIgnore, find_repo_root
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+# C/C++/CUDA sources: scanned (never parsed as Python) for TORCH_LIBRARY op registrations.
+NATIVE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Discovery:
         self._force_exclude = force_exclude
         self._gitignores: dict[Path, GitIgnore] = {}  # by repository root
         self._gitignore_of_dir: dict[Path, GitIgnore] = {}  # by directory, saves stat calls
+        self._native: dict[Path, DiscoveredFile] = {}
 
     def files(self, paths: list[Path]) -> tuple[list[DiscoveredFile], list[str]]:
         """Files to check, sorted and unique; and messages for paths that do not exist."""
@@ -55,6 +58,8 @@ class Discovery:
             if path.is_dir():
                 for file in self._walk(path):
                     found.setdefault(file, DiscoveredFile(file, display_path(file, self._cwd)))
+            elif path.is_file() and path.name.endswith(NATIVE_SUFFIXES):
+                self._native.setdefault(path, DiscoveredFile(path, display_path(path, self._cwd)))
             elif path.is_file():
                 if self._force_exclude and self._excluded(path, is_dir=False, explicit=True):
                     continue
@@ -62,6 +67,10 @@ class Discovery:
             else:
                 missing.append(f"{given}: no such file or directory")
         return sorted(found.values(), key=lambda f: f.display), missing
+
+    def native_files(self) -> list[DiscoveredFile]:
+        """C/C++/CUDA files met by the last :meth:`files` call (same excludes), sorted."""
+        return sorted(self._native.values(), key=lambda f: f.display)
 
     def _walk(self, top: Path) -> list[Path]:
         files: list[Path] = []
@@ -90,6 +99,14 @@ class Discovery:
                     and not self._excluded(path, is_dir=False)
                 ):
                     files.append(path)
+                elif (
+                    not is_dir
+                    and is_file
+                    and entry.name.endswith(NATIVE_SUFFIXES)
+                    and not self._excluded(path, is_dir=False)
+                ):
+                    display = display_path(path, self._cwd)
+                    self._native.setdefault(path, DiscoveredFile(path, display))
         return files
 
     def _excluded(self, path: Path, is_dir: bool, explicit: bool = False) -> bool:

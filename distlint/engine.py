@@ -42,7 +42,7 @@ from distlint.registry import Rule, all_rules
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
-from distlint.semantic.spans import SourceLookup
+from distlint.semantic.spans import SourceLookup, lazy_resolution
 from distlint.source import SourceError, check_nesting, decode_source
 from distlint.suppressions import SuppressionIndex, scan
 from distlint.walker import walk
@@ -151,7 +151,8 @@ def _alone(
         return first.final()
     facts = link([first.summary], wrappers, source)
     project = Project([FileRecords(first.path, first.summary.key, first.records)], facts)
-    findings = project_findings(project, {first.path: _enabled_of(first)})
+    with lazy_resolution(source):
+        findings = project_findings(project, {first.path: _enabled_of(first)})
     if not needs_second_pass(facts, first.summary.key, findings.get(first.path)):
         return first.final()
     return again(SecondPass(facts, tuple(findings.get(first.path, ())))).final()
@@ -288,47 +289,61 @@ def _walking_rules(enabled: frozenset[str], scopes: tuple[str, ...]) -> tuple[ty
 def _dispatch_tables(
     ctx: FileContext, rules: list[Rule], errors: list[ToolError]
 ) -> tuple[dict[type, list[Any]], dict[type, list[Any]]]:
+    """One dispatcher per node type and event, calling every rule's handler for it."""
+    visits: dict[type, list[tuple[Rule, Any]]] = {}
+    leaves: dict[type, list[tuple[Rule, Any]]] = {}
+    for rule in rules:
+        if not rule.active:
+            continue
+        for event, node_type_name in type(rule).visitor_methods():
+            node_type = getattr(cst, node_type_name, None)
+            if not isinstance(node_type, type):
+                raise TypeError(f"{type(rule).__name__}: unknown LibCST node {node_type_name}")
+            table = visits if event == "visit" else leaves
+            table.setdefault(node_type, []).append(
+                (rule, getattr(rule, f"{event}_{node_type_name}"))
+            )
+    crashed: set[str] = set()
     on_visit: dict[type, list[Any]] = {
         cst.FunctionDef: [ctx.enter_function],
         cst.ClassDef: [ctx.enter_class],
     }
     on_leave: dict[type, list[Any]] = {}
-    crashed: set[str] = set()
-    for rule in rules:
-        for event, node_type_name in type(rule).visitor_methods():
-            node_type = getattr(cst, node_type_name, None)
-            if not isinstance(node_type, type):
-                raise TypeError(f"{type(rule).__name__}: unknown LibCST node {node_type_name}")
-            handler = _guarded(getattr(rule, f"{event}_{node_type_name}"), rule, crashed, errors)
-            table = on_visit if event == "visit" else on_leave
-            table.setdefault(node_type, []).append(handler)
+    for node_type, pairs in visits.items():
+        on_visit.setdefault(node_type, []).append(_dispatcher(pairs, crashed, errors))
+    for node_type, pairs in leaves.items():
+        on_leave.setdefault(node_type, []).append(_dispatcher(pairs, crashed, errors))
     on_leave.setdefault(cst.FunctionDef, []).append(ctx.leave_function)
     on_leave.setdefault(cst.ClassDef, []).append(ctx.leave_class)
     return on_visit, on_leave
 
 
-def _guarded(handler: Any, rule: Rule, crashed: set[str], errors: list[ToolError]) -> Any:
-    """Run a rule handler; on an exception, record it once and switch the rule off."""
-    code = rule.code
+def _dispatcher(pairs: list[tuple[Rule, Any]], crashed: set[str], errors: list[ToolError]) -> Any:
+    """Call each rule's handler; a rule that raises is recorded once and switched off.
 
-    def call(node: cst.CSTNode) -> Any:
-        if code in crashed:
-            return None
-        try:
-            handler(node)  # rules cannot prune the walk: the summary needs all of it
-            return None
-        except Exception as exc:  # any rule bug must not stop the other rules
-            crashed.add(code)
-            errors.append(
-                ToolError(
-                    rule.ctx.path,
-                    f"internal error in rule {code} ({rule.name}): {type(exc).__name__}: {exc}",
-                    rule=code,
+    Handlers' return values are ignored: rules cannot prune the walk, the summary needs all
+    of it.
+    """
+    handlers = tuple(pairs)
+
+    def dispatch(node: cst.CSTNode) -> None:
+        for rule, handler in handlers:
+            if crashed and rule.code in crashed:
+                continue
+            try:
+                handler(node)
+            except Exception as exc:  # any rule bug must not stop the other rules
+                crashed.add(rule.code)
+                errors.append(
+                    ToolError(
+                        rule.ctx.path,
+                        f"internal error in rule {rule.code} ({rule.name}): "
+                        f"{type(exc).__name__}: {exc}",
+                        rule=rule.code,
+                    )
                 )
-            )
-            return None
 
-    return call
+    return dispatch
 
 
 # -- findings --------------------------------------------------------------------------------------

@@ -57,6 +57,9 @@ class Rule:
     tags: ClassVar[tuple[str, ...]] = ()
     precision: ClassVar[str] = "high"
     scope: ClassVar[str] = "file"  # "file" | "region" | "project" (see the module docstring)
+    # A rule may set ``self.active = False`` in ``__init__`` when the file cannot concern it
+    # (its trigger words are absent): its handlers are then not called for that file at all.
+    active: bool = True
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -101,11 +104,7 @@ class Rule:
     @classmethod
     def visitor_methods(cls) -> Iterator[tuple[str, str]]:
         """(event, node type name) pairs for each ``visit_X`` / ``leave_X`` the rule defines."""
-        for attr in dir(cls):
-            for event in ("visit", "leave"):
-                prefix = event + "_"
-                if attr.startswith(prefix) and callable(getattr(cls, attr)):
-                    yield event, attr[len(prefix) :]
+        yield from _visitor_methods(cls)
 
     @classmethod
     def url(cls) -> str:
@@ -113,6 +112,17 @@ class Rule:
         from distlint.meta import rule_url
 
         return rule_url(cls.code)
+
+
+@cache
+def _visitor_methods(cls: type[Rule]) -> tuple[tuple[str, str], ...]:
+    found = []
+    for attr in dir(cls):
+        for event in ("visit", "leave"):
+            prefix = event + "_"
+            if attr.startswith(prefix) and callable(getattr(cls, attr)):
+                found.append((event, attr[len(prefix) :]))
+    return tuple(found)
 
 
 def _check_metadata(cls: type[Rule]) -> None:

@@ -12,17 +12,20 @@ its findings.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import multiprocessing.connection
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from distlint.config import FileSettings
+from distlint.config import CliOverrides, ConfigResolver, FileSettings, settings_for
+from distlint.discovery import DiscoveredFile
 from distlint.engine import (
     FileResult,
     SecondPass,
@@ -35,7 +38,7 @@ from distlint.imports import module_name_for
 from distlint.project import FileRecords, Project
 from distlint.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
-from distlint.semantic.spans import SourceLookup
+from distlint.semantic.spans import SourceLookup, lazy_resolution
 from distlint.source import SourceError, decode_source
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
@@ -62,10 +65,64 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run(
-    tasks: Sequence[Task], jobs: int, native_sources: Sequence[tuple[str, str]] = ()
+@dataclass(frozen=True)
+class NativeSource:
+    """A C/C++/CUDA file that registers torch ops, and the rules enabled for it."""
+
+    display: str
+    text: str
+    enabled: frozenset[str]
+
+
+def native_sources(
+    files: Sequence[DiscoveredFile], resolver: ConfigResolver, overrides: CliOverrides
+) -> list[NativeSource]:
+    """The native files worth scanning: those that mention ``TORCH_LIBRARY`` (read once)."""
+    found = []
+    for file in files:
+        try:
+            data = file.path.read_bytes()
+        except OSError:
+            continue
+        if b"TORCH_LIBRARY" not in data:
+            continue
+        settings = settings_for(resolver.for_path(file.path), overrides, file.path)
+        found.append(NativeSource(file.display, data.decode("utf-8", "replace"), settings.enabled))
+    return found
+
+
+def run(tasks: Sequence[Task], jobs: int, native: Sequence[NativeSource] = ()) -> list[FileResult]:
+    """Results in the order of ``tasks`` (then one per native file with findings), the
+    files checked together as one project."""
+    with _collector_paused():
+        return _run_project(tasks, jobs, native)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the run (and in workers forked during it).
+
+    Trees and summaries are acyclic and freed by reference counting; the automatic collector
+    would only re-scan the summaries kept for linking while the next files are parsed, which
+    cost ~10% of a check (bench/run.py). Cycles are still collected: every few files, and at
+    the end.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+_COLLECT_EVERY = 200  # files between explicit collections while the collector is paused
+_checked = 0
+
+
+def _run_project(
+    tasks: Sequence[Task], jobs: int, native: Sequence[NativeSource]
 ) -> list[FileResult]:
-    """Results in the order of ``tasks``, the files checked together as one project."""
     tasks = _with_module_names(tasks)
     first = _run_pass(tasks, jobs)
     summaries = [r.summary for r in first if r.summary is not None]
@@ -74,10 +131,17 @@ def run(
     project = Project(
         [FileRecords(r.path, r.summary.key, r.records) for r in first if r.summary is not None],
         facts,
-        native_sources,
+        [(source.display, source.text) for source in native],
     )
     enabled = {r.path: r.summary.enabled for r in first if r.summary is not None}
-    found = project_findings(project, enabled)
+    enabled.update((source.display, source.enabled) for source in native)
+    with lazy_resolution(facts.sources):
+        found = project_findings(project, enabled)
+    native_results = [
+        FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
+        for source in native
+        if found.get(source.display)
+    ]
     again = [
         i
         for i, r in enumerate(first)
@@ -85,7 +149,7 @@ def run(
     ]
     final = [r.final() for r in first]
     if not again:
-        return final
+        return final + native_results
     _SECOND.clear()
     for i in again:
         _SECOND[tasks[i].display] = SecondPass(facts, tuple(found.get(first[i].path, ())))
@@ -95,7 +159,7 @@ def run(
         _SECOND.clear()
     for i, result in zip(again, second, strict=True):
         final[i] = result.final()
-    return final
+    return final + native_results
 
 
 def link_results(
@@ -188,6 +252,10 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def _check(task: Task) -> FileResult:
+    global _checked
+    _checked += 1
+    if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
+        gc.collect()
     if _may_crash_parser(task.path):
         return _check_isolated(task)
     return _check_unguarded(task)

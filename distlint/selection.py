@@ -71,3 +71,15 @@ def _stronger(current: tuple[int, bool] | None, candidate: tuple[int, bool]) -> 
     if candidate[0] == current[0] and candidate[1]:
         return candidate
     return current
+
+
+def suggest_code(text: str, known: list[str] | tuple[str, ...]) -> str | None:
+    """The rule code a mistyped one most likely meant: swapped digits first (DL230 -> DL203)."""
+    import difflib
+
+    wanted = text.upper()
+    for code in known:
+        if len(code) == len(wanted) and sorted(code) == sorted(wanted):
+            return code
+    matches = difflib.get_close_matches(wanted, list(known), n=1)
+    return matches[0] if matches else None

@@ -104,16 +104,35 @@ _SEQUENCES = (tuple, list)
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's non-whitespace children in source order."""
-    found: list[cst.CSTNode] = []
-    nodes = NODE_TYPES
-    for name in _child_fields(type(node)):
-        value = getattr(node, name)
-        kind = type(value)
-        if kind in nodes:
-            found.append(value)
-        elif kind in _SEQUENCES:
-            found.extend(item for item in value if type(item) in nodes)
-    return found
+    getter = _getters.get(type(node))
+    if getter is None:
+        getter = _getters[type(node)] = _make_getter(type(node))
+    return getter(node)
+
+
+_getters: dict[type, Any] = {}
+
+
+def _make_getter(cls: type) -> Any:
+    """A children function specialised for ``cls``: the field loop unrolled at first use.
+
+    Reading ``node.<field>`` by name in generated code avoids a ``getattr`` and a loop per
+    field; this is the walk's inner loop, run for every node of every file.
+    """
+    lines = ["def get(node, nodes=NODE_TYPES, seqs=_SEQUENCES):", "    found = []"]
+    for name in _child_fields(cls):
+        lines += [
+            f"    value = node.{name}",
+            "    kind = type(value)",
+            "    if kind in nodes:",
+            "        found.append(value)",
+            "    elif kind in seqs:",
+            "        found.extend([item for item in value if type(item) in nodes])",
+        ]
+    lines.append("    return found")
+    namespace: dict[str, Any] = {"NODE_TYPES": NODE_TYPES, "_SEQUENCES": _SEQUENCES}
+    exec("\n".join(lines), namespace)  # field names come from LibCST's dataclasses
+    return namespace["get"]
 
 
 _LEAVE = object()

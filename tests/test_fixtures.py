@@ -13,21 +13,37 @@ from pathlib import Path
 import pytest
 
 from distlint.config import FileSettings
+from distlint.discovery import NATIVE_SUFFIXES
 from distlint.engine import FileResult
 from distlint.registry import all_rules
-from distlint.runner import Task, run
+from distlint.runner import NativeSource, Task, run
 from tests.expectations import expected_findings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
+FIXTURE_FILES = sorted(FIXTURES.rglob("*.py")) + sorted(
+    p for p in FIXTURES.rglob("*") if p.name.endswith((".cpp", ".cc", ".cu", ".h"))
+)
 ALL = FileSettings(enabled=frozenset(all_rules()))
+
+
+NATIVE_FILES = sorted(p for p in FIXTURES.rglob("*") if p.name.endswith(NATIVE_SUFFIXES))
 
 
 @cache
 def _folder_results(folder: Path) -> dict[Path, FileResult]:
     files = sorted(folder.rglob("*.py"))
-    results = run([Task(path, path.name, ALL) for path in files], jobs=1)
-    return dict(zip(files, results, strict=True))
+    native_files = [p for p in NATIVE_FILES if p.is_relative_to(folder)]
+    native = [
+        NativeSource(p.relative_to(FIXTURES).as_posix(), p.read_text(encoding="utf-8"), ALL.enabled)
+        for p in native_files
+    ]
+    results = run([Task(path, path.name, ALL) for path in files], jobs=1, native=native)
+    found = dict(zip(files, results, strict=False))
+    by_display = {r.path: r for r in results[len(files) :]}
+    for path in native_files:
+        display = path.relative_to(FIXTURES).as_posix()
+        found[path] = by_display.get(display, FileResult(display))
+    return found
 
 
 def check_fixture(path: Path) -> FileResult:
@@ -63,4 +79,7 @@ def test_every_rule_with_a_visitor_has_bad_good_and_traps_fixtures() -> None:
         for kind in ("bad", "good", "traps"):
             assert (folder / f"{kind}.py").is_file(), f"{code}: missing fixtures/{code}/{kind}.py"
         bad = expected_findings(folder / "bad.py")
+        for native in NATIVE_FILES:  # a rule about C++ sources expects findings there
+            if native.is_relative_to(folder):
+                bad |= expected_findings(native)
         assert bad and {c for c, _, _ in bad} == {code}, f"{code}: bad.py must expect {code} only"

@@ -111,7 +111,7 @@ def test_selectors_are_case_and_space_insensitive() -> None:
         ("DL2", True),
         ("DL20", True),
         ("DL203", True),
-        ("DL9", False),
+        ("DL8", False),
         ("DL2030", False),
         ("E501", False),
         ("", False),
@@ -135,7 +135,7 @@ def test_real_default_set() -> None:
 
 def test_cli_select_replaces_the_configs_select() -> None:
     config = Config(select=("DL2",))
-    settings = settings_for(config, CliOverrides(select=("DL5",)), config.base / "m.py")
+    settings = settings_for(config, CliOverrides(select=("DL502",)), config.base / "m.py")
     assert settings.enabled == {"DL000", "DL502"}
 
 

@@ -308,3 +308,29 @@ def test_summaries_are_picklable_and_independent_of_other_files(tmp_path: Path) 
     assert pickle.dumps(together[0].summary) == pickle.dumps(alone[0].summary)
     restored = pickle.loads(pickle.dumps(together[0].summary))
     assert restored.compile_sites[0][1].span.span.start.line == 6
+
+
+def test_rank_partitions_pair_up_but_a_repeated_condition_does_not(tmp_path: Path) -> None:
+    facts = facts_of(
+        tmp_path,
+        {
+            "m.py": """
+            import torch.distributed as dist
+
+            def zero_first(local_rank):
+                if local_rank not in [-1, 0]:
+                    dist.barrier()
+                yield
+                if local_rank == 0:
+                    dist.barrier()
+
+            def twice():
+                if dist.get_rank() == 0:
+                    dist.barrier()
+                if dist.get_rank() == 0:
+                    dist.barrier()
+            """
+        },
+    )
+    assert divergent_lines(facts, "m:zero_first") == []
+    assert divergent_lines(facts, "m:twice") == [13, 15]

@@ -230,7 +230,7 @@ class Collector:
                     )
                 )
         summary.decorators = tuple(decorators)
-        table = parent.table.for_function(node, self.ctx.module_name, self.ctx.is_package)
+        table = self.ctx.table_for(node, parent.table)
         env = self.taint.env_for(node, table.resolve)
         scope = _Scope(summary, node, table, parent, class_id, env)
         scope.params = set(params)
@@ -296,7 +296,7 @@ class Collector:
         """A light scope to evaluate ``self.x = ...`` values of a method (locals resolve)."""
         fid = f"{cid}.{node.name.value}"
         summary = self.summary.functions[fid]
-        table = parent.table.for_function(node, self.ctx.module_name, self.ctx.is_package)
+        table = self.ctx.table_for(node, parent.table)
         scope = _Scope(summary, node, table, parent, cid, self.taint.module_env)
         params = [p.name.value for p in _params(node.params)]
         scope.params = set(params)
@@ -419,6 +419,7 @@ class Collector:
                     condition.negated,
                     self.ctx.module.code_for_node(node.test) if maybe_rank else "",
                     self.ctx.locate(node, lazy=True, part="test") if maybe_rank else None,
+                    condition.names,
                 )
             effects.append(Effect("branch", cond=condition, body=body, orelse=orelse))
 
@@ -434,17 +435,21 @@ class Collector:
             param = inner.value
         rank_local = False
         self_attrs: tuple[str, ...] = ()
+        names: tuple[str, ...] = ()
         if self.taint.active:
             facts = expr_facts(test, scope.env.resolve, scope.env.predicates)
             rank_local = facts_tainted(facts, scope.env)
             if scope.self_name == "self":
                 self_attrs = tuple(sorted(facts.self_attrs))
+            # the rank-valued variables it reads (to pair up complementary rank branches)
+            tainted_attrs = {f"self.{a}" for a in facts.self_attrs & scope.env.self_attrs}
+            names = tuple(sorted((facts.names & scope.env.names) | tainted_attrs))
         callees = tuple(
             v for v in self._callees(scope, node) if v[0] in ("f", "self_method", "g", "attr")
         )
         if not (rank_local or callees or self_attrs or param):
             return None
-        return Condition(rank_local, callees, self_attrs, param, negated)
+        return Condition(rank_local, callees, self_attrs, param, negated, names=names)
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -459,7 +464,7 @@ class Collector:
 
     def _call(self, scope: _Scope, call: cst.Call, effects: list[Effect]) -> None:
         func = call.func
-        resolved = scope.table.resolve(func)
+        resolved = self.ctx.resolve_in(scope.table, func)
         # explicit collectives
         kind = collective_kind(resolved, self.collective_wrappers)
         if kind is not None:
@@ -634,7 +639,7 @@ class Collector:
         if isinstance(expr, cst.Name):
             return self._name_value(scope, expr.value, depth)
         if isinstance(expr, cst.Attribute):
-            resolved = scope.table.resolve(expr)
+            resolved = self.ctx.resolve_in(scope.table, expr)
             if resolved is not None:
                 return ("g", resolved)
             base = self._value(scope, expr.value, depth + 1)

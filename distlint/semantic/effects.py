@@ -143,11 +143,13 @@ class EffectAnalysis:
         found: dict[int, Divergence],
     ) -> None:
         function = summary.id
+        partitions = self._partitions(effects, function)
         for index, effect in enumerate(effects):
             rest = effects[index + 1 :]
             if effect.kind == "branch":
                 if self.is_rank_condition(effect.cond, function):
-                    self._compare(summary, effect, found)
+                    if id(effect) not in partitions:
+                        self._compare(summary, effect, found)
                     self._exits(summary, effect, rest, after, loop, found)
                 inner_after = [rest, *after]
                 inner_loop = (loop[0], [rest, *loop[1]]) if loop is not None else None
@@ -155,6 +157,28 @@ class EffectAnalysis:
                 self._walk(summary, effect.orelse, inner_after, inner_loop, found)
             elif effect.kind == "loop":
                 self._walk(summary, effect.body, [rest, *after], (effect.body, []), found)
+
+    def _partitions(self, effects: Sequence[Effect], function: str) -> set[int]:
+        """Rank branches of one block that split the ranks between them (YOLOv5's
+        ``torch_distributed_zero_first``: ``if rank != 0: barrier()`` ... ``if rank == 0:
+        barrier()``): one-sided branches on the same rank variable that issue the same
+        collectives, so every rank issues them once. Heuristic: the conditions are not
+        proven complementary."""
+        one_sided: list[tuple[Effect, tuple[str, ...], frozenset[str]]] = []
+        for effect in effects:
+            if effect.kind != "branch" or not self.is_rank_condition(effect.cond, function):
+                continue
+            body = tuple(i.kind for i in self.sequence(effect.body, function))
+            orelse = tuple(i.kind for i in self.sequence(effect.orelse, function))
+            if bool(body) != bool(orelse) and effect.cond is not None and effect.cond.names:
+                one_sided.append((effect, body or orelse, frozenset(effect.cond.names)))
+        paired: set[int] = set()
+        for i, (first, kinds, names) in enumerate(one_sided):
+            for second, other_kinds, other_names in one_sided[i + 1 :]:
+                same_test = first.cond.text == second.cond.text  # type: ignore[union-attr]
+                if kinds == other_kinds and names & other_names and not same_test:
+                    paired.update((id(first), id(second)))
+        return paired
 
     def _compare(self, summary: FunctionSummary, branch: Effect, found: dict) -> None:
         body = self.sequence(branch.body, summary.id)

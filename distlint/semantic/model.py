@@ -74,6 +74,7 @@ class Condition:
     negated: bool = False
     text: str = ""
     span: Span | None = None
+    names: tuple[str, ...] = ()  # names and self attributes the condition reads
 
 
 @dataclass

@@ -10,11 +10,12 @@ measured.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 import libcst as cst
 
-from distlint.context import ORDINAL_TYPES, NodeSpan
+from distlint.context import LAZY_RESOLVER, ORDINAL_TYPES, NodeSpan
 from distlint.findings import Position, Span, make_position
 from distlint.positions import node_ranges
 from distlint.source import SourceError, check_nesting
@@ -25,29 +26,57 @@ _NEWLINES = re.compile(r"\r\n|\r|\n")
 _NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))
 
 
-def resolve_spans(items: Iterable[object], lookup: SourceLookup | None) -> None:
+@contextmanager
+def lazy_resolution(lookup: SourceLookup | None) -> Iterator[None]:
+    """While active, reading a lazy NodeSpan's ``span`` measures it (project-scope rules).
+
+    Files parsed for that are kept until the end, so reading several spans of one file one
+    by one parses it once.
+    """
+    cache: dict[str, tuple] = {}
+    LAZY_RESOLVER.append(lambda items: resolve_spans(items, lookup, cache))
+    try:
+        yield
+    finally:
+        LAZY_RESOLVER.pop()
+
+
+def resolve_spans(
+    items: Iterable[object], lookup: SourceLookup | None, cache: dict | None = None
+) -> None:
     """Fill ``span`` of every lazy NodeSpan in ``items`` (unknown files: line 1)."""
     pending: dict[str, list[NodeSpan]] = {}
     for item in items:
-        if isinstance(item, NodeSpan) and item.span is None and item.key is not None:
+        if isinstance(item, NodeSpan) and item._span is None and item.key is not None:
             pending.setdefault(item.path, []).append(item)
     for path, group in pending.items():
-        text = lookup(path) if lookup is not None else None
-        spans = _measure(text, [item.key for item in group]) if text is not None else {}
+        parsed = cache.get(path) if cache is not None else None
+        if parsed is None:
+            text = lookup(path) if lookup is not None else None
+            parsed = _parse(text) if text is not None else None
+            if cache is not None:
+                cache[path] = parsed
+        spans = _measure(parsed, [item.key for item in group]) if parsed is not None else {}
         for item in group:
             item.span = spans.get(item.key, _NOWHERE)  # type: ignore[arg-type]
 
 
-def _measure(text: str, keys: list) -> dict:
+def _parse(text: str) -> tuple | None:
+    """The module, its nodes of ordinal types by type name (walk order), and its lines."""
     try:
         check_nesting(text)
         module = cst.parse_module(text)
     except (SourceError, cst.ParserSyntaxError, RecursionError):
-        return {}
+        return None
     seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
     handlers = {kind: [seen[kind].append] for kind in ORDINAL_TYPES}
     walk(module, handlers, {}, [])
     by_name = {kind.__name__: nodes for kind, nodes in seen.items()}
+    return module, by_name, _NEWLINES.split(text)
+
+
+def _measure(parsed: tuple, keys: list) -> dict:
+    module, by_name, lines = parsed
     targets: dict[tuple, cst.CSTNode] = {}
     for key in keys:
         kind, ordinal, part = key
@@ -56,7 +85,6 @@ def _measure(text: str, keys: list) -> dict:
             node = nodes[ordinal]
             targets[key] = getattr(node, part) if part else node
     ranges = node_ranges(module, targets.values())
-    lines = _NEWLINES.split(text)
     found = {}
     for key, node in targets.items():
         measured = ranges.get(node)

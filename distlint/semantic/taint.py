@@ -29,7 +29,18 @@ Resolver = Callable[[cst.BaseExpression], "str | None"]
 _EXPRESSIONS = subclasses_of(cst.BaseExpression)
 
 # Words that every rank source contains: a file without any of them has no local taint.
-_SOURCE_WORDS = ("rank", "RANK", "main", "master", "zero", "process_index", "PROCID", "LOCALID")
+_SOURCE_WORDS = (
+    "rank",
+    "RANK",
+    "is_main",
+    "main_process",
+    "master",
+    "global_zero",
+    "local_zero",
+    "process_index",
+    "PROCID",
+    "LOCALID",
+)
 
 
 @dataclass

@@ -1,0 +1,81 @@
+"""``distlint explain-regions``: the facts behind region and divergence findings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from distlint.cli import main
+from tests.project_util import write_tree
+
+PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/comm.py": """
+    import torch.distributed as dist
+
+    def sync():
+        dist.barrier()
+    """,
+    "pkg/model.py": """
+    import torch
+    import torch.nn as nn
+
+    def helper(x):
+        return x * 2
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return helper(x)
+    """,
+    "train.py": """
+    import torch
+    import torch.distributed as dist
+    from pkg.comm import sync
+    from pkg.model import Net
+
+    model = torch.compile(Net(), fullgraph=True)
+
+    def evaluate():
+        if dist.get_rank() == 0:
+            sync()
+    """,
+}
+
+
+@pytest.fixture()
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    write_tree(tmp_path, PROJECT)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_text_lists_roots_region_functions_and_divergences(project: Path) -> None:
+    result = CliRunner().invoke(main, ["explain-regions", "."])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "Compiled roots (1):" in lines
+    assert "  train.py:7  torch.compile(module) -> forward: Net.forward  [fullgraph=True]" in lines
+    assert "  pkg/model.py: Net.forward  <- train.py:7" in lines
+    assert "  pkg/model.py: helper  <- train.py:7" in lines
+    assert any(
+        line.startswith("  train.py:11 in evaluate: when `dist.get_rank() == 0` is true, issues")
+        and "(issued at pkg/comm.py:5)" in line
+        for line in lines
+    ), result.output
+
+
+def test_json_has_the_same_facts(project: Path) -> None:
+    result = CliRunner().invoke(main, ["explain-regions", "--format", "json", "."])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [(r["path"], r["line"], r["kind"]) for r in data["roots"]] == [("train.py", 7, "module")]
+    assert {f["function"] for f in data["functions"]} == {"Net.forward", "helper"}
+    (divergence,) = data["rank_dependent_collectives"]
+    assert (divergence["path"], divergence["line"], divergence["collective"]) == (
+        "train.py",
+        11,
+        "barrier",
+    )
