@@ -105,7 +105,7 @@ def test_dl203_message_says_what_happens_and_what_to_do() -> None:
     assert "InternalTorchDynamoError" in message
     assert "GB2078" in message
     assert "outside the compiled function" in message
-    assert "all_gather_into_tensor" in message
+    assert "all_gather_single" in message
 
 
 def test_dl203_related_location_is_the_compile_decorator() -> None:
@@ -129,7 +129,7 @@ def test_dl203_related_location_is_the_compile_decorator() -> None:
     (finding,) = dl203(source)
     assert where([finding]) == [(14, 9)]
     (related,) = finding.related
-    assert related.message == "compiled"
+    assert related.message == "compiled (fullgraph=True)"
     assert related.path == "t.py"
     assert (related.span.start.line, related.span.start.column) == (12, 5)
     assert related.span.end.line == 12
@@ -192,9 +192,6 @@ def test_dl203_configured_compile_wrapper_is_a_region() -> None:
         # the collective lives in a disabled helper
         HEADER + "@torch.compiler.disable\ndef sync():\n    dist.monitored_barrier()\n\n"
         "@torch.compile\ndef step(x):\n    sync()\n    return x\n",
-        # a nested def is a scope of its own (a known false negative of lexical regions)
-        HEADER + "@torch.compile\ndef step(x):\n    def share(v):\n"
-        "        dist.broadcast_object_list([v], src=0)\n    share(1)\n    return x\n",
         # re.compile is not torch.compile
         HEADER + "import re\n@re.compile\ndef step(x):\n    dist.all_gather_object([None], 1)\n",
     ],
@@ -205,12 +202,59 @@ def test_dl203_configured_compile_wrapper_is_a_region() -> None:
         "local-name",
         "shadowing-param",
         "disabled-helper",
-        "nested-def",
         "not-torch-compile",
     ],
 )
 def test_dl203_stays_silent(source: str) -> None:
     assert dl203(source) == []
+
+
+def test_dl203_follows_the_region_into_callees_and_every_root_form() -> None:
+    source = """\
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+
+
+    def share(v):
+        dist.broadcast_object_list([v], src=0)
+
+
+    @torch.compile
+    def step(x):
+        def nested(v):
+            dist.all_gather_object([None], v)
+
+        nested(1)
+        share(2)
+        return x
+
+
+    class Net(nn.Module):
+        def forward(self, x):
+            dist.gather_object(x, [None], dst=0)
+            return x
+
+
+    def plain(x):
+        dist.monitored_barrier()
+        return x
+
+
+    model = torch.compile(Net())
+    fast = torch.compile(plain)
+    """
+    findings = dl203(source)
+    assert where(findings) == [(7, 5), (13, 9), (22, 9), (27, 5)]
+    labels = {
+        f.span.start.line: [(r.message, r.span.start.line) for r in f.related] for f in findings
+    }
+    assert labels == {
+        7: [("compiled", 10)],
+        13: [("compiled", 10)],
+        22: [("compiled", 31)],
+        27: [("compiled", 32)],
+    }
 
 
 def test_dl203_off_when_not_enabled() -> None:

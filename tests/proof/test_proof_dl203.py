@@ -3,7 +3,7 @@
 Runs ``fixtures/DL203/{bad,good,traps}.py`` under the real torch (a single-rank gloo group in
 one CPU process) and checks that every flagged call crashes Dynamo exactly where distlint
 points, and that the good code runs. The traps run too (marked ``slow``: one more subprocess
-that imports torch): all of them run clean except the documented false negative.
+that imports torch): all of them run clean.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ BAD_CASES = {
     "case_scatter_object_list": (45, "_device_types"),
     "case_monitored_barrier": (52, "monitored_barrier"),
     "case_distributed_c10d_spelling": (59, "_device_types"),
+    "case_nested_def_in_compiled_function": (70, "_device_types"),
 }
 GOOD_CASES = {
     "case_broadcast_config_before_compiled_step",
@@ -41,8 +42,6 @@ GOOD_CASES = {
     "case_all_reduce_inside_compiled_step",
     "case_losses_exchanged_as_a_tensor",
 }
-# A known false negative (regions are lexical in this version): crashes like bad.py.
-TRAPS_THAT_CRASH = {"case_nested_def_in_compiled_function"}
 
 
 @pytest.fixture(scope="module")
@@ -89,12 +88,7 @@ def test_good_cases_run_clean(outcomes: dict[str, dict[str, Outcome]]) -> None:
 
 
 @pytest.mark.slow
-def test_traps_run_clean_except_the_documented_false_negative(
-    trap_outcomes: dict[str, Outcome],
-) -> None:
-    assert len(trap_outcomes) == 5
-    failed = {name for name, o in trap_outcomes.items() if not o.ok}
-    assert failed == TRAPS_THAT_CRASH, {n: trap_outcomes[n].traceback for n in failed}
-    nested = trap_outcomes["case_nested_def_in_compiled_function"]
-    assert nested.type == ERROR_TYPE
-    assert nested.message.startswith(ERROR_TEXT)
+def test_traps_run_clean(trap_outcomes: dict[str, Outcome]) -> None:
+    assert len(trap_outcomes) == 4
+    failed = {name: o.traceback for name, o in trap_outcomes.items() if not o.ok}
+    assert failed == {}
