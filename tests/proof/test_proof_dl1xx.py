@@ -1,0 +1,424 @@
+"""Proof for DL101-DL110: what torch 2.13 does with the fixtures' compiled functions.
+
+All fixture files of the DL1xx rules run in ONE subprocess (torch is imported once): every
+``case_*`` function runs after ``torch._dynamo.reset()`` with Dynamo's counters cleared, and
+the dynamo config is restored between files (some fixtures set module-level config). For each
+case we keep the exception (``fullgraph=True`` failures), the graph-break reasons from
+``torch._dynamo.utils.counters["graph_break"]`` (``explain()`` under-reports, dynamo-facts §0)
+and the number of graphs compiled. Bad cases must fail or break as the rule says; good cases
+and traps must compile without a break.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from tests.expectations import expected_findings
+from tests.proof.harness import FIXTURES, REPO
+
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch"),
+]
+
+MARKER = "DISTLINT-DL1XX-RESULT:"
+SCRIPT = r"""
+import importlib.util, json, sys, traceback
+import torch, torch._dynamo
+from torch._dynamo.utils import counters
+
+results = {}
+for path in sys.argv[1:]:
+    saved = torch._dynamo.config.get_config_copy()
+    spec = importlib.util.spec_from_file_location("fixture_" + path.replace("/", "_"), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    outcomes = {}
+    for name in [n for n in vars(module) if n.startswith("case_")]:
+        torch._dynamo.reset()
+        counters.clear()
+        try:
+            getattr(module, name)()
+        except BaseException as exc:
+            ok, kind = False, f"{type(exc).__module__}.{type(exc).__qualname__}"
+            message = str(exc)[:3000]
+            tb = "".join(traceback.format_exception(exc))[-3000:]
+        else:
+            ok, kind, message, tb = True, None, "", ""
+        outcomes[name] = {
+            "ok": ok,
+            "type": kind,
+            "message": message,
+            "traceback": tb,
+            "breaks": sorted(counters["graph_break"]),
+            "graphs": counters["stats"].get("unique_graphs", 0),
+        }
+    results[path] = outcomes
+    torch._dynamo.config.load_config(saved)
+    torch._dynamo.reset()
+print("MARKER" + json.dumps(results))
+""".replace("MARKER", MARKER)
+
+RULES = [f"DL{n}" for n in range(101, 111)]
+
+
+@dataclass(frozen=True)
+class Run:
+    ok: bool
+    type: str | None
+    message: str
+    traceback: str
+    breaks: list[str]
+    graphs: int
+
+    @property
+    def gb_ids(self) -> set[str]:
+        return {m.upper() for b in self.breaks for m in re.findall(r"gb\d{4}", b)}
+
+
+def _fixture_files() -> list[str]:
+    files = []
+    for code in RULES:
+        folder = FIXTURES / code
+        if folder.is_dir():
+            files += sorted(str(p.relative_to(REPO)) for p in folder.glob("*.py"))
+    return files
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict[str, Run]]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONBREAKPOINT="0")
+    env.pop("TORCH_LOGS", None)  # an empty TORCH_LOGS crashes `import torch` (dynamo-facts §0)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, *_fixture_files()],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARKER):
+            raw = json.loads(line[len(MARKER) :])
+            return {
+                path: {name: Run(**data) for name, data in cases.items()}
+                for path, cases in raw.items()
+            }
+    raise AssertionError(f"no result (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+
+
+def cases(runs: dict[str, dict[str, Run]], code: str, kind: str) -> dict[str, Run]:
+    return runs[f"fixtures/{code}/{kind}.py"]
+
+
+def frame_line(run: Run, code: str, kind: str = "bad") -> set[int]:
+    """Lines of the fixture named in the message's "from user code" part."""
+    text = run.message + run.traceback
+    return {int(n) for n in re.findall(rf'fixtures/{code}/{kind}\.py", line (\d+)', text)}
+
+
+def assert_fails(run: Run, error: str, text: str, line: int | None, code: str) -> None:
+    assert not run.ok, f"expected {error}, but it compiled: {run}"
+    assert run.type == error, run.traceback
+    assert text in run.message, run.message[:600]
+    if line is not None:
+        assert line in frame_line(run, code), (line, run.message[:1500])
+
+
+def assert_breaks(run: Run, gb: str | None, reason: str | None = None) -> None:
+    assert run.ok, run.traceback
+    if gb is not None:
+        assert gb in run.gb_ids, run.breaks
+    else:
+        assert run.graphs >= 2, run  # split graphs without a counted reason
+    if reason is not None:
+        assert any(reason in b for b in run.breaks), run.breaks
+
+
+def assert_clean(runs_of_file: dict[str, Run], max_graphs: int = 1) -> None:
+    """Every case ran, with no counted break and at most ``max_graphs`` graphs (a break that
+    Dynamo does not count, such as a data-dependent branch, still splits the graph)."""
+    bad = {
+        name: (run.type, run.message[:300], run.breaks, run.graphs)
+        for name, run in runs_of_file.items()
+        if run.breaks or not run.ok or run.graphs > max_graphs
+    }
+    assert bad == {}
+
+
+def flagged_lines(code: str, kind: str = "bad") -> set[int]:
+    return {line for _, line, _ in expected_findings(FIXTURES / code / f"{kind}.py")}
+
+
+# -- DL101 ---------------------------------------------------------------------------------------
+
+GB0170_FG = "Data-dependent branching"
+UNSUPPORTED = "torch._dynamo.exc.Unsupported"
+
+DL101_BAD = {
+    "case_if_sum_positive": ("break", 14),
+    "case_if_any_fullgraph": ("fg", 21),
+    "case_while_fullgraph": ("fg", 28),
+    "case_if_tensor_fullgraph": ("fg", 35),
+    "case_if_tensor_flag_equals_float": ("break", 42),
+    "case_ternary_fullgraph": ("fg", 49),
+    "case_and_of_number_and_tensor": ("break", 55),
+    "case_module_forward_fullgraph": ("fg", 68),
+}
+
+
+def test_dl101_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL101", "bad")) == set(DL101_BAD)
+    assert {line for _, line in DL101_BAD.values()} == flagged_lines("DL101")
+
+
+@pytest.mark.parametrize("case", sorted(DL101_BAD))
+def test_dl101_bad(runs, case: str) -> None:
+    how, line = DL101_BAD[case]
+    run = cases(runs, "DL101", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, GB0170_FG, line, "DL101")
+        assert "gb0170" in run.message
+    else:
+        # Without fullgraph: a break, the code still runs in two graphs. Dynamo does not
+        # count this one in counters["graph_break"] (explain() shows `generic_jump`).
+        assert_breaks(run, None)
+
+
+def test_dl101_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL101", "good"))
+    assert_clean(cases(runs, "DL101", "traps"))
+
+
+# -- DL102 ---------------------------------------------------------------------------------------
+
+USER_ERROR = "torch._dynamo.exc.UserError"
+NO_GUARD = "Could not guard on data-dependent expression"
+NO_INT = "Could not extract specialized integer from data-dependent expression"
+ITEM_BREAK = "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+
+DL102_BAD = {
+    "case_item_arithmetic": ("break", 15, "GB0124", ITEM_BREAK),
+    "case_int_of_tensor": ("break", 20, "GB0124", ITEM_BREAK),
+    "case_float_of_tensor": ("break", 25, "GB0124", ITEM_BREAK),
+    "case_int_tolist": ("break", 30, "GB0033", "Data dependent operator"),
+    "case_bool_in_if_fullgraph": ("fg", 36, USER_ERROR, NO_GUARD),
+    "case_item_in_if_fullgraph": ("fg", 44, USER_ERROR, NO_GUARD),
+    "case_item_as_range_fullgraph": ("fg", 51, USER_ERROR, NO_INT),
+    "case_float_tolist_fullgraph": (
+        "fg",
+        58,
+        UNSUPPORTED,
+        "Tensor.tolist() with non-integer tensor",
+    ),
+}
+
+
+def test_dl102_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL102", "bad")) == set(DL102_BAD)
+    # the item() in gated_by_item is flagged at line 43; torch fails at the `if` (line 44)
+    lines = {line for _, line, _, _ in DL102_BAD.values()} - {44} | {43}
+    assert lines == flagged_lines("DL102")
+
+
+@pytest.mark.parametrize("case", sorted(DL102_BAD))
+def test_dl102_bad(runs, case: str) -> None:
+    how, line, what, text = DL102_BAD[case]
+    run = cases(runs, "DL102", "bad")[case]
+    if how == "fg":
+        assert_fails(run, what, text, line, "DL102")
+    else:
+        assert_breaks(run, what, text)
+
+
+def test_dl102_capture_scalar_outputs_keeps_control_flow_and_float_tolist_breaks(runs) -> None:
+    capture = cases(runs, "DL102", "bad_capture")
+    # the `if` on the captured value still splits the graph (not counted as a reason)
+    assert_breaks(capture["case_item_in_if_still_breaks"], None)
+    assert_breaks(
+        capture["case_float_tolist_still_breaks"], "GB0109", "Tensor.tolist() with non-integer"
+    )
+
+
+def test_dl102_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL102", "good"))
+    assert_clean(cases(runs, "DL102", "traps"))
+
+
+# -- DL104 ---------------------------------------------------------------------------------------
+
+SKIPPED = "Attempted to call function marked as skipped"
+DL104_BAD = {
+    "case_print": ("break", 25, "GB0059", "Failed to trace builtin operator"),
+    "case_print_fullgraph": ("fg", 32, "GB0059", "Failed to trace builtin operator"),
+    "case_logger_on_disabled_level": (
+        "break",
+        39,
+        "GB0291",
+        "logging.Logger method not supported for non-export cases",
+    ),
+    "case_warnings_warn": ("break", 46, "GB0007", SKIPPED),
+    "case_time_fullgraph": ("fg", 52, "GB0007", SKIPPED),
+    "case_perf_counter": ("break", 60, "GB0007", SKIPPED),
+    "case_random_random_fullgraph": ("fg", 66, "GB0007", SKIPPED),
+    "case_manual_seed": ("break", 72, "GB0007", SKIPPED),
+    "case_torch_save": ("break", 79, "GB0007", SKIPPED),
+    "case_deepcopy_fullgraph": ("fg", 85, "GB4198", "Attempted to copy.deepcopy a tensor"),
+    "case_data_ptr_fullgraph": ("fg", 91, "GB0088", "Observed exception"),
+    "case_environ_write": ("break", 97, "GB0007", SKIPPED),
+}
+
+
+def test_dl104_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL104", "bad")) == set(DL104_BAD)
+    assert {case[1] for case in DL104_BAD.values()} == flagged_lines("DL104")
+
+
+@pytest.mark.parametrize("case", sorted(DL104_BAD))
+def test_dl104_bad(runs, case: str) -> None:
+    how, line, gb, text = DL104_BAD[case]
+    run = cases(runs, "DL104", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, text or "", line, "DL104")
+        assert gb.lower() in run.message
+    else:
+        assert_breaks(run, gb, text)
+
+
+def test_dl104_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL104", "good"))
+    assert_clean(cases(runs, "DL104", "traps"))
+
+
+# -- DL103 ---------------------------------------------------------------------------------------
+
+DL103_BAD = {
+    "case_nonzero": 12,
+    "case_unique": 17,
+    "case_boolean_mask": 22,
+    "case_masked_select": 27,
+    "case_one_argument_where": 32,
+    "case_repeat_interleave_tensor_repeats": 38,
+}
+
+
+def test_dl103_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL103", "bad")) == set(DL103_BAD)
+    assert set(DL103_BAD.values()) == flagged_lines("DL103")
+
+
+@pytest.mark.parametrize("case", sorted(DL103_BAD))
+def test_dl103_bad_breaks_on_a_dynamic_shape_operator(runs, case: str) -> None:
+    run = cases(runs, "DL103", "bad")[case]
+    assert_breaks(run, "GB0036", "Dynamic shape operator")
+
+
+def test_dl103_fullgraph_and_capture_setting_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL103", "good"))
+    assert_clean(cases(runs, "DL103", "good_capture"))
+    assert_clean(cases(runs, "DL103", "traps"))
+
+
+# -- DL105 ---------------------------------------------------------------------------------------
+
+DL105_BAD = {
+    "case_print_in_for_loop": 22,
+    "case_logging_in_while_loop": 31,
+    "case_item_in_loop": 41,
+    "case_tensor_branch_in_loop": 49,
+    "case_module_forward_loop": 62,
+}
+
+
+def test_dl105_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL105", "bad")) == set(DL105_BAD)
+    assert set(DL105_BAD.values()) == flagged_lines("DL105")
+
+
+@pytest.mark.parametrize("case", sorted(DL105_BAD))
+def test_dl105_bad_frame_is_skipped_and_nothing_compiles(runs, case: str) -> None:
+    run = cases(runs, "DL105", "bad")[case]
+    assert run.ok, run.traceback
+    # GB7000 "graph break in loop": the whole frame falls back to eager. Not even the graph
+    # before the break is kept, and no break is counted for it.
+    assert run.graphs == 0, run
+    assert run.breaks == [], run.breaks
+
+
+def test_dl105_good_loops_compile_to_one_graph(runs) -> None:
+    good = cases(runs, "DL105", "good")
+    assert_clean(good)
+    assert all(run.graphs == 1 for run in good.values()), good
+    assert_clean(cases(runs, "DL105", "traps"))
+
+
+# -- DL106 ---------------------------------------------------------------------------------------
+
+DL106_BAD = {
+    "case_backward": ("break", 18, "GB0123", "Unsupported Tensor.backward() call"),
+    "case_backward_fullgraph": ("fg", 25, "GB0123", "Unsupported Tensor.backward() call"),
+    "case_zero_grad_fullgraph": ("fg", 31, "GB0008", None),
+    # SGD.step runs `torch._dynamo.graph_break()` first (GB0025)
+    "case_optimizer_step_fullgraph": ("fg", 38, "GB0025", "Call to `torch._dynamo.graph_break()`"),
+}
+
+
+def test_dl106_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL106", "bad")) == set(DL106_BAD)
+    assert {case[1] for case in DL106_BAD.values()} == flagged_lines("DL106")
+
+
+@pytest.mark.parametrize("case", sorted(DL106_BAD))
+def test_dl106_bad(runs, case: str) -> None:
+    how, line, gb, text = DL106_BAD[case]
+    run = cases(runs, "DL106", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, text or "", line, "DL106")
+        assert gb.lower() in run.message
+    else:
+        assert_breaks(run, gb, text)
+
+
+def test_dl106_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL106", "good"), max_graphs=2)  # the model and the loss
+    assert_clean(cases(runs, "DL106", "traps"))
+
+
+# -- DL110 ---------------------------------------------------------------------------------------
+
+DISABLED = "Skip calling `torch.compiler.disable()`d function"
+DISABLED_METHOD = "Skip inlining `torch.compiler.disable()`d function"
+DL110_BAD = {
+    "case_compiler_disable": (33, DISABLED, "gb0098"),
+    "case_dynamo_disable": (39, DISABLED, "gb0098"),
+    "case_disable_as_a_call": (44, DISABLED, "gb0098"),
+    "case_disabled_method": (59, DISABLED_METHOD, "gb0099"),
+}
+
+
+def test_dl110_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL110", "bad")) == set(DL110_BAD)
+    assert {line for line, _, _ in DL110_BAD.values()} == flagged_lines("DL110")
+
+
+@pytest.mark.parametrize("case", sorted(DL110_BAD))
+def test_dl110_bad_fails_under_fullgraph(runs, case: str) -> None:
+    line, text, gb = DL110_BAD[case]
+    run = cases(runs, "DL110", "bad")[case]
+    assert_fails(run, UNSUPPORTED, text, line, "DL110")
+    assert gb in run.message
+
+
+def test_dl110_good_compiles_and_traps_only_break_by_design(runs) -> None:
+    assert_clean(cases(runs, "DL110", "good"))
+    traps = cases(runs, "DL110", "traps")
+    assert_breaks(traps["case_disabled_call_without_fullgraph"], "GB0098", DISABLED)
+    assert_clean({"shadow": traps["case_local_function_shadows_the_helper"]})
