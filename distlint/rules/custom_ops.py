@@ -1,0 +1,902 @@
+"""Custom operators (DL401, DL402, DL404, DL405, DL408): definitions, kernels, fakes, autograd.
+
+Facts are in dynamo-facts.md §F (torch 2.13). DL401, DL402, DL404 and DL408 need facts from
+several files (an op defined in ``ops.py``, its fake registered in ``fakes.py``, called from
+``model.py``; C++ sources), so they record plain data in the first pass and link it in
+``check_project``. DL405 looks at one op body at a time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from distlint.findings import Finding, Location, Severity, Span, make_position
+from distlint.imports import dotted_name
+from distlint.regions import literal_value
+from distlint.registry import Rule
+from distlint.rules.autograd import (
+    grad_disabled,
+    inplace_method,
+    is_forward,
+    keyword,
+    positional,
+    strip_views,
+)
+
+if TYPE_CHECKING:
+    from distlint.context import NodeSpan
+    from distlint.project import Project
+
+CUSTOM_OP = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})
+REGISTER_FAKE = frozenset(
+    {"torch.library.register_fake", "torch.library.impl_abstract", "torch.library.fake"}
+)
+REGISTER_AUTOGRAD = frozenset({"torch.library.register_autograd"})
+REGISTER_KERNEL = frozenset({"torch.library.register_kernel"})
+LIBRARY = frozenset({"torch.library.Library"})
+DEFINE = frozenset({"torch.library.define"})
+IMPL = frozenset({"torch.library.impl"})
+OP_METHODS = {"register_fake": "fake", "register_autograd": "autograd", "register_kernel": "kernel"}
+
+# Dispatch keys whose kernel serves fake tensors (Meta, or every backend) / autograd.
+FAKE_KEYS = frozenset(
+    {
+        "Meta",
+        "CompositeExplicitAutograd",
+        "CompositeExplicitAutogradNonFunctional",
+        "CompositeImplicitAutograd",
+    }
+)
+AUTOGRAD_KEYS = frozenset(
+    {
+        "Autograd",
+        "AutogradCPU",
+        "AutogradCUDA",
+        "AutogradXPU",
+        "AutogradMPS",
+        "AutogradPrivateUse1",
+        "AutogradOther",
+        "CompositeImplicitAutograd",
+    }
+)
+CATCH_ALL = "CompositeImplicitAutograd"
+_DEVICE_KEYS = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "xpu": "XPU", "mps": "MPS"}
+
+# Packages whose functions are never project custom ops (keeps "use" records few).
+_NOT_PROJECT = frozenset(
+    {
+        "torch",
+        "numpy",
+        "builtins",
+        "os",
+        "sys",
+        "math",
+        "typing",
+        "collections",
+        "functools",
+        "itertools",
+        "re",
+        "json",
+        "logging",
+        "dataclasses",
+        "pathlib",
+        "time",
+        "random",
+        "copy",
+        "warnings",
+        "contextlib",
+        "abc",
+        "enum",
+        "argparse",
+        "subprocess",
+        "datetime",
+        "einops",
+        "transformers",
+        "triton",
+    }
+)
+
+
+@dataclass
+class OpRecord:
+    """One fact about a custom operator, kept by the first pass (picklable)."""
+
+    kind: str  # custom_op | define | fake | autograd | kernel | use
+    qualname: str | None  # "ns::name" (no overload)
+    py_ref: str | None  # dotted name of the Python object ("pkg.ops.my_op")
+    span: NodeSpan | None = None
+    key: str | None = None  # dispatch key of a kernel
+    shown: str = ""  # how the op is spelled at this place
+    function_id: str | None = None  # where a use is
+    training: bool = False  # a use in a module's forward with grad enabled
+    root: NodeSpan | None = None  # lexical compile root of a use (without project facts)
+    fullgraph: bool = False
+    returns_none: bool = False  # a custom_op annotated ``-> None``
+    mutates: bool = False  # a custom_op declaring mutated arguments
+    no_outputs: bool = False  # a define whose schema returns ()
+    tensor_free: bool = False
+
+
+def split_qualname(text: str) -> tuple[str, str] | None:
+    """ "ns::name.overload" -> ("ns", "name")."""
+    ns, sep, rest = text.partition("::")
+    if not sep or not ns or not rest:
+        return None
+    return ns.strip(), rest.split(".", 1)[0].split("(", 1)[0].strip()
+
+
+def schema_name(schema: str) -> str | None:
+    """ "my_op.out(Tensor x) -> Tensor" -> "my_op" (also with an "ns::" prefix)."""
+    head = schema.split("(", 1)[0].strip()
+    if "::" in head:
+        head = head.split("::", 1)[1]
+    head = head.split(".", 1)[0]
+    return head or None
+
+
+def declared_mutations(expr: cst.BaseExpression) -> tuple[str, ...] | str | None:
+    """``mutates_args``: a tuple of names, "unknown", or None when it is not a literal."""
+    value = literal_value(expr)
+    if isinstance(value, str):
+        return value if value == "unknown" else (value,)
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        names = [literal_value(e.value) for e in expr.elements]
+        if all(isinstance(n, str) for n in names):
+            return tuple(names)  # type: ignore[arg-type]
+    if (
+        isinstance(expr, cst.Call)
+        and not expr.args
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value in ("tuple", "list", "set", "frozenset")
+    ):
+        return ()
+    return None
+
+
+def normalize_key(key: str) -> str:
+    return _DEVICE_KEYS.get(key, key)
+
+
+_OP_FACT_CODES = frozenset({"DL401", "DL402", "DL404", "DL408"})
+
+
+class _OpFacts(Rule):
+    """Records custom-op definitions, registrations and uses (shared by project rules).
+
+    DL401, DL402, DL404 and DL408 need the same facts: the first of them that is enabled
+    collects them once per file and records each fact under every enabled code; the others'
+    handlers return at once.
+    """
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._libs: dict[str, tuple[str, str]] = {}  # spelled variable -> (namespace, key)
+        self._local_ops: set[str] = set()  # Python names of custom ops defined in this file
+        codes = sorted(_OP_FACT_CODES & ctx.settings.enabled) or [self.code]
+        self._codes = codes if self.code in codes else [self.code]
+        self._collects = self._codes[0] == self.code
+        self._library_words = "Library" in ctx.source  # torch.library.Library, any alias
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _py_ref(self, expr: cst.BaseExpression) -> str | None:
+        resolved = self.ctx.resolve(expr)
+        if resolved is not None:
+            return resolved
+        dotted = dotted_name(expr)
+        if dotted is None or dotted.split(".", 1)[0] in ("self", "cls"):
+            return None
+        return f"{self.ctx.module_key}.{dotted}"
+
+    def _add(self, kind: str, node: cst.CSTNode, **data: object) -> None:
+        # lazy: measured only if a finding points at it (most uses never do)
+        record = OpRecord(kind=kind, span=self.ctx.locate(node, lazy=True), **data)  # type: ignore[arg-type]
+        records = self.ctx.records
+        for code in self._codes:
+            records.append((code, record))
+
+    def _op_arg(self, arg: cst.Arg | None) -> tuple[str | None, str | None]:
+        """(qualname, py_ref) of an op given as "ns::op", an OpOverload or a CustomOpDef."""
+        if arg is None:
+            return None, None
+        value = literal_value(arg.value)
+        if isinstance(value, str):
+            parts = split_qualname(value)
+            return (f"{parts[0]}::{parts[1]}" if parts else None), None
+        name = self.ctx.resolve(arg.value)
+        if name is not None and name.startswith("torch.ops."):
+            return _ops_qualname(name), None
+        return None, self._py_ref(arg.value)
+
+    # -- definitions and registrations ---------------------------------------------------------
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not (self._collects and self._library_words):
+            return
+        value = node.value
+        if type(value) is not cst.Call or self.ctx.resolve(value.func) not in LIBRARY:
+            return
+        ns_arg = positional(value, 0) or keyword(value, "ns")
+        ns = literal_value(ns_arg.value) if ns_arg is not None else None
+        key_arg = positional(value, 2) or keyword(value, "dispatch_key")
+        key = literal_value(key_arg.value) if key_arg is not None else ""
+        if not isinstance(ns, str):
+            return
+        for target in node.targets:
+            spelled = dotted_name(target.target)
+            if spelled is not None:
+                self._libs[spelled] = (ns, key if isinstance(key, str) else "")
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        if not self._collects:
+            return
+        expr = node.decorator
+        if isinstance(expr, cst.Attribute) and expr.attr.value in OP_METHODS:
+            self._add(
+                OP_METHODS[expr.attr.value],
+                expr,
+                qualname=None,
+                py_ref=self._py_ref(expr.value),
+            )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._collects:
+            return
+        func = node.func
+        name = self.ctx.resolve(func)
+        if name in CUSTOM_OP:
+            self._custom_op(node)
+        elif name in REGISTER_FAKE or name in REGISTER_AUTOGRAD or name in REGISTER_KERNEL:
+            qualname, py_ref = self._op_arg(positional(node, 0) or keyword(node, "op"))
+            kind = "fake" if name in REGISTER_FAKE else "autograd"
+            if name in REGISTER_KERNEL:
+                kind = "kernel"
+            self._add(kind, node, qualname=qualname, py_ref=py_ref, key="device")
+        elif name in DEFINE:
+            qualname, _ = self._op_arg(positional(node, 0) or keyword(node, "qualname"))
+            schema = positional(node, 1) or keyword(node, "schema")
+            text = literal_value(schema.value) if schema is not None else None
+            if qualname is not None:
+                self._add_define(node, qualname, text if isinstance(text, str) else "")
+        elif name in IMPL:
+            self._torch_library_impl(node)
+        elif name is not None and name.startswith("torch.ops."):
+            qualname = _ops_qualname(name)
+            if qualname is not None:
+                self._use(node, qualname=qualname, py_ref=None, shown=f"torch.ops.{qualname}")
+        elif isinstance(func, cst.Attribute):
+            self._method_call(node, func, name)
+        elif isinstance(func, cst.Name) and self.ctx.function is not None:
+            self._maybe_use(node, func, name)
+
+    def _maybe_use(self, node: cst.Call, func: cst.BaseExpression, name: str | None) -> None:
+        if name is None:
+            spelled = dotted_name(func)
+            if spelled is None or spelled.split(".", 1)[0] not in self._local_ops:
+                return
+        elif name.split(".", 1)[0] in _NOT_PROJECT:
+            return
+        self._use(node, qualname=None, py_ref=self._py_ref(func), shown=dotted_name(func) or "")
+
+    def _method_call(self, node: cst.Call, func: cst.Attribute, name: str | None) -> None:
+        method = func.attr.value
+        receiver = dotted_name(func.value)
+        if receiver is not None and receiver in self._libs:
+            self._library_method(node, method, self._libs[receiver])
+            return
+        if method in OP_METHODS:
+            if self._is_decorator(node):
+                pass  # @op.register_kernel("cpu") etc.: the call itself is the record
+            self._add(
+                OP_METHODS[method],
+                node,
+                qualname=None,
+                py_ref=self._py_ref(func.value),
+                key="device",
+            )
+            return
+        if self.ctx.function is not None and name is not None:
+            self._maybe_use(node, func, name)
+
+    def _is_decorator(self, node: cst.CSTNode) -> bool:
+        parents = self.ctx.parents
+        return bool(parents) and isinstance(parents[-1], cst.Decorator)
+
+    def _library_method(self, node: cst.Call, method: str, lib: tuple[str, str]) -> None:
+        ns, lib_key = lib
+        first = positional(node, 0)
+        text = literal_value(first.value) if first is not None else None
+        if not isinstance(text, str):
+            return
+        op = schema_name(text)
+        if op is None:
+            return
+        qualname = f"{ns}::{op}"
+        if method == "define":
+            self._add_define(node, qualname, text)
+        elif method == "impl":
+            key_arg = positional(node, 2) or keyword(node, "dispatch_key")
+            key = literal_value(key_arg.value) if key_arg is not None else ""
+            key = key if isinstance(key, str) and key else (lib_key or CATCH_ALL)
+            self._add("kernel", node, qualname=qualname, py_ref=None, key=normalize_key(key))
+        elif method == "_register_fake":
+            self._add("fake", node, qualname=qualname, py_ref=None)
+
+    def _add_define(self, node: cst.Call, qualname: str, schema: str) -> None:
+        returns = schema.rsplit("->", 1)[1].strip() if "->" in schema else ""
+        self._add(
+            "define",
+            node,
+            qualname=qualname,
+            py_ref=None,
+            shown=qualname,
+            no_outputs=returns == "()",
+            tensor_free="Tensor" not in schema,
+        )
+
+    def _torch_library_impl(self, node: cst.Call) -> None:
+        first = positional(node, 0)
+        if first is None:
+            return
+        value = literal_value(first.value)
+        if isinstance(value, str):
+            qualname, _ = self._op_arg(first)
+            types_arg = positional(node, 1) or keyword(node, "types")
+        else:
+            lib = dotted_name(first.value)
+            name_arg = positional(node, 1)
+            op_name = literal_value(name_arg.value) if name_arg is not None else None
+            if lib not in self._libs or not isinstance(op_name, str):
+                return
+            qualname = f"{self._libs[lib][0]}::{schema_name(op_name)}"
+            types_arg = positional(node, 2) or keyword(node, "dispatch_key")
+        types = literal_value(types_arg.value) if types_arg is not None else None
+        keys = [types] if isinstance(types, str) else list(types or ())
+        for key in keys:
+            if isinstance(key, str) and qualname is not None:
+                self._add("kernel", node, qualname=qualname, py_ref=None, key=normalize_key(key))
+
+    def _custom_op(self, node: cst.Call) -> None:
+        first = positional(node, 0) or keyword(node, "name")
+        text = literal_value(first.value) if first is not None else None
+        parts = split_qualname(text) if isinstance(text, str) else None
+        if parts is None:
+            return
+        qualname = f"{parts[0]}::{parts[1]}"
+        mutates_arg = keyword(node, "mutates_args")
+        declared = declared_mutations(mutates_arg.value) if mutates_arg is not None else None
+        mutates = bool(declared)
+        parents = self.ctx.parents
+        py_name: str | None = None
+        returns_none = False
+        if self._is_decorator(node) and len(parents) >= 2:
+            func = parents[-2]
+            if isinstance(func, cst.FunctionDef):
+                py_name = func.name.value
+                returns = func.returns
+                returns_none = (
+                    returns is not None
+                    and isinstance(returns.annotation, cst.Name)
+                    and returns.annotation.value == "None"
+                )
+        else:
+            fn = positional(node, 1)
+            holder = parents[-1] if parents else None
+            if isinstance(holder, cst.Call) and holder.func is node:
+                fn = positional(holder, 0)
+                holder = parents[-2] if len(parents) >= 2 else None
+            if isinstance(holder, cst.Assign) and isinstance(holder.targets[0].target, cst.Name):
+                py_name = holder.targets[0].target.value
+            elif fn is not None and isinstance(fn.value, cst.Name):
+                py_name = fn.value.value
+        if py_name is not None:
+            self._local_ops.add(py_name)
+        self._add(
+            "custom_op",
+            node,
+            qualname=qualname,
+            py_ref=f"{self.ctx.module_key}.{py_name}" if py_name else None,
+            shown=py_name or qualname,
+            returns_none=returns_none,
+            mutates=mutates,
+        )
+
+    # -- uses ----------------------------------------------------------------------------------
+
+    def _use(self, node: cst.Call, qualname: str | None, py_ref: str | None, shown: str) -> None:
+        ctx = self.ctx
+        training = is_forward(ctx.function, ctx.parents) and not grad_disabled(
+            ctx.parents, ctx.resolve
+        )
+        root = ctx.compile_root
+        self._add(
+            "use",
+            node,
+            qualname=qualname,
+            py_ref=py_ref,
+            shown=shown,
+            function_id=ctx.function_id,
+            training=training,
+            root=ctx.locate(root.node, lazy=True) if root is not None else None,
+            fullgraph=bool(root is not None and root.fullgraph),
+        )
+
+
+def _ops_qualname(name: str) -> str | None:
+    """ "torch.ops.ns.op.default" -> "ns::op"."""
+    parts = name.split(".")
+    if len(parts) < 4:
+        return None
+    return f"{parts[2]}::{parts[3]}"
+
+
+# -- linking ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _OpIndex:
+    """Every file's records of one rule, linked: which op has what, where it is used."""
+
+    ops: list[tuple[str, OpRecord]] = field(default_factory=list)  # custom_op and define
+    fake: set[str] = field(default_factory=set)  # qualnames and py_refs
+    autograd: set[str] = field(default_factory=set)
+    kernels: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    uses: list[tuple[str, OpRecord]] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, records: Iterable[tuple[str, object]]) -> _OpIndex:
+        index = cls()
+        for path, record in records:
+            if not isinstance(record, OpRecord):
+                continue
+            keys = {k for k in (record.qualname, record.py_ref) if k}
+            if record.kind in ("custom_op", "define"):
+                index.ops.append((path, record))
+            elif record.kind == "fake":
+                index.fake |= keys
+            elif record.kind == "autograd":
+                index.autograd |= keys
+            elif record.kind == "kernel":
+                for key in keys:
+                    index.kernels[key].add(record.key or "")
+            elif record.kind == "use":
+                index.uses.append((path, record))
+        return index
+
+    @staticmethod
+    def names(op: OpRecord) -> set[str]:
+        """The keys registrations may use for ``op``: its qualname and its Python name."""
+        return {k for k in (op.qualname, op.py_ref) if k}
+
+    def has_fake(self, op: OpRecord, native: dict[str, set[str]] | None = None) -> bool:
+        keys = self.names(op)
+        if keys & self.fake:
+            return True
+        if op.kind == "custom_op":
+            return False  # a CustomOpDef only takes register_fake (a Meta kernel is not used)
+        return any(self.kernels.get(k, set()) & FAKE_KEYS for k in keys) or bool(
+            native and op.qualname and native.get(op.qualname, set()) & FAKE_KEYS
+        )
+
+    def has_autograd(self, op: OpRecord, native: dict[str, set[str]] | None = None) -> bool:
+        keys = self.names(op)
+        if keys & self.autograd:
+            return True
+        return any(self.kernels.get(k, set()) & AUTOGRAD_KEYS for k in keys) or bool(
+            native and op.qualname and native.get(op.qualname, set()) & AUTOGRAD_KEYS
+        )
+
+    def uses_of(self, op: OpRecord) -> Iterator[tuple[str, OpRecord]]:
+        for path, use in self.uses:
+            by_name = use.qualname is not None and use.qualname == op.qualname
+            by_ref = use.py_ref is not None and use.py_ref == op.py_ref
+            if by_name or by_ref:
+                yield path, use
+
+
+def _region_of(project: Project, use: OpRecord) -> tuple[bool, bool, tuple[Location, ...]]:
+    """(in a compiled region, under fullgraph, related locations) of a use."""
+    if project.facts is not None and use.function_id is not None:
+        region = project.facts.region_of(use.function_id)
+        if region is None:
+            return False, False, ()
+        return True, region.fullgraph, region.related
+    if use.root is not None and use.root.span is not None:
+        return True, use.fullgraph, (Location(use.root.path, use.root.span, "compiled here"),)
+    return False, False, ()
+
+
+def _span(record: OpRecord) -> Span | None:
+    return record.span.span if record.span is not None else None
+
+
+def _where(path: str, record: OpRecord) -> str:
+    span = _span(record)
+    return f"{path}:{span.start.line}" if span is not None else path
+
+
+# -- DL401 -----------------------------------------------------------------------------------------
+
+
+class CustomOpMissingFake(_OpFacts):
+    code = "DL401"
+    name = "custom-op-missing-fake"
+    severity = Severity.WARNING
+    summary = "A torch.library.custom_op has no register_fake: torch.compile fails on it."
+    tags = ("correctness", "torch.compile", "custom-ops")
+    precision = "high"
+    scope = "project"
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        index = _OpIndex.build(project.records(cls.code))
+        for path, op in index.ops:
+            if op.kind != "custom_op" or index.has_fake(op):
+                continue
+            span = _span(op)  # measured only now (lazy): most ops are never reported
+            if span is None:
+                continue
+            if op.returns_none and op.mutates:
+                continue  # torch generates the fake of a mutation-only op
+            compiled_uses = []
+            related: list[Location] = []
+            for use_path, use in index.uses_of(op):
+                compiled, _, roots = _region_of(project, use)
+                if compiled and _span(use) is not None:
+                    compiled_uses.append((use_path, use))
+                    related.append(Location(use_path, _span(use), "called in a compiled region"))
+                    related.extend(roots)
+            shown = op.shown or op.qualname
+            message = (
+                f"Custom op `{op.qualname}` has no fake implementation anywhere in the project: "
+                "`torch.compile` fails on its first call with `TorchRuntimeError: RuntimeError "
+                f"when making fake tensor call` (`There was no fake impl registered for "
+                f"<CustomOpDef({op.qualname})>`), a hard error, not a graph break (GB4315). "
+                f"Add one with `@{shown}.register_fake`."
+            )
+            if compiled_uses:
+                use_path, use = compiled_uses[0]
+                message += f" It is called in a compiled region at {_where(use_path, use)}."
+            yield project.finding(
+                cls,
+                path,
+                span,
+                message,
+                severity=Severity.ERROR if compiled_uses else None,
+                related=tuple(dict.fromkeys(related))[:6],
+            )
+
+
+# -- DL402 -----------------------------------------------------------------------------------------
+
+
+class CustomOpMissingAutograd(_OpFacts):
+    code = "DL402"
+    name = "custom-op-missing-autograd"
+    severity = Severity.WARNING
+    summary = "A custom_op called in a module's forward has no register_autograd."
+    tags = ("correctness", "autograd", "custom-ops")
+    precision = "medium"
+    scope = "project"
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        index = _OpIndex.build(project.records(cls.code))
+        for path, op in index.ops:
+            if op.kind != "custom_op" or op.returns_none:
+                continue
+            if index.has_autograd(op):
+                continue
+            training = [(p, u) for p, u in index.uses_of(op) if u.training]
+            if not training:
+                continue
+            span = _span(op)
+            if span is None:
+                continue
+            training = [(p, u) for p, u in training if _span(u)]
+            if not training:
+                continue
+            use_path, use = training[0]
+            shown = op.shown or op.qualname
+            yield project.finding(
+                cls,
+                path,
+                span,
+                f"Custom op `{op.qualname}` has no autograd formula but is called in a module's "
+                f"`forward` ({_where(use_path, use)}): `backward()` raises `RuntimeError: "
+                f"Trying to backward through {op.qualname.replace('::', '.')}.default but no "
+                "autograd formula was "
+                "registered. Please use register_autograd to add one.` (under `torch.compile`, "
+                f"at the first compiled call). Add `{shown}.register_autograd(backward, "
+                "setup_context=...)`.",
+                related=tuple(
+                    Location(p, _span(u), "called in forward")  # type: ignore[arg-type]
+                    for p, u in training[:5]
+                ),
+            )
+
+
+# -- DL404 -----------------------------------------------------------------------------------------
+
+
+class LibraryOpMissingKernels(_OpFacts):
+    code = "DL404"
+    name = "library-op-missing-kernels"
+    severity = Severity.WARNING
+    summary = "An op defined with torch.library.Library/define lacks a fake or Autograd kernel."
+    tags = ("correctness", "torch.compile", "autograd", "custom-ops")
+    precision = "medium"
+    scope = "project"
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        index = _OpIndex.build(project.records(cls.code))
+        native = native_kernels(project)
+        for path, op in index.ops:
+            if op.kind != "define" or op.tensor_free:
+                continue
+            missing_fake = not index.has_fake(op, native)
+            missing_autograd = not op.no_outputs and not index.has_autograd(op, native)
+            span = _span(op) if missing_fake or missing_autograd else None
+            if span is None:
+                continue
+            problems = []
+            if missing_fake:
+                problems.append(
+                    "no fake/Meta kernel: `torch.compile` breaks the graph at each call "
+                    "(`Operator does not support running with fake tensors`, GB0090) and "
+                    "`fullgraph=True` fails"
+                )
+            if missing_autograd:
+                problems.append(
+                    "no Autograd kernel: backward warns `an autograd kernel was not registered "
+                    "to the Autograd key(s) but we are trying to backprop through it` and, with "
+                    "an opaque kernel, gradients are silently `None`"
+                )
+            if not problems:
+                continue
+            fixes = []
+            if missing_fake:
+                fixes.append(f'`torch.library.register_fake("{op.qualname}")`')
+            if missing_autograd:
+                fixes.append(f'`torch.library.register_autograd("{op.qualname}", ...)`')
+            yield project.finding(
+                cls,
+                path,
+                span,
+                f"Operator `{op.qualname}` has "
+                + "; and ".join(problems)
+                + ". Register "
+                + " and ".join(fixes)
+                + " (or use `torch.library.custom_op`).",
+            )
+
+
+# -- DL405 -----------------------------------------------------------------------------------------
+
+
+class CustomOpUndeclaredMutation(Rule):
+    code = "DL405"
+    name = "custom-op-undeclared-mutation"
+    severity = Severity.ERROR
+    summary = "A custom_op writes into an argument that mutates_args does not declare."
+    tags = ("correctness", "torch.compile", "custom-ops")
+    precision = "high"
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        for decorator in node.decorators:
+            call = decorator.decorator
+            if isinstance(call, cst.Call) and self.ctx.resolve(call.func) in CUSTOM_OP:
+                self._check(node, call)
+                return
+
+    def _check(self, func: cst.FunctionDef, call: cst.Call) -> None:
+        if keyword(call, "schema") is not None:
+            return  # the schema says what is mutable
+        first = positional(call, 0)
+        qualname = literal_value(first.value) if first is not None else None
+        arg = keyword(call, "mutates_args")
+        if arg is None:
+            return  # a TypeError at import time already
+        declared = declared_mutations(arg.value)
+        if declared is None or declared == "unknown":
+            return
+        params = [
+            p.name.value
+            for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)
+        ]
+        undeclared = {p for p in params if p not in declared}
+        if not undeclared:
+            return
+        seen: set[str] = set()
+        for node, param, how in _mutations(func.body, undeclared, self.ctx.resolve):
+            if param in seen:
+                continue
+            seen.add(param)
+            self.report(
+                node,
+                f"Custom op `{qualname}` writes into its argument `{param}` ({how}) but "
+                f"`mutates_args` does not name it: `torch.library.opcheck` fails (`Argument "
+                f"{param} is not defined as mutable but was mutated`), and compiled code may "
+                f'reorder or drop the write. Add "{param}" to `mutates_args`, or write into '
+                "a new tensor.",
+                related_nodes=((call, "custom_op defined here"),),
+            )
+
+
+def _mutations(
+    body: cst.BaseSuite, params: set[str], resolve
+) -> Iterator[tuple[cst.CSTNode, str, str]]:  # type: ignore[no-untyped-def]
+    """(node, argument, how) for each in-place write into one of ``params`` (source order).
+
+    Follows simple aliases (``y = x``, ``y = x.view(-1)``, ``y = x[0]``) and stops following a
+    name once it is rebound to something else (``x = x.clone()``).
+    """
+    aliases = {p: p for p in params}
+
+    def target_of(expr: cst.BaseExpression) -> str | None:
+        base = strip_views(expr, through_data=True)
+        if isinstance(base, cst.Name):
+            return aliases.get(base.value)
+        return None
+
+    class Finder(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.found: list[tuple[cst.CSTNode, str, str]] = []
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False  # nested functions have their own arguments
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            name = resolve(func)
+            if name is None and isinstance(func, cst.Attribute):
+                if inplace_method(func.attr.value):
+                    param = target_of(func.value)
+                    if param is not None:
+                        self.found.append((node, param, f"`.{func.attr.value}()`"))
+            elif name is not None and name.startswith("torch."):
+                out = keyword(node, "out")
+                if out is not None:
+                    values = (
+                        [e.value for e in out.value.elements]
+                        if isinstance(out.value, (cst.Tuple, cst.List))
+                        else [out.value]
+                    )
+                    for value in values:
+                        param = target_of(value)
+                        if param is not None:
+                            self.found.append((node, param, "`out=`"))
+                    return
+                short = name.rsplit(".", 1)[-1]
+                first = positional(node, 0)
+                if inplace_method(short) and first is not None and "init" not in name:
+                    param = target_of(first.value)
+                    if param is not None:
+                        self.found.append((node, param, f"`{short}`"))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            param = target_of(node.target)
+            if param is not None:
+                self.found.append((node, param, "augmented assignment"))
+
+        def leave_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                t = target.target
+                if isinstance(t, cst.Subscript):
+                    param = target_of(t)
+                    if param is not None:
+                        self.found.append((t, param, "item assignment"))
+                elif isinstance(t, cst.Name):
+                    source = target_of(node.value) if _is_view_expr(node.value) else None
+                    if source is not None:
+                        aliases[t.value] = source
+                    else:
+                        aliases.pop(t.value, None)
+
+    finder = Finder()
+    body.visit(finder)
+    yield from finder.found
+
+
+def _is_view_expr(expr: cst.BaseExpression) -> bool:
+    base = strip_views(expr, through_data=True)
+    return isinstance(base, cst.Name)
+
+
+# -- DL408 -----------------------------------------------------------------------------------------
+
+
+def native_kernels(project: Project) -> dict[str, set[str]]:
+    """qualname -> dispatch keys of kernels registered in C++/CUDA sources of the project."""
+    from distlint.native import scan_native
+
+    kernels: dict[str, set[str]] = defaultdict(set)
+    for _, text in project.native_sources:
+        for entry in scan_native(text):
+            key = entry.kernel_key
+            if key is not None:
+                kernels[f"{entry.namespace}::{entry.name}"].add(key)
+    return kernels
+
+
+class NativeOpMissingRegistration(_OpFacts):
+    code = "DL408"
+    name = "native-op-missing-registration"
+    severity = Severity.WARNING
+    summary = "A C++ TORCH_LIBRARY op has no Autograd and no Meta/fake kernel anywhere."
+    tags = ("correctness", "torch.compile", "autograd", "custom-ops")
+    precision = "medium"
+    scope = "project"
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        from distlint.native import scan_native
+
+        if not project.native_sources:
+            return
+        index = _OpIndex.build(project.records(cls.code))
+        scanned = [(path, text, scan_native(text)) for path, text in project.native_sources]
+        native: dict[str, set[str]] = defaultdict(set)
+        wildcard: dict[str, set[str]] = defaultdict(set)  # op name -> keys (unknown namespace)
+        for _, _, entries in scanned:
+            for entry in entries:
+                if entry.kernel_key is None:
+                    continue
+                native[f"{entry.namespace}::{entry.name}"].add(entry.kernel_key)
+                if entry.namespace_is_macro:
+                    wildcard[entry.name].add(entry.kernel_key)
+        python_fake = {q for q in index.fake if "::" in q}
+        python_autograd = {q for q in index.autograd if "::" in q}
+        for q, keys in index.kernels.items():
+            if "::" in q:
+                if keys & FAKE_KEYS:
+                    python_fake.add(q)
+                if keys & AUTOGRAD_KEYS:
+                    python_autograd.add(q)
+        for path, text, entries in scanned:
+            lines = re.split(r"\r\n|\r|\n", text)
+            for entry in entries:
+                if entry.kind != "def" or entry.kernel_key is not None:
+                    continue
+                qualname = f"{entry.namespace}::{entry.name}"
+                keys = native.get(qualname, set()) | wildcard.get(entry.name, set())
+                if entry.namespace_is_macro:
+                    keys |= {
+                        k
+                        for q, ks in native.items()
+                        if q.split("::", 1)[1] == entry.name
+                        for k in ks
+                    }
+                    fake = any(q.split("::", 1)[1] == entry.name for q in python_fake)
+                    autograd = any(q.split("::", 1)[1] == entry.name for q in python_autograd)
+                else:
+                    fake = qualname in python_fake
+                    autograd = qualname in python_autograd
+                fake = fake or bool(keys & FAKE_KEYS)
+                autograd = autograd or bool(keys & AUTOGRAD_KEYS)
+                if fake or autograd:
+                    continue
+                start = make_position(lines, entry.line, entry.column)
+                end = make_position(lines, entry.line, entry.end_column)
+                yield project.finding(
+                    cls,
+                    path,
+                    Span(start, end),
+                    f"Operator `{qualname}` is defined in C++ with no Autograd and no Meta/fake "
+                    "kernel anywhere in the project: `torch.compile` breaks the graph at each "
+                    "call (`Operator does not support running with fake tensors`, GB0090; "
+                    "`fullgraph=True` fails), and backward through it warns `an autograd kernel "
+                    "was not registered to the Autograd key(s)` (gradients can be silently "
+                    f"wrong). Add `TORCH_LIBRARY_IMPL({entry.namespace}, Meta, m)` (or "
+                    f'`torch.library.register_fake("{qualname}")`) and an Autograd kernel.',
+                )
