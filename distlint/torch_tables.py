@@ -17,7 +17,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["TorchTable", "available_versions", "closest", "load_table"]
+__all__ = ["Signature", "TorchTable", "available_versions", "closest", "load_table"]
 
 _PACKAGE = "distlint.data"
 _FILE = re.compile(r"^torch-(\d+)\.(\d+)\.json$")
@@ -35,6 +35,27 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
     return value
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a torch API accepts as keyword arguments (from the ``signatures`` table)."""
+
+    name: str  # canonical dotted name, e.g. "torch.nn.parallel.DistributedDataParallel"
+    error_name: str  # the name Python's TypeError uses, e.g. "DistributedDataParallel.__init__"
+    kind: str  # "function" | "class"
+    keywords: tuple[str, ...]
+    positional_only: tuple[str, ...]
+    var_positional: bool
+    var_keyword: bool
+
+    def accepts_keyword(self, keyword: str) -> bool:
+        """Whether ``api(keyword=...)`` binds (``**kwargs`` accepts every name)."""
+        return self.var_keyword or keyword in self.keywords
+
+    def unexpected_keyword_message(self, keyword: str) -> str:
+        """Python's TypeError text for an unknown keyword."""
+        return f"{self.error_name}() got an unexpected keyword argument {keyword!r}"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -59,6 +80,10 @@ class TorchTable:
     config_deprecated: frozenset[str]
     #: when/what torch raises; see ``compile_checks`` in the JSON
     compile_checks: Mapping[str, Any]
+    #: canonical API name -> Signature (DL501)
+    signatures: Mapping[str, Signature]
+    #: other public spellings of an API -> its canonical name
+    signature_aliases: Mapping[str, str]
     raw: Mapping[str, Any]
 
     @classmethod
@@ -75,6 +100,21 @@ class TorchTable:
             config_aliases=_freeze(data["config_aliases"]),
             config_deprecated=frozenset(data["config_deprecated"]),
             compile_checks=_freeze(data["compile_checks"]),
+            signatures=MappingProxyType(
+                {
+                    name: Signature(
+                        name=name,
+                        error_name=entry["error_name"],
+                        kind=entry["kind"],
+                        keywords=tuple(entry["keywords"]),
+                        positional_only=tuple(entry["positional_only"]),
+                        var_positional=entry["var_positional"],
+                        var_keyword=entry["var_keyword"],
+                    )
+                    for name, entry in data.get("signatures", {}).items()
+                }
+            ),
+            signature_aliases=_freeze(data.get("signature_aliases", {})),
             raw=_freeze(data),
         )
 
@@ -109,6 +149,15 @@ class TorchTable:
             return False
         py_type = _PY_TYPES.get(kind)
         return True if py_type is None else isinstance(value, py_type)
+
+    def signature(self, name: str | None) -> Signature | None:
+        """The signature of a torch API by its canonical (or another public) dotted name."""
+        if name is None:
+            return None
+        found = self.signatures.get(name)
+        if found is None and name in self.signature_aliases:
+            found = self.signatures.get(self.signature_aliases[name])
+        return found
 
     def config_names(self, module: str) -> frozenset[str]:
         """Assignable names of ``torch._dynamo.config`` or ``torch._inductor.config``."""

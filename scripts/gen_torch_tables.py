@@ -2,8 +2,19 @@
 
 distlint never imports torch while checking code. Everything a rule needs to know about a torch
 release (valid ``torch.compile`` backends, modes and ``options``, the names in
-``torch._dynamo.config`` / ``torch._inductor.config``, the exact error messages) is read from the
-installed torch by this script and stored as JSON; ``distlint.torch_tables`` loads it.
+``torch._dynamo.config`` / ``torch._inductor.config``, the exact error messages, and the
+parameters of the public APIs training code calls) is read from the installed torch by this script
+and stored as JSON; ``distlint.torch_tables`` loads it.
+
+Tables: ``compile_backends``, ``compile_modes``, ``inductor_options``, ``dynamo_config``,
+``inductor_config``, ``config_aliases``, ``config_deprecated``, ``compile_checks`` (DL502, DL503),
+and ``signatures`` / ``signature_aliases`` (DL501): for each API in ``SIGNATURE_APIS`` (keyed by
+the canonical name ``distlint.imports.canonical_name`` gives), the names it accepts as keywords,
+its positional-only parameters, whether it takes ``*args`` / ``**kwargs``, and the name Python
+puts in its ``TypeError`` (``compile``, ``DistributedDataParallel.__init__``). Other spellings of
+the same object (``torch.utils.data.dataloader.DataLoader``) map to the canonical name in
+``signature_aliases``. APIs missing from a torch release, or implemented in C++ without an
+introspectable signature, are left out.
 
 Usage (with the target torch installed, run from anywhere)::
 
@@ -22,7 +33,9 @@ Adding another torch version:
    ``torch/_dynamo/backends/registry.py``); re-read them and update ``COMPILE_NOTES`` below if
    they changed. Then run the proof tests (``pytest -m torch tests/test_torch_tables.py``) under
    that torch; they check the recorded facts against the real behaviour.
-4. Commit the new file. ``load_table(None)`` picks the newest version automatically.
+4. If the release added or moved a public API that training code calls, add its names to
+   ``SIGNATURE_APIS`` (canonical spelling first, then its other public spellings).
+5. Commit the new file. ``load_table(None)`` picks the newest version automatically.
 
 The output is deterministic: sorted keys and lists, ``indent=1``, trailing newline.
 """
@@ -106,6 +119,114 @@ COMPILE_NOTES: dict[str, Any] = {
         },
     },
 }
+
+
+# Public APIs whose keyword arguments DL501 checks. Within one entry, the first name is the
+# canonical one (what ``distlint.imports.canonical_name`` makes of any spelling); the others are
+# further public spellings of the same object. Names a torch release lacks are skipped.
+SIGNATURE_APIS: tuple[tuple[str, ...], ...] = (
+    # torch.compile and friends
+    ("torch.compile",),
+    ("torch.compiler.disable",),
+    ("torch._dynamo.disable",),
+    ("torch.compiler.cudagraph_mark_step_begin",),
+    ("torch._dynamo.mark_dynamic",),
+    ("torch._dynamo.mark_static",),
+    ("torch._dynamo.reset", "torch.compiler.reset"),
+    # process groups
+    ("torch.distributed.init_process_group",),
+    ("torch.distributed.destroy_process_group",),
+    ("torch.distributed.new_group",),
+    ("torch.distributed.new_subgroups",),
+    ("torch.distributed.split_group",),
+    ("torch.distributed.is_initialized",),
+    ("torch.distributed.get_rank",),
+    ("torch.distributed.get_world_size",),
+    ("torch.distributed.get_backend",),
+    ("torch.distributed.get_global_rank",),
+    ("torch.distributed.set_debug_level",),
+    ("torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh"),
+    # collectives
+    ("torch.distributed.barrier",),
+    ("torch.distributed.monitored_barrier",),
+    ("torch.distributed.all_reduce",),
+    ("torch.distributed.all_gather",),
+    ("torch.distributed.all_gather_into_tensor",),
+    ("torch.distributed.all_gather_single",),
+    ("torch.distributed.all_gather_object",),
+    ("torch.distributed.reduce",),
+    ("torch.distributed.reduce_scatter",),
+    ("torch.distributed.reduce_scatter_tensor",),
+    ("torch.distributed.reduce_scatter_single",),
+    ("torch.distributed.all_to_all",),
+    ("torch.distributed.all_to_all_single",),
+    ("torch.distributed.broadcast",),
+    ("torch.distributed.broadcast_object_list",),
+    ("torch.distributed.gather",),
+    ("torch.distributed.gather_object",),
+    ("torch.distributed.scatter",),
+    ("torch.distributed.scatter_object_list",),
+    ("torch.distributed.send",),
+    ("torch.distributed.recv",),
+    ("torch.distributed.isend",),
+    ("torch.distributed.irecv",),
+    ("torch.distributed.batch_isend_irecv",),
+    ("torch.distributed.P2POp",),
+    ("torch.distributed._all_gather_base",),
+    ("torch.distributed._reduce_scatter_base",),
+    ("torch.distributed._functional_collectives.all_reduce",),
+    ("torch.distributed._functional_collectives.all_gather_tensor",),
+    ("torch.distributed._functional_collectives.all_gather_single",),
+    ("torch.distributed._functional_collectives.reduce_scatter_tensor",),
+    ("torch.distributed._functional_collectives.reduce_scatter_single",),
+    ("torch.distributed._functional_collectives.all_to_all_single",),
+    ("torch.distributed._functional_collectives.broadcast",),
+    ("torch.distributed._functional_collectives.wait_tensor",),
+    # wrappers
+    ("torch.nn.parallel.DistributedDataParallel",),
+    (
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    ),
+    ("torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard"),
+    ("torch.distributed.fsdp.MixedPrecision",),
+    ("torch.distributed.fsdp.MixedPrecisionPolicy",),
+    ("torch.distributed.fsdp.CPUOffload",),
+    ("torch.distributed.fsdp.CPUOffloadPolicy",),
+    ("torch.distributed.optim.ZeroRedundancyOptimizer",),
+    # checkpointing
+    ("torch.utils.checkpoint.checkpoint",),
+    ("torch.utils.checkpoint.checkpoint_sequential",),
+    ("torch.distributed.checkpoint.save",),
+    ("torch.distributed.checkpoint.load",),
+    # custom ops
+    ("torch.library.custom_op",),
+    ("torch.library.triton_op",),
+    ("torch.library.register_fake",),
+    ("torch.library.register_autograd",),
+    ("torch.library.register_kernel",),
+    ("torch.library.define",),
+    ("torch.library.impl",),
+    ("torch.library.impl_abstract",),
+    ("torch.library.opcheck",),
+    ("torch.library.Library",),
+    # CUDA graphs (Python classes and functions; the C++ CUDAGraph is not introspectable)
+    ("torch.cuda.graph", "torch.cuda.graphs.graph"),
+    ("torch.cuda.make_graphed_callables", "torch.cuda.graphs.make_graphed_callables"),
+    # data, mixed precision, optimisation
+    ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"),
+    (
+        "torch.utils.data.distributed.DistributedSampler",
+        "torch.utils.data.DistributedSampler",
+    ),
+    ("torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"),
+    ("torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler"),
+    ("torch.cuda.amp.GradScaler",),
+    ("torch.nn.utils.clip_grad_norm_",),
+    ("torch.optim.SGD",),
+    ("torch.optim.Adam",),
+    ("torch.optim.AdamW",),
+)
 
 
 def _torch_version(torch: Any) -> str:
@@ -213,6 +334,84 @@ def _config_facts(module: Any, prefix: str) -> tuple[list[str], dict[str, str], 
     return names, aliases, deprecated
 
 
+def _lookup(dotted: str) -> Any:
+    """The object a dotted public name refers to, or None if this torch lacks it."""
+    import importlib
+
+    module_name, _, attr = dotted.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    return getattr(module, attr, None)
+
+
+def _signature_entry(obj: Any) -> dict[str, Any] | None:
+    """Keyword facts about one callable, or None if its signature cannot be read.
+
+    For a class, Python binds the call against ``__new__`` when the class overrides it (its
+    TypeError names ``Cls.__new__``), else against ``__init__``. A ``functools.singledispatch``
+    function accepts the keywords of any registered implementation.
+    """
+    import inspect
+
+    is_class = inspect.isclass(obj)
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    if is_class:
+        overrides_new = obj.__new__ is not object.__new__ and inspect.isfunction(
+            inspect.unwrap(obj.__new__)
+        )
+        target = inspect.unwrap(obj.__new__ if overrides_new else obj.__init__)
+    else:
+        target = inspect.unwrap(obj)
+    error_name = getattr(target, "__qualname__", None)
+    if not error_name or "<locals>" in error_name:
+        return None  # a dummy or generated callable (e.g. C++ types on a CPU-only build)
+    signatures = [signature]
+    for impl in getattr(obj, "registry", {}).values() if hasattr(obj, "dispatch") else ():
+        if impl is not obj:
+            signatures.append(inspect.signature(impl))
+    kinds = inspect.Parameter
+    params = [p for sig in signatures for p in sig.parameters.values()]
+    return {
+        "kind": "class" if is_class else "function",
+        "error_name": error_name,
+        "keywords": list(
+            dict.fromkeys(
+                p.name
+                for p in params
+                if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)
+            )
+        ),
+        "positional_only": list(
+            dict.fromkeys(p.name for p in params if p.kind is kinds.POSITIONAL_ONLY)
+        ),
+        "var_positional": any(p.kind is kinds.VAR_POSITIONAL for p in params),
+        "var_keyword": any(p.kind is kinds.VAR_KEYWORD for p in params),
+    }
+
+
+def _signatures() -> tuple[dict[str, Any], dict[str, str]]:
+    signatures: dict[str, Any] = {}
+    aliases: dict[str, str] = {}
+    for names in SIGNATURE_APIS:
+        canonical, *others = names
+        obj = _lookup(canonical)
+        if obj is None:
+            continue
+        entry = _signature_entry(obj)
+        if entry is None:
+            continue
+        signatures[canonical] = entry
+        for other in others:
+            if _lookup(other) is obj:
+                aliases[other] = canonical
+    return signatures, aliases
+
+
 def build() -> dict[str, Any]:
     """Collect the tables from the torch installed in this interpreter."""
     import torch
@@ -240,6 +439,7 @@ def build() -> dict[str, Any]:
     ind_names, ind_aliases, ind_deprecated = _config_facts(
         inductor_config, "torch._inductor.config"
     )
+    signatures, signature_aliases = _signatures()
     return {
         "torch_version": _torch_version(torch),
         "compile_backends": backends,
@@ -250,6 +450,8 @@ def build() -> dict[str, Any]:
         "config_aliases": {**dyn_aliases, **ind_aliases},
         "config_deprecated": sorted(dyn_deprecated + ind_deprecated),
         "compile_checks": {**COMPILE_NOTES, "errors": _compile_errors(torch)},
+        "signatures": signatures,
+        "signature_aliases": signature_aliases,
     }
 
 

@@ -133,6 +133,34 @@ def test_messages(table):
     assert errors["unknown_backend"]["exception"] == "torch._dynamo.exc.InvalidBackend"
 
 
+def test_signatures(table):
+    compile_ = table.signature("torch.compile")
+    assert compile_ is not None and compile_.error_name == "compile"
+    assert {"fullgraph", "dynamic", "backend", "mode", "options"} <= set(compile_.keywords)
+    assert not compile_.accepts_keyword("dynamic_shapes")
+    assert compile_.unexpected_keyword_message("dynamic_shapes") == (
+        "compile() got an unexpected keyword argument 'dynamic_shapes'"
+    )
+    ddp = table.signature("torch.nn.parallel.DistributedDataParallel")
+    assert ddp.error_name == "DistributedDataParallel.__init__" and ddp.kind == "class"
+    assert "find_unused_parameters" in ddp.keywords and "module" in ddp.keywords
+    assert "self" not in ddp.keywords
+    assert not table.signature("torch.distributed.init_process_group").accepts_keyword("debug")
+    # other public spellings resolve to the same entry
+    assert table.signature("torch.utils.data.dataloader.DataLoader") is table.signature(
+        "torch.utils.data.DataLoader"
+    )
+    assert table.signature("torch.distributed._composable.fsdp.fully_shard") is (
+        table.signature("torch.distributed.fsdp.fully_shard")
+    )
+    # **kwargs accepts anything; unknown APIs have no entry
+    assert table.signature("torch.utils.checkpoint.checkpoint").accepts_keyword("anything")
+    assert table.signature("torch.not_an_api") is None and table.signature(None) is None
+    assert table.signature("torch.cuda.CUDAGraph") is None  # C++ type: not introspectable
+    for name in ("torch.distributed.all_reduce", "torch.distributed.barrier", "torch.cuda.graph"):
+        assert table.signature(name) is not None, name
+
+
 def test_closest():
     backends = load_table().backends
     assert closest("Inductor", backends) == "inductor"
@@ -173,6 +201,45 @@ def test_shipped_tables_match_installed_torch():
 
 
 # --- proof of the recorded facts (torch) --------------------------------------------------------
+
+
+def _torch_object(dotted: str):  # type: ignore[no-untyped-def]
+    import importlib
+
+    module_name, _, attr = dotted.rpartition(".")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+# Callables whose wrappers need positional arguments before Python binds the keywords.
+_POSITIONAL = {
+    "torch.distributed.fsdp.fully_shard": lambda torch: (torch.nn.Linear(2, 2),),
+    "torch.library.define": lambda torch: ("distlint_sig::op(Tensor x) -> Tensor",),
+    "torch.library.impl": lambda torch: ("distlint_sig::op", "cpu"),
+}
+
+
+@pytest.mark.torch
+def test_every_signature_rejects_unknown_keywords_as_recorded(table):
+    """DL501's claim, for every API in the table: an unknown keyword raises the recorded
+    TypeError; an API recorded with **kwargs does not reject it at binding."""
+    import warnings
+
+    import torch
+
+    checked = 0
+    for name, signature in sorted(table.signatures.items()):
+        if signature.var_keyword:
+            continue
+        args = _POSITIONAL.get(name, lambda torch: ())(torch)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(TypeError) as err:
+                _torch_object(name)(*args, distlint_bogus_kw=1)
+        assert str(err.value) == signature.unexpected_keyword_message("distlint_bogus_kw"), name
+        checked += 1
+    assert checked > 60
+    for alias, canonical in table.signature_aliases.items():
+        assert _torch_object(alias) is _torch_object(canonical), alias
 
 
 @pytest.fixture

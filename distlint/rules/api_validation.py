@@ -1,0 +1,585 @@
+"""DL501, DL503, DL504: torch APIs called with names that torch does not have (or no longer wants).
+
+Facts come from data shipped with distlint, never from an imported torch:
+``distlint/data/torch-<version>.json`` (API signatures and config names, generated from torch by
+``scripts/gen_torch_tables.py``) and ``distlint/data/deprecated_distributed.json`` (DL504).
+DL502 (``torch.compile`` backend/mode/options) lives in :mod:`distlint.rules.compile_options`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import libcst as cst
+
+from distlint.findings import Applicability, Fix, FixAvailability, Severity
+from distlint.imports import ImportTable, dotted_name, scope_statements
+from distlint.regions import literal_value
+from distlint.registry import Rule
+from distlint.torch_tables import Signature, TorchTable, closest, load_table
+from distlint.walker import children
+
+_PARTIAL = frozenset({"functools.partial"})
+_CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config")
+# torch.compile's keywords that nn.Module.compile(*args, **kwargs) forwards.
+_MODULE_COMPILE = "torch.compile"
+
+# Extra advice for keywords that people expect to exist (dynamo-facts.md §J).
+_HINTS: dict[tuple[str, str], str] = {
+    ("torch.distributed.init_process_group", "debug"): (
+        "To debug collectives, set `TORCH_DISTRIBUTED_DEBUG=DETAIL` in the environment before "
+        "`torch.distributed` is imported, or call "
+        "`dist.set_debug_level(dist.DebugLevel.DETAIL)`."
+    ),
+}
+_NO_SUGGESTION = frozenset({("torch.distributed.init_process_group", "debug")})
+
+
+class _TableRule(Rule):
+    """Shared access to the torch table of the configured torch version."""
+
+    _table: TorchTable | None = None
+
+    @property
+    def table(self) -> TorchTable:
+        if self._table is None:
+            self._table = load_table(self.ctx.settings.torch_version)
+        return self._table
+
+
+# -- DL501 ----------------------------------------------------------------------------------------
+
+
+class UnknownKeywordArgument(_TableRule):
+    code = "DL501"
+    name = "unknown-keyword-argument"
+    severity = Severity.ERROR
+    summary = "A torch API is called with a keyword argument it does not accept (TypeError)."
+    fix_availability = FixAvailability.SOMETIMES
+    tags = ("correctness", "api")
+    precision = "very-high"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.resolve(node.func)
+        args: tuple[cst.Arg, ...] | list[cst.Arg] = node.args
+        callee = node.func
+        if name in _PARTIAL and node.args and node.args[0].keyword is None:
+            # functools.partial(api, kw=...): the keywords reach api when the partial is called
+            callee = node.args[0].value
+            name = self.ctx.resolve(callee)
+            args = node.args[1:]
+        signature = self.table.signature(name)
+        if signature is None:
+            self._check_module_compile(node)
+            return
+        self._check(callee, signature, args)
+
+    def _check(
+        self,
+        callee: cst.BaseExpression,
+        signature: Signature,
+        args: tuple[cst.Arg, ...] | list[cst.Arg],
+        via_method: bool = False,
+    ) -> None:
+        if signature.var_keyword:
+            return
+        spelled = self.ctx.module.code_for_node(callee)
+        for arg in args:
+            if arg.keyword is None:
+                continue  # positional, *args or **kwargs (keys we cannot see)
+            keyword = arg.keyword.value
+            if keyword in signature.keywords:
+                continue
+            self._report(arg.keyword, signature, keyword, spelled, via_method)
+
+    def _report(
+        self,
+        node: cst.Name,
+        signature: Signature,
+        keyword: str,
+        spelled: str,
+        via_method: bool,
+    ) -> None:
+        version = self.table.torch_version.rsplit(".", 1)[0]
+        what = f"`{spelled}`" if via_method else f"`{spelled}` (`{signature.name}`)"
+        if spelled == signature.name:
+            what = f"`{spelled}`"
+        if keyword in signature.positional_only:
+            self.report(
+                node,
+                f"{what} takes `{keyword}` only by position in torch {version}: the call raises "
+                f"`TypeError: {signature.error_name}() got some positional-only arguments "
+                f"passed as keyword arguments: {keyword!r}`. Pass it positionally.",
+            )
+            return
+        public = [k for k in signature.keywords if not k.startswith("_")]
+        key = (signature.name, keyword)
+        suggestion = None if key in _NO_SUGGESTION else closest(keyword, public)
+        hint = f" Did you mean `{suggestion}`?" if suggestion else ""
+        extra = f" {_HINTS[key]}" if key in _HINTS else ""
+        self.report(
+            node,
+            f"{what} has no keyword `{keyword}` in torch {version}: the call raises "
+            f"`TypeError: {signature.unexpected_keyword_message(keyword)}`.{hint}{extra}",
+            fix=Fix(f"Use keyword {suggestion!r}", (), Applicability.UNSAFE)
+            if suggestion
+            else None,
+            fix_nodes=((node, suggestion),) if suggestion else (),
+        )
+
+    def _check_module_compile(self, node: cst.Call) -> None:
+        """``model.compile(...)``: nn.Module.compile forwards its keywords to torch.compile."""
+        func = node.func
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "compile"
+            and self.ctx.resolve(func) is None
+            and self.ctx.imports.is_bound("torch")
+        ):
+            return
+        signature = self.table.signature(_MODULE_COMPILE)
+        if signature is None or signature.var_keyword:
+            return
+        keywords = [arg.keyword.value for arg in node.args if arg.keyword is not None]
+        known = set(signature.keywords) - {"model"}
+        unknown = [k for k in keywords if k not in signature.keywords]
+        if not unknown:
+            return
+        # Another object's .compile(...) (a regex, a Keras-style model) shares no keywords with
+        # torch.compile; only report when the call is recognisably torch.compile's.
+        public = [k for k in signature.keywords if not k.startswith("_")]
+        if not (set(keywords) & known) and not all(closest(k, public) for k in unknown):
+            return
+        self._check(func, signature, node.args, via_method=True)
+
+
+# -- DL503 ----------------------------------------------------------------------------------------
+
+
+class UnknownCompilerConfig(_TableRule):
+    code = "DL503"
+    name = "unknown-compiler-config"
+    severity = Severity.ERROR
+    summary = (
+        "A torch._dynamo.config / torch._inductor.config name that does not exist is set "
+        "(AttributeError)."
+    )
+    fix_availability = FixAvailability.SOMETIMES
+    tags = ("correctness", "torch.compile", "api")
+    precision = "very-high"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._check_target(target.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check_target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._check_target(node.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name) and func.value == "setattr":
+            # setattr(torch._dynamo.config, "name", value), unless `setattr` is rebound
+            if not self.ctx.imports.is_bound("setattr") and len(node.args) >= 2:
+                module = self.ctx.resolve(node.args[0].value)
+                attr = literal_value(node.args[1].value)
+                if module in _CONFIG_MODULES and isinstance(attr, str):
+                    self._check_name(node.args[1].value, module, attr, "`setattr` raises")
+            return
+        name = self.ctx.resolve(func)
+        for module in _CONFIG_MODULES:
+            if name == f"{module}.patch":
+                self._check_patch(node, module)
+                return
+
+    def _check_target(self, target: cst.BaseExpression) -> None:
+        if not isinstance(target, cst.Attribute):
+            return
+        resolved = self.ctx.resolve(target)
+        if resolved is None:
+            return
+        for module in _CONFIG_MODULES:
+            if resolved.startswith(module + "."):
+                self._check_name(
+                    target, module, resolved[len(module) + 1 :], "the assignment raises"
+                )
+                return
+
+    def _check_patch(self, call: cst.Call, module: str) -> None:
+        where = "the patch raises, when entered or when a function it decorates is called,"
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        for arg in call.args:
+            if arg.keyword is not None:
+                self._check_name(arg.keyword, module, arg.keyword.value, where)
+        if not positional:
+            return
+        first = positional[0].value
+        if isinstance(first, cst.Dict):
+            for element in first.elements:
+                if isinstance(element, cst.DictElement):
+                    key = literal_value(element.key)
+                    if isinstance(key, str):
+                        self._check_name(element.key, module, key, where)
+        else:
+            key = literal_value(first)
+            if isinstance(key, str):
+                self._check_name(first, module, key, where)
+
+    def _check_name(self, node: cst.CSTNode, module: str, name: str, where: str) -> None:
+        names = self.table.config_names(module)
+        if name in names:
+            return
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            if ".".join(parts[:i]) in names:
+                return  # an attribute of a config value (e.g. of an object-valued setting)
+        version = self.table.torch_version.rsplit(".", 1)[0]
+        full = f"{module}.{name}"
+        message = (
+            f"`{full}` does not exist in torch {version}: {where} "
+            f"`AttributeError: {full} does not exist`."
+        )
+        group = name + "."
+        members = sorted(n for n in names if n.startswith(group))
+        if members:
+            message += (
+                f" `{name}` is a group of settings; set one of them, e.g. `{module}.{members[0]}`."
+            )
+            self.report(node, message)
+            return
+        suggestion = closest(name, [n for n in names if not n.startswith("_")])
+        if suggestion is not None:
+            message += f" Did you mean `{suggestion}`?"
+        rename = isinstance(node, (cst.Attribute, cst.Name)) and suggestion is not None
+        self.report(
+            node,
+            message,
+            fix=Fix(f"Use {suggestion!r}", (), Applicability.UNSAFE) if rename else None,
+            fix_nodes=((node, _respell(node, name, suggestion)),) if rename else (),
+        )
+
+
+def _respell(node: cst.CSTNode, name: str, suggestion: str | None) -> str:
+    """The target with its config name replaced, keeping the spelled module (``dc.``)."""
+    assert suggestion is not None
+    dotted = dotted_name(node) if isinstance(node, cst.Attribute) else None
+    if dotted is None:
+        return suggestion  # a patch(keyword=...) name
+    prefix = dotted.split(".")[: -(name.count(".") + 1)]
+    return ".".join([*prefix, suggestion])
+
+
+# -- DL504 ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeprecatedApi:
+    name: str
+    kind: str  # function | attribute | module
+    replacement: str
+    since: str
+    observed: str
+    reference: str
+    aliases: tuple[str, ...] = ()
+
+
+@functools.cache
+def deprecated_apis() -> tuple[DeprecatedApi, ...]:
+    """The DL504 table (``distlint/data/deprecated_distributed.json``)."""
+    text = (
+        resources.files("distlint.data")
+        .joinpath("deprecated_distributed.json")
+        .read_text(encoding="utf-8")
+    )
+    return tuple(
+        DeprecatedApi(
+            name=entry["name"],
+            kind=entry["kind"],
+            replacement=entry["replacement"],
+            since=entry["since"],
+            observed=entry["observed"],
+            reference=entry["reference"],
+            aliases=tuple(entry.get("aliases", ())),
+        )
+        for entry in json.loads(text)["entries"]
+    )
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2])
+
+
+class DeprecatedDistributedApi(Rule):
+    code = "DL504"
+    name = "deprecated-distributed-api"
+    severity = Severity.WARNING
+    summary = "A private or deprecated torch.distributed API that has a public replacement."
+    tags = ("maintainability", "distributed", "api")
+    precision = "very-high"
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        configured = ctx.settings.torch_version or load_table(None).torch_version
+        wanted = _version_key(configured)
+        self._names: dict[str, DeprecatedApi] = {}
+        self._modules: list[DeprecatedApi] = []
+        for api in deprecated_apis():
+            if _version_key(api.since) > wanted:
+                continue
+            if api.kind == "module":
+                self._modules.append(api)
+            else:
+                for name in (api.name, *api.aliases):
+                    self._names[name] = api
+        # Cheap gates. A chain resolving to a deprecated name ends with its last part; one
+        # spelled through a deprecated module holds that module's last part as an attribute.
+        self._name_parts = frozenset(name.rsplit(".", 1)[-1] for name in self._names)
+        self._module_parts = frozenset(api.name.rsplit(".", 1)[-1] for api in self._modules)
+        self._attr_parts = self._name_parts | self._module_parts
+        self._checked: set[int] = set()  # ids of Attribute nodes already checked
+        alternatives = "|".join(re.escape(p) for p in sorted(self._name_parts, key=len)[::-1])
+        # An occurrence that can end the value of a binding (an import or `x = a.part`): not
+        # a def/class name, and not followed by a call, attribute, subscript, annotation or
+        # operator (then the bound value would not end with it).
+        self._binding_words = (
+            re.compile(
+                rf"(?<!\w)(?<!def )(?<!class )(?:{alternatives})(?!\w)"
+                r"(?![ \t]*(?:[(.\[:]|==|!=|(?:in|is|and|or|if|else|for|not)\b))"
+            )
+            if alternatives
+            else None
+        )
+
+    # imports of a deprecated module (or of names from it)
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            api = self._module_of(dotted_name(alias.name))
+            if api is not None:
+                self._report_module(alias.name, api, dotted_name(alias.name) or "")
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None:
+            return
+        module = dotted_name(node.module)
+        api = self._module_of(module)
+        if api is not None:
+            self._report_module(node.module, api, module or "")
+            return
+        if module is None or isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            full = f"{module}.{name}"
+            api = self._module_of(full)
+            if api is not None:
+                self._report_module(alias.name, api, full)
+
+    def _module_of(self, name: str | None) -> DeprecatedApi | None:
+        if name is None:
+            return None
+        for api in self._modules:
+            if name == api.name or name.startswith(api.name + "."):
+                return api
+        return None
+
+    def _report_module(self, node: cst.CSTNode, api: DeprecatedApi, spelled: str) -> None:
+        public = api.replacement + spelled[len(api.name) :]
+        self.report(
+            node,
+            f"`{spelled}` is a private torch path: torch {api.since} has the same API as the "
+            f"public `{public}`. Import it from `{api.replacement}`.",
+        )
+
+    # references to deprecated functions and attributes
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        attr = node.attr.value
+        if attr not in self._attr_parts:
+            return  # neither the end of a deprecated name nor a part of a deprecated module
+        parents = self.ctx.parents
+        if attr in self._name_parts:
+            self._check_attribute(node, parents[-1] if parents else None)
+        if attr in self._module_parts:
+            # the chain through a deprecated module is reported at its outermost attribute
+            outer, index = node, len(parents) - 1
+            while index >= 0 and type(parents[index]) is cst.Attribute:
+                if parents[index].value is not outer:  # type: ignore[attr-defined]
+                    break
+                outer, index = parents[index], index - 1
+            self._check_attribute(outer, parents[index] if index >= 0 else None)
+
+    def _check_attribute(self, node: cst.Attribute, parent: cst.CSTNode | None) -> None:
+        if id(node) in self._checked:
+            return
+        self._checked.add(id(node))
+        if isinstance(parent, (cst.ImportAlias, cst.ImportFrom, cst.Import)):
+            return
+        resolved = self.ctx.resolve(node)
+        if resolved is None:
+            return
+        api = self._names.get(resolved)
+        if api is not None:
+            self._report_name(node, api)
+            return
+        # an attribute chain spelled through a deprecated module: torch.distributed._tensor.X
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return  # report the outermost chain only
+        value = node.value
+        while isinstance(value, cst.Attribute):
+            inner = self.ctx.resolve(value)
+            api = self._module_of(inner)
+            if api is not None and self._module_of(self.ctx.resolve(_head(value))) is None:
+                self._report_module(node, api, resolved)
+                return
+            value = value.value
+
+    def visit_Module(self, node: cst.Module) -> None:
+        """Bare names bound to a deprecated function (``from ... import _all_gather_base``).
+
+        Only names that some scope of the file binds to a deprecated name can resolve to one,
+        and such a binding spells the name's last part: without it the file is skipped
+        (no walk); with it, one walk checks each name in its scope.
+        """
+        source = self.ctx.source
+        if not any(part in source for part in self._name_parts):
+            return
+        if self._binding_words is None or self._binding_words.search(source) is None:
+            return
+        candidates = _bound_names(node, self._name_parts)
+        if candidates:
+            self._check_names(node, candidates)
+
+    def _check_names(self, module: cst.Module, candidates: set[str]) -> None:
+        # (node, parent, scope); a def's own scope covers all of its children, as in the
+        # engine's walk (FileContext.enter_function runs before they are visited).
+        top = _Scope(None, None, self.ctx)
+        pending: list[tuple[cst.CSTNode, cst.CSTNode | None, _Scope]] = [(module, None, top)]
+        while pending:
+            node, parent, scope = pending.pop()
+            kind = type(node)
+            if kind is cst.Name:
+                if node.value in candidates:  # type: ignore[attr-defined]
+                    self._check_name(node, parent, scope.table())  # type: ignore[arg-type]
+                continue
+            if kind is cst.FunctionDef:
+                scope = _Scope(scope, node, self.ctx)  # type: ignore[arg-type]
+            pending.extend((child, node, scope) for child in children(node))
+
+    def _check_name(self, node: cst.Name, parent: cst.CSTNode | None, table: ImportTable) -> None:
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return
+        if isinstance(parent, (cst.ImportAlias, cst.Param, cst.FunctionDef, cst.ClassDef)):
+            return
+        if isinstance(parent, cst.AssignTarget) or (
+            isinstance(parent, cst.Arg) and parent.keyword is node
+        ):
+            return
+        resolved = table.resolve(node)
+        if resolved is None:
+            return
+        api = self._names.get(resolved)
+        if api is not None:
+            self._report_name(node, api)
+
+    def _report_name(self, node: cst.CSTNode, api: DeprecatedApi) -> None:
+        spelled = self.ctx.module.code_for_node(node)
+        use = "calling it" if api.kind == "function" else "using it"
+        warning = api.observed.split(":", 1)[0]
+        self.report(
+            node,
+            f"`{spelled}` is deprecated on torch {api.since} ({use} emits a `{warning}`). "
+            f"Use `{api.replacement}` instead.",
+        )
+
+
+class _Scope:
+    """A function scope whose import table is built only when a name in it is looked up."""
+
+    __slots__ = ("_built", "ctx", "func", "parent")
+
+    def __init__(self, parent: _Scope | None, func: cst.FunctionDef | None, ctx) -> None:  # type: ignore[no-untyped-def]
+        self.parent = parent
+        self.func = func
+        self.ctx = ctx
+        self._built: ImportTable | None = None
+
+    def table(self) -> ImportTable:
+        if self._built is None:
+            if self.parent is None or self.func is None:
+                self._built = self.ctx.imports
+            else:
+                ctx = self.ctx
+                outer = self.parent.table()
+                self._built = outer.for_function(self.func, ctx.module_name, ctx.is_package)
+        return self._built
+
+
+def _bound_names(module: cst.Module, parts: frozenset[str]) -> set[str]:
+    """Names that some scope of ``module`` may bind to a name ending in one of ``parts``.
+
+    A superset of what :class:`ImportTable` binds: imports of such a name (``as`` or not) and
+    aliases ``x = a.b.part`` or ``x = y`` of one, in every scope (module, defs, class bodies).
+    """
+    found: set[str] = set()
+    aliases: list[tuple[str, str]] = []
+    bodies: list[cst.BaseSuite | cst.Module] = [module]
+    while bodies:
+        suite = bodies.pop()
+        statements = suite.body if type(suite) is not cst.SimpleStatementSuite else [suite]
+        for stmt in scope_statements(statements):  # type: ignore[arg-type]
+            kind = type(stmt)
+            if kind is cst.FunctionDef or kind is cst.ClassDef:
+                bodies.append(stmt.body)  # type: ignore[attr-defined]
+            elif kind is cst.Import:
+                for alias in stmt.names:  # type: ignore[attr-defined]
+                    full = dotted_name(alias.name)
+                    if (
+                        full is not None
+                        and alias.asname is not None
+                        and full.rsplit(".", 1)[-1] in parts
+                        and type(alias.asname.name) is cst.Name
+                    ):
+                        found.add(alias.asname.name.value)
+            elif kind is cst.ImportFrom:
+                if type(stmt.names) is cst.ImportStar:  # type: ignore[attr-defined]
+                    continue
+                for alias in stmt.names:  # type: ignore[attr-defined]
+                    name = dotted_name(alias.name)
+                    if name is None or name.rsplit(".", 1)[-1] not in parts:
+                        continue
+                    local = alias.asname.name if alias.asname is not None else alias.name
+                    if type(local) is cst.Name:
+                        found.add(local.value)
+            elif kind is cst.Assign or kind is cst.AnnAssign:
+                value = stmt.value  # type: ignore[attr-defined]
+                dotted = dotted_name(value) if value is not None else None
+                if dotted is None:
+                    continue
+                targets = (
+                    [t.target for t in stmt.targets]  # type: ignore[attr-defined]
+                    if kind is cst.Assign
+                    else [stmt.target]  # type: ignore[attr-defined]
+                )
+                for target in targets:
+                    if type(target) is cst.Name:
+                        aliases.append((target.value, dotted))
+    changed = True
+    while changed:
+        changed = False
+        for name, dotted in aliases:
+            if name not in found and (dotted.rsplit(".", 1)[-1] in parts or dotted in found):
+                found.add(name)
+                changed = True
+    return found
+
+
+def _head(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr

@@ -1,0 +1,616 @@
+"""DL601-DL604: CUDA graph capture and replay (GPU evidence, dynamo-facts.md "GPU" section).
+
+Capture regions are found in the file: the body of ``with torch.cuda.graph(g):``, the
+statements between ``g.capture_begin()`` and ``g.capture_end()`` in one block, and the body of a
+function of this file passed to ``torch.cuda.make_graphed_callables``. ``reduce-overhead``
+callables are compiled regions whose roots replay CUDA graphs (``region.cudagraphs``), plus, for
+DL604's call sites, names bound in this file to ``torch.compile(..., mode="reduce-overhead")``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from distlint.findings import Severity
+from distlint.regions import literal_value
+from distlint.registry import Rule
+from distlint.walker import children
+
+_GRAPH_CONTEXTS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
+_GRAPHED = frozenset(
+    {"torch.cuda.make_graphed_callables", "torch.cuda.graphs.make_graphed_callables"}
+)
+_CAPTURING = "is_current_stream_capturing"
+_SYNC_FUNCTIONS = frozenset({"torch.cuda.synchronize", "torch.cuda.current_stream"})
+_SYNC_METHODS = frozenset({"item", "cpu", "tolist", "numpy", "synchronize", "nonzero"})
+_TENSOR_METHODS = frozenset(
+    {"sum", "any", "all", "max", "min", "mean", "norm", "abs", "isnan", "isinf", "isfinite"}
+)
+_BARRIERS = frozenset(
+    {
+        "torch.distributed.barrier",
+        "torch.distributed.monitored_barrier",
+        "torch.distributed.all_gather_object",
+        "torch.distributed.broadcast_object_list",
+        "torch.distributed.gather_object",
+        "torch.distributed.scatter_object_list",
+    }
+)
+_COLLECTIVES = frozenset(
+    {
+        "torch.distributed.all_reduce",
+        "torch.distributed.all_gather",
+        "torch.distributed.all_gather_into_tensor",
+        "torch.distributed.all_gather_single",
+        "torch.distributed.reduce_scatter",
+        "torch.distributed.reduce_scatter_tensor",
+        "torch.distributed.reduce_scatter_single",
+        "torch.distributed.all_to_all",
+        "torch.distributed.all_to_all_single",
+        "torch.distributed.broadcast",
+        "torch.distributed.reduce",
+        "torch.distributed.gather",
+        "torch.distributed.scatter",
+        "torch.distributed.send",
+        "torch.distributed.recv",
+        "torch.distributed.isend",
+        "torch.distributed.irecv",
+        "torch.distributed.batch_isend_irecv",
+        "torch.distributed._all_gather_base",
+        "torch.distributed._reduce_scatter_base",
+    }
+)
+_FUNCOL = "torch.distributed._functional_collectives."
+_MARK_STEP = "torch.compiler.cudagraph_mark_step_begin"
+
+# A capture needs one of these words in the file: ``graph`` (``torch.cuda.graph`` and its
+# aliases: the import line names it), ``capture_begin`` or ``make_graphed_callables``.
+_CAPTURE_WORDS = re.compile(r"\bgraph\b|capture_begin|make_graphed_callables")
+_GUARD_TYPES = frozenset({cst.If, cst.While, cst.IfExp})
+
+
+def _method(call: cst.Call) -> str | None:
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+class _CaptureRule(Rule):
+    """Knows whether the node being visited runs while a CUDA graph is being captured."""
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._spans: set[int] = set()  # ids of statements between capture_begin and capture_end
+        self._graphed: set[str] = set()  # names of functions given to make_graphed_callables
+        self._scanned = False
+        source = ctx.source
+        # Cheap per-file gate: without these words nothing in the file can be captured.
+        self._may_capture = (
+            "capture_begin" in source
+            or "make_graphed_callables" in source
+            or ("graph" in source and _CAPTURE_WORDS.search(source) is not None)
+        )
+        self._guard_words = _CAPTURING in source
+
+    def _scan(self) -> None:
+        if self._scanned:
+            return
+        self._scanned = True
+        source = self.ctx.source
+        graphed = "make_graphed_callables" in source
+        spans = "capture_begin" in source
+        if not (graphed or spans):
+            return
+        resolve = self.ctx.imports.resolve
+        pending: list[cst.CSTNode] = [self.ctx.module]
+        while pending:
+            node = pending.pop()
+            kind = type(node)
+            if kind is cst.Call:
+                if graphed and node.args and resolve(node.func) in _GRAPHED:
+                    first = node.args[0].value
+                    items = (
+                        [e.value for e in first.elements]
+                        if type(first) in (cst.Tuple, cst.List)
+                        else [first]
+                    )
+                    self._graphed.update(i.value for i in items if type(i) is cst.Name)
+            elif spans and (kind is cst.IndentedBlock or kind is cst.Module):
+                self._mark_spans(node.body)
+            pending.extend(children(node))
+
+    def _mark_spans(self, body) -> None:  # type: ignore[no-untyped-def]
+        inside = False
+        for stmt in body:
+            call = _expr_call(stmt)
+            name = _method(call) if call is not None else None
+            if name == "capture_begin":
+                inside = True
+            elif name == "capture_end":
+                inside = False
+            elif inside:
+                self._spans.add(id(stmt))
+
+    def capture(self) -> cst.CSTNode | None:
+        """The node that starts the capture enclosing the current node, or None.
+
+        Code under an ``if`` that tests ``torch.cuda.is_current_stream_capturing()`` is
+        treated as guarded (not captured).
+        """
+        if not self._may_capture:
+            return None
+        self._scan()
+        found: cst.CSTNode | None = None
+        guards = self._guard_words
+        for parent in self.ctx.parents:
+            kind = type(parent)
+            if guards and kind in _GUARD_TYPES and _mentions(parent.test, _CAPTURING):
+                return None
+            if found is not None:
+                continue
+            if kind is cst.With:
+                for item in parent.items:
+                    call = item.item
+                    if type(call) is cst.Call and self.ctx.resolve(call.func) in _GRAPH_CONTEXTS:
+                        found = item
+            elif id(parent) in self._spans or (
+                kind is cst.FunctionDef and parent.name.value in self._graphed
+            ):
+                found = parent
+        return found
+
+
+def _expr_call(stmt: cst.CSTNode) -> cst.Call | None:
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        small = stmt.body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            return small.value
+    return None
+
+
+def _ends_with(expr: cst.BaseExpression, name: str) -> bool:
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == name
+    return isinstance(expr, cst.Name) and expr.value == name
+
+
+def _mentions(expr: cst.BaseExpression, name: str) -> bool:
+    pending: list[cst.CSTNode] = [expr]
+    while pending:
+        node = pending.pop()
+        if type(node) is cst.Name and node.value == name:
+            return True
+        pending.extend(children(node))
+    return False
+
+
+# -- DL601 ----------------------------------------------------------------------------------------
+
+
+class HostSyncInCudaGraphCapture(_CaptureRule):
+    code = "DL601"
+    name = "host-sync-in-cuda-graph-capture"
+    severity = Severity.ERROR
+    summary = "A host synchronisation or CPU copy inside CUDA graph capture makes capture fail."
+    tags = ("correctness", "cuda-graphs")
+    precision = "high"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        start = self.capture()  # cheaper than _sync_kind's name resolution: ask it first
+        if start is None:
+            return
+        what = self._sync_kind(node)
+        if what is None:
+            return
+        spelled = self.ctx.module.code_for_node(node)
+        if len(spelled) > 40:
+            spelled = self.ctx.module.code_for_node(node.func) + "(...)"
+        if what == "cpu":
+            effect = (
+                "raises `RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA "
+                "graph capture unless the CPU tensor is pinned`"
+            )
+        else:
+            effect = "makes the capture fail with a CUDA error (GPU, torch 2.11)"
+        self.report(
+            node,
+            f"`{spelled}` inside CUDA graph capture {what_text(what)}: it {effect}. "
+            "Move it out of the captured region, or guard it with "
+            "`torch.cuda.is_current_stream_capturing()`.",
+            related_nodes=((start, "capture starts here"),),
+        )
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check_test(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check_test(node.test)
+
+    def _check_test(self, test: cst.BaseExpression) -> None:
+        start = self.capture()
+        if start is None or not self._tensor_valued(test):
+            return
+        self.report(
+            test,
+            "Branching on a tensor inside CUDA graph capture reads the value on the host, a "
+            "synchronisation that makes the capture fail (GPU, torch 2.11). Use `torch.where` "
+            "or compute the condition before capture.",
+            related_nodes=((start, "capture starts here"),),
+        )
+
+    def _sync_kind(self, call: cst.Call) -> str | None:
+        name = self.ctx.resolve(call.func)
+        if name in _SYNC_FUNCTIONS and name.endswith("synchronize"):
+            return "sync"
+        if name == "torch.nonzero":
+            return "nonzero"
+        if name == "print" or (
+            name is None and isinstance(call.func, cst.Name) and call.func.value == "print"
+        ):
+            if any(_may_be_tensor(arg.value) for arg in call.args if arg.keyword is None):
+                return "print"
+            return None
+        method = _method(call)
+        if name is None and method in _SYNC_METHODS:
+            if method == "cpu":
+                return "cpu"
+            return method
+        if name is None and method == "to" and call.args:
+            target = literal_value(call.args[0].value)
+            if target == "cpu":
+                return "cpu"
+        return None
+
+    def _tensor_valued(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Comparison):
+            return self._tensor_valued(expr.left) or any(
+                self._tensor_valued(c.comparator) for c in expr.comparisons
+            )
+        if isinstance(expr, cst.BooleanOperation):
+            return self._tensor_valued(expr.left) or self._tensor_valued(expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._tensor_valued(expr.expression)
+        if isinstance(expr, cst.Call):
+            name = self.ctx.resolve(expr.func)
+            if name is not None:
+                return name.startswith("torch.") and not name.startswith(
+                    ("torch.cuda.", "torch.distributed.", "torch.compiler.", "torch._dynamo.")
+                )
+            return _method(expr) in _TENSOR_METHODS
+        return False
+
+
+_NOT_TENSOR_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
+
+
+def _may_be_tensor(expr: cst.BaseExpression) -> bool:
+    """A print argument that may be a tensor (not a literal, a shape or dtype, or len())."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value not in _NOT_TENSOR_ATTRS
+    if isinstance(expr, cst.Call):
+        return not (isinstance(expr.func, cst.Name) and expr.func.value in ("len", "str", "type"))
+    return isinstance(expr, (cst.Name, cst.Subscript))
+
+
+def what_text(kind: str) -> str:
+    return {
+        "sync": "synchronises the host with the GPU",
+        "nonzero": "needs the output size on the host",
+        "print": "reads a tensor on the host if it prints one",
+        "item": "reads the value on the host",
+        "tolist": "reads the values on the host",
+        "numpy": "copies to host memory",
+        "synchronize": "synchronises the host with the GPU",
+        "cpu": "copies to unpinned CPU memory",
+    }.get(kind, "synchronises the host")
+
+
+# -- DL602 ----------------------------------------------------------------------------------------
+
+
+class CollectiveInCudaGraphCapture(_CaptureRule):
+    code = "DL602"
+    name = "collective-in-cuda-graph-capture"
+    severity = Severity.ERROR
+    summary = (
+        "A collective inside CUDA graph capture: barriers and object collectives fail, other "
+        "collectives need every rank to capture and replay the same sequence."
+    )
+    tags = ("correctness", "cuda-graphs", "distributed")
+    precision = "high"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        start = self.capture()  # cheaper than resolving the callee: ask it first
+        if start is None:
+            return
+        name = self.ctx.resolve(node.func)
+        if name is None:
+            return
+        fatal = name in _BARRIERS
+        if not fatal and name not in _COLLECTIVES and not name.startswith(_FUNCOL):
+            return
+        if name.startswith(_FUNCOL) and name.rsplit(".", 1)[1] in ("wait_tensor",):
+            return
+        spelled = self.ctx.module.code_for_node(node.func)
+        if fatal:
+            how = (
+                "a CUDA error"
+                if name.endswith("barrier")
+                else "`RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph "
+                "capture...`, the object is pickled through CPU memory"
+            )
+            self.report(
+                node,
+                f"`{spelled}` inside CUDA graph capture makes the capture fail (GPU: {how}). "
+                "Call it before or after the capture.",
+                related_nodes=((start, "capture starts here"),),
+            )
+            return
+        self.report(
+            node,
+            f"`{spelled}` is captured into a CUDA graph: with NCCL this works only if every "
+            "rank captures and replays the same collectives in the same order; a rank that "
+            "captures or replays a different sequence deadlocks the others. Keep capture and "
+            "replay unconditional on all ranks.",
+            severity=Severity.WARNING,
+            related_nodes=((start, "capture starts here"),),
+        )
+
+
+# -- DL603 ----------------------------------------------------------------------------------------
+
+
+class CudagraphMutatedInput(Rule):
+    code = "DL603"
+    name = "cudagraph-mutated-input"
+    severity = Severity.WARNING
+    summary = (
+        'A mode="reduce-overhead" compiled function mutates an input in place, so CUDA graphs '
+        "are silently skipped."
+    )
+    tags = ("performance", "torch.compile", "cuda-graphs")
+    precision = "high"
+    scope = "region"
+
+    def _inputs(self) -> set[str]:
+        func = self.ctx.function
+        if func is None:
+            return set()
+        params = func.params
+        names = [
+            p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        ]
+        return {n for n in names if n not in ("self", "cls")}
+
+    def _region(self):  # type: ignore[no-untyped-def]
+        region = self.ctx.region
+        if region is None or not region.direct:
+            return None
+        if region.cudagraphs:
+            return region
+        func = self.ctx.function  # options={"triton.cudagraphs": True} on the decorator
+        for decorator in func.decorators if func is not None else ():
+            expr = decorator.decorator
+            if isinstance(expr, cst.Call) and _is_cudagraph_compile(expr, self.ctx):
+                return region
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return
+        method = func.attr.value
+        if not method.endswith("_") or method.startswith("_"):
+            return
+        self._check(node, func.value.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        target = node.target
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            self._check(target, target.value.value)
+
+    def _check(self, node: cst.CSTNode, name: str) -> None:
+        if name not in self._inputs():
+            return
+        region = self._region()
+        if region is None:
+            return
+        self.report(
+            node,
+            f"`{self.ctx.module.code_for_node(node)}` mutates the input `{name}` of a function "
+            'compiled with mode="reduce-overhead" (CUDA graphs): CUDA graphs are silently '
+            "skipped for it (GPU: `skipping cudagraphs due to mutated inputs`, a log line "
+            "only). Return a new tensor, and copy into the input outside the compiled function.",
+            related=region.related,
+        )
+
+
+# -- DL604 ----------------------------------------------------------------------------------------
+
+
+class CudagraphOutputReuse(Rule):
+    code = "DL604"
+    name = "cudagraph-output-reuse"
+    severity = Severity.WARNING
+    summary = (
+        "The output of a reduce-overhead callable is read after a later call has overwritten it."
+    )
+    tags = ("correctness", "torch.compile", "cuda-graphs")
+    precision = "medium"
+
+    def visit_Module(self, node: cst.Module) -> None:
+        source = self.ctx.source
+        if "reduce-overhead" not in source and "cudagraphs" not in source:
+            return  # no callable of this file can be compiled to replay CUDA graphs
+        graphed = _cudagraph_callables(node, self.ctx)
+        if not graphed:
+            return
+        _OutputUse(self, graphed).run(node)
+
+
+def _is_cudagraph_compile(call: cst.Call, ctx) -> bool:  # type: ignore[no-untyped-def]
+    if ctx.resolve(call.func) != "torch.compile":
+        return False
+    for arg in call.args:
+        if arg.keyword is None:
+            continue
+        if arg.keyword.value == "mode" and literal_value(arg.value) == "reduce-overhead":
+            return True
+        if arg.keyword.value == "options" and isinstance(arg.value, cst.Dict):
+            for element in arg.value.elements:
+                if (
+                    isinstance(element, cst.DictElement)
+                    and literal_value(element.key) == "triton.cudagraphs"
+                    and literal_value(element.value) is True
+                ):
+                    return True
+    return False
+
+
+def _cudagraph_callables(module: cst.Module, ctx) -> set[str]:  # type: ignore[no-untyped-def]
+    """Names bound in this file to CUDA-graph-replaying compiled callables."""
+    names: set[str] = set()
+
+    class Find(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            for decorator in node.decorators:
+                expr = decorator.decorator
+                if isinstance(expr, cst.Call) and _is_cudagraph_compile(expr, ctx):
+                    names.add(node.name.value)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if isinstance(node.value, cst.Call) and _is_cudagraph_compile(node.value, ctx):
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        names.add(target.target.value)
+
+    module.visit(Find())
+    return names
+
+
+class _OutputUse:
+    """Source-order scan of each function: outputs kept across a later call of the callable."""
+
+    def __init__(self, rule: CudagraphOutputReuse, graphed: set[str]) -> None:
+        self.rule = rule
+        self.graphed = graphed
+
+    def run(self, module: cst.Module) -> None:
+        scanner = self
+
+        class Bodies(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                scanner.scan(node.body)
+
+        module.visit(Bodies())
+
+    def _graph_call(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """``f(x)``, ``f(x)[0]`` or ``f(x).attr`` for a graphed ``f`` (still the output)."""
+        while isinstance(expr, (cst.Subscript, cst.Attribute)):
+            expr = expr.value
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Name)
+            and expr.func.value in self.graphed
+        ):
+            return expr
+        return None
+
+    def scan(self, body: cst.BaseSuite) -> None:
+        events: list[tuple[str, cst.CSTNode, str | None]] = []
+        scanner = self
+        resolve = self.rule.ctx.resolve
+
+        class Events(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.loops = 0
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return False  # nested functions are scanned on their own
+
+            def visit_For(self, node: cst.For) -> None:
+                self.loops += 1
+
+            def leave_For(self, node: cst.For) -> None:
+                self.loops -= 1
+
+            def visit_While(self, node: cst.While) -> None:
+                self.loops += 1
+
+            def leave_While(self, node: cst.While) -> None:
+                self.loops -= 1
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if resolve(node.func) == _MARK_STEP:
+                    events.append(("mark", node, None))
+                    return
+                # list.append(f(x)) inside a loop keeps every step's output
+                if (
+                    self.loops
+                    and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value in ("append", "extend", "insert")
+                    and node.args
+                    and scanner._graph_call(node.args[-1].value) is not None
+                ):
+                    events.append(("keep", node.args[-1].value, node.func.attr.value))
+
+            def leave_Call(self, node: cst.Call) -> None:
+                if isinstance(node.func, cst.Name) and node.func.value in scanner.graphed:
+                    events.append(("call", node, node.func.value))
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                node.value.visit(self)
+                if scanner._graph_call(node.value) is not None:
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Name):
+                            events.append(("bind", target.target, target.target.value))
+                else:
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Name):
+                            events.append(("unbind", target.target, target.target.value))
+                return False  # type: ignore[return-value]
+
+            def visit_Name(self, node: cst.Name) -> None:
+                events.append(("read", node, node.value))
+
+        body.visit(Events())
+        self._judge(events)
+
+    def _judge(self, events: list[tuple[str, cst.CSTNode, str | None]]) -> None:
+        bound: dict[str, tuple[int, cst.CSTNode]] = {}  # name -> (calls seen when bound, node)
+        calls = 0
+        last_call: cst.CSTNode | None = None
+        reported: set[str] = set()
+        marked = False
+        for kind, node, name in events:
+            if kind == "mark":
+                marked = True
+            elif kind == "call":
+                calls += 1
+                last_call = node
+            elif kind == "bind" and name is not None:
+                bound[name] = (calls, node)
+            elif kind == "unbind" and name is not None:
+                bound.pop(name, None)
+            elif kind == "keep" and not marked:
+                self.rule.report(
+                    node,
+                    "The output of a reduce-overhead (CUDA graph) callable is kept across steps: "
+                    "the next replay overwrites it, and reading it then raises (GPU) "
+                    "`RuntimeError: Error: accessing tensor output of CUDAGraphs that has been "
+                    "overwritten by a subsequent run`. Keep `.clone()` (or a Python value) "
+                    "instead, or call `torch.compiler.cudagraph_mark_step_begin()` each step.",
+                )
+            elif kind == "read" and name in bound and name not in reported and not marked:
+                when, _ = bound[name]
+                if calls > when and last_call is not None:
+                    reported.add(name)
+                    self.rule.report(
+                        node,
+                        f"`{name}` holds the output of a reduce-overhead (CUDA graph) call that "
+                        "a later call has overwritten: reading it raises (GPU) `RuntimeError: "
+                        "Error: accessing tensor output of CUDAGraphs that has been overwritten "
+                        "by a subsequent run`. `.clone()` it before the next call, or call "
+                        "`torch.compiler.cudagraph_mark_step_begin()` before each call.",
+                        related_nodes=((last_call, "overwritten by this call"),),
+                    )

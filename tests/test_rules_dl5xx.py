@@ -1,0 +1,336 @@
+"""Unit tests of DL501 (unknown keyword), DL503 (unknown compiler config), DL504 (deprecated
+distributed API). The proof tests show torch fails as the messages say; these pin what distlint
+reports, where, and the fixes it offers. DL502 is tested in test_rules_dl203_dl502.py.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from distlint.config import FileSettings
+from distlint.engine import check_source
+from distlint.findings import Applicability, Finding, Severity
+from distlint.registry import get_rule
+from distlint.rules.api_validation import deprecated_apis
+
+
+def findings(source: str, code: str, torch_version: str | None = None) -> list[Finding]:
+    settings = FileSettings(enabled=frozenset({code}), torch_version=torch_version)
+    result = check_source(textwrap.dedent(source), "t.py", settings)
+    assert result.errors == ()
+    return list(result.findings)
+
+
+def where(found: list[Finding]) -> list[tuple[int, int]]:
+    return [(f.span.start.line, f.span.start.column) for f in found]
+
+
+def fixed(finding: Finding) -> list[str]:
+    assert finding.fix is not None
+    return [edit.content for edit in finding.fix.edits]
+
+
+def test_metadata() -> None:
+    for code, severity in (
+        ("DL501", Severity.ERROR),
+        ("DL503", Severity.ERROR),
+        ("DL504", Severity.WARNING),
+    ):
+        rule = get_rule(code)
+        assert rule is not None and rule.severity is severity and rule.default_enabled
+
+
+# -- DL501 ----------------------------------------------------------------------------------------
+
+HEADER = """\
+import functools
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+"""
+
+
+def dl501(body: str) -> list[Finding]:
+    return findings(HEADER + textwrap.dedent(body), "DL501")
+
+
+def test_dl501_compile_dynamic_shapes_suggests_dynamic() -> None:
+    (finding,) = dl501("m = torch.compile(net, dynamic_shapes=True)\n")
+    assert where([finding]) == [(6, 24)]
+    assert finding.severity is Severity.ERROR
+    assert finding.message == (
+        "`torch.compile` has no keyword `dynamic_shapes` in torch 2.13: the call raises "
+        "`TypeError: compile() got an unexpected keyword argument 'dynamic_shapes'`. "
+        "Did you mean `dynamic`?"
+    )
+    assert finding.fix is not None and finding.fix.applicability is Applicability.UNSAFE
+    assert fixed(finding) == ["dynamic"]
+
+
+def test_dl501_init_process_group_debug_names_the_real_apis() -> None:
+    (finding,) = dl501('dist.init_process_group("nccl", debug=dist.DebugLevel.DETAIL)\n')
+    assert "init_process_group() got an unexpected keyword argument 'debug'" in finding.message
+    assert "TORCH_DISTRIBUTED_DEBUG=DETAIL" in finding.message
+    assert "dist.set_debug_level" in finding.message
+    assert finding.fix is None  # no keyword replaces it
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "DDP(net, find_unused_params=True)",
+        "torch.nn.parallel.DistributedDataParallel(net, find_unused_params=True)",
+        "torch.nn.parallel.distributed.DistributedDataParallel(net, find_unused_params=True)",
+    ],
+)
+def test_dl501_ddp_spellings(call: str) -> None:
+    (finding,) = dl501(f"m = {call}\n")
+    assert "DistributedDataParallel.__init__() got an unexpected keyword" in finding.message
+    assert fixed(finding) == ["find_unused_parameters"]
+
+
+def test_dl501_fsdp_and_fully_shard() -> None:
+    found = dl501(
+        """\
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+        from torch.distributed._composable.fsdp import fully_shard as fs2
+        a = FSDP(net, use_orig_param=True)
+        fully_shard(net, reshard_after_foward=True)
+        fs2(net, meshes=None)
+        """
+    )
+    assert [f.message.split("`")[5] for f in found] == [
+        "use_orig_param",
+        "reshard_after_foward",
+        "meshes",
+    ]
+
+
+def test_dl501_partial_decorator_and_module_compile() -> None:
+    found = dl501(
+        """\
+        jit = functools.partial(torch.compile, dynamic_shape=True)
+
+        @torch.compile(fullgrph=True)
+        def f(x):
+            return x
+
+        model.compile(dynamic_shapes=True)
+        """
+    )
+    assert where(found) == [(6, 40), (8, 16), (12, 15)]
+    assert all("compile() got an unexpected keyword" in f.message for f in found)
+
+
+def test_dl501_kwargs_unpacking_hides_only_unseen_keys() -> None:
+    found = dl501(
+        """\
+        a = torch.compile(net, **options)
+        b = torch.compile(net, fullgraph=True, **options)
+        c = torch.compile(net, **options, dynamic_shapes=True)
+        """
+    )
+    assert where(found) == [(8, 35)]
+
+
+def test_dl501_traps() -> None:
+    found = dl501(
+        """\
+        import re
+        from torch.utils.checkpoint import checkpoint
+
+        def init_process_group(debug=False):
+            return debug
+
+        re.compile("x", flags=0)
+        recipe.compile(optimizer="adam", loss="ce")
+        checkpoint(block, x, use_reentrant=False, scale=2.0)
+        init_process_group(debug=True)
+        torch.compile(net, backend="eager", mode=None, options=None, disable=False)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM, group=None, async_op=False)
+        """
+    )
+    assert found == []
+
+
+def test_dl501_positional_only_keyword() -> None:
+    (finding,) = dl501('torch.library.triton_op(name="ns::op", mutates_args=())\n')
+    assert "takes `name` only by position" in finding.message
+    assert "positional-only arguments passed as keyword arguments" in finding.message
+
+
+# -- DL503 ----------------------------------------------------------------------------------------
+
+
+def dl503(source: str) -> list[Finding]:
+    return findings(source, "DL503")
+
+
+def test_dl503_assignments_in_every_import_form() -> None:
+    found = dl503(
+        """\
+        import torch
+        import torch._dynamo.config as dc
+        from torch._inductor import config
+        import torch._inductor.config
+
+        torch._dynamo.config.suppress_error = True
+        dc.capture_scalar_output = True
+        config.triton.cudagraph = True
+        torch._inductor.config.max_autotun = True
+        dc.recompile_limt += 1
+        x: int = 0
+        dc.verbos: bool = True
+        """
+    )
+    assert where(found) == [(6, 1), (7, 1), (8, 1), (9, 1), (10, 1), (12, 1)]
+    assert all(f.severity is Severity.ERROR for f in found)
+    assert found[0].message == (
+        "`torch._dynamo.config.suppress_error` does not exist in torch 2.13: the assignment "
+        "raises `AttributeError: torch._dynamo.config.suppress_error does not exist`. "
+        "Did you mean `suppress_errors`?"
+    )
+    # fixes keep the module spelling
+    assert fixed(found[1]) == ["dc.capture_scalar_outputs"]
+    assert fixed(found[2]) == ["config.triton.cudagraphs"]
+    assert fixed(found[3]) == ["torch._inductor.config.max_autotune"]
+
+
+def test_dl503_group_assigned_whole() -> None:
+    (finding,) = dl503("import torch\ntorch._inductor.config.triton = {}\n")
+    assert "`triton` is a group of settings" in finding.message
+    assert "torch._inductor.config.triton." in finding.message
+
+
+def test_dl503_setattr_and_patch() -> None:
+    found = dl503(
+        """\
+        import torch
+        from torch._dynamo import config
+
+        setattr(config, "verbos", True)
+        with config.patch(recompile_limt=4):
+            pass
+        with torch._inductor.config.patch({"max_autotun": True}):
+            pass
+
+        @torch._dynamo.config.patch("suppress_error", True)
+        def f():
+            pass
+        """
+    )
+    assert where(found) == [(4, 17), (5, 19), (7, 36), (10, 29)]
+    assert "`setattr` raises" in found[0].message
+    assert "the patch raises" in found[1].message
+
+
+def test_dl503_traps() -> None:
+    found = dl503(
+        """\
+        import types
+        import torch
+        import torch._dynamo.config as dc
+
+        torch._dynamo.config.cache_size_limit = 64
+        torch._dynamo.config.dynamic_shapes = True
+        torch._dynamo.config.recompile_limit += 1
+        torch._dynamo.config.optimize_ddp = "python_reducer"
+        torch._inductor.config.triton.cudagraphs = True
+        with torch._inductor.config.patch({"triton.cudagraphs": False}):
+            pass
+        config = types.SimpleNamespace()
+        config.anything = 1
+
+        def configure(dc):
+            dc.anything = 1
+
+        setattr(dc, name, True)
+        """
+    )
+    assert found == []
+
+
+# -- DL504 ----------------------------------------------------------------------------------------
+
+
+def dl504(source: str, torch_version: str | None = None) -> list[Finding]:
+    return findings(source, "DL504", torch_version)
+
+
+def test_dl504_deprecated_functions() -> None:
+    found = dl504(
+        """\
+        import torch.distributed as dist
+        import torch.distributed._functional_collectives as funcol
+        from torch.distributed import _reduce_scatter_base
+        from torch.distributed.checkpoint import load_state_dict
+
+        dist._all_gather_base(out, t)
+        _reduce_scatter_base(out, t)
+        dist.all_gather_into_tensor(out, t)
+        funcol.reduce_scatter_tensor(t, "sum", 0, group)
+        op = dist.reduce_op.SUM
+        load_state_dict(sd, reader)
+        """
+    )
+    assert where(found) == [(6, 1), (7, 1), (8, 1), (9, 1), (10, 6), (11, 1)]
+    assert all(f.severity is Severity.WARNING for f in found)
+    assert found[0].message == (
+        "`dist._all_gather_base` is deprecated on torch 2.13 (calling it emits a "
+        "`FutureWarning`). Use `torch.distributed.all_gather_single` instead."
+    )
+    assert "using it emits" in found[4].message
+
+
+def test_dl504_private_module_paths() -> None:
+    found = dl504(
+        """\
+        import torch
+        import torch.distributed._tensor as dt
+        from torch.distributed._composable.fsdp import fully_shard
+        from torch.distributed._composable import fsdp
+        x = torch.distributed._tensor.DTensor
+        """
+    )
+    assert where(found) == [(2, 8), (3, 6), (4, 43), (5, 5)]
+    assert "`torch.distributed.fsdp`" in found[1].message
+    assert "`torch.distributed.tensor.DTensor`" in found[3].message
+
+
+def test_dl504_traps() -> None:
+    found = dl504(
+        """\
+        import torch.distributed as dist
+        import torch.distributed._functional_collectives as funcol
+        from torch.distributed.fsdp import fully_shard
+
+        def _all_gather_base(out, t):
+            out.copy_(t)
+
+        _all_gather_base(out, t)
+        model.load_state_dict(sd)
+        dist.all_gather_single(out, t)
+        funcol.all_reduce(t, "sum", group)
+        dist.ReduceOp.SUM
+        """
+    )
+    assert found == []
+
+
+def test_dl504_table_entries_are_complete() -> None:
+    apis = deprecated_apis()
+    assert len(apis) >= 10
+    for api in apis:
+        assert api.kind in ("function", "attribute", "module")
+        assert api.replacement and api.reference and api.observed
+        assert api.since == "2.13"
+    names = {api.name for api in apis}
+    assert {
+        "torch.distributed._all_gather_base",
+        "torch.distributed._reduce_scatter_base",
+        "torch.distributed._composable.fsdp",
+        "torch.distributed.all_gather_into_tensor",
+    } <= names
