@@ -7,20 +7,23 @@ Bad input never produces a traceback: it is a DL000 finding or a one-line messag
 from __future__ import annotations
 
 import contextlib
-import difflib
+import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from distlint import __version__
 from distlint.config import CliOverrides, ConfigError, ConfigResolver, settings_for
+from distlint.confirm.cli import ConfirmRequest, confirm_options, register
 from distlint.findings import ToolError
 from distlint.registry import all_rules, get_rule
 from distlint.reporters import FORMATS, Report, render, source_reader
-from distlint.selection import is_valid_selector, normalize_selector
+from distlint.selection import is_valid_selector, normalize_selector, suggest_code
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -38,8 +41,8 @@ def _selectors(values: tuple[str, ...], option: str) -> tuple[str, ...]:
             if not part:
                 continue
             if not is_valid_selector(part, codes):
-                hint = difflib.get_close_matches(part, codes, n=1)
-                suggestion = f"; did you mean {hint[0]}?" if hint else ""
+                hint = suggest_code(part, codes)
+                suggestion = f"; did you mean {hint}?" if hint else ""
                 raise UsageFailure(f"{option}: unknown rule selector '{part}'{suggestion}")
             selectors.append(part)
     return tuple(selectors)
@@ -51,6 +54,27 @@ def _use_color(stream: object) -> bool:
     if os.environ.get("FORCE_COLOR"):
         return True
     return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def _config_before_confirm(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Validate the configuration before ``--confirm`` reads its ``[tool.distlint.confirm]``.
+
+    ``confirm_options`` prepares the confirm run before ``check`` starts; loading the config
+    first reports a bad value (confirm table included) the way every config error is reported:
+    exit 2, naming the file and the key.
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("confirm") and not kwargs.get("show_settings"):
+            try:
+                ConfigResolver(forced=kwargs.get("config_file")).for_path(Path.cwd())
+            except ConfigError as exc:
+                click.echo(f"distlint: configuration error: {exc}", err=True)
+                sys.exit(EXIT_ERROR)
+        return command(*args, **kwargs)
+
+    return wrapper
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,6 +129,8 @@ def main() -> None:
 @click.option(
     "--show-settings", is_flag=True, help="Print the resolved settings for the first path and exit."
 )
+@_config_before_confirm
+@confirm_options
 def check(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -123,8 +149,13 @@ def check(
     force_exclude: bool,
     stdin_filename: str | None,
     show_settings: bool,
+    confirm: ConfirmRequest | None = None,
 ) -> None:
-    """Check PATHS (default: the current directory) for distributed-training bugs."""
+    """Check PATHS (default: the current directory) for distributed-training bugs.
+
+    With --confirm (never on by default) it also runs the compiled code under Dynamo on CPU,
+    which executes your code, and marks each finding confirmed / not observed / not reached.
+    """
     overrides = CliOverrides(
         select=_selectors(select, "--select") if select else None,
         extend_select=_selectors(extend_select, "--extend-select"),
@@ -147,6 +178,7 @@ def check(
             force_exclude=force_exclude,
             stdin_filename=stdin_filename,
             show_settings=show_settings,
+            confirm=confirm,
         )
     except ConfigError as exc:
         click.echo(f"distlint: configuration error: {exc}", err=True)
@@ -171,7 +203,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
     from distlint.engine import check_bytes
     from distlint.gitignore import find_repo_root
     from distlint.imports import module_name_for
-    from distlint.runner import Task, default_jobs, run
+    from distlint.runner import Task, default_jobs, native_sources, run
 
     cwd = Path.cwd()
     config_file = opts["config_file"]
@@ -208,10 +240,19 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             settings = settings_for(resolver.for_path(file.path), overrides, file.path)
             enabled_union |= settings.enabled
             tasks.append(Task(file.path, file.display, settings))
-        results = run(tasks, opts["jobs"] or default_jobs())  # type: ignore[arg-type]
+        native = native_sources(discovery.native_files(), resolver, overrides)
+        results = run(tasks, opts["jobs"] or default_jobs(), native)  # type: ignore[arg-type]
 
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     errors: list[ToolError] = [e for r in results for e in r.errors]
+    confirm_run = None
+    request = opts.get("confirm")
+    if isinstance(request, ConfirmRequest):  # only with --confirm / `distlint confirm`
+        enabled = frozenset(enabled_union)
+        findings, confirm_run = request.run(
+            findings, cwd=cwd, enabled=enabled.__contains__, files=[f.path for f in files]
+        )
+        enabled_union |= {f.code for f in findings}  # DL901/DL902 rules for SARIF
     rules = [rule for code, rule in all_rules().items() if code in enabled_union]
     report = Report(
         findings=findings,
@@ -223,6 +264,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         read_source=source_reader({f.display: f.path for f in files}, overrides_text),
         suppressed=sum(r.suppressed for r in results),
         notices=notices,
+        confirm=confirm_run,
     )
     _emit(report, opts)
     for notice in notices:
@@ -231,6 +273,8 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         click.echo(f"distlint: {error.path}: {error.message}", err=True)
     if errors or notices:
         return EXIT_ERROR
+    if confirm_run is not None and not confirm_run.successful:
+        return EXIT_ERROR  # a confirm target timed out, crashed or raised (reported above)
     if findings and not opts["exit_zero"]:
         return EXIT_FINDINGS
     return EXIT_CLEAN
@@ -271,6 +315,9 @@ def _sarif(report: Report, opts: dict[str, object]) -> str:
     return render_sarif(report, category=opts.get("sarif_category"))  # type: ignore[arg-type]
 
 
+register(main, check)
+
+
 @main.command("rules")
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -308,8 +355,8 @@ def rule_command(code: str) -> None:
 
     rule = get_rule(code)
     if rule is None:
-        hint = difflib.get_close_matches(code.upper(), list(all_rules()), n=1)
-        suggestion = f"; did you mean {hint[0]}?" if hint else ""
+        hint = suggest_code(code, list(all_rules()))
+        suggestion = f"; did you mean {hint}?" if hint else ""
         click.echo(f"distlint: unknown rule '{code}'{suggestion}", err=True)
         sys.exit(EXIT_ERROR)
     doc = rule_doc(rule.code)
@@ -350,7 +397,7 @@ def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path
         click.echo(f"distlint: {exc}", err=True)
         sys.exit(EXIT_ERROR)
     results = first_pass(tasks, default_jobs())
-    data = explain(link_results(results, sorted(wrappers)))
+    data = explain(link_results(results, tasks, sorted(wrappers)))
     if fmt == "json":
         click.echo(json.dumps(data, indent=2))
     else:

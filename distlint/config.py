@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from distlint.globs import PathPatterns
-from distlint.selection import enabled_codes, is_valid_selector, normalize_selector
+from distlint.selection import enabled_codes, is_valid_selector, normalize_selector, suggest_code
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,7 +53,7 @@ _LIST_KEYS = (
     "collective-wrappers",
     "rank-predicates",
 )
-VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version")
+VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version", "confirm")
 
 
 class ConfigError(Exception):
@@ -75,6 +75,7 @@ class Config:
     compile_wrappers: tuple[str, ...] = ()
     collective_wrappers: tuple[str, ...] = ()
     rank_predicates: tuple[str, ...] = ()
+    confirm: tuple[tuple[str, Any], ...] = ()  # the validated [tool.distlint.confirm] table
     has_table: bool = True  # False for a pyproject.toml without [tool.distlint]
 
     @property
@@ -99,6 +100,7 @@ class Config:
             "compile-wrappers": list(self.compile_wrappers),
             "collective-wrappers": list(self.collective_wrappers),
             "rank-predicates": list(self.rank_predicates),
+            "confirm": {k: list(v) if isinstance(v, tuple) else v for k, v in self.confirm},
         }
 
 
@@ -201,6 +203,8 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
             values[key] = _per_file_ignores(where, value, known_codes)
         elif key == "torch-version":
             values[key] = _torch_version(where, value)
+        elif key == "confirm":
+            values[key] = _confirm_table(path, prefix, value)
     for key in ("select", "extend-select", "ignore"):
         for selector in values.get(key, ()):
             _check_selector(f"{path}: key '{key}' in {prefix}", selector, known_codes)
@@ -216,7 +220,32 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
         compile_wrappers=tuple(values.get("compile-wrappers", ())),
         collective_wrappers=tuple(values.get("collective-wrappers", ())),
         rank_predicates=tuple(values.get("rank-predicates", ())),
+        confirm=values.get("confirm", ()),
     )
+
+
+def _confirm_table(path: Path, prefix: str, value: Any) -> tuple[tuple[str, Any], ...]:
+    """Validate ``[tool.distlint.confirm]`` (``[confirm]`` in distlint.toml) up front.
+
+    Confirm mode reads the table itself (:mod:`distlint.confirm.targets`) and only when asked
+    to (``--confirm``); checking it here makes a typo an exit-2 error on every run, and lists
+    it in ``--show-settings``. Nothing here imports torch.
+    """
+    from distlint.confirm.targets import ConfirmConfigError, parse_table
+
+    where = "[confirm]" if prefix == "top level" else f"{prefix[:-1]}.confirm]"
+    try:
+        parse_table(value, path, where)
+    except ConfirmConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    for entry in value.get("entries", ()):
+        module, _, function = entry.rpartition(":")
+        if not module.strip() or not function.strip():
+            raise ConfigError(
+                f"{path}: key 'entries' in {where}: entry {entry!r} must look like "
+                "'pkg.module:function' or 'path/to/file.py:function'"
+            )
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in value.items())
 
 
 def _norm(selectors: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -260,8 +289,8 @@ def _torch_version(where: str, value: Any) -> str:
 def _check_selector(where: str, selector: str, known_codes: tuple[str, ...]) -> None:
     normalized = normalize_selector(selector)
     if not is_valid_selector(normalized, known_codes):
-        hint = difflib.get_close_matches(normalized, known_codes, n=1)
-        suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+        hint = suggest_code(normalized, known_codes)
+        suggestion = f"; did you mean '{hint}'?" if hint else ""
         raise ConfigError(f"{where}: unknown rule selector '{selector}'{suggestion}")
 
 

@@ -100,6 +100,9 @@ class Finding:
     span: Span
     related: tuple[Location, ...] = ()
     fix: Fix | None = None
+    # Extra (key, value) facts for reporters, e.g. ("confirmation", "confirmed") and
+    # ("gbId", "GB0170") from ``check --confirm``; values are JSON scalars.
+    properties: tuple[tuple[str, object], ...] = ()
 
     @property
     def sort_key(self) -> tuple:

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity, ToolError
 from distlint.registry import Rule
+
+if TYPE_CHECKING:
+    from distlint.confirm.match import ConfirmRun
 
 
 @dataclass
@@ -23,6 +27,7 @@ class Report:
     read_source: Callable[[str], str | None]  # display path -> text, for snippets/fingerprints
     suppressed: int = 0
     notices: list[str] = field(default_factory=list)  # e.g. paths that do not exist
+    confirm: ConfirmRun | None = None  # only with --confirm: the confirm run, for the reporters
 
     def counts(self) -> dict[Severity, int]:
         tally = dict.fromkeys(Severity, 0)

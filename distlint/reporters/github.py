@@ -33,7 +33,11 @@ def annotation(finding: Finding, path: str | None = None) -> str:
     properties.append(("endLine", str(end.line)))
     if start.line == end.line:
         properties.append(("endColumn", str(end.column)))
-    properties.append(("title", f"{finding.code} {finding.name}"))
+    title = f"{finding.code} {finding.name}"
+    status = dict(finding.properties).get("confirmation") if finding.properties else None
+    if status:  # from --confirm
+        title += f" [{status}]"
+    properties.append(("title", title))
     rendered = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
     return f"::{_COMMAND[finding.severity]} {rendered}::{escape_data(finding.message)}"
 

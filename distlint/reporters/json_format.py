@@ -1,4 +1,8 @@
-"""``--format json``: a stable list of finding objects (documented in docs/json-format.md)."""
+"""``--format json``: a stable list of finding objects (documented in docs/json-format.md).
+
+A ``properties`` object (``confirmation``, ``gbId``, ...) appears only on findings that
+``--confirm`` gave a status to; without it the objects are unchanged.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
                 {"range": _range(edit.span), "content": edit.content} for edit in finding.fix.edits
             ],
         }
-    return {
+    out = {
         "code": finding.code,
         "name": finding.name,
         "severity": finding.severity.value,
@@ -50,6 +54,11 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "fix": fix,
         "url": rule_url(finding.code),
     }
+    if finding.properties:
+        from distlint.confirm.report import json_properties
+
+        out["properties"] = json_properties(finding)
+    return out
 
 
 def render_json(report: Report) -> str:

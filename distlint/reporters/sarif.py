@@ -13,6 +13,9 @@ log stays within them and says what it left out: at most 25,000 results per run 
 severe are kept, and a warning notification counts the rest), 25,000 rules per run (rules
 without results go first), one location and at most 10 related locations per result (the
 message and ``properties.omittedRelatedLocations`` count the others), and 10 tags per rule.
+
+With ``--confirm`` each result it concerns carries ``properties.confirmation`` and
+``properties.gbId``, and the confirm run is the run's second ``invocation``.
 """
 
 from __future__ import annotations
@@ -130,7 +133,7 @@ class _SarifBuilder:
             original_uri_base_ids={
                 SRCROOT: om.ArtifactLocation(description=om.Message(text="The repository root"))
             },
-            invocations=[self.invocation()],
+            invocations=self.invocations(),
             results=[self.result(finding) for finding in self.findings],
         )
         return om.SarifLog(schema_uri=SCHEMA_URI, version="2.1.0", runs=[run])
@@ -186,6 +189,10 @@ class _SarifBuilder:
             omitted = len(finding.related) - MAX_RELATED
             if omitted > 0:
                 result.properties = {"omittedRelatedLocations": omitted}
+        if finding.properties:
+            from distlint.confirm.report import json_properties
+
+            result.properties = {**(result.properties or {}), **json_properties(finding)}
         line_hash = self.line_hash(finding.path, finding.span.start.line)
         if line_hash is not None:
             result.partial_fingerprints = {"primaryLocationLineHash": line_hash}
@@ -250,6 +257,14 @@ class _SarifBuilder:
         return hashes.get(line) if hashes is not None else None
 
     # -- invocation ---------------------------------------------------------------------------
+
+    def invocations(self) -> list[om.Invocation]:
+        invocations = [self.invocation()]
+        if self.report.confirm is not None:
+            from distlint.confirm.report import sarif_invocation
+
+            invocations.append(sarif_invocation(self.report.confirm))
+        return invocations
 
     def invocation(self) -> om.Invocation:
         notifications = [self.error_notification(error) for error in self.report.errors]

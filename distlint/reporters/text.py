@@ -1,7 +1,10 @@
 """``--format text`` (default): ``path:line:col: CODE [severity] message`` plus the source line.
 
 The first line of each finding is the classic ``file:line:col:`` form that editors and CI
-problem matchers parse; the snippet, related places and fix follow, indented.
+problem matchers parse; the snippet, related places and fix follow, indented. With
+``--confirm`` the severity is followed by the finding's status (``[confirmed]``,
+``[not-observed]``, ``[not-reached]``, the values of JSON's ``properties.confirmation``) and
+the summary by the confirm run's.
 """
 
 from __future__ import annotations
@@ -61,6 +64,10 @@ def render_text(
         out.extend(_statistics(report))
     if not quiet:
         out.append(summary_line(report))
+        if report.confirm is not None:
+            from distlint.confirm.report import summary_lines
+
+            out.extend(summary_lines(report.confirm))
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -68,6 +75,9 @@ def _headline(finding: Finding, paint: _Painter) -> str:
     start = finding.span.start
     where = paint("path", f"{finding.path}:{start.line}:{start.column}:")
     severity = paint(finding.severity, f"[{finding.severity.value}]")
+    status = dict(finding.properties).get("confirmation") if finding.properties else None
+    if status:  # from --confirm: [confirmed], [not-observed] or [not-reached]
+        severity += " " + paint("code" if status == "confirmed" else "dim", f"[{status}]")
     return f"{where} {paint('code', finding.code)} {severity} {finding.message}"
 
 

@@ -1,0 +1,460 @@
+"""The code that runs in the confirm child process: ``python -m distlint.confirm.child SPEC OUT``.
+
+``SPEC`` is a JSON file describing one target (:class:`distlint.confirm.targets.Target`);
+``OUT`` receives one JSON event per line, flushed as it happens, so that a target killed at its
+timeout still leaves what it observed until then. Events:
+
+* ``start``: torch version, pid.
+* ``graph``: a graph handed to the backend (root frame, op count).
+* ``break``: a graph break Dynamo logged (``Gb_type``, GB id, reason, user stack, whether the
+  whole frame fell back to eager).
+* ``lines``: user-code lines Dynamo traced, per file (what "reached" means for a finding).
+* ``compile_error``: an exception from Dynamo or the backend that reached the target's caller
+  (``fullgraph=True`` failures, hard errors), with its user-code location.
+* ``raised``: the target raised something that is not a compile error (its own bug, a CUDA
+  request on CPU, ...).
+* ``note``: something worth telling the user (a step limit reached, a backend replaced).
+* ``end``: why the target stopped, and Dynamo's graph-break counters.
+
+Breaks are recorded by wrapping ``InstructionTranslatorBase.log_graph_break`` (every break
+Dynamo resumes from or skips a frame for, including those before the first op that
+``torch._dynamo.explain`` misses) and the ``graph_breaks`` artifact logger of
+``convert_frame`` (frame skips raised outside the tracer). Graphs are counted by wrapping
+``OutputGraph.call_user_compiler``, so any backend works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import time
+import traceback
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>.+)_at_(?P<line>\d+)$")
+_USER_CODE_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<name>\S+))?')
+_MAX_MESSAGE = 4000
+REGISTRY_NAME = "graph_break_registry.json"
+
+
+class StopTarget(BaseException):
+    """Ends a script at its step or time limit (a BaseException: ``except Exception`` misses it)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CudaRequested(RuntimeError):
+    """The target asked for a CUDA device; confirm mode runs on CPU."""
+
+
+class Recorder:
+    """Writes events to the output file, one JSON object per line, flushed at once."""
+
+    def __init__(self, path: str) -> None:
+        self._out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        self.lines: dict[str, set[int]] = defaultdict(set)
+        self._flushed: dict[str, set[int]] = defaultdict(set)
+        self.library_dirs: tuple[str, ...] = ()
+
+    def emit(self, event: str, **data: Any) -> None:
+        data["event"] = event
+        self._out.write(json.dumps(data, default=str) + "\n")
+        self._out.flush()
+
+    def flush_lines(self) -> None:
+        for filename, lines in self.lines.items():
+            new = lines - self._flushed[filename]
+            if new:
+                self.emit("lines", file=filename, lines=sorted(new))
+                self._flushed[filename] |= new
+
+    def is_user_file(self, filename: str) -> bool:
+        if not filename or filename.startswith("<"):
+            return False
+        return not filename.startswith(self.library_dirs)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def frame_key(code: Any) -> list[Any]:
+    """[file, function, first line] of a compiled frame; resume functions map to their origin."""
+    name = code.co_name
+    match = _RESUME.match(name)
+    if match:
+        return [code.co_filename, match.group("name"), None]
+    return [code.co_filename, name, code.co_firstlineno]
+
+
+def stack_rows(stack: Any) -> list[list[Any]]:
+    rows = []
+    for frame in stack or ():
+        rows.append([frame.filename, frame.lineno, frame.name])
+    return rows
+
+
+def user_code_frames(message: str) -> list[list[Any]]:
+    """Frames of the ``from user code:`` section Dynamo appends to exception messages."""
+    _, _, tail = message.partition("from user code:")
+    return [
+        [m.group("file"), int(m.group("line")), m.group("name") or ""]
+        for m in _USER_CODE_FRAME.finditer(tail)
+    ]
+
+
+def trim(text: str) -> str:
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
+
+
+# -- hooks ----------------------------------------------------------------------------------------
+
+
+def install_hooks(rec: Recorder, spec: dict[str, Any]) -> None:
+    """Instrument Dynamo and ``torch.compile`` before any target code is imported."""
+    import logging
+
+    import torch
+    import torch._dynamo
+    from torch._dynamo import output_graph, symbolic_convert
+
+    from distlint.confirm.gb import gb_id, ids_in_message
+
+    torch_dir = os.path.dirname(torch.__file__)
+    stdlib = os.path.dirname(os.__file__)
+    rec.library_dirs = (torch_dir, stdlib, os.path.dirname(__file__))
+    registry = os.path.join(torch_dir, "_dynamo", "graph_break_registry.json")
+
+    def record_break(translator: Any, reason: str, exc: BaseException, source: str) -> None:
+        stack = getattr(exc, "real_stack", None)
+        if not stack:
+            stack = torch._guards.TracingContext.extract_stack()
+        root = translator
+        while root is not None and getattr(root, "parent", None) is not None:
+            root = root.parent
+        message = str(getattr(exc, "msg", None) or exc)
+        gb_type = getattr(exc, "gb_type", None) or type(exc).__name__
+        rec.emit(
+            "break",
+            source=source,
+            frame=frame_key(root.f_code) if root is not None else None,
+            gb_type=gb_type,
+            gb_id=gb_id(gb_type, message, registry),
+            gb_ids=ids_in_message(message),
+            reason=reason.strip().splitlines()[0] if reason.strip() else gb_type,
+            message=trim(message),
+            frame_skipped=bool(getattr(exc, "skip_frame", False))
+            or gb_type == "graph break in loop"
+            or "Skipping the function" in reason
+            or "Skipping the frame" in message,
+            stack=stack_rows(stack),
+        )
+        rec.flush_lines()
+
+    original_log = symbolic_convert.InstructionTranslatorBase.log_graph_break
+
+    def log_graph_break(self: Any, code_options: Any, reason: str, exc: Any) -> None:
+        if not getattr(exc, "logged", False):
+            try:
+                record_break(self, reason, exc, "tracer")
+            except Exception as error:  # never let recording change what Dynamo does
+                rec.emit("note", text=f"internal: could not record a break: {error!r}")
+        return original_log(self, code_options, reason, exc)
+
+    symbolic_convert.InstructionTranslatorBase.log_graph_break = log_graph_break
+
+    class SkipHandler(logging.Handler):
+        """Frame skips raised in convert_frame (not logged by the tracer)."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            exc = record.exc_info[1] if record.exc_info else None
+            if exc is None or getattr(exc, "logged", False):
+                return
+            try:
+                record_break(None, str(exc).splitlines()[0] if str(exc) else "", exc, "frame")
+                exc.logged = True
+            except Exception as error:
+                rec.emit("note", text=f"internal: could not record a skip: {error!r}")
+
+    skip_logger = logging.getLogger("torch._dynamo.convert_frame.__graph_breaks")
+    skip_logger.setLevel(logging.DEBUG)
+    skip_logger.addHandler(SkipHandler(logging.DEBUG))
+    skip_logger.propagate = False
+
+    original_starts_line = symbolic_convert.InstructionTranslatorBase.starts_line
+
+    def starts_line(self: Any, lineno: int) -> None:
+        filename = self.f_code.co_filename
+        if rec.is_user_file(filename):
+            rec.lines[filename].add(lineno)
+        return original_starts_line(self, lineno)
+
+    symbolic_convert.InstructionTranslatorBase.starts_line = starts_line
+
+    original_user_compiler = output_graph.OutputGraph.call_user_compiler
+
+    def call_user_compiler(self: Any, gm: Any, example_inputs: Any) -> Any:
+        try:
+            ops = sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
+            rec.emit("graph", frame=frame_key(self.root_tx.f_code), ops=ops)
+        except Exception as error:
+            rec.emit("note", text=f"internal: could not record a graph: {error!r}")
+        return original_user_compiler(self, gm, example_inputs)
+
+    output_graph.OutputGraph.call_user_compiler = call_user_compiler
+
+    backend = spec.get("backend") or "aot_eager"
+    real_compile = torch.compile
+    replaced: set[str] = set()
+
+    def compile(model: Any = None, **kwargs: Any) -> Any:
+        if backend != "keep":
+            dropped = [key for key in ("mode", "options") if kwargs.get(key) is not None]
+            for key in dropped:
+                kwargs.pop(key)
+            wanted = kwargs.get("backend") or "inductor"
+            if wanted != backend and isinstance(wanted, str) and wanted not in replaced:
+                replaced.add(wanted)
+                rec.emit(
+                    "note",
+                    text=f"backend {wanted!r} replaced by {backend!r} (graph breaks do not "
+                    "depend on the backend; use --confirm-backend keep to compile for real)",
+                )
+            kwargs["backend"] = backend
+        return real_compile(model, **kwargs) if model is not None else real_compile(**kwargs)
+
+    compile.__doc__ = real_compile.__doc__
+    compile.__wrapped__ = real_compile  # type: ignore[attr-defined]
+    torch.compile = compile
+
+
+def is_compile_error(exc: BaseException) -> bool:
+    from torch._dynamo.exc import TorchDynamoException
+
+    seen = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, TorchDynamoException):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def exception_frames(exc: BaseException) -> list[list[Any]]:
+    """User-code frames of an exception, innermost last: Dynamo's stack, else the traceback."""
+    stack = getattr(exc, "real_stack", None)
+    if stack:
+        return stack_rows(stack)
+    frames = user_code_frames(str(exc))
+    if frames:
+        return frames
+    return [[f.filename, f.lineno, f.name] for f in traceback.extract_tb(exc.__traceback__)]
+
+
+_CUDA_TEXT = (
+    "Torch not compiled with CUDA enabled",
+    "Found no NVIDIA driver",
+    "No CUDA GPUs are available",
+    "Distributed package doesn't have NCCL",
+)
+
+
+def record_exception(rec: Recorder, exc: BaseException, label: str) -> None:
+    message = f"{type(exc).__name__}: {exc}"
+    if is_compile_error(exc):
+        import torch
+
+        from distlint.confirm.gb import gb_id, ids_in_message
+
+        registry = os.path.join(
+            os.path.dirname(torch.__file__), "_dynamo", "graph_break_registry.json"
+        )
+        gb_type = getattr(exc, "gb_type", None)
+        text = str(exc)
+        rec.emit(
+            "compile_error",
+            label=label,
+            exc_type=type(exc).__name__,
+            gb_type=gb_type,
+            gb_id=gb_id(gb_type, text, registry),
+            gb_ids=ids_in_message(text),
+            reason=text.strip().splitlines()[0] if text.strip() else type(exc).__name__,
+            message=trim(text),
+            stack=exception_frames(exc),
+        )
+        return
+    kind = "cuda" if isinstance(exc, CudaRequested) or any(t in message for t in _CUDA_TEXT) else ""
+    rec.emit(
+        "raised",
+        label=label,
+        kind=kind,
+        exc_type=type(exc).__name__,
+        message=trim(message),
+        stack=[[f.filename, f.lineno, f.name] for f in traceback.extract_tb(exc.__traceback__)],
+    )
+
+
+# -- targets --------------------------------------------------------------------------------------
+
+
+def load_entry(entry: str) -> Any:
+    """``pkg.module:function`` or ``path/to/file.py:function``."""
+    import importlib
+    import importlib.util
+
+    module_part, _, attr = entry.rpartition(":")
+    if not module_part or not attr:
+        raise ValueError(f"entry {entry!r} must look like 'pkg.module:function'")
+    if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
+        path = Path(module_part).resolve()
+        name = f"_distlint_confirm_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(module_part)
+    target = module
+    for part in attr.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def normalize_calls(result: Any) -> list[tuple[Any, tuple, dict]]:
+    """A factory's result as (callable, args, kwargs) triples."""
+    if isinstance(result, tuple) and result and callable(result[0]):
+        items = [result]
+    else:
+        items = list(result)
+    calls = []
+    for item in items:
+        if not isinstance(item, (tuple, list)) or not item or not callable(item[0]):
+            raise TypeError(
+                "an entry factory must return (callable, args, kwargs) or a list of them, "
+                f"got {type(item).__name__}"
+            )
+        fn = item[0]
+        args = tuple(item[1]) if len(item) > 1 and item[1] is not None else ()
+        kwargs = dict(item[2]) if len(item) > 2 and item[2] is not None else {}
+        calls.append((fn, args, kwargs))
+    return calls
+
+
+def run_entry(rec: Recorder, spec: dict[str, Any]) -> str:
+    factory = load_entry(spec["entry"])
+    calls = normalize_calls(factory())
+    for index, (fn, args, kwargs) in enumerate(calls):
+        label = f"{spec['entry']}[{index}]" if len(calls) > 1 else spec["entry"]
+        started = time.monotonic()
+        try:
+            fn(*args, **kwargs)
+        except Exception as exc:
+            record_exception(rec, exc, label)
+        rec.emit("call", label=label, seconds=round(time.monotonic() - started, 3))
+        rec.flush_lines()
+    return "done"
+
+
+def run_script(rec: Recorder, spec: dict[str, Any]) -> str:
+    import runpy
+
+    script = str(Path(spec["script"]).resolve())
+    sys.argv = [script, *spec.get("argv", [])]
+    sys.path.insert(0, os.path.dirname(script))
+    max_steps = spec.get("max_steps")
+    if max_steps:
+        steps = {"n": 0}
+
+        def count_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+            steps["n"] += 1
+            if steps["n"] >= max_steps:
+                raise StopTarget(f"step limit reached ({max_steps} optimizer steps)")
+
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        register_optimizer_step_post_hook(count_step)
+    time_limit = spec.get("time_limit")
+    if time_limit:
+
+        def on_alarm(signum: int, frame: Any) -> None:
+            raise StopTarget(f"time limit reached ({time_limit:g} s)")
+
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, float(time_limit))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            rec.emit(
+                "raised",
+                label=spec["script"],
+                kind="exit",
+                exc_type="SystemExit",
+                message=f"the script exited with status {exc.code}",
+                stack=[],
+            )
+    except Exception as exc:
+        record_exception(rec, exc, spec["script"])
+    finally:
+        if time_limit:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return "done"
+
+
+def main(argv: list[str]) -> int:
+    started = time.monotonic()
+    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    rec = Recorder(argv[2])
+    for path in reversed(spec.get("sys_path", [])):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    import torch
+
+    install_hooks(rec, spec)
+    rec.emit(
+        "start",
+        torch=torch.__version__,
+        pid=os.getpid(),
+        startup_seconds=round(time.monotonic() - started, 3),
+    )
+    if spec.get("kind") == "script" or spec.get("fake_pg"):
+        from distlint.confirm import fakepg
+
+        fakepg.install(
+            rank=int(spec.get("rank", 0)),
+            world_size=int(spec.get("world_size", 2)),
+            map_cuda=bool(spec.get("map_cuda_to_cpu")),
+            note=lambda text: rec.emit("note", text=text),
+            error=CudaRequested,
+        )
+    reason = "done"
+    try:
+        reason = run_script(rec, spec) if spec.get("kind") == "script" else run_entry(rec, spec)
+    except StopTarget as stop:
+        reason = stop.reason
+        rec.emit("note", text=reason)
+    except Exception as exc:
+        record_exception(rec, exc, spec.get("entry") or spec.get("script") or "target")
+    rec.flush_lines()
+    from torch._dynamo.utils import counters
+
+    rec.emit(
+        "end",
+        reason=reason,
+        graph_break_counter=sum(counters["graph_break"].values()),
+        unique_graphs=counters["stats"].get("unique_graphs", 0),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

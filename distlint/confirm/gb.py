@@ -1,0 +1,70 @@
+"""Graph-break ids (``GBnnnn``) for Dynamo messages, from the installed torch's registry.
+
+torch ships ``torch/_dynamo/graph_break_registry.json`` mapping each id to the ``Gb_type``
+strings (the first line of a graph-break message) it has had. Messages of torch 2.13 also end
+with a documentation link ``.../gb/gbNNNN.html``; that link wins when present.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+_LINK = re.compile(r"/gb/gb(\d{4})\.html")
+LOOP_SKIP_ID = "GB7000"  # "graph break in loop": the whole frame falls back to eager
+
+
+@cache
+def registry(path: str | None = None) -> dict[str, str]:
+    """``Gb_type`` -> id from ``path`` (default: the installed torch's registry file)."""
+    if path is None:
+        path = _default_registry_path()
+        if path is None:
+            return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    mapping: dict[str, str] = {}
+    for gb_id, entries in sorted(data.items()):
+        for entry in entries:
+            gb_type = entry.get("Gb_type") if isinstance(entry, dict) else None
+            if isinstance(gb_type, str):
+                mapping.setdefault(gb_type, gb_id)
+    return mapping
+
+
+def _default_registry_path() -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "_dynamo" / "graph_break_registry.json"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def ids_in_message(message: str) -> list[str]:
+    """Every ``GBnnnn`` that the message's documentation links name, in order, no repeats."""
+    return list(dict.fromkeys(f"GB{number}" for number in _LINK.findall(message)))
+
+
+def gb_id(gb_type: str | None, message: str = "", registry_path: str | None = None) -> str | None:
+    """The id of a break: the message's first non-loop link, else its ``Gb_type`` looked up."""
+    linked = [i for i in ids_in_message(message) if i != LOOP_SKIP_ID]
+    if linked:
+        return linked[0]
+    table = registry(registry_path)
+    if gb_type:
+        found = table.get(gb_type) or table.get(gb_type.strip())
+        if found:
+            return found
+    first = message.strip().splitlines()[0].strip() if message.strip() else ""
+    if first and first in table:
+        return table[first]
+    return LOOP_SKIP_ID if LOOP_SKIP_ID in ids_in_message(message) else None

@@ -1,0 +1,166 @@
+"""Run every target and match what they observed to the static findings."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from distlint.confirm.match import (
+    ConfirmRun,
+    Observation,
+    TargetOutcome,
+    match,
+    normalize,
+    observations_from_events,
+)
+from distlint.confirm.progress import Progress
+from distlint.confirm.sandbox import ChildResult, run_child
+from distlint.confirm.targets import ConfirmSettings, Target
+from distlint.findings import Finding
+
+
+@dataclass
+class Collected:
+    """What the targets observed, before matching."""
+
+    run: ConfirmRun
+    observations: list[Observation] = field(default_factory=list)
+    traced: dict[str, set[int]] = field(default_factory=dict)
+
+
+def collect(
+    targets: list[Target],
+    settings: ConfirmSettings,
+    *,
+    preferred: set[str],
+    progress: Progress | None = None,
+) -> Collected:
+    """Run ``targets`` one after the other in child processes."""
+    progress = progress or Progress(len(targets), enabled=False)
+    collected = Collected(run=ConfirmRun())
+    run = collected.run
+    frames: set[tuple] = set()
+    for target in targets:
+        progress.start(target.name)
+        result = run_child(
+            target.spec(settings),
+            timeout=settings.timeout,
+            memory_mb=settings.memory_mb,
+            cwd=settings.base,
+            tick=progress.tick,
+        )
+        found, lines, tally = observations_from_events(result.events, target.name, preferred)
+        collected.observations += found
+        for path, numbers in lines.items():
+            collected.traced.setdefault(path, set()).update(numbers)
+        for event in result.events:
+            if event.get("event") == "graph" and event.get("frame"):
+                frames.add(tuple(event["frame"][:2]))
+        outcome = outcome_of(target, result, tally)
+        run.targets.append(outcome)
+        run.graphs += tally["graphs"]
+        run.breaks += tally["breaks"]
+        run.compile_errors += tally["errors"]
+        run.library_breaks += tally["library_breaks"]
+        progress.done(describe(outcome), result.seconds)
+    run.roots_compiled = len(frames)
+    return collected
+
+
+def apply(
+    findings: list[Finding],
+    collected: Collected,
+    *,
+    cwd: Path,
+    enabled: Callable[[str], bool] = lambda code: True,
+    read_text: Callable[[str], str | None] | None = None,
+    scope: set[str] | None = None,
+) -> tuple[list[Finding], ConfirmRun]:
+    """Match observations to ``findings``; the run's counts are filled in (a copy)."""
+    out, counts, extra = match(
+        findings,
+        collected.observations,
+        collected.traced,
+        cwd=cwd,
+        enabled=enabled,
+        read_text=read_text,
+        scope=scope,
+    )
+    run = copy.copy(collected.run)
+    run.counts = counts
+    run.observed_only = extra
+    return sorted(out, key=lambda f: f.sort_key), run
+
+
+def run_confirm(
+    findings: list[Finding],
+    targets: list[Target],
+    settings: ConfirmSettings,
+    *,
+    cwd: Path,
+    enabled: Callable[[str], bool] = lambda code: True,
+    progress: Progress | None = None,
+    read_text: Callable[[str], str | None] | None = None,
+    checked_files: list[Path] = (),  # type: ignore[assignment]
+) -> tuple[list[Finding], ConfirmRun]:
+    """Run ``targets``; return the findings with statuses (plus DL901/DL902) and the run."""
+    preferred = {normalize(f.path, cwd) for f in findings}
+    preferred |= {normalize(str(p), cwd) for p in checked_files}
+    collected = collect(targets, settings, preferred=preferred, progress=progress)
+    scope = preferred if checked_files else None
+    return apply(findings, collected, cwd=cwd, enabled=enabled, read_text=read_text, scope=scope)
+
+
+def outcome_of(target: Target, result: ChildResult, tally: dict[str, int]) -> TargetOutcome:
+    outcome = TargetOutcome(
+        name=target.name,
+        seconds=round(result.seconds, 2),
+        status="ok",
+        graphs=tally["graphs"],
+        breaks=tally["breaks"],
+        errors=tally["errors"],
+        frames=tally["frames"],
+        notes=[e.get("text", "") for e in result.events if e.get("event") == "note"],
+    )
+    raised = [e for e in result.events if e.get("event") == "raised"]
+    if result.timed_out:
+        outcome.status = "timeout"
+        outcome.message = f"killed after the {result.seconds:.0f} s timeout"
+    elif raised:
+        first = raised[0]
+        outcome.status = "cuda" if first.get("kind") == "cuda" else "raised"
+        where = _where(first.get("stack", ()))
+        outcome.message = f"raised {first.get('message', '')}{where}".strip()
+    elif not result.ended:
+        outcome.status = "crashed"
+        code = result.returncode
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit {code}"
+        tail = _last_line(result.stderr_tail)
+        outcome.message = f"the child process crashed ({how})" + (f": {tail}" if tail else "")
+    return outcome
+
+
+def _where(stack: list) -> str:
+    from distlint.confirm.match import is_library
+
+    for row in reversed(stack or []):
+        if not is_library(str(row[0])):
+            return f" at {row[0]}:{row[1]}"
+    return ""
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def describe(outcome: TargetOutcome) -> str:
+    if outcome.status != "ok":
+        return f"{outcome.status}: {outcome.message}"
+    parts = [f"{outcome.graphs} graph{'s' * (outcome.graphs != 1)}"]
+    parts.append(f"{outcome.breaks} break{'s' * (outcome.breaks != 1)}")
+    if outcome.errors:
+        parts.append(f"{outcome.errors} compile error{'s' * (outcome.errors != 1)}")
+    return ", ".join(parts)

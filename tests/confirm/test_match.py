@@ -1,0 +1,224 @@
+"""Confirm mode without torch: GB ids, statement spans, matching, settings, reports."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from distlint.confirm import gb
+from distlint.confirm.match import (
+    CONFIRMED,
+    NOT_OBSERVED,
+    NOT_REACHED,
+    ConfirmRun,
+    Observation,
+    TargetOutcome,
+    match,
+    observations_from_events,
+    statement_lines,
+    user_frame,
+)
+from distlint.confirm.progress import Progress
+from distlint.confirm.report import headline_tag, json_properties, sarif_invocation, summary_lines
+from distlint.confirm.targets import ConfirmConfigError, load_settings
+from distlint.findings import Finding, Severity, Span, make_position
+
+SOURCE = """\
+import torch
+
+
+@torch.compile
+def f(x, flag):
+    y = x * 2
+    if (y.sum()
+            > 0):
+        y = y + 1
+    if flag:
+        return y * y.sum().item()
+    return y.cos()
+"""
+
+
+def _finding(path: str, code: str, line: int, col: int = 8, end_col: int = 20) -> Finding:
+    lines = SOURCE.splitlines()
+    span = Span(make_position(lines, line, col - 1), make_position(lines, line, end_col - 1))
+    return Finding(code, "x", Severity.WARNING, "m", path, span)
+
+
+def _obs(path: str, line: int, kind: str = "break", gb_id: str | None = "GB0170") -> Observation:
+    return Observation(
+        kind=kind,
+        path=path,
+        line=line,
+        gb_id=gb_id,
+        gb_type="Data-dependent branching",
+        reason="Data-dependent branching",
+        explanation="Detected data-dependent branching.",
+        target="t",
+        frame=(path, "f", 5),
+    )
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    return path
+
+
+def test_gb_id_prefers_the_documentation_link_and_skips_the_loop_id() -> None:
+    message = (
+        "graph break in loop ... https://meta-pytorch.github.io/compile-graph-break-site/gb/"
+        "gb7000.html ... .../gb/gb0059.html"
+    )
+    assert gb.ids_in_message(message) == ["GB7000", "GB0059"]
+    assert gb.gb_id("graph break in loop", message) == "GB0059"
+
+
+def test_gb_id_falls_back_to_the_registry(tmp_path: Path) -> None:
+    registry = tmp_path / "graph_break_registry.json"
+    registry.write_text(
+        json.dumps({"GB0811": [{"Gb_type": "missing tp_iter"}], "GB0001": [{"Gb_type": "x"}]})
+    )
+    assert gb.gb_id("missing tp_iter", "no link here", str(registry)) == "GB0811"
+    assert gb.gb_id("unknown", "unknown", str(registry)) is None
+
+
+def test_statement_lines_cover_a_multi_line_if_header(source: Path) -> None:
+    finding = _finding(str(source), "DL101", 7)
+    assert statement_lines(str(source), finding.span) == (7, 8)
+
+
+def test_match_gives_each_status(source: Path, tmp_path: Path) -> None:
+    branch = _finding("train.py", "DL101", 7)  # Dynamo reports the jump on line 8
+    item = _finding("train.py", "DL102", 11)
+    cosine = _finding("train.py", "DL104", 12)
+    deadlock = _finding("train.py", "DL201", 9)  # not something a dry run observes
+    traced = {str(source): {6, 7, 8, 9, 10, 12}}
+    out, counts, extra = match(
+        [branch, item, cosine, deadlock], [_obs(str(source), 8)], traced, cwd=tmp_path
+    )
+    statuses = {f.code: dict(f.properties).get("confirmation") for f in out}
+    assert statuses == {
+        "DL101": CONFIRMED,
+        "DL102": NOT_REACHED,
+        "DL104": NOT_OBSERVED,
+        "DL201": None,
+    }
+    assert dict(out[0].properties)["gbId"] == "GB0170"
+    assert counts == {CONFIRMED: 1, NOT_OBSERVED: 1, NOT_REACHED: 1}
+    assert extra == 0
+
+
+def test_unmatched_observations_become_dl901_and_dl902(source: Path, tmp_path: Path) -> None:
+    observations = [_obs(str(source), 6, gb_id="GB0811"), _obs(str(source), 12, kind="error")]
+    out, _, extra = match([], observations, {}, cwd=tmp_path)
+    assert extra == 2
+    by_code = {f.code: f for f in out}
+    assert by_code["DL901"].severity is Severity.WARNING
+    assert by_code["DL902"].severity is Severity.ERROR
+    assert by_code["DL901"].path == "train.py"
+    assert (by_code["DL901"].span.start.line, by_code["DL901"].span.start.column) == (6, 5)
+    assert dict(by_code["DL901"].properties)["gbId"] == "GB0811"
+    assert "No static rule predicted it" in by_code["DL901"].message
+    assert by_code["DL902"].message.startswith("The confirm run failed to compile here")
+    assert by_code["DL901"].related[0].message == "compiled frame `f`"
+
+
+def test_dl901_respects_disabled_codes_and_noqa(source: Path, tmp_path: Path) -> None:
+    out, _, _ = match([], [_obs(str(source), 6)], {}, cwd=tmp_path, enabled=lambda c: False)
+    assert out == []
+    source.write_text(SOURCE.replace("y = x * 2", "y = x * 2  # noqa: DL901"), encoding="utf-8")
+    out, _, _ = match([], [_obs(str(source), 6)], {}, cwd=tmp_path)
+    assert out == []
+
+
+def test_events_pick_the_innermost_user_frame_and_count_library_breaks(tmp_path: Path) -> None:
+    user = str(tmp_path / "model.py")
+    torch_file = "/usr/lib/python3/site-packages/torch/nn/parallel/distributed.py"
+    events = [
+        {"event": "graph", "frame": [user, "forward", 3], "ops": 4},
+        {
+            "event": "break",
+            "gb_type": "Unsupported method call",
+            "gb_id": "GB0156",
+            "message": "Unsupported method call\n  Explanation: no.",
+            "stack": [[user, 10, "forward"], [torch_file, 1650, "_pre_forward"]],
+        },
+        {"event": "break", "gb_type": "x", "stack": [[torch_file, 1, "forward"]]},
+        {"event": "lines", "file": user, "lines": [9, 10]},
+    ]
+    observations, lines, tally = observations_from_events(events, "t", set())
+    assert [(o.path, o.line, o.gb_id, o.explanation) for o in observations] == [
+        (user, 10, "GB0156", "no.")
+    ]
+    assert lines == {user: {9, 10}}
+    assert tally["graphs"] == 1 and tally["library_breaks"] == 1 and tally["breaks"] == 1
+    assert user_frame([[user, 5, "f"]], {user}) == (user, 5)
+
+
+def test_settings_from_pyproject(tmp_path: Path) -> None:
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        '[tool.distlint.confirm]\nentries = ["pkg.mod:make"]\ntimeout = 5\nworld-size = 4\n'
+    )
+    settings = load_settings(config)
+    assert settings.entries == ("pkg.mod:make",)
+    assert (settings.timeout, settings.world_size, settings.base) == (5.0, 4, tmp_path.resolve())
+    config.write_text("[tool.distlint.confirm]\ntimeot = 5\n")
+    with pytest.raises(ConfirmConfigError, match="did you mean 'timeout'"):
+        load_settings(config)
+    config.write_text('[tool.distlint.confirm]\nentries = "pkg.mod:make"\n')
+    with pytest.raises(ConfirmConfigError, match="must be a list of strings"):
+        load_settings(config)
+
+
+def test_report_helpers() -> None:
+    lines = SOURCE.splitlines()
+    span = Span(make_position(lines, 1, 0), make_position(lines, 1, 5))
+    finding = Finding(
+        "DL101",
+        "x",
+        Severity.WARNING,
+        "m",
+        "a.py",
+        span,
+        properties=(("confirmation", CONFIRMED), ("gbId", None)),
+    )
+    assert headline_tag(finding) == " [confirmed]"
+    assert json_properties(finding) == {"confirmation": "confirmed"}
+    run = ConfirmRun(
+        targets=[TargetOutcome("a:b", 1.0, "ok"), TargetOutcome("c:d", 5.0, "timeout", "killed")],
+        roots_compiled=2,
+        graphs=3,
+        breaks=1,
+        counts={CONFIRMED: 1, NOT_OBSERVED: 2, NOT_REACHED: 0},
+    )
+    text = summary_lines(run)
+    assert text[0] == (
+        "Confirm: 2 targets, 2 roots compiled, 3 graphs, 1 break; 1 confirmed, "
+        "2 not observed, 0 not reached."
+    )
+    assert text[1] == "confirm: target c:d: timeout: killed"
+    from distlint.reporters.sarif import to_json_dict
+
+    invocation = to_json_dict(sarif_invocation(run))
+    assert invocation["executionSuccessful"] is False
+    assert invocation["properties"]["confirm"]["confirmed"] == 1
+    assert "c:d" in invocation["toolExecutionNotifications"][0]["message"]["text"]
+
+
+def test_progress_writes_only_to_a_terminal() -> None:
+    stream = io.StringIO()
+    progress = Progress(2, stream=stream, enabled=True)
+    progress.start("a:b")
+    progress.tick(1.0)
+    progress.done("1 graph, 0 breaks", 1.2)
+    assert "confirm [1/2] a:b ... 1.0 s" in stream.getvalue()
+    assert stream.getvalue().endswith("confirm [1/2] a:b: 1 graph, 0 breaks (1.2 s)\n")
+    quiet = io.StringIO()
+    Progress(1, stream=quiet).start("x")  # StringIO is not a TTY
+    assert quiet.getvalue() == ""
