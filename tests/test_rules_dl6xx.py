@@ -222,12 +222,6 @@ def test_dl604_traps() -> None:
             y2 = f(x)
             return total, y2
 
-        def marked(loader):
-            kept = []
-            for batch in loader:
-                torch.compiler.cudagraph_mark_step_begin()
-                kept.append(f(batch))
-
         def rebinding(x):
             y = f(x)
             y = f(y)
@@ -241,6 +235,31 @@ def test_dl604_traps() -> None:
         "DL604",
     )
     assert found == []
+
+
+def test_dl604_mark_step_begin_does_not_protect_a_kept_output() -> None:
+    """GPU (H200, torch 2.11): with cudagraph_mark_step_begin() before each call, a kept output
+    still held the next call's values (experiments/results/one_gpu_checks-h200-torch2.11.json).
+    """
+    found = findings(
+        """\
+        import torch
+
+        @torch.compile(mode="reduce-overhead")
+        def f(x):
+            return x * 2
+
+        def marked(loader):
+            kept = []
+            for batch in loader:
+                torch.compiler.cudagraph_mark_step_begin()
+                kept.append(f(batch))
+            return kept
+        """,
+        "DL604",
+    )
+    assert lines(found) == [11]
+    assert "does not prevent this" in found[0].message
 
 
 @pytest.mark.torch

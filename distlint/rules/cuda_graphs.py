@@ -63,7 +63,6 @@ _COLLECTIVES = frozenset(
     }
 )
 _FUNCOL = "torch.distributed._functional_collectives."
-_MARK_STEP = "torch.compiler.cudagraph_mark_step_begin"
 
 # A capture needs one of these words in the file: ``graph`` (``torch.cuda.graph`` and its
 # aliases: the import line names it), ``capture_begin`` or ``make_graphed_callables``.
@@ -519,7 +518,6 @@ class _OutputUse:
     def scan(self, body: cst.BaseSuite) -> None:
         events: list[tuple[str, cst.CSTNode, str | None]] = []
         scanner = self
-        resolve = self.rule.ctx.resolve
 
         class Events(cst.CSTVisitor):
             def __init__(self) -> None:
@@ -541,9 +539,6 @@ class _OutputUse:
                 self.loops -= 1
 
             def visit_Call(self, node: cst.Call) -> None:
-                if resolve(node.func) == _MARK_STEP:
-                    events.append(("mark", node, None))
-                    return
                 # list.append(f(x)) inside a loop keeps every step's output
                 if (
                     self.loops
@@ -581,36 +576,39 @@ class _OutputUse:
         calls = 0
         last_call: cst.CSTNode | None = None
         reported: set[str] = set()
-        marked = False
         for kind, node, name in events:
-            if kind == "mark":
-                marked = True
-            elif kind == "call":
+            # `cudagraph_mark_step_begin()` does not protect a kept output: on an H200 the
+            # kept value was silently overwritten with and without it (rules/DL604.md).
+            if kind == "call":
                 calls += 1
                 last_call = node
             elif kind == "bind" and name is not None:
                 bound[name] = (calls, node)
             elif kind == "unbind" and name is not None:
                 bound.pop(name, None)
-            elif kind == "keep" and not marked:
+            elif kind == "keep":
                 self.rule.report(
                     node,
                     "The output of a reduce-overhead (CUDA graph) callable is kept across steps: "
-                    "the next replay overwrites it, and reading it then raises (GPU) "
-                    "`RuntimeError: Error: accessing tensor output of CUDAGraphs that has been "
-                    "overwritten by a subsequent run`. Keep `.clone()` (or a Python value) "
-                    "instead, or call `torch.compiler.cudagraph_mark_step_begin()` each step.",
+                    "the next replay overwrites it in place. While the graph is being recorded, "
+                    "reading it raises `RuntimeError: Error: accessing tensor output of "
+                    "CUDAGraphs that has been overwritten by a subsequent run`; once recorded, "
+                    "it silently holds the later step's values (GPU, torch 2.11; "
+                    "`cudagraph_mark_step_begin()` does not prevent this). Keep `.clone()` (or "
+                    "a Python value) instead.",
                 )
-            elif kind == "read" and name in bound and name not in reported and not marked:
+            elif kind == "read" and name in bound and name not in reported:
                 when, _ = bound[name]
                 if calls > when and last_call is not None:
                     reported.add(name)
                     self.rule.report(
                         node,
                         f"`{name}` holds the output of a reduce-overhead (CUDA graph) call that "
-                        "a later call has overwritten: reading it raises (GPU) `RuntimeError: "
-                        "Error: accessing tensor output of CUDAGraphs that has been overwritten "
-                        "by a subsequent run`. `.clone()` it before the next call, or call "
-                        "`torch.compiler.cudagraph_mark_step_begin()` before each call.",
+                        "a later call has overwritten in place: while the graph is being "
+                        "recorded, reading it raises `RuntimeError: Error: accessing tensor "
+                        "output of CUDAGraphs that has been overwritten by a subsequent run`; "
+                        "once recorded, it silently holds the later call's values (GPU, torch "
+                        "2.11; `cudagraph_mark_step_begin()` does not prevent this). `.clone()` "
+                        "it before the next call.",
                         related_nodes=((last_call, "overwritten by this call"),),
                     )
