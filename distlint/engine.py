@@ -360,8 +360,10 @@ def _finish(
     crashed = {e.rule for e in errors}
     reports = [r for r in ctx.reports if r.rule.code not in crashed]
     records = tuple((code, data) for code, data in ctx.records if code not in crashed)
-    lines = _NEWLINES.split(text)
     eager = ctx.settle_located()
+    if not reports and not extra and not eager and "DL001" not in settings.enabled:
+        return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
+    lines = _NEWLINES.split(text)
     ranges = _report_ranges(ctx.module, reports, [node for _, node in eager])
     for item, node in eager:
         item.span = _span(ranges.get(node), lines)

@@ -61,9 +61,33 @@ def decode_source(data: bytes) -> str:
     return text
 
 
+_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
+_INNERMOST_PAIRS = re.compile(r"\(\)|\[\]|\{\}")
+_SHALLOW_ROUNDS = 40
+
+
+def _shallow(text: str) -> bool:
+    """Fast path: the brackets (strings included) nest at most 40 deep, peeled in C.
+
+    Each round removes the innermost pairs; a balanced sequence of depth d is empty after d
+    rounds. Anything else (deep, or unbalanced through brackets in strings) gets the exact scan.
+    """
+    brackets = _NOT_BRACKETS.sub("", text)
+    for _ in range(_SHALLOW_ROUNDS):
+        if not brackets:
+            return True
+        peeled = _INNERMOST_PAIRS.sub("", brackets)
+        if len(peeled) == len(brackets):
+            return False
+        brackets = peeled
+    return not brackets
+
+
 def check_nesting(text: str) -> None:
     """Raise SourceError when brackets nest deeper than CPython accepts."""
     if text.count("(") + text.count("[") + text.count("{") <= MAX_BRACKET_DEPTH:
+        return
+    if _shallow(text):
         return
     depth = 0
     for match in _BRACKETS.finditer(text):
