@@ -170,3 +170,14 @@ def test_cuda_request_fails_with_a_clear_message() -> None:
     (outcome,) = collected.run.targets
     assert outcome.status == "cuda"
     assert "runs on CPU" in outcome.message and "--map-cuda-to-cpu" in outcome.message
+
+
+@pytest.mark.slow
+def test_cuda_request_is_mapped_to_cpu_when_asked() -> None:
+    target = script_target(FIXTURES / "train_cuda.py", ())
+    settings = _settings(timeout=120, max_steps=2, map_cuda_to_cpu=True)
+    collected = collect([target], settings, preferred=_preferred())
+    (outcome,) = collected.run.targets
+    assert outcome.status == "ok", outcome
+    assert "step limit reached (2 optimizer steps)" in " ".join(outcome.notes)
+    assert collected.run.graphs >= 1
