@@ -1,72 +1,28 @@
 """Proof for DL107-DL109 and DL105's FSDP2 case: what torch 2.13 does with the fixtures.
 
-All fixture files run in ONE subprocess (torch is imported once). Every ``case_*`` function
-runs after ``torch._dynamo.reset()`` with Dynamo's counters cleared; we keep its return value
-(the shapes it got through, the compiled and eager results, the hook count), the exception,
-the graphs compiled and the reasons Dynamo gave up (``counters["unimplemented"]``).
+The fixtures run with all DL1xx fixtures in ONE subprocess (``tests/proof/dynamo_cases.py``,
+shared with test_proof_dl1xx.py). From each ``case_*`` function we read its return value (the
+shapes it got through, the compiled and eager results, the hook count), the exception, the
+graphs compiled and the reasons Dynamo gave up (``counters["unimplemented"]``).
 Distributed cases use the fake process group (dynamo-facts §0) and destroy it themselves.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import re
-import subprocess
-import sys
-from dataclasses import dataclass
 
 import pytest
 
 from tests.expectations import expected_findings
-from tests.proof.harness import FIXTURES, REPO
+from tests.proof.dynamo_cases import Run, cases, dynamo_runs
+from tests.proof.harness import FIXTURES
 
 pytestmark = [
     pytest.mark.torch,
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch"),
 ]
 
-MARKER = "DISTLINT-DL107-RESULT:"
-SCRIPT = r"""
-import importlib.util, json, sys, traceback
-import torch, torch._dynamo
-from torch._dynamo.utils import counters
-
-results = {}
-for path in sys.argv[1:]:
-    saved = torch._dynamo.config.get_config_copy()
-    spec = importlib.util.spec_from_file_location("fixture_" + path.replace("/", "_"), path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    outcomes = {}
-    for name in [n for n in vars(module) if n.startswith("case_")]:
-        torch._dynamo.reset()
-        counters.clear()
-        value = None
-        try:
-            value = getattr(module, name)()
-        except BaseException as exc:
-            ok, kind = False, f"{type(exc).__module__}.{type(exc).__qualname__}"
-            message = str(exc)[:3000]
-            tb = "".join(traceback.format_exception(exc))[-3000:]
-        else:
-            ok, kind, message, tb = True, None, "", ""
-        outcomes[name] = {
-            "ok": ok,
-            "type": kind,
-            "message": message,
-            "traceback": tb,
-            "value": value,
-            "graphs": counters["stats"].get("unique_graphs", 0),
-            "breaks": sorted(counters["graph_break"]),
-            "unimplemented": sorted(counters["unimplemented"]),
-        }
-    results[path] = outcomes
-    torch._dynamo.config.load_config(saved)
-    torch._dynamo.reset()
-print("MARKER" + json.dumps(results))
-""".replace("MARKER", MARKER)
 
 FILES = [
     "fixtures/DL107/bad.py",
@@ -85,42 +41,13 @@ FILES = [
 LIMIT_HIT = "torch._dynamo.exc.FailOnRecompileLimitHit"
 
 
-@dataclass(frozen=True)
-class Run:
-    ok: bool
-    type: str | None
-    message: str
-    traceback: str
-    value: object
-    graphs: int
-    breaks: list[str]
-    unimplemented: list[str]
+def test_every_fixture_ran(runs: dict[str, dict[str, Run]]) -> None:
+    assert set(FILES) <= set(runs)
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, dict[str, Run]]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("TORCH_LOGS", None)  # an empty TORCH_LOGS crashes `import torch` (dynamo-facts §0)
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, *FILES],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    for line in proc.stdout.splitlines():
-        if line.startswith(MARKER):
-            raw = json.loads(line[len(MARKER) :])
-            return {
-                path: {name: Run(**data) for name, data in cases.items()}
-                for path, cases in raw.items()
-            }
-    raise AssertionError(f"no result (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-
-
-def cases(runs: dict[str, dict[str, Run]], code: str, kind: str) -> dict[str, Run]:
-    return runs[f"fixtures/{code}/{kind}.py"]
+    return dynamo_runs()
 
 
 def flagged_lines(code: str, kind: str = "bad") -> set[int]:

@@ -1,122 +1,32 @@
 """Proof for DL101-DL110: what torch 2.13 does with the fixtures' compiled functions.
 
-All fixture files of the DL1xx rules run in ONE subprocess (torch is imported once): every
-``case_*`` function runs after ``torch._dynamo.reset()`` with Dynamo's counters cleared, and
-the dynamo config is restored between files (some fixtures set module-level config). For each
-case we keep the exception (``fullgraph=True`` failures), the graph-break reasons from
-``torch._dynamo.utils.counters["graph_break"]`` (``explain()`` under-reports, dynamo-facts §0)
-and the number of graphs compiled. Bad cases must fail or break as the rule says; good cases
+All fixture files of the DL1xx rules run in ONE subprocess (``tests/proof/dynamo_cases.py``):
+for each case we read the exception (``fullgraph=True`` failures), the graph-break reasons
+from ``counters["graph_break"]`` (``explain()`` under-reports, dynamo-facts §0) and the number
+of graphs compiled. Bad cases must fail or break as the rule says; good cases
 and traps must compile without a break.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import re
-import subprocess
-import sys
-from dataclasses import dataclass
 
 import pytest
 
 from tests.expectations import expected_findings
-from tests.proof.harness import FIXTURES, REPO
+from tests.proof.dynamo_cases import Run, cases, dynamo_runs
+from tests.proof.harness import FIXTURES
 
 pytestmark = [
     pytest.mark.torch,
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch"),
 ]
 
-MARKER = "DISTLINT-DL1XX-RESULT:"
-SCRIPT = r"""
-import importlib.util, json, sys, traceback
-import torch, torch._dynamo
-from torch._dynamo.utils import counters
-
-results = {}
-for path in sys.argv[1:]:
-    saved = torch._dynamo.config.get_config_copy()
-    spec = importlib.util.spec_from_file_location("fixture_" + path.replace("/", "_"), path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    outcomes = {}
-    for name in [n for n in vars(module) if n.startswith("case_")]:
-        torch._dynamo.reset()
-        counters.clear()
-        try:
-            getattr(module, name)()
-        except BaseException as exc:
-            ok, kind = False, f"{type(exc).__module__}.{type(exc).__qualname__}"
-            message = str(exc)[:3000]
-            tb = "".join(traceback.format_exception(exc))[-3000:]
-        else:
-            ok, kind, message, tb = True, None, "", ""
-        outcomes[name] = {
-            "ok": ok,
-            "type": kind,
-            "message": message,
-            "traceback": tb,
-            "breaks": sorted(counters["graph_break"]),
-            "graphs": counters["stats"].get("unique_graphs", 0),
-        }
-    results[path] = outcomes
-    torch._dynamo.config.load_config(saved)
-    torch._dynamo.reset()
-print("MARKER" + json.dumps(results))
-""".replace("MARKER", MARKER)
-
-RULES = [f"DL{n}" for n in range(101, 111)]
-
-
-@dataclass(frozen=True)
-class Run:
-    ok: bool
-    type: str | None
-    message: str
-    traceback: str
-    breaks: list[str]
-    graphs: int
-
-    @property
-    def gb_ids(self) -> set[str]:
-        return {m.upper() for b in self.breaks for m in re.findall(r"gb\d{4}", b)}
-
-
-def _fixture_files() -> list[str]:
-    files = []
-    for code in RULES:
-        folder = FIXTURES / code
-        if folder.is_dir():
-            files += sorted(str(p.relative_to(REPO)) for p in folder.glob("*.py"))
-    return files
-
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, dict[str, Run]]:
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONBREAKPOINT="0")
-    env.pop("TORCH_LOGS", None)  # an empty TORCH_LOGS crashes `import torch` (dynamo-facts §0)
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, *_fixture_files()],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    for line in proc.stdout.splitlines():
-        if line.startswith(MARKER):
-            raw = json.loads(line[len(MARKER) :])
-            return {
-                path: {name: Run(**data) for name, data in cases.items()}
-                for path, cases in raw.items()
-            }
-    raise AssertionError(f"no result (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-
-
-def cases(runs: dict[str, dict[str, Run]], code: str, kind: str) -> dict[str, Run]:
-    return runs[f"fixtures/{code}/{kind}.py"]
+    return dynamo_runs()
 
 
 def frame_line(run: Run, code: str, kind: str = "bad") -> set[int]:
