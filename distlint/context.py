@@ -129,6 +129,7 @@ class FileContext:
         self._local_ranks: object = None
         self._function_tables: dict[cst.FunctionDef, ImportTable] = {}
         self._resolved: dict[int, str | None] = {}
+        self._dynamo_config: dict[str, object] | None = None
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
         self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
 
@@ -268,6 +269,15 @@ class FileContext:
             make_position(lines, found.start_line, found.start_column),
             make_position(lines, found.end_line, found.end_column),
         )
+
+    @property
+    def dynamo_config(self) -> dict[str, object]:
+        """This file's module-level ``torch._dynamo.config.X = value`` settings, by ``X``."""
+        if self._dynamo_config is None:
+            from distlint.semantic.collect import dynamo_config
+
+            self._dynamo_config = dynamo_config(self.module.body, self.imports.resolve)
+        return self._dynamo_config
 
     # -- rank taint ------------------------------------------------------------------------------
 

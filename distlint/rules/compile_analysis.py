@@ -1,10 +1,8 @@
 """Shared static guesses for the DL1xx rules (graph breaks inside compiled regions).
 
-Nothing here is a rule. It answers three questions from the source of one file, without
-importing torch:
+Nothing here is a rule. It answers two questions from the source of one file, without
+importing torch (the file's module-level dynamo config is ``FileContext.dynamo_config``):
 
-* which module-level ``torch._dynamo.config`` settings the file makes
-  (:func:`dynamo_config`);
 * whether an expression is probably a tensor (:class:`TensorGuess`): calls of ``torch.*``
   functions, tensor methods, comparisons involving those, names assigned only from such
   values, parameters annotated ``torch.Tensor``. Shapes, dtypes, devices, ``len()``,
@@ -21,28 +19,6 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.imports import dotted_name, scope_statements
-from distlint.regions import literal_value
-
-DYNAMO_CONFIG = "torch._dynamo.config."
-
-# -- module-level dynamo config ----------------------------------------------------------------
-
-
-def dynamo_config(module: cst.Module, resolve) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    """Literal values assigned to ``torch._dynamo.config.X`` at module level (last one wins).
-
-    ``resolve`` maps an expression to its canonical dotted name (``FileContext.imports.resolve``).
-    """
-    found: dict[str, object] = {}
-    for stmt in scope_statements(module.body):
-        if not isinstance(stmt, cst.Assign):
-            continue
-        for target in stmt.targets:
-            name = resolve(target.target)
-            if name is not None and name.startswith(DYNAMO_CONFIG):
-                found[name[len(DYNAMO_CONFIG) :]] = literal_value(stmt.value)
-    return found
-
 
 # -- tensor guess --------------------------------------------------------------------------------
 

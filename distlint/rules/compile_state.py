@@ -23,7 +23,7 @@ from distlint.findings import Severity
 from distlint.imports import scope_statements
 from distlint.positions import node_ranges
 from distlint.rules.compile_analysis import function_nodes, own_nodes
-from distlint.rules.graph_breaks import _RegionRule, module_dynamo_config
+from distlint.rules.graph_breaks import _RegionRule
 from distlint.semantic.link import Root
 
 DIST = "torch.distributed."
@@ -297,7 +297,7 @@ class RecompileLimit(_RegionRule):
         bindings = compiled_bindings(self.ctx)
         if not bindings:
             return
-        config = module_dynamo_config(self.ctx)
+        config = self.ctx.dynamo_config
         for flow in flows(self.ctx):
             for event in flow.of("call"):
                 for binding in bindings.get(event.name, ()):

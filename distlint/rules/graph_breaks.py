@@ -22,22 +22,12 @@ from distlint.rules.compile_analysis import (
     TensorGuess,
     classify_conversion,
     conversion_kind,
-    dynamo_config,
     own_nodes,
     tensor_branches,
     truth_tested,
 )
 
 GB_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb{}.html"
-
-
-def module_dynamo_config(ctx) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    """Module-level ``torch._dynamo.config.X = value`` settings of the checked file (cached)."""
-    cached = getattr(ctx, "_dl1xx_dynamo_config", None)
-    if cached is None:
-        cached = dynamo_config(ctx.module, ctx.imports.resolve)
-        ctx._dl1xx_dynamo_config = cached
-    return cached
 
 
 class _RegionRule(Rule):
@@ -52,7 +42,7 @@ class _RegionRule(Rule):
 
     @property
     def config(self) -> dict[str, object]:
-        return module_dynamo_config(self.ctx)
+        return self.ctx.dynamo_config
 
     def guess(self) -> TensorGuess:
         """The tensor guess of the innermost enclosing function."""

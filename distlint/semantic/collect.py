@@ -8,13 +8,13 @@ exits of branches that may depend on the rank.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from distlint.imports import ImportTable, dotted_name
-from distlint.regions import DISABLE_FUNCTIONS, is_literal, literal_value
+from distlint.regions import is_literal, literal_value
 from distlint.semantic.collectives import (
     FULLY_SHARD,
     WRAPPERS,
@@ -167,7 +167,7 @@ class Collector:
         summary = FunctionSummary(f"{self.key}:{MODULE_CODE}", MODULE_CODE, self.ctx.path, None)
         scope = _Scope(summary, None, self.ctx.imports, None, None, self.taint.module_env)
         self.summary.functions[summary.id] = summary
-        self._declare(scope, module.body, "")
+        self._declare(scope, self.taint.scan(module), "")
         self._prescan(scope, self.taint.scan(module))
         summary.effects = self._block(scope, module.body, "")
         for name, entries in scope.assigned.items():
@@ -180,14 +180,14 @@ class Collector:
             resolved = self.ctx.imports.resolve_name(name)
             if resolved is not None:
                 self.summary.exports.setdefault(name, ("g", resolved))
-        self.summary.dynamo_flags = _dynamo_flags(module.body, self.ctx.imports)
+        self.summary.dynamo_flags = self.ctx.dynamo_config
         return self.summary
 
     # -- definitions -------------------------------------------------------------------------
 
-    def _declare(self, scope: _Scope, body: Sequence[cst.CSTNode], prefix: str) -> None:
+    def _declare(self, scope: _Scope, scan: ScopeScan, prefix: str) -> None:
         """Register the defs and classes a scope binds, so calls before them resolve."""
-        for node in _scope_defs(body):
+        for node in (*scan.functions, *scan.classes):
             scope.defs[node.name.value] = f"{self.key}:{prefix}{node.name.value}"
 
     def _function(
@@ -234,10 +234,10 @@ class Collector:
         env = self.taint.env_for(node, table.resolve)
         scope = _Scope(summary, node, table, parent, class_id, env)
         scope.params = set(params)
-        if class_id is not None and params and not _is_static(node, table):
+        if class_id is not None and params and not _is_static(node):
             scope.self_name = params[0]
         body = _body_of(node)
-        self._declare(scope, body, f"{qualname}.<locals>.")
+        self._declare(scope, self.taint.scan(node), f"{qualname}.<locals>.")
         self._prescan(scope, self.taint.scan(node))
         saved = self._rank_depth
         self._rank_depth = 0
@@ -301,8 +301,7 @@ class Collector:
         params = [p.name.value for p in _params(node.params)]
         scope.params = set(params)
         scope.self_name = params[0] if params else None
-        body = _body_of(node)
-        self._declare(scope, body, f"{qualname}.{node.name.value}.<locals>.")
+        self._declare(scope, self.taint.scan(node), f"{qualname}.{node.name.value}.<locals>.")
         self._prescan(scope, self.taint.scan(node))
         return scope
 
@@ -815,7 +814,7 @@ def _params(params: cst.Parameters) -> Iterator[cst.Param]:
         yield params.star_kwarg
 
 
-def _is_static(node: cst.FunctionDef, table: ImportTable) -> bool:
+def _is_static(node: cst.FunctionDef) -> bool:
     for decorator in node.decorators:
         if (
             isinstance(decorator.decorator, cst.Name)
@@ -838,14 +837,6 @@ def _unwrap(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
                 yield from _unwrap(child)
 
 
-def _scope_defs(body: Sequence[cst.CSTNode]) -> Iterator[cst.FunctionDef | cst.ClassDef]:
-    for stmt in body:
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-            yield stmt
-        elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-            yield from _unwrap(stmt)
-
-
 def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:
     from distlint.imports import scope_statements
 
@@ -865,29 +856,28 @@ def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:
                         yield head.split(".", 1)[0]
 
 
-_DYNAMO_CONFIG_PREFIXES = ("torch._dynamo.config.", "torch._inductor.config.")
+DYNAMO_CONFIG = "torch._dynamo.config."
 
 
-def _dynamo_flags(body: Sequence[cst.CSTNode], table: ImportTable) -> dict[str, object]:
-    """Module-level ``torch._dynamo.config.X = <literal>`` settings (last one wins)."""
+def dynamo_config(
+    body: Sequence[cst.CSTNode], resolve: Callable[[cst.BaseExpression], str | None]
+) -> dict[str, object]:
+    """Module-level ``torch._dynamo.config.X = value`` settings, by ``X`` (last one wins).
+
+    A value that is not a literal is kept as ``"<expr>"``: the setting is then unknown.
+    """
     from distlint.imports import scope_statements
 
-    flags: dict[str, object] = {}
+    found: dict[str, object] = {}
     for stmt in scope_statements(body):
         if not isinstance(stmt, cst.Assign):
             continue
         value = literal_value(stmt.value)
-        if not is_literal(value):
-            continue
         for target in stmt.targets:
-            name = table.resolve(target.target)
-            if name is not None and name.startswith(_DYNAMO_CONFIG_PREFIXES):
-                flags[name] = value
-    return flags
+            name = resolve(target.target)
+            if name is not None and name.startswith(DYNAMO_CONFIG):
+                found[name[len(DYNAMO_CONFIG) :]] = value if is_literal(value) else "<expr>"
+    return found
 
 
-def is_disabled_decorator(value: Value) -> bool:
-    return value[0] == "g" and value[1] in DISABLE_FUNCTIONS
-
-
-__all__ = ["Collector", "is_disabled_decorator"]
+__all__ = ["Collector", "dynamo_config"]

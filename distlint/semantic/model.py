@@ -116,5 +116,5 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     compile_sites: list[tuple[str, CompileSite]] = field(default_factory=list)  # (scope id, site)
-    dynamo_flags: dict[str, object] = field(default_factory=dict)
+    dynamo_flags: dict[str, object] = field(default_factory=dict)  # torch._dynamo.config.X
     enabled: frozenset[str] = frozenset()  # rule codes enabled for this file

@@ -53,10 +53,6 @@ class Region:
         return any(root.fullgraph for root in self.roots)
 
     @property
-    def modes(self) -> frozenset[str]:
-        return frozenset(root.mode for root in self.roots if root.mode)
-
-    @property
     def cudagraphs(self) -> bool:
         """Whether some root replays CUDA graphs (mode="reduce-overhead" or the option)."""
         return any(root.mode == "reduce-overhead" or root.options_cudagraphs for root in self.roots)
