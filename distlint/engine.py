@@ -163,7 +163,8 @@ def _enabled_of(result: FileResult) -> frozenset[str]:
 
 
 def needs_second_pass(facts: ProjectFacts, module_key: str, findings: list[Finding] | None) -> bool:
-    """Whether a file must be walked again: it holds compiled code or project findings."""
+    """Whether a file must be walked again: it holds or compiles compiled code, or has project
+    findings."""
     return bool(findings) or facts.has_regions(module_key)
 
 

@@ -6,6 +6,7 @@ behaves as the messages say.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 from distlint.config import FileSettings
 from distlint.engine import check_source
@@ -423,3 +424,30 @@ def test_dl108_across_modules(tmp_path) -> None:
     )
     # the read lives in another file: not reported (the region's source is not in train.py)
     assert [f.code for r in results.values() for f in r.findings] == []
+
+
+def test_dl107_reads_the_setting_in_the_compiled_module_s_file(tmp_path: Path) -> None:
+    results = check_sources(
+        tmp_path,
+        {
+            "model.py": """
+            import torch
+            import torch._dynamo
+            torch._dynamo.config.automatic_dynamic_shapes = False
+
+            class Net(torch.nn.Module):
+                def forward(self, x):
+                    return x * 2
+            """,
+            "train.py": """
+            import torch
+            from model import Net
+
+            model = torch.compile(Net())
+            for n in range(20):
+                model(torch.ones(n))
+            """,
+        },
+        enabled=["DL107"],
+    )
+    assert [(f.code, f.span.start.line) for f in results["train.py"].findings] == [("DL107", 7)]

@@ -75,7 +75,8 @@ class ProjectFacts:
         return Region(roots, direct)
 
     def has_regions(self, module_key: str) -> bool:
-        """Whether some function of this module is in a compiled region."""
+        """Whether this module holds compiled code or compiles some (a compile root's site):
+        region rules read both the compiled functions and the code that calls them."""
         return module_key in self._modules_with_regions
 
     def is_rank_function(self, dotted: str) -> bool:
@@ -104,11 +105,12 @@ class ProjectFacts:
         )
 
     def dynamo_flags_for(self, function_id: str) -> dict[str, object]:
-        """Module-level dynamo/inductor config of the function's module and its roots'."""
+        """Module-level dynamo config (by setting name) of the function's module and its
+        roots' compiled functions' modules."""
         flags: dict[str, object] = {}
         modules = [self.function_module.get(function_id)]
         for root in self.regions.get(function_id, ()):
-            modules.append(self.function_module.get(_scope_of_root(self, root)))
+            modules.append(self.function_module.get(root.target))
         for module in modules:
             if module is not None:
                 flags.update(module.dynamo_flags)
@@ -391,6 +393,7 @@ def _roots(facts: ProjectFacts) -> None:
     facts.resolve(site.span for _, site, _, _, _ in found)
     seen: set[tuple] = set()
     for module, site, function, kind, options in found:
+        facts._modules_with_regions.add(module.key)
         info = _root_info(module, site, function, kind, options)
         key = (info.path, info.span, function)
         if key not in seen:
@@ -460,7 +463,3 @@ def _rank_functions(facts: ProjectFacts) -> None:
                 rank.add(fid)
                 changed = True
     facts.rank_functions = rank
-
-
-def _scope_of_root(facts: ProjectFacts, root: RootInfo) -> str:
-    return root.target
