@@ -15,7 +15,6 @@ every other rule's findings are still reported.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -43,11 +42,9 @@ from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
 from distlint.semantic.spans import SourceLookup, lazy_resolution
-from distlint.source import SourceError, check_nesting, decode_source
+from distlint.source import NEWLINES, SourceError, check_nesting, decode_source
 from distlint.suppressions import SuppressionIndex, scan
 from distlint.walker import walk
-
-_NEWLINES = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -364,7 +361,7 @@ def _finish(
     eager = ctx.settle_located()
     if not reports and not extra and not eager and "DL001" not in settings.enabled:
         return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
-    lines = _NEWLINES.split(text)
+    lines = NEWLINES.split(text)
     ranges = _report_ranges(ctx.module, reports, [node for _, node in eager])
     for item, node in eager:
         item.span = _span(ranges.get(node), lines)
@@ -476,7 +473,7 @@ def _unparsable(
 ) -> FileResult:
     from distlint.rules.tool import SyntaxErrorRule
 
-    lines = _NEWLINES.split(text) if text is not None else [""]
+    lines = NEWLINES.split(text) if text is not None else [""]
     line = max(1, min(line, len(lines)))
     column = max(0, min(column, len(lines[line - 1])))
     position = make_position(lines, line, column)

@@ -14,6 +14,8 @@ import io
 import re
 import tokenize
 
+# Line breaks as Python and LibCST count them (positions, snippets, LSP ranges).
+NEWLINES = re.compile(r"\r\n|\r|\n")
 MAX_BRACKET_DEPTH = 200  # CPython's tokenizer limit (MAXLEVEL)
 _BINARY_SNIFF = 8192
 

@@ -12,8 +12,9 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from distlint.source import NEWLINES
+
 # The engine's line breaks (and the LSP's): \r\n, \r and \n only, never \f or \u2028.
-NEWLINES = re.compile(r"\r\n|\r|\n")
 
 # Blanket or listed noqa comments (the grammar of distlint.suppressions), distlint: ignore[...].
 _NOQA = re.compile(

@@ -9,11 +9,11 @@ the summary by the confirm run's.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from distlint.findings import Finding, Severity
 from distlint.reporters import Report
+from distlint.source import NEWLINES
 
 _RESET = "\x1b[0m"
 _STYLE = {
@@ -25,7 +25,6 @@ _STYLE = {
     "dim": "\x1b[2m",
     "caret": "\x1b[1;31m",
 }
-_NEWLINES = re.compile(r"\r\n|\r|\n")
 
 
 class _Painter:
@@ -85,7 +84,7 @@ def _snippet(finding: Finding, report: Report, paint: _Painter) -> list[str]:
     text = report.read_source(finding.path)
     if text is None:
         return []
-    lines = _NEWLINES.split(text)
+    lines = NEWLINES.split(text)
     start, end = finding.span.start, finding.span.end
     if not 0 < start.line <= len(lines):
         return []

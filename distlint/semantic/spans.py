@@ -9,7 +9,6 @@ measured.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
@@ -18,11 +17,10 @@ import libcst as cst
 from distlint.context import LAZY_RESOLVER, ORDINAL_TYPES, NodeSpan
 from distlint.findings import Position, Span, make_position
 from distlint.positions import node_ranges
-from distlint.source import SourceError, check_nesting
+from distlint.source import NEWLINES, SourceError, check_nesting
 from distlint.walker import walk
 
 SourceLookup = Callable[[str], "str | None"]  # display path -> source text
-_NEWLINES = re.compile(r"\r\n|\r|\n")
 _NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))
 
 
@@ -72,7 +70,7 @@ def _parse(text: str) -> tuple | None:
     handlers = {kind: [seen[kind].append] for kind in ORDINAL_TYPES}
     walk(module, handlers, {}, [])
     by_name = {kind.__name__: nodes for kind, nodes in seen.items()}
-    return module, by_name, _NEWLINES.split(text)
+    return module, by_name, NEWLINES.split(text)
 
 
 def _measure(parsed: tuple, keys: list) -> dict:
