@@ -5,17 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from distlint.findings import Finding, Location, Severity
+from distlint.findings import Finding, Severity
 from distlint.registry import Rule
-from distlint.semantic.effects import Divergence, EffectAnalysis
+from distlint.rules.rank_messages import HINT, collective_text, condition_text, evidence, finding
+from distlint.rules.rank_messages import what_runs
+from distlint.semantic.effects import Divergence, project_divergences
 
 if TYPE_CHECKING:
     from distlint.project import Project
-
-_HINT = (
-    "Issue it on every rank (hoist it out of the branch, or mirror it in the other branch); "
-    "to find the rank that is missing at run time, set `TORCH_DISTRIBUTED_DEBUG=DETAIL`."
-)
 
 
 class RankDivergentCollective(Rule):
@@ -23,8 +20,9 @@ class RankDivergentCollective(Rule):
     name = "rank-divergent-collective"
     severity = Severity.ERROR
     summary = (
-        "A collective is reached by only some ranks (a rank-dependent branch or early exit): "
-        "the others hang until the process-group timeout or pair the wrong collectives."
+        "A collective is reached by only some ranks (a branch or early exit on a value proven "
+        "to differ between ranks): the others hang until the process-group timeout or pair "
+        "the wrong collectives."
     )
     tags = ("correctness", "distributed", "deadlock")
     precision = "high"
@@ -32,50 +30,27 @@ class RankDivergentCollective(Rule):
 
     @classmethod
     def check_project(cls, project: Project) -> Iterator[Finding]:
-        facts = project.facts
-        if facts is None:
+        if project.facts is None:
             return
-        analysis = EffectAnalysis(facts)
-        found = [d for f in sorted(facts.functions) for d in analysis.divergences(f)]
-        facts.resolve(
-            span for d in found for span in (d.at.span, d.condition.span, d.issued.origin.span)
-        )
-        for divergence in found:
-            finding = _finding(cls, project, divergence)
-            if finding is not None:
-                yield finding
+        for divergence in project_divergences(project.facts):
+            if divergence.proven and not divergence.aborts:
+                found = finding(cls, project, divergence, _message(divergence))
+                if found is not None:
+                    yield found
 
 
-def _finding(rule: type[Rule], project: Project, d: Divergence) -> Finding | None:
-    span = getattr(d.at.span, "span", None)
-    if span is None:
-        return None
-    cond = d.condition
-    truth = "true" if d.taken else "false"
-    condition = f"`{cond.text}`" if cond.text else "a rank-dependent condition"
-    issued = d.issued
-    what = issued.kind if issued.origin.kind == "implicit" else f"`{issued.kind}`"
-    related: list[Location] = []
-    cond_span = getattr(cond.span, "span", None)
-    if cond_span is not None:
-        related.append(Location(d.path, cond_span, "rank-dependent condition"))
-    origin_span = getattr(issued.origin.span, "span", None)
-    if origin_span is not None and issued.origin is not d.at:
-        related.append(Location(issued.origin_path, origin_span, f"issues {issued.kind}"))
+def _message(d: Divergence) -> str:
+    what = collective_text(d)
     if d.kind == "branch":
-        step = d.at.text or (issued.origin.text if issued.origin is d.at else "this call")
-        via = "" if issued.origin is d.at else f" (it issues {what})"
-        message = (
-            f"`{step}`{via} runs only on ranks where {condition} is {truth}; the other ranks "
-            f"never issue {what} here, so they block in their next collective until the "
-            "process-group timeout (30 min by default) or pair it with a different collective "
-            f"and compute wrong values. {_HINT}"
+        return (
+            f"{what_runs(d)}; the other ranks never issue {what} here, so they block in their "
+            "next collective until the process-group timeout (30 min by default) or pair it "
+            f"with a different collective and compute wrong values. {HINT}"
         )
-    else:
-        exit_name = d.at.name
-        message = (
-            f"`{exit_name}` on ranks where {condition} is {truth} skips {what}, which the other "
-            "ranks still issue afterwards: they block until the process-group timeout (30 min "
-            f"by default) or pair it with a different collective. {_HINT}"
-        )
-    return project.finding(rule, d.path, span, message, related=tuple(related))
+    truth = "true" if d.taken else "false"
+    return (
+        f"`{d.at.name}` on ranks where {condition_text(d)} is {truth}{evidence(d)} skips "
+        f"{what}, which the other ranks still issue afterwards: they block until the "
+        f"process-group timeout (30 min by default) or pair it with a different collective. "
+        f"{HINT}"
+    )

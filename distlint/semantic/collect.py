@@ -9,6 +9,7 @@ exits of branches that may depend on the rank.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -33,14 +34,11 @@ from distlint.semantic.model import (
     Options,
     Value,
 )
+from distlint.semantic.rankflow import MAYBE, RANK, Kind
 from distlint.semantic.taint import (
     FileTaint,
     ScopeScan,
-    TaintEnv,
-    expr_facts,
-    facts_tainted,
     file_taint,
-    is_tainted,
     self_attribute,
     target_names,
 )
@@ -130,14 +128,12 @@ class _Scope:
         table: ImportTable,
         parent: _Scope | None,
         class_id: str | None,
-        env: TaintEnv,
     ) -> None:
         self.summary = summary
         self.node = node
         self.table = table
         self.parent = parent
         self.class_id = class_id
-        self.env = env
         self.assigned: dict[str, list[tuple[str, cst.CSTNode]]] = {}
         self.defs: dict[str, str] = {}  # nested def/class name -> id
         self.values: dict[str, Value | None] = {}
@@ -165,7 +161,7 @@ class Collector:
     def collect(self) -> ModuleSummary:
         module = self.ctx.module
         summary = FunctionSummary(f"{self.key}:{MODULE_CODE}", MODULE_CODE, self.ctx.path, None)
-        scope = _Scope(summary, None, self.ctx.imports, None, None, self.taint.module_env)
+        scope = _Scope(summary, None, self.ctx.imports, None, None)
         self.summary.functions[summary.id] = summary
         self._declare(scope, self.taint.scan(module), "")
         self._prescan(scope, self.taint.scan(module))
@@ -231,8 +227,7 @@ class Collector:
                 )
         summary.decorators = tuple(decorators)
         table = self.ctx.table_for(node, parent.table)
-        env = self.taint.env_for(node, table.resolve)
-        scope = _Scope(summary, node, table, parent, class_id, env)
+        scope = _Scope(summary, node, table, parent, class_id)
         scope.params = set(params)
         if class_id is not None and params and not _is_static(node):
             scope.self_name = params[0]
@@ -243,10 +238,9 @@ class Collector:
         self._rank_depth = 0
         summary.effects = self._block(scope, body, f"{qualname}.<locals>.")
         self._rank_depth = saved
+        summary.returns_rank = self.taint.return_kind(node).level == RANK
         for value in self.taint.scan(node).returns:
             summary.returns.append(self._value(scope, value) or ("?",))
-            if self.taint.active and is_tainted(value, env):
-                summary.returns_rank = True
             if isinstance(value, cst.Call) and value.args:
                 compiler = self._value(scope, value.func)
                 first = value.args[0].value
@@ -275,7 +269,6 @@ class Collector:
         # self.<attr> = value in any method (first assignment wins; __init__ first)
         methods = [n for s in _body_of(node) for n in _unwrap(s) if isinstance(n, cst.FunctionDef)]
         methods.sort(key=lambda f: f.name.value != "__init__")
-        rank_attrs = set()
         for method in methods:
             scope = self._method_scope(method, parent, cid, qualname)
             for target, value, _ in self.taint.scan(method).assignments:
@@ -286,9 +279,7 @@ class Collector:
                     evaluated = self._value(scope, value)
                     if evaluated is not None:
                         summary.attributes[attr] = evaluated
-                if attr in self.taint.module_env.self_attrs:
-                    rank_attrs.add(attr)
-        summary.rank_attributes = tuple(sorted(rank_attrs))
+        summary.rank_attributes = self.taint.rank_attributes(node.name.value)
 
     def _method_scope(
         self, node: cst.FunctionDef, parent: _Scope, cid: str, qualname: str
@@ -297,7 +288,7 @@ class Collector:
         fid = f"{cid}.{node.name.value}"
         summary = self.summary.functions[fid]
         table = self.ctx.table_for(node, parent.table)
-        scope = _Scope(summary, node, table, parent, cid, self.taint.module_env)
+        scope = _Scope(summary, node, table, parent, cid)
         params = [p.name.value for p in _params(node.params)]
         scope.params = set(params)
         scope.self_name = params[0] if params else None
@@ -339,7 +330,8 @@ class Collector:
             self._calls(scope, stmt, effects)
             body = self._block(scope, _suite(stmt.body), prefix)
             if body:
-                effects.append(Effect("loop", body=body))
+                loop = "for" if isinstance(stmt, cst.For) else "while"
+                effects.append(Effect("loop", name=loop, body=body))
             if stmt.orelse is not None:
                 effects.extend(self._block(scope, _suite(stmt.orelse.body), prefix))
         elif isinstance(stmt, cst.With):
@@ -393,7 +385,10 @@ class Collector:
         self._calls(scope, node, effects)
         condition = self._condition(scope, node)
         maybe_rank = condition is not None and (
-            condition.rank_local or condition.callees or condition.self_attrs
+            condition.level >= MAYBE
+            or condition.callees
+            or condition.self_attrs
+            or condition.deferred
         )
         if maybe_rank:
             self._rank_depth += 1
@@ -408,17 +403,11 @@ class Collector:
         if maybe_rank:
             self._rank_depth -= 1
         if body or orelse:
-            if maybe_rank or (condition is not None and condition.param):
-                assert condition is not None
-                condition = Condition(
-                    condition.rank_local,
-                    condition.callees,
-                    condition.self_attrs,
-                    condition.param,
-                    condition.negated,
-                    self.ctx.module.code_for_node(node.test) if maybe_rank else "",
-                    self.ctx.locate(node, lazy=True, part="test") if maybe_rank else None,
-                    condition.names,
+            if condition is not None and maybe_rank:
+                condition = replace(
+                    condition,
+                    text=self.ctx.module.code_for_node(node.test),
+                    span=self.ctx.locate(node, lazy=True, part="test"),
                 )
             effects.append(Effect("branch", cond=condition, body=body, orelse=orelse))
 
@@ -432,23 +421,40 @@ class Collector:
         param = None
         if isinstance(inner, cst.Name) and inner.value in scope.params:
             param = inner.value
-        rank_local = False
+        compare = _parameter_comparison(inner, scope.params)
+        kind: Kind | None = self.taint.test_kind(test) if self.taint.active else None
+        level = kind.level if kind is not None else 0
+        deferred = tuple(sorted(kind.deferred)) if kind is not None else ()
         self_attrs: tuple[str, ...] = ()
         names: tuple[str, ...] = ()
         if self.taint.active:
-            facts = expr_facts(test, scope.env.resolve, scope.env.predicates)
-            rank_local = facts_tainted(facts, scope.env)
+            read_names, read_attrs = _names_read(test, scope.self_name)
             if scope.self_name == "self":
-                self_attrs = tuple(sorted(facts.self_attrs))
-            # the rank-valued variables it reads (to pair up complementary rank branches)
-            tainted_attrs = {f"self.{a}" for a in facts.self_attrs & scope.env.self_attrs}
-            names = tuple(sorted((facts.names & scope.env.names) | tainted_attrs))
+                self_attrs = read_attrs
+            # what the condition reads (to pair up complementary rank branches)
+            names = tuple(sorted({*read_names, *(f"self.{a}" for a in read_attrs)}))
         callees = tuple(
             v for v in self._callees(scope, node) if v[0] in ("f", "self_method", "g", "attr")
         )
-        if not (rank_local or callees or self_attrs or param):
+        if not (level >= MAYBE or callees or self_attrs or param or deferred or compare):
             return None
-        return Condition(rank_local, callees, self_attrs, param, negated, names=names)
+        why = kind.why if kind is not None and level >= MAYBE else None
+        return Condition(
+            level,
+            callees,
+            self_attrs,
+            param,
+            negated,
+            names=names,
+            why=why.text if why is not None else "",
+            why_span=(
+                self.ctx.locate(why.node, lazy=True)
+                if why is not None and why.node is not None
+                else None
+            ),
+            deferred=deferred,
+            compare=compare,
+        )
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -467,13 +473,15 @@ class Collector:
         # explicit collectives
         kind = collective_kind(resolved, self.collective_wrappers)
         if kind is not None:
+            group, group_param = _group_of(call, scope)
             effects.append(
                 Effect(
                     "collective",
                     self.ctx.locate(call, lazy=True),
                     kind,
                     self._text(call),
-                    group=_has_group(call),
+                    group=group,
+                    group_param=group_param,
                     arguments=(("async_op", _keyword_literal(call, "async_op")),),
                 )
             )
@@ -547,7 +555,7 @@ class Collector:
                 self._maybe_locate(call),
                 text=self._text(call) if self._rank_depth else "",
                 callee=callee,
-                arguments=_call_arguments(call),
+                arguments=_call_arguments(call, scope.params),
             )
         )
 
@@ -770,16 +778,102 @@ def _mentions_call_of(expr: cst.BaseExpression, labels: set[str]) -> bool:
     return False
 
 
-def _has_group(call: cst.Call) -> bool:
-    """Whether a collective runs on an explicit sub-group (presumed uniform within it)."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in ("group", "process_group", "pg"):
-            value = arg.value
-            if isinstance(value, cst.Name) and value.value == "None":
-                return False
-            text = dotted_name(value) or ""
-            return not text.endswith("WORLD")
-    return False
+_GROUP_KEYWORDS = frozenset({"group", "process_group", "pg"})
+
+
+def _group_of(call: cst.Call, scope: _Scope) -> tuple[bool, str]:
+    """Whether a collective runs on an explicit sub-group (presumed uniform within it), or on
+    the group a parameter of the function holds (``group=None`` there is the world).
+
+    The group is the ``group=`` keyword, or a positional argument whose name says it is a
+    group (``dist.broadcast(t, src, get_data_parallel_group())``, ``dist.barrier(self.pp_group)``).
+    """
+    for position, arg in enumerate(call.args):
+        value = arg.value
+        if arg.keyword is not None:
+            if arg.keyword.value not in _GROUP_KEYWORDS:
+                continue
+        elif not _names_a_group(value):
+            continue
+        if isinstance(value, cst.Name) and value.value == "None":
+            return False, ""
+        text = dotted_name(value) or ""
+        if text.endswith("WORLD"):
+            return False, ""
+        if isinstance(value, cst.Name) and value.value in scope.params:
+            return False, value.value
+        return True, ""
+    return False, ""
+
+
+def _names_a_group(value: cst.BaseExpression) -> bool:
+    node = value.func if isinstance(value, cst.Call) else value
+    text = (dotted_name(node) or "").lower()
+    last = text.rsplit(".", 1)[-1]
+    return "group" in last or last == "pg" or last.endswith("_pg") or last.endswith("WORLD".lower())
+
+
+def _names_read(test: cst.BaseExpression, self_name: str | None) -> tuple[set[str], tuple[str, ...]]:
+    """Plain names and ``self.<attr>`` attributes a test reads (lambdas skipped)."""
+    names: set[str] = set()
+    attrs: set[str] = set()
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Name:
+            names.add(node.value)
+            continue
+        if kind is cst.Lambda or kind is cst.SimpleString or kind is cst.Integer:
+            continue
+        if kind is cst.Attribute and type(node.value) is cst.Name and node.value.value == self_name:
+            attrs.add(node.attr.value)
+            continue
+        stack.extend(children(node))
+    names.discard("None")
+    names.discard("True")
+    names.discard("False")
+    return names, tuple(sorted(attrs))
+
+
+_COMPARISON_OPERATORS: dict[type, str] = {
+    cst.Equal: "==",
+    cst.NotEqual: "!=",
+    cst.In: "in",
+    cst.NotIn: "not in",
+    cst.LessThan: "<",
+    cst.LessThanEqual: "<=",
+    cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=",
+    cst.Is: "is",
+    cst.IsNot: "is not",
+}
+
+
+def _parameter_comparison(
+    test: cst.BaseExpression, params: set[str]
+) -> tuple[str, str, tuple[object, ...]] | None:
+    """``rank not in (-1, 0)`` on a parameter: (param, operator, literals), decidable at a call
+    site that passes a literal (``create_dataloader(..., rank=-1)``)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    left = test.left
+    if not isinstance(left, cst.Name) or left.value not in params:
+        return None
+    target = test.comparisons[0]
+    operator = _COMPARISON_OPERATORS.get(type(target.operator))
+    if operator is None:
+        return None
+    comparator = target.comparator
+    if isinstance(comparator, (cst.Tuple, cst.List, cst.Set)):
+        values = tuple(literal_value(e.value) for e in comparator.elements)
+    else:
+        values = (literal_value(comparator),)
+    if not all(v is None or isinstance(v, (bool, int, str)) for v in values):
+        return None
+    if any(not is_literal(v) for v in values):
+        return None
+    return left.value, operator, values
 
 
 def _keyword_literal(call: cst.Call, keyword: str) -> object:
@@ -790,16 +884,23 @@ def _keyword_literal(call: cst.Call, keyword: str) -> object:
     return None
 
 
-def _call_arguments(call: cst.Call) -> Options:
-    """Literal booleans/None passed to a call, by keyword or as ``#<position>``."""
-    found = []
+def _call_arguments(call: cst.Call, params: set[str]) -> Options:
+    """What a call passes, by keyword or as ``#<position>``: literal booleans, None, integers
+    and strings as they are, a parameter of the caller as ``("param", name)`` (its value at
+    the caller's call site, if known), anything else as ``"<expr>"`` (passed, value unknown)."""
+    found: list[tuple[str, object]] = []
     for position, arg in enumerate(call.args):
         if arg.star:
             break
-        value = literal_value(arg.value)
-        if not is_literal(value) or not (value is None or isinstance(value, bool)):
-            continue
         key = arg.keyword.value if arg.keyword is not None else f"#{position}"
+        if isinstance(arg.value, cst.Name) and arg.value.value in params:
+            found.append((key, ("param", arg.value.value)))
+            continue
+        value = literal_value(arg.value)
+        if not is_literal(value) or not (value is None or isinstance(value, (bool, int, str))):
+            value = "<expr>"
+        elif isinstance(value, str) and len(value) > 40:
+            value = "<expr>"  # long strings decide nothing here; keep summaries small
         found.append((key, value))
     return tuple(found)
 

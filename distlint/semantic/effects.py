@@ -3,8 +3,9 @@
 A function's *signature* is the ordered list of collectives it issues on its main path:
 explicit ones, implicit ones (a wrapped model's forward, library barriers), and those of the
 project functions it calls, transitively. Collectives on an explicit sub-group are left
-out (a condition on the rank is then presumed to select exactly that group), and so is
-point-to-point traffic (``send``/``recv`` pair across branches by design).
+out (a condition on the rank is then presumed to select exactly that group), and so are
+point-to-point traffic (``send``/``recv`` pair across branches by design) and group
+construction (``new_group``).
 
 A divergence is a rank-dependent branch whose two sides have different signatures, or a
 rank-dependent exit (``return``/``raise``/``break``/``continue``) that skips collectives the
@@ -19,6 +20,12 @@ from dataclasses import dataclass
 from distlint.semantic.collectives import POINT_TO_POINT
 from distlint.semantic.link import ProjectFacts
 from distlint.semantic.model import Condition, Effect, FunctionSummary, Options
+from distlint.semantic.rankflow import MAYBE, RANK
+
+
+# Left out of the sequences compared: point-to-point traffic pairs across branches by design,
+# and group construction is symmetric or local (``use_local_synchronization``) in practice.
+_NOT_COMPARED = POINT_TO_POINT | {"new_group", "new_subgroups"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,16 @@ class Issued:
 
 
 @dataclass(frozen=True)
+class RankTest:
+    """Why a branch condition differs between ranks: proven (an error) or only possibly."""
+
+    proven: bool
+    why: str  # the rank source as a reader checks it: "`rank` from `dist.get_rank()`"
+    why_path: str = ""
+    why_span: object = None  # a (lazily measured) span, when the source has one
+
+
+@dataclass(frozen=True)
 class Divergence:
     """A place where ranks stop issuing the same collectives."""
 
@@ -42,6 +59,19 @@ class Divergence:
     taken: bool  # whether ``at`` runs when the condition is true
     issued: Issued  # the first collective that differs / is skipped
     kind: str  # "branch" or "exit"
+    test: RankTest | None = None
+
+    @property
+    def proven(self) -> bool:
+        return self.test is not None and self.test.proven
+
+    @property
+    def aborts(self) -> bool:
+        """A ``raise`` on some ranks: the job fails rather than hangs (DL208)."""
+        return self.kind == "exit" and self.at.name == "raise"
+
+
+_Loop = tuple[Sequence[Effect], list[Sequence[Effect]], str]  # body, after-in-loop, for/while
 
 
 class EffectAnalysis:
@@ -53,18 +83,42 @@ class EffectAnalysis:
 
     # -- rank conditions -------------------------------------------------------------------------
 
-    def is_rank_condition(self, cond: Condition | None, function: str) -> bool:
+    def rank_test(self, cond: Condition | None, function: str) -> RankTest | None:
+        """Whether ``cond`` differs between ranks: proven (lattice level rank, a project
+        predicate, a rank attribute of the class), possibly (level maybe), or not at all."""
         if cond is None:
-            return False
-        if cond.rank_local:
-            return True
-        if set(cond.self_attrs) & self.facts.rank_attributes:
-            return True
-        return any(
-            target in self.facts.rank_functions
-            for value in cond.callees
-            for target in self.facts.call_targets(value, function)
-        )
+            return None
+        summary = self.facts.functions.get(function)
+        path = summary.path if summary is not None else ""
+        if cond.level == RANK:
+            return RankTest(True, cond.why, path, cond.why_span)
+        for dotted in cond.deferred:
+            for item in self.facts.resolve_global(dotted):
+                if item[0] == "func" and item[1] in self.facts.rank_functions:
+                    return self._predicate_test(item[1])
+        for value in cond.callees:
+            for target in self.facts.call_targets(value, function):
+                if target in self.facts.rank_functions:
+                    return self._predicate_test(target)
+        if cond.self_attrs and summary is not None and summary.class_id is not None:
+            for class_id in self.facts.mro(summary.class_id):
+                cls = self.facts.classes.get(class_id)
+                if cls is None:
+                    continue
+                shared = sorted(set(cond.self_attrs) & set(cls.rank_attributes))
+                if shared:
+                    why = f"`self.{shared[0]}`, set from a rank in `{cls.name}`"
+                    return RankTest(True, why, cls.path, cls.span)
+        if cond.level == MAYBE:
+            return RankTest(False, cond.why, path, cond.why_span)
+        return None
+
+    def _predicate_test(self, function_id: str) -> RankTest:
+        target = self.facts.functions[function_id]
+        return RankTest(True, f"`{target.name}()`, which returns a rank value", target.path)
+
+    def is_rank_condition(self, cond: Condition | None, function: str) -> bool:
+        return self.rank_test(cond, function) is not None
 
     # -- signatures ----------------------------------------------------------------------------
 
@@ -97,14 +151,17 @@ class EffectAnalysis:
         for effect in effects:
             kind = effect.kind
             if kind == "collective":
-                if effect.group or effect.name in POINT_TO_POINT:
+                if effect.group or effect.name in _NOT_COMPARED:
                     continue
+                if effect.group_param and bound.get(effect.group_param, "<unbound>") is not None:
+                    continue  # a group passed in: presumed to be the ranks that get here
                 issued.append(Issued(effect.name, effect, path, effect))
             elif kind == "implicit":
                 issued.append(Issued(effect.name, effect, path, effect))
             elif kind == "call":
+                arguments = _forward(effect.arguments, bound)
                 for target in self.facts.call_targets(effect.callee, function):
-                    inner = self.signature(target, effect.arguments)
+                    inner = self.signature(target, arguments)
                     if inner:
                         issued.extend(
                             Issued(i.kind, i.origin, i.origin_path, effect) for i in inner
@@ -115,6 +172,8 @@ class EffectAnalysis:
                 if side is not None:
                     chosen = effect.body if side else effect.orelse
                     issued.extend(self._sequence(chosen, function, bound, path))
+                    if _always_exits(chosen):
+                        break
                     continue
                 body = self._sequence(effect.body, function, bound, path)
                 orelse = self._sequence(effect.orelse, function, bound, path)
@@ -139,7 +198,7 @@ class EffectAnalysis:
         summary: FunctionSummary,
         effects: Sequence[Effect],
         after: list[Sequence[Effect]],  # what runs after this block, innermost first
-        loop: tuple[Sequence[Effect], list[Sequence[Effect]]] | None,  # body, after-in-loop
+        loop: _Loop | None,  # the innermost loop: body, after-in-loop, for/while
         found: dict[int, Divergence],
     ) -> None:
         function = summary.id
@@ -147,16 +206,16 @@ class EffectAnalysis:
         for index, effect in enumerate(effects):
             rest = effects[index + 1 :]
             if effect.kind == "branch":
-                if self.is_rank_condition(effect.cond, function):
-                    if id(effect) not in partitions:
-                        self._compare(summary, effect, found)
-                    self._exits(summary, effect, rest, after, loop, found)
+                test = self.rank_test(effect.cond, function)
+                if test is not None:
+                    self._branch(summary, effect, test, rest, after, loop, partitions, found)
                 inner_after = [rest, *after]
-                inner_loop = (loop[0], [rest, *loop[1]]) if loop is not None else None
+                inner_loop = (loop[0], [rest, *loop[1]], loop[2]) if loop is not None else None
                 self._walk(summary, effect.body, inner_after, inner_loop, found)
                 self._walk(summary, effect.orelse, inner_after, inner_loop, found)
             elif effect.kind == "loop":
-                self._walk(summary, effect.body, [rest, *after], (effect.body, []), found)
+                inner = (effect.body, [], effect.name or "for")
+                self._walk(summary, effect.body, [rest, *after], inner, found)
 
     def _partitions(self, effects: Sequence[Effect], function: str) -> set[int]:
         """Rank branches of one block that split the ranks between them (YOLOv5's
@@ -180,65 +239,116 @@ class EffectAnalysis:
                     paired.update((id(first), id(second)))
         return paired
 
-    def _compare(self, summary: FunctionSummary, branch: Effect, found: dict) -> None:
+    def _branch(
+        self,
+        summary: FunctionSummary,
+        branch: Effect,
+        test: RankTest,
+        rest: Sequence[Effect],
+        after: list[Sequence[Effect]],
+        loop: _Loop | None,
+        partitions: set[int],
+        found: dict[int, Divergence],
+    ) -> None:
+        """Compare what the ranks on either side of a rank branch issue until they meet again.
+
+        Without an exit the sides meet right after the branch: compare the sides. A side that
+        leaves (``return``/``raise``: the function; ``continue``: the iteration; ``break``:
+        the loop) meets the other side later, so compare what it issued before leaving with
+        what the other side issues until that point.
+        """
+        in_loop = loop is not None
+        body_exit = _first_exit(branch.body, in_loop)
+        orelse_exit = _first_exit(branch.orelse, in_loop)
+        if body_exit is None and orelse_exit is None:
+            if id(branch) not in partitions:
+                self._compare(summary, branch, test, found)
+            return
+        if body_exit is not None and orelse_exit is not None:
+            if body_exit.name == orelse_exit.name:
+                self._compare(summary, branch, test, found)
+            return
+        if body_exit is not None:
+            side, other, exit_effect, taken = branch.body, branch.orelse, body_exit, True
+        else:
+            side, other, exit_effect, taken = branch.orelse, branch.body, orelse_exit, False
+        assert exit_effect is not None and branch.cond is not None
+        if _always_exits(other) or exit_effect.span is None:
+            return
+        function = summary.id
+        name = exit_effect.name
+        if name in ("break", "continue") and loop is None:
+            return
+        leaving = self.sequence(side, function)
+        issued_leaving = len(leaving)
+        if name in ("return", "raise"):
+            later_blocks = [rest, *after]
+            if loop is not None:
+                later_blocks.append(loop[0])  # the other ranks go on looping
+        elif name == "break":
+            assert loop is not None
+            later_blocks = [rest, *loop[1], loop[0]]
+        else:  # continue
+            assert loop is not None
+            later_blocks = [rest, *loop[1]]
+        staying = self.sequence(other, function)
+        own = len(staying)
+        for block in later_blocks:
+            if len(staying) > issued_leaving:
+                break  # enough to tell the two paths apart
+            staying.extend(self.sequence(block, function))
+        if name == "continue" and loop is not None and loop[2] == "while":
+            # a retry: the leaving ranks start the loop body again and meet the others there
+            leaving = (leaving + self.sequence(loop[0], function))[: max(len(staying), 1)]
+        position = _first_difference(leaving, staying)
+        if position is None:
+            return
+        if position < issued_leaving:  # the leaving ranks issue one the others do not
+            at, issued, when, kind = leaving[position].step, leaving[position], taken, "branch"
+        elif position < own:  # the other side issues one of its own
+            at, issued, when, kind = staying[position].step, staying[position], not taken, "branch"
+        elif position < len(staying):  # the exit skips one the others still issue
+            at, issued, when, kind = exit_effect, staying[position], taken, "exit"
+        else:
+            return
+        found.setdefault(
+            id(at), Divergence(summary.id, summary.path, at, branch.cond, when, issued, kind, test)
+        )
+
+    def _compare(
+        self, summary: FunctionSummary, branch: Effect, test: RankTest, found: dict
+    ) -> None:
         body = self.sequence(branch.body, summary.id)
         orelse = self.sequence(branch.orelse, summary.id)
-        if [i.kind for i in body] == [i.kind for i in orelse]:
+        position = _first_difference(body, orelse)
+        if position is None:
             return
-        position = 0
-        while (
-            position < len(body)
-            and position < len(orelse)
-            and body[position].kind == orelse[position].kind
-        ):
-            position += 1
         taken = position < len(body)
         issued = body[position] if taken else orelse[position]
         assert branch.cond is not None
         found.setdefault(
             id(issued.step),
-            Divergence(summary.id, summary.path, issued.step, branch.cond, taken, issued, "branch"),
+            Divergence(
+                summary.id,
+                summary.path,
+                issued.step,
+                branch.cond,
+                taken,
+                issued,
+                "branch",
+                test,
+            ),
         )
 
-    def _exits(
-        self,
-        summary: FunctionSummary,
-        branch: Effect,
-        rest: Sequence[Effect],
-        after: list[Sequence[Effect]],
-        loop: tuple[Sequence[Effect], list[Sequence[Effect]]] | None,
-        found: dict,
-    ) -> None:
-        assert branch.cond is not None
-        for side, other, taken in (
-            (branch.body, branch.orelse, True),
-            (branch.orelse, branch.body, False),
-        ):
-            exit_effect = _first_exit(side, in_loop=loop is not None)
-            if exit_effect is None or _always_exits(other):
-                continue
-            if exit_effect.name in ("return", "raise"):
-                later_blocks = [rest, *after]
-                if loop is not None:
-                    later_blocks.append(loop[0])
-            elif loop is None:
-                continue
-            elif exit_effect.name == "break":
-                later_blocks = [rest, *loop[1], loop[0]]
-            else:  # continue
-                later_blocks = [rest, *loop[1]]
-            later: list[Issued] = []
-            for block in later_blocks:
-                later.extend(self.sequence(block, summary.id))
-                if later:
-                    break
-            if later and exit_effect.span is not None:
-                found.setdefault(
-                    id(exit_effect),
-                    Divergence(
-                        summary.id, summary.path, exit_effect, branch.cond, taken, later[0], "exit"
-                    ),
-                )
+
+def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int | None:
+    """The first position where two collective sequences differ in kind, or None."""
+    for position, (a, b) in enumerate(zip(first, second, strict=False)):
+        if a.kind != b.kind:
+            return position
+    if len(first) == len(second):
+        return None
+    return min(len(first), len(second))
 
 
 def _bind(summary: FunctionSummary, arguments: Options) -> dict[str, object]:
@@ -256,15 +366,66 @@ def _bind(summary: FunctionSummary, arguments: Options) -> dict[str, object]:
     return bound
 
 
+def _forward(arguments: Options, bound: dict[str, object]) -> Options:
+    """A call's arguments with the caller's parameters replaced by what the caller was given
+    (``torch_distributed_zero_first(rank)`` inside ``create_dataloader(..., rank=-1)``)."""
+    if not any(isinstance(value, tuple) for _, value in arguments):
+        return arguments
+    return tuple(
+        (key, bound.get(value[1], "<expr>") if isinstance(value, tuple) else value)
+        for key, value in arguments
+    )
+
+
 def _decided_side(cond: Condition | None, bound: dict[str, object]) -> bool | None:
-    """Which side a parameter test takes given the known argument, if it is known."""
-    if cond is None or cond.param is None or cond.param not in bound:
+    """Which side a parameter test takes given the known argument, if it is known: a bare
+    flag (``if use_barrier:``) or a comparison with literals (``if rank not in (-1, 0):``)."""
+    if cond is None:
+        return None
+    if cond.compare is not None:
+        param, operator, values = cond.compare
+        if param not in bound:
+            return None
+        value = bound[param]
+        if value == "<expr>" and operator in ("is", "is not") and values == (None,):
+            return operator == "is not"  # an expression passed explicitly is a value
+        if value == "<expr>" or not (value is None or isinstance(value, (bool, int, str))):
+            return None
+        return _compare_literals(value, operator, values)
+    if cond.param is None or cond.param not in bound:
         return None
     value = bound[cond.param]
     if not isinstance(value, bool) and value is not None:
         return None
     truth = bool(value)
     return (not truth) if cond.negated else truth
+
+
+def _compare_literals(value: object, operator: str, values: tuple[object, ...]) -> bool | None:
+    try:
+        if operator == "in":
+            return value in values
+        if operator == "not in":
+            return value not in values
+        other = values[0]
+        if operator == "is":
+            return value is other
+        if operator == "is not":
+            return value is not other
+        if operator == "==":
+            return value == other
+        if operator == "!=":
+            return value != other
+        if isinstance(value, int) and isinstance(other, int):
+            return {
+                "<": value < other,
+                "<=": value <= other,
+                ">": value > other,
+                ">=": value >= other,
+            }.get(operator)
+    except (TypeError, IndexError):
+        return None
+    return None
 
 
 def _first_exit(effects: Sequence[Effect], in_loop: bool) -> Effect | None:
@@ -293,3 +454,26 @@ def _always_exits(effects: Sequence[Effect]) -> bool:
         if effect.kind == "branch" and _always_exits(effect.body) and _always_exits(effect.orelse):
             return True
     return False
+
+
+def project_divergences(facts: ProjectFacts) -> list[Divergence]:
+    """Every divergence of the project, in function order, computed once for the rules that
+    report them (DL201 errors, DL208 aborts, DL209 possible ones) and measured."""
+    found = facts.derived.get("divergences")
+    if found is None:
+        analysis = EffectAnalysis(facts)
+        found = [d for f in sorted(facts.functions) for d in analysis.divergences(f)]
+        facts.resolve(
+            span
+            for d in found
+            for span in (
+                d.at.span,
+                d.condition.span,
+                d.issued.origin.span,
+                d.test.why_span if d.test is not None else None,
+            )
+            if span is not None
+        )
+        facts.derived["divergences"] = found
+    assert isinstance(found, list)
+    return found

@@ -60,6 +60,7 @@ class ProjectFacts:
     rank_attributes: frozenset[str] = frozenset()
     wrappers: frozenset[str] = frozenset()
     sources: SourceLookup | None = None  # display path -> text, to measure lazy spans
+    derived: dict[str, object] = field(default_factory=dict)  # analyses shared by rules
 
     def resolve(self, items: Iterable[object]) -> None:
         """Measure lazily located nodes (see :mod:`distlint.semantic.spans`)."""

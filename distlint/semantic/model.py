@@ -48,7 +48,7 @@ class Effect:
     is passed), ``implicit`` (a wrapped model's forward/backward, a library barrier), ``call``
     (a project function that may issue collectives; ``callee`` and literal ``arguments``),
     ``branch`` (``cond`` is the condition; ``body``/``orelse`` the two paths), ``loop``
-    (``body``), ``exit`` (``name`` is return/raise/break/continue).
+    (``body``; ``name`` is for/while), ``exit`` (``name`` is return/raise/break/continue).
     """
 
     kind: str
@@ -58,6 +58,7 @@ class Effect:
     callee: Value | None = None
     arguments: Options = ()
     group: bool = False
+    group_param: str = ""  # the group is this parameter (``group=None`` means the world)
     cond: Condition | None = None
     body: tuple[Effect, ...] = ()
     orelse: tuple[Effect, ...] = ()
@@ -65,9 +66,15 @@ class Effect:
 
 @dataclass(frozen=True)
 class Condition:
-    """A branch condition: whether it is rank-valued here, or may be through other files."""
+    """A branch condition: its rank-lattice level here, and what other files may add.
 
-    rank_local: bool  # rank-valued from this file's facts alone
+    ``level`` is the test's level from this file alone (:mod:`.rankflow`: 4 = proven to differ
+    between ranks, 3 = may differ); ``deferred`` are project functions it calls whose result
+    decides (the linker knows whether they return a rank); ``why``/``why_span`` say where the
+    rank comes from, for messages.
+    """
+
+    level: int  # rankflow level of the test from this file's facts
     callees: tuple[Value, ...] = ()  # calls in the condition (may be rank predicates)
     self_attrs: tuple[str, ...] = ()  # self attributes read (may be set from a rank elsewhere)
     param: str | None = None  # a bare parameter test (`if use_barrier:`), for call-site flags
@@ -75,6 +82,10 @@ class Condition:
     text: str = ""
     span: Span | None = None
     names: tuple[str, ...] = ()  # names and self attributes the condition reads
+    why: str = ""  # the rank source, as written (``dist.get_rank()``, ``parameter `rank```)
+    why_span: Span | None = None
+    deferred: tuple[str, ...] = ()  # dotted project functions whose result decides the level
+    compare: tuple[str, str, tuple[object, ...]] | None = None  # (param, op, literals)
 
 
 @dataclass

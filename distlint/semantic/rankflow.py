@@ -1,0 +1,888 @@
+"""The rank lattice: what each value is, rank by rank, at each point of a function.
+
+A value is *uniform* (the same on every rank: literals, config, the world size, loop
+counters, results of collectives that make values equal), *unknown* (data, external
+results), a *placement* (a device built from the local rank: a tensor placed on it holds the
+same value on every rank), *maybe* rank-varying (derived from a rank through an operation
+the analysis cannot see through) or *rank*-varying (the rank, values computed from it by
+arithmetic, comparisons and conversions, predicates such as ``is_main_process()``).
+
+The analysis is flow-sensitive: statements are read in order, assignments replace what a
+name held (``rank = 0`` after ``rank = get_rank()`` kills the rank), tuple unpacking assigns
+element by element, branches join, loops run to a fixpoint. Only a test proven *rank* may
+make DL201 an error; a *maybe* test is a note (DL209), the other levels say nothing.
+
+Calls of project functions in other files are *deferred*: their dotted names travel with
+the value, and the linker decides whether they return a rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import libcst as cst
+
+from distlint.imports import ImportTable, dotted_name
+from distlint.semantic.collectives import collective_kind
+from distlint.semantic.ranks import (
+    RANK_ATTRIBUTES,
+    RANK_PARAMETERS,
+    UNIFORM_NAMES,
+    direct_rank_source,
+)
+from distlint.walker import children
+
+if TYPE_CHECKING:
+    from distlint.context import FileContext
+
+UNIFORM, UNKNOWN, PLACEMENT, MAYBE, RANK = range(5)
+LEVEL_NAMES = ("uniform", "unknown", "placement", "maybe", "rank")
+
+
+@dataclass(frozen=True)
+class Why:
+    """Where a rank value comes from: the source as written, and its node (for a span)."""
+
+    text: str
+    node: cst.CSTNode | None = None
+
+
+class Kind(NamedTuple):
+    level: int
+    why: Why | None = None
+    deferred: frozenset[str] = frozenset()  # project functions whose result may be a rank
+
+
+UNIFORM_KIND = Kind(UNIFORM)
+UNKNOWN_KIND = Kind(UNKNOWN)
+PLACEMENT_KIND = Kind(PLACEMENT)
+_EMPTY: frozenset[str] = frozenset()
+
+
+def join(a: Kind, b: Kind) -> Kind:
+    """The least upper bound: the higher level (and its reason), deferred calls of both."""
+    if a is b:
+        return a
+    first, second = (a, b) if a.level >= b.level else (b, a)
+    deferred = a.deferred | b.deferred if b.deferred and a.deferred else a.deferred or b.deferred
+    if deferred is first.deferred:
+        return first
+    return Kind(first.level, first.why if first.why is not None else second.why, deferred)
+
+
+def join_all(kinds: Iterable[Kind]) -> Kind:
+    result = UNIFORM_KIND
+    for kind in kinds:
+        result = join(result, kind)
+    return result
+
+
+def demote(kind: Kind) -> Kind:
+    """Through an operation that may not preserve the difference: rank becomes maybe."""
+    if kind.level == RANK:
+        return Kind(MAYBE, kind.why, kind.deferred)
+    if kind.level == PLACEMENT:
+        return Kind(UNKNOWN, None, kind.deferred)
+    return kind
+
+
+def _maybe_from_deferred(kind: Kind) -> Kind:
+    """A call with arguments: its result is at most *maybe* from them (and not deferred)."""
+    if kind.level >= MAYBE:
+        return Kind(MAYBE, kind.why)
+    return UNKNOWN_KIND
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+_LITERALS = frozenset(
+    {cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis}
+)
+# Calls whose result carries its arguments' values through (conversions, arithmetic).
+_PRESERVING = frozenset(
+    {
+        "builtins.int",
+        "builtins.str",
+        "builtins.float",
+        "builtins.bool",
+        "builtins.abs",
+        "builtins.min",
+        "builtins.max",
+        "builtins.round",
+        "builtins.divmod",
+        "builtins.hash",
+        "builtins.format",
+        "torch.tensor",
+        "torch.as_tensor",
+        "torch.LongTensor",
+        "torch.IntTensor",
+        "torch.Tensor",
+        "math.floor",
+        "math.ceil",
+        "operator.eq",
+    }
+)
+_PRESERVING_NAMES = frozenset(
+    {"int", "str", "float", "bool", "abs", "min", "max", "round", "divmod", "hash", "format"}
+)
+# Devices: a value placed by these is the same on every rank.
+_PLACEMENT_CALLS = frozenset(
+    {
+        "torch.device",
+        "torch.cuda.current_device",
+        "torch.cuda.device",
+        "torch.cuda.set_device",
+        "torch.get_device_module",
+        "torch.accelerator.current_device_index",
+        "torch.xpu.current_device",
+        "torch.npu.current_device",
+    }
+)
+_PLACEMENT_METHODS = frozenset({"to", "cuda", "cpu", "npu", "xpu", "to_empty", "pin_memory"})
+_PLACEMENT_KEYWORDS = frozenset({"device", "map_location", "device_id", "device_ids", "dtype"})
+_DEVICE_PREFIXES = ("cuda", "npu", "xpu", "hpu", "mps", "mlu", "musa")
+# Library methods that return a value gathered/reduced/broadcast over the ranks.
+_UNIFORMING_METHODS = frozenset(
+    {
+        "gather",
+        "gather_for_metrics",
+        "gather_object",
+        "reduce",
+        "all_gather",
+        "all_reduce",
+        "broadcast",
+        "broadcast_object",
+        "all_gather_object",
+    }
+)
+_UNIFORMING_RECEIVERS = ("accelerator", "fabric", "strategy", "trainer", "dist", "comm")
+# c10d collectives whose first argument holds the same value on every rank afterwards.
+_UNIFY_FIRST_ARGUMENT = frozenset(
+    {
+        "all_reduce",
+        "broadcast",
+        "all_gather",
+        "all_gather_object",
+        "all_gather_into_tensor",
+        "broadcast_object_list",
+    }
+)
+_NEGATIVE_OK = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+_EQUALITY = (cst.Equal, cst.NotEqual)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _int_literal(expr: cst.BaseExpression) -> int | None:
+    """The value of ``3`` or ``-1``, else None."""
+    negative = False
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        negative, expr = True, expr.expression
+    if isinstance(expr, cst.Integer):
+        try:
+            value = int(expr.value, 0)
+        except ValueError:
+            return None
+        return -value if negative else value
+    return None
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _device_string(expr: cst.BaseExpression) -> bool:
+    """``f"cuda:{local_rank}"``, ``"cuda:%d" % r``, ``"cuda:" + str(r)``: a device name."""
+    if isinstance(expr, cst.FormattedString):
+        for part in expr.parts:
+            if isinstance(part, cst.FormattedStringText):
+                return part.value.lower().startswith(_DEVICE_PREFIXES)
+            return False
+        return False
+    if isinstance(expr, cst.SimpleString):
+        try:
+            value = expr.evaluated_value
+        except Exception:  # noqa: BLE001 - any malformed literal is simply not a device
+            return False
+        return isinstance(value, str) and value.lower().startswith(_DEVICE_PREFIXES)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
+        return _device_string(expr.left)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value == "format":
+            return _device_string(expr.func.value)
+    return False
+
+
+# -- the analysis ------------------------------------------------------------------------------
+
+Env = dict[str, Kind]
+
+
+class _Function:
+    """What the flow knows of one local function: its node, class, and return kind."""
+
+    __slots__ = ("class_name", "node", "returns")
+
+    def __init__(self, node: cst.FunctionDef, class_name: str | None) -> None:
+        self.node = node
+        self.class_name = class_name
+        self.returns = UNKNOWN_KIND
+
+
+class RankFlow:
+    """The rank lattice of one file, computed once (see the module docstring).
+
+    Results: :attr:`tests` (the kind of every ``if``/``while``/ternary test, by node id),
+    :attr:`returns` (each function's return kind), :attr:`attributes` (``self.<name>`` kinds
+    per class, joined over every assignment).
+    """
+
+    def __init__(self, ctx: FileContext, predicates: frozenset[str]) -> None:
+        self.ctx = ctx
+        self.predicates = predicates
+        self.tests: dict[int, Kind] = {}
+        self.attributes: dict[str, dict[str, Kind]] = {}  # class name -> attr -> kind
+        self.functions: dict[str, list[_Function]] = {}  # simple name -> local defs
+        self._by_node: dict[int, _Function] = {}
+        self._class_stack: list[str] = []
+        self._resolve: Callable[[cst.BaseExpression], str | None] = ctx.imports.resolve
+        self._table: ImportTable = ctx.imports
+        self._self_name: str | None = None
+        self._params: frozenset[str] = frozenset()
+        self._changed = False
+        self._module_env: Env = {}
+        self._gather(ctx.module.body, None)
+        for round_number in range(4):
+            self._changed = False
+            self.tests = {}
+            self._module_env = self._block(ctx.module.body, {})
+            if round_number > 0 and not self._changed:
+                break
+
+    # -- queries --------------------------------------------------------------------------------
+
+    def test_kind(self, test: cst.BaseExpression) -> Kind:
+        return self.tests.get(id(test), UNKNOWN_KIND)
+
+    def return_kind(self, node: cst.FunctionDef) -> Kind:
+        found = self._by_node.get(id(node))
+        return found.returns if found is not None else UNKNOWN_KIND
+
+    def class_attributes(self, class_name: str) -> dict[str, Kind]:
+        return self.attributes.get(class_name, {})
+
+    # -- declarations ---------------------------------------------------------------------------
+
+    def _gather(self, body: Sequence[cst.CSTNode], class_name: str | None) -> None:
+        """Index every def (nested too) by name, with its class."""
+        stack: list[tuple[cst.CSTNode, str | None]] = [(node, class_name) for node in body]
+        while stack:
+            node, owner = stack.pop()
+            kind = type(node)
+            if kind is cst.FunctionDef:
+                function = _Function(node, owner)
+                self.functions.setdefault(node.name.value, []).append(function)
+                self._by_node[id(node)] = function
+                stack.extend((child, None) for child in _suite(node.body))
+            elif kind is cst.ClassDef:
+                stack.extend((child, node.name.value) for child in _suite(node.body))
+            elif kind in _COMPOUND:
+                stack.extend((child, owner) for child in children(node))
+            elif kind in _BLOCKS:
+                stack.extend((child, owner) for child in children(node))
+
+    # -- statements -----------------------------------------------------------------------------
+
+    def _block(self, body: Sequence[cst.CSTNode], env: Env) -> Env:
+        """Run ``body`` from ``env``; returns the env at its end (marked if it always exits)."""
+        for stmt in body:
+            env = self._statement(stmt, env)
+            if _EXITED in env:
+                break
+        return env
+
+    def _statement(self, stmt: cst.CSTNode, env: Env) -> Env:
+        kind = type(stmt)
+        if kind is cst.SimpleStatementLine or kind is cst.SimpleStatementSuite:
+            for small in stmt.body:
+                env = self._small(small, env)
+                if _EXITED in env:
+                    break
+            return env
+        if kind is cst.If:
+            return self._if(stmt, env)
+        if kind is cst.For:
+            return self._for(stmt, env)
+        if kind is cst.While:
+            return self._while(stmt, env)
+        if kind is cst.With:
+            env = dict(env)
+            for item in stmt.items:
+                value = self.kind(item.item, env)
+                if item.asname is not None:
+                    self._assign(item.asname.name, demote(value), env)
+            return self._block(_suite(stmt.body), env)
+        if kind is cst.Try or kind is cst.TryStar:
+            return self._try(stmt, env)
+        if kind is cst.FunctionDef:
+            self._function(stmt, env)
+            return env
+        if kind is cst.ClassDef:
+            self._class_stack.append(stmt.name.value)
+            self._block(_suite(stmt.body), dict(env))
+            self._class_stack.pop()
+            return env
+        if kind is cst.Match:
+            self.kind(stmt.subject, env)
+            ends = [self._block(_suite(case.body), dict(env)) for case in stmt.cases]
+            return _join_envs([env, *ends])
+        return env
+
+    def _small(self, small: cst.BaseSmallStatement, env: Env) -> Env:
+        kind = type(small)
+        if kind is cst.Assign:
+            value = self.kind(small.value, env)
+            env = dict(env)
+            for target in small.targets:
+                self._assign_target(target.target, small.value, value, env)
+            return env
+        if kind is cst.AnnAssign:
+            if small.value is None:
+                return env
+            value = self.kind(small.value, env)
+            env = dict(env)
+            self._assign_target(small.target, small.value, value, env)
+            return env
+        if kind is cst.AugAssign:
+            value = join(self.kind(small.value, env), self.kind(small.target, env))
+            env = dict(env)
+            self._assign_target(small.target, small.value, value, env)
+            return env
+        if kind is cst.Expr:
+            self.kind(small.value, env)
+            return self._unify(small.value, env)
+        if kind is cst.Return:
+            if small.value is not None:
+                self._returned(self.kind(small.value, env))
+            return _exit(env)
+        if kind is cst.Raise or kind is cst.Break or kind is cst.Continue:
+            return _exit(env)
+        return env
+
+    def _returned(self, kind: Kind) -> None:
+        function = self._current_function
+        if function is None:
+            return
+        updated = join(function.returns, kind) if self._returns_seen else kind
+        self._returns_seen = True
+        function.returns = updated
+
+    def _if(self, node: cst.If, env: Env) -> Env:
+        self._record(node.test, self.kind(node.test, env))
+        body = self._block(_suite(node.body), dict(env))
+        orelse_node = node.orelse
+        if isinstance(orelse_node, cst.If):
+            orelse = self._if(orelse_node, env)
+        elif orelse_node is not None:
+            orelse = self._block(_suite(orelse_node.body), dict(env))
+        else:
+            orelse = env
+        return _join_envs([body, orelse])
+
+    def _for(self, node: cst.For, env: Env) -> Env:
+        iterable = self.kind(node.iter, env)
+        entry = env
+        for _ in range(2):  # the lattice is shallow: two rounds reach the fixpoint
+            inner = dict(entry)
+            self._loop_target(node.target, node.iter, iterable, inner)
+            end = self._block(_suite(node.body), inner)
+            entry = _join_envs([entry, _continued(end)])
+        after = entry
+        if node.orelse is not None:
+            after = self._block(_suite(node.orelse.body), dict(after))
+        return after
+
+    def _while(self, node: cst.While, env: Env) -> Env:
+        entry = env
+        for _ in range(2):
+            self._record(node.test, self.kind(node.test, entry))
+            end = self._block(_suite(node.body), dict(entry))
+            entry = _join_envs([entry, _continued(end)])
+        if node.orelse is not None:
+            entry = self._block(_suite(node.orelse.body), dict(entry))
+        return entry
+
+    def _try(self, node: cst.Try | cst.TryStar, env: Env) -> Env:
+        body = self._block(_suite(node.body), dict(env))
+        middle = _join_envs([env, _continued(body)])
+        ends = [body]
+        for handler in node.handlers:
+            inner = dict(middle)
+            if handler.name is not None:
+                self._assign(handler.name.name, UNKNOWN_KIND, inner)
+            ends.append(self._block(_suite(handler.body), inner))
+        if node.orelse is not None:
+            ends[0] = self._block(_suite(node.orelse.body), dict(body)) if _EXITED not in body else body
+        result = _join_envs(ends)
+        if node.finalbody is not None:
+            result = self._block(_suite(node.finalbody.body), dict(_continued(result)))
+        return result
+
+    def _function(self, node: cst.FunctionDef, env: Env) -> None:
+        function = self._by_node.get(id(node))
+        saved = (
+            self._resolve,
+            self._table,
+            self._self_name,
+            self._params,
+            self._current_function,
+            self._returns_seen,
+        )
+        self._table = self.ctx.table_for(node, self._table)
+        self._resolve = self._table.resolve
+        params = [p.name.value for p in _params(node.params)]
+        in_class = bool(self._class_stack) and function is not None and function.class_name
+        self._self_name = params[0] if in_class and params and not _is_static(node) else None
+        self._params = frozenset(params)
+        self._current_function = function
+        self._returns_seen = False
+        inner: Env = dict(env)
+        for name in params:
+            inner[name] = self._parameter_kind(name)
+        before = function.returns if function is not None else None
+        self._block(_suite(node.body), inner)
+        if function is not None and not self._returns_seen:
+            function.returns = UNIFORM_KIND  # returns None on every rank
+        if function is not None and before != function.returns:
+            self._changed = True
+        (
+            self._resolve,
+            self._table,
+            self._self_name,
+            self._params,
+            self._current_function,
+            self._returns_seen,
+        ) = saved
+
+    _current_function: _Function | None = None
+    _returns_seen = False
+
+    def _parameter_kind(self, name: str) -> Kind:
+        if name in RANK_PARAMETERS:
+            return Kind(RANK, Why(f"parameter `{name}`"))
+        return UNKNOWN_KIND
+
+    # -- assignments ------------------------------------------------------------------------------
+
+    def _assign_target(
+        self, target: cst.BaseExpression, value_node: cst.BaseExpression, value: Kind, env: Env
+    ) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(
+                elements
+            ):
+                for element, item in zip(elements, value_node.elements, strict=True):
+                    self._assign_target(element, item.value, self.kind(item.value, env), env)
+                return
+            for element in elements:
+                self._assign(element, _unpacked(element, value), env)
+            return
+        self._assign(target, value, env)
+
+    def _assign(self, target: cst.BaseExpression, value: Kind, env: Env) -> None:
+        kind = type(target)
+        if kind is cst.Name:
+            env[target.value] = value
+        elif kind is cst.StarredElement:
+            self._assign(target.value, value, env)
+        elif kind is cst.Attribute:
+            base = target.value
+            if (
+                type(base) is cst.Name
+                and base.value == self._self_name
+                and self._class_stack
+                and self._current_function is not None
+            ):
+                table = self.attributes.setdefault(self._current_function.class_name or "", {})
+                old = table.get(target.attr.value)
+                new = value if old is None else join(old, value)
+                if new != old:
+                    table[target.attr.value] = new
+                    self._changed = True
+        elif kind is cst.Subscript:
+            base = target.value
+            if type(base) is cst.Name and base.value in env:
+                # d[k] = v: a weak update, the container may now hold a rank value
+                env[base.value] = join(env[base.value], demote(value))
+        elif kind in (cst.Tuple, cst.List):
+            for element in target.elements:
+                self._assign(element.value, _unpacked(element.value, value), env)
+
+    def _loop_target(
+        self, target: cst.BaseExpression, iterable_node: cst.BaseExpression, iterable: Kind, env: Env
+    ) -> None:
+        """``for i, batch in enumerate(loader)``: the index is uniform (every rank runs the same
+        steps: a DistributedSampler pads), the elements are at most *maybe* rank-valued."""
+        if isinstance(iterable_node, cst.Call):
+            name = self._resolve(iterable_node.func) or dotted_name(iterable_node.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            args = iterable_node.args
+            if last == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and args:
+                elements = [e.value for e in target.elements]
+                if len(elements) == 2:
+                    self._assign(elements[0], UNIFORM_KIND, env)
+                    inner = self.kind(args[0].value, env)
+                    self._loop_target(elements[1], args[0].value, inner, env)
+                    return
+            if last == "range":
+                # range(rank, n, world_size) yields rank-valued indexes; range(n) does not
+                self._assign(target, join_all(self.kind(a.value, env) for a in args), env)
+                return
+            if last == "zip" and isinstance(target, (cst.Tuple, cst.List)):
+                elements = [e.value for e in target.elements]
+                if len(elements) == len(args):
+                    for element, arg in zip(elements, args, strict=True):
+                        self._loop_target(element, arg.value, self.kind(arg.value, env), env)
+                    return
+        element = demote(iterable) if iterable.level != UNIFORM else UNIFORM_KIND
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for item in target.elements:
+                self._assign(item.value, element, env)
+        else:
+            self._assign(target, element, env)
+
+    def _unify(self, expr: cst.BaseExpression, env: Env) -> Env:
+        """``dist.all_reduce(t)``, ``dist.broadcast(t, 0)``: ``t`` is the same everywhere now."""
+        if not isinstance(expr, cst.Call) or not expr.args:
+            return env
+        resolved = self._resolve(expr.func)
+        op = collective_kind(resolved)
+        if op is None or op.rsplit(".", 1)[-1] not in _UNIFY_FIRST_ARGUMENT:
+            return env
+        first = expr.args[0].value
+        if isinstance(first, cst.Name) and first.value in env:
+            env = dict(env)
+            env[first.value] = UNIFORM_KIND
+        elif isinstance(first, cst.List) and first.elements:
+            env = dict(env)
+            for element in first.elements:
+                if isinstance(element.value, cst.Name):
+                    env[element.value.value] = UNIFORM_KIND
+        return env
+
+    def _record(self, test: cst.BaseExpression, kind: Kind) -> None:
+        old = self.tests.get(id(test))
+        self.tests[id(test)] = kind if old is None else join(old, kind)
+
+    # -- expressions ------------------------------------------------------------------------------
+
+    def kind(self, expr: cst.BaseExpression, env: Env) -> Kind:
+        """The kind of ``expr`` in ``env``."""
+        t = type(expr)
+        if t is cst.Name:
+            return self._name(expr.value, env)
+        if t in _LITERALS:
+            return UNIFORM_KIND
+        if t is cst.Attribute:
+            return self._attribute(expr, env)
+        if t is cst.Call:
+            return self._call(expr, env)
+        if t is cst.Comparison:
+            return self._comparison(expr, env)
+        if t is cst.Subscript:
+            resolved = self._resolve(expr.value)
+            if direct_rank_source(expr, resolved, self.predicates):
+                return self._source(expr)
+            parts = [self.kind(expr.value, env)]
+            for element in expr.slice:
+                for child in children(element.slice):
+                    if isinstance(child, cst.BaseExpression):
+                        parts.append(self.kind(child, env))
+            return join_all(parts)
+        if t is cst.FormattedString or t is cst.BinaryOperation:
+            if _device_string(expr):
+                return PLACEMENT_KIND
+        if t is cst.Lambda:
+            return UNIFORM_KIND
+        if t is cst.BooleanOperation and _single_stage_test(expr):
+            return UNIFORM_KIND
+        if t is cst.IfExp:
+            self._record(expr.test, self.kind(expr.test, env))
+        if t is cst.NamedExpr:
+            value = self.kind(expr.value, env)
+            if isinstance(expr.target, cst.Name):
+                env[expr.target.value] = value
+            return value
+        if t in _COMPREHENSIONS:
+            return demote(join_all(self.kind(c, env) for c in _expressions(expr)))
+        return join_all(self.kind(c, env) for c in _expressions(expr))
+
+    def _source(self, expr: cst.BaseExpression) -> Kind:
+        return Kind(RANK, Why(_short(self.ctx.module.code_for_node(expr)), expr))
+
+    def _name(self, name: str, env: Env) -> Kind:
+        found = env.get(name)
+        if found is not None:
+            return found
+        if name in self.predicates:
+            return Kind(RANK, Why(name))
+        if name in UNIFORM_NAMES:
+            return UNIFORM_KIND
+        found = self._module_env.get(name)
+        if found is not None:
+            return found
+        return UNKNOWN_KIND
+
+    def _attribute(self, expr: cst.Attribute, env: Env) -> Kind:
+        resolved = self._resolve(expr)
+        if resolved is not None and resolved in self.predicates:
+            return self._source(expr)
+        attr = expr.attr.value
+        base = expr.value
+        if type(base) is cst.Name and base.value == self._self_name and self._self_name:
+            owner = self._current_function.class_name if self._current_function else None
+            known = self.attributes.get(owner or "", {}).get(attr)
+            if known is not None:
+                return known
+            prop = self._method_return(attr, owner)
+            if prop is not None and prop.level != UNKNOWN:
+                return prop
+            if attr in RANK_ATTRIBUTES:
+                return self._source(expr)
+            return UNKNOWN_KIND
+        if attr in RANK_ATTRIBUTES:
+            return self._source(expr)
+        if resolved is not None:
+            return UNIFORM_KIND  # a module constant (torch.float32, os.sep)
+        inner = self.kind(base, env)
+        if inner.level == PLACEMENT:
+            return PLACEMENT_KIND
+        return inner
+
+    def _method_return(self, name: str, owner: str | None) -> Kind | None:
+        for function in self.functions.get(name, ()):
+            if function.class_name == owner:
+                return function.returns
+        return None
+
+    def _call(self, call: cst.Call, env: Env) -> Kind:
+        func = call.func
+        resolved = self._resolve(func)
+        if direct_rank_source(call, resolved, self.predicates):
+            for arg in call.args:  # evaluate arguments for walrus and nested tests
+                self.kind(arg.value, env)
+            return self._source(call)
+        last = func.attr.value if isinstance(func, cst.Attribute) else None
+        if isinstance(func, cst.Name):
+            last = func.value
+        if last in UNIFORM_NAMES:
+            return UNIFORM_KIND
+        if collective_kind(resolved) is not None:
+            return UNIFORM_KIND  # funcol results, and c10d's return values (works, None)
+        arguments = [
+            self.kind(arg.value, env)
+            for arg in call.args
+            if arg.keyword is None or arg.keyword.value not in _PLACEMENT_KEYWORDS
+        ]
+        args = join_all(arguments)
+        if resolved in _PLACEMENT_CALLS or (resolved is None and _device_string(call)):
+            return PLACEMENT_KIND if args.level >= PLACEMENT else UNIFORM_KIND
+        if isinstance(func, cst.Attribute):
+            receiver_node = func.value
+            if last in _PLACEMENT_METHODS:
+                return self.kind(receiver_node, env)  # model.to(device): the model's kind
+            if last in _UNIFORMING_METHODS and _receiver_word(receiver_node):
+                return UNIFORM_KIND
+            if resolved is None:
+                if type(receiver_node) is cst.Name and receiver_node.value == self._self_name:
+                    owner = self._current_function.class_name if self._current_function else None
+                    returned = self._method_return(last or "", owner)
+                    if returned is not None:
+                        return join(returned, _maybe_from_deferred(args))
+                    return _maybe_from_deferred(args)
+                receiver = self.kind(receiver_node, env)
+                if receiver.level >= MAYBE:
+                    return join(receiver, _maybe_from_deferred(args))  # rank.item(), str(r).zfill
+                return _maybe_from_deferred(args)
+        if resolved in _PRESERVING or (
+            isinstance(func, cst.Name) and func.value in _PRESERVING_NAMES and resolved is None
+        ):
+            return args
+        if isinstance(func, cst.Name):
+            local = self.functions.get(func.value)
+            if local and func.value not in env:
+                returned = join_all(f.returns for f in local if f.class_name is None)
+                return join(returned, _maybe_from_deferred(args))
+        if resolved is not None and not resolved.startswith(_EXTERNAL_PREFIXES):
+            deferred = frozenset({resolved})
+            base = _maybe_from_deferred(args)
+            return Kind(base.level, base.why, deferred)
+        return _maybe_from_deferred(args)
+
+    def _comparison(self, expr: cst.Comparison, env: Env) -> Kind:
+        left = self.kind(expr.left, env)
+        kinds = [left]
+        for target in expr.comparisons:
+            kinds.append(self.kind(target.comparator, env))
+        result = join_all(kinds)
+        if result.level < MAYBE or len(expr.comparisons) != 1:
+            return result
+        target = expr.comparisons[0]
+        operator = target.operator
+        comparator = target.comparator
+        if isinstance(operator, (cst.Is, cst.IsNot)) and _is_none(comparator):
+            return UNIFORM_KIND  # `rank is None`: set on every rank or on none
+        number = _int_literal(comparator)
+        if number is None:
+            return result
+        if number < 0 and isinstance(operator, (*_NEGATIVE_OK, *_EQUALITY)):
+            return UNIFORM_KIND  # `local_rank != -1`: "is distributed", the same everywhere
+        if number == 0 and isinstance(operator, (cst.GreaterThanEqual, cst.LessThan)):
+            return UNIFORM_KIND  # `rank >= 0`: true on every rank
+        return result
+
+
+_EXTERNAL_PREFIXES = (
+    "torch.",
+    "builtins.",
+    "os.",
+    "sys.",
+    "math.",
+    "numpy.",
+    "json.",
+    "re.",
+    "time.",
+    "logging.",
+    "warnings.",
+    "typing.",
+    "collections.",
+    "functools.",
+    "itertools.",
+    "pathlib.",
+    "random.",
+    "transformers.",
+    "accelerate.",
+    "deepspeed.",
+    "lightning.",
+    "pytorch_lightning.",
+)
+_EXITED = "\0exited"
+_COMPOUND = frozenset({cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.Match})
+_BLOCKS = frozenset(
+    {cst.IndentedBlock, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase}
+)
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
+
+
+def _single_stage_test(expr: cst.BooleanOperation) -> bool:
+    """``is_first_stage() and is_last_stage()``: true on every rank exactly when there is one
+    pipeline stage, so the same everywhere."""
+    if not isinstance(expr.operator, cst.And):
+        return False
+    names = []
+    for side in (expr.left, expr.right):
+        if not isinstance(side, cst.Call):
+            return False
+        names.append((dotted_name(side.func) or "").rsplit(".", 1)[-1])
+    return (
+        len(names) == 2
+        and any("first_stage" in n for n in names)
+        and any("last_stage" in n for n in names)
+    )
+
+
+def _receiver_word(node: cst.BaseExpression) -> bool:
+    """Whether a method's receiver is a distributed helper (``accelerator``, ``self.fabric``)."""
+    name = dotted_name(node) or ""
+    last = name.rsplit(".", 1)[-1].lower()
+    return last.endswith(_UNIFORMING_RECEIVERS)
+
+
+def _unpacked(target: cst.BaseExpression, value: Kind) -> Kind:
+    """One element of an unpacked value: by its name when the value is a rank tuple
+    (``world_size, rank = get_world_size_and_rank()``)."""
+    if value.level < MAYBE:
+        return value
+    name = target.value if isinstance(target, cst.Name) else ""
+    if isinstance(target, cst.Attribute):
+        name = target.attr.value
+    lowered = name.lower()
+    if name in UNIFORM_NAMES or "world" in lowered or lowered.endswith(("size", "count", "num")):
+        return UNIFORM_KIND
+    if name in RANK_PARAMETERS or name in RANK_ATTRIBUTES or lowered.endswith("rank"):
+        return value
+    return demote(value)
+
+
+def _exit(env: Env) -> Env:
+    env = dict(env)
+    env[_EXITED] = UNIFORM_KIND
+    return env
+
+
+def _continued(env: Env) -> Env:
+    if _EXITED not in env:
+        return env
+    env = dict(env)
+    del env[_EXITED]
+    return env
+
+
+def _join_envs(envs: Sequence[Env]) -> Env:
+    """Join the envs of the paths that go on (an always-exiting path adds nothing)."""
+    going = [e for e in envs if _EXITED not in e]
+    if not going:
+        return envs[0] if envs else {}
+    if len(going) == 1:
+        return going[0]
+    first = going[0]
+    result: Env = {}
+    names = set(first)
+    for env in going[1:]:
+        names |= env.keys()
+    for name in names:
+        kinds = [env.get(name) for env in going]
+        present = [k for k in kinds if k is not None]
+        merged = join_all(present)
+        if len(present) < len(kinds) and merged.level == UNIFORM:
+            merged = UNKNOWN_KIND
+        result[name] = merged
+    return result
+
+
+def _expressions(node: cst.CSTNode) -> Iterable[cst.BaseExpression]:
+    """The expressions directly below ``node`` (through non-expression wrappers)."""
+    stack = list(children(node))
+    while stack:
+        child = stack.pop()
+        if isinstance(child, cst.BaseExpression):
+            yield child
+        elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
+            stack.extend(children(child))
+
+
+def _suite(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    return suite.body if isinstance(suite, cst.IndentedBlock) else (suite,)
+
+
+def _params(params: cst.Parameters) -> Iterable[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    yield from params.kwonly_params
+    if isinstance(params.star_kwarg, cst.Param):
+        yield params.star_kwarg
+
+
+def _is_static(node: cst.FunctionDef) -> bool:
+    return any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+        for d in node.decorators
+    )

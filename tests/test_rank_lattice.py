@@ -1,0 +1,357 @@
+"""The rank lattice (distlint/semantic/rankflow.py) and path comparison, rule by rule.
+
+Each test is a small program with a collective behind one condition; what DL201 (proven rank,
+error), DL208 (rank-dependent raise) and DL209 (maybe rank, note) report there shows which level
+the condition got. The expected findings are written by hand.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from distlint.docs import parse_doc
+from tests.project_util import check_sources
+
+RANK_RULES = ("DL201", "DL208", "DL209")
+HEADER = """\
+import os
+import torch
+import torch.distributed as dist
+"""
+
+
+def findings(tmp_path: Path, body: str, files: dict[str, str] | None = None) -> list[tuple]:
+    """(code, line) of DL201/DL208/DL209 in ``m.py`` = HEADER + body (line 1 is HEADER's)."""
+    sources = {"m.py": HEADER + textwrap.dedent(body), **(files or {})}
+    results = check_sources(tmp_path, sources, enabled=RANK_RULES)
+    result = results["m.py"]
+    assert result.errors == (), result.errors
+    return sorted((f.code, f.span.start.line) for f in result.findings)
+
+
+# -- rank: proven -> DL201 ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "dist.get_rank() == 0",
+        "int(os.environ['LOCAL_RANK']) == 0",
+        "int(os.environ.get('RANK', '0')) % 8 == 0",
+        "args.local_rank in (-1, 0)",
+        "str(dist.get_rank()) == '0'",
+        "torch.tensor(dist.get_rank()).item() == 0",
+        "accelerator.is_main_process",
+        "not trainer.is_global_zero",
+    ],
+)
+def test_rank_sources_and_what_preserves_them_are_proven(tmp_path: Path, condition: str) -> None:
+    body = f"""
+    def f(t, args, accelerator, trainer):
+        if {condition}:
+            dist.all_reduce(t)
+    """
+    assert findings(tmp_path, body) == [("DL201", 7)]
+
+
+def test_reassignment_kills_and_later_assignment_does_not_reach_back(tmp_path: Path) -> None:
+    body = """
+    def f(t, cfg):
+        flag = cfg.sync
+        if flag:
+            dist.barrier()
+        flag = dist.get_rank() == 0
+        rank = dist.get_rank()
+        rank = 0
+        if rank == 0:
+            dist.barrier()
+        if flag:
+            dist.barrier()
+    """
+    assert findings(tmp_path, body) == [("DL201", 15)]
+
+
+def test_tuple_unpacking_assigns_each_element(tmp_path: Path) -> None:
+    body = """
+    def f(t):
+        world_size, rank = get_world_size_and_rank()
+        if world_size > 1:
+            dist.barrier()
+        if rank == 0:
+            dist.all_reduce(t)
+        a, b = dist.get_rank(), 4
+        if b > 1:
+            dist.barrier()
+    """
+    assert findings(tmp_path, body) == [("DL201", 10)]
+
+
+def test_self_attributes_are_per_class(tmp_path: Path) -> None:
+    body = """
+    class Trainer:
+        def __init__(self):
+            self.is_chief = dist.get_rank() == 0
+            self.log = True
+
+        def step(self, t):
+            if self.log:
+                dist.barrier()
+            if self.is_chief:
+                dist.all_reduce(t)
+
+
+    class Other:
+        def __init__(self):
+            self.is_chief = False
+
+        def step(self, t):
+            if self.is_chief:
+                dist.all_reduce(t)
+    """
+    assert findings(tmp_path, body) == [("DL201", 14)]
+
+
+def test_a_project_predicate_in_another_file_is_proven(tmp_path: Path) -> None:
+    files = {
+        "comm.py": """
+        import torch.distributed as dist
+
+        def chief():
+            return dist.get_rank() == 0
+
+        def settings_ok():
+            return True
+        """
+    }
+    body = """
+    from comm import chief, settings_ok
+
+    def f(t):
+        if settings_ok():
+            dist.barrier()
+        if chief():
+            dist.barrier()
+    """
+    assert findings(tmp_path, body, files) == [("DL201", 11)]
+
+
+# -- uniform, placement, unknown: silent ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "dist.get_world_size() > 1",
+        "rank >= 0",
+        "rank != -1",
+        "local_rank == -1",
+        "rank is None",
+        "is_pipeline_first_stage() and is_pipeline_last_stage()",
+        "cfg.average",
+    ],
+)
+def test_uniform_tests_are_silent(tmp_path: Path, condition: str) -> None:
+    body = f"""
+    def f(t, cfg, rank, local_rank):
+        if {condition}:
+            dist.all_reduce(t)
+    """
+    assert findings(tmp_path, body) == []
+
+
+def test_loop_indexes_and_counters_over_a_loader_are_uniform(tmp_path: Path) -> None:
+    body = """
+    def train(loader, rank, accum, total):
+        sampler = DistributedSampler(loader.dataset, rank=rank)
+        step = 0
+        for index, batch in enumerate(DataLoader(loader.dataset, sampler=sampler)):
+            loss = batch.sum()
+            step += 1
+            if (index + 1) % accum == 0:
+                dist.all_reduce(loss)
+            if step >= total:
+                break
+            dist.barrier()
+    """
+    assert findings(tmp_path, body) == []
+
+
+def test_a_device_from_the_local_rank_is_a_placement(tmp_path: Path) -> None:
+    body = """
+    def resume(path, local_rank, max_steps):
+        device = f"cuda:{local_rank}"
+        other = torch.device("cuda", local_rank)
+        ckpt = torch.load(path, map_location=device)
+        model = build().to(other)
+        if ckpt["step"] >= max_steps:
+            return None
+        if model.ready:
+            return None
+        dist.barrier()
+        return ckpt
+    """
+    assert findings(tmp_path, body) == []
+
+
+def test_collectives_make_their_argument_uniform(tmp_path: Path) -> None:
+    body = """
+    def f(model, rank):
+        stop = [should_stop(model) if rank == 0 else None]
+        dist.broadcast_object_list(stop, src=0)
+        if stop[0]:
+            return
+        flag = torch.tensor([rank])
+        dist.all_reduce(flag)
+        if flag.item() > 0:
+            return
+        dist.barrier()
+    """
+    assert findings(tmp_path, body) == []
+
+
+# -- maybe: DL209 only ---------------------------------------------------------------------------
+
+
+def test_values_through_unknown_calls_are_maybe(tmp_path: Path) -> None:
+    body = """
+    def f(ckpt_dir, rank):
+        path = os.path.join(ckpt_dir, f"rank{rank}.pt")
+        if not os.path.exists(path):
+            return None
+        dist.barrier()
+        return path
+    """
+    assert findings(tmp_path, body) == [("DL209", 8)]
+
+
+# -- paths: compare what each side issues until they meet -----------------------------------------
+
+
+def test_a_rank_dependent_raise_is_dl208(tmp_path: Path) -> None:
+    body = """
+    def f(t, path):
+        if dist.get_rank() == 0 and not os.path.exists(path):
+            raise FileNotFoundError(path)
+        dist.broadcast(t, src=0)
+    """
+    assert findings(tmp_path, body) == [("DL208", 7)]
+
+
+def test_balanced_exits_are_silent(tmp_path: Path) -> None:
+    body = """
+    def gather_all(items, rank):
+        out = []
+        for item in items:
+            if rank == 0 and item.special:
+                dist.all_gather(out, item.big)
+                continue
+            dist.all_gather(out, item.small)
+        return out
+
+
+    def sub_group(t, rank, ranks):
+        group = dist.new_group(ranks)
+        if rank not in ranks:
+            dist.barrier()
+            return
+        dist.all_reduce(t, group=group)
+        dist.barrier()
+
+
+    def retry(info, rank):
+        while True:
+            if rank == 0 and not ready():
+                continue
+            dist.all_reduce(info)
+            break
+    """
+    assert findings(tmp_path, body) == []
+
+
+def test_an_exit_that_skips_a_later_collective_is_reported(tmp_path: Path) -> None:
+    body = """
+    def f(metrics, rank):
+        for name, value in metrics.items():
+            if name.startswith("debug/") and rank != 0:
+                continue
+            dist.all_reduce(value)
+    """
+    assert findings(tmp_path, body) == [("DL201", 8)]
+
+
+def test_groups_passed_positionally_or_through_parameters(tmp_path: Path) -> None:
+    body = """
+    def reduce_mean(t, group=None):
+        dist.all_reduce(t, group=group)
+
+
+    def f(t, pp_group, dp_rank):
+        if dp_rank != 0:
+            return
+        dist.barrier(pp_group)
+
+
+    def g(t, grp):
+        if dist.get_rank() == 0:
+            reduce_mean(t, group=grp)
+        if dist.get_rank() == 0:
+            reduce_mean(t)
+    """
+    assert findings(tmp_path, body) == [("DL201", 19)]
+
+
+def test_literal_arguments_decide_a_helpers_rank_test(tmp_path: Path) -> None:
+    body = """
+    def first_on_zero(rank):
+        if rank not in (-1, 0):
+            dist.barrier()
+        prepare()
+        if rank == 0:
+            dist.barrier()
+
+
+    def build_loader(rank):
+        first_on_zero(rank)
+
+
+    def f(rank):
+        if rank in (-1, 0):
+            build_loader(rank=-1)
+    """
+    assert findings(tmp_path, body) == []
+
+
+# -- messages and docs ------------------------------------------------------------------------------
+
+
+def test_message_names_where_the_rank_comes_from(tmp_path: Path) -> None:
+    sources = {
+        "m.py": HEADER
+        + textwrap.dedent(
+            """
+            def f(t):
+                chief = dist.get_rank() == 0
+                if chief:
+                    dist.all_reduce(t)
+            """
+        )
+    }
+    result = check_sources(tmp_path, sources, enabled=RANK_RULES)["m.py"]
+    (finding,) = result.findings
+    assert "(rank from `dist.get_rank()` at m.py:6)" in finding.message
+    assert [r.message for r in finding.related] == [
+        "rank-dependent condition",
+        "the rank comes from here",
+    ]
+
+
+@pytest.mark.parametrize("code", RANK_RULES)
+def test_docs_example_triggers_the_rule(tmp_path: Path, code: str) -> None:
+    page = (Path(__file__).resolve().parent.parent / "rules" / f"{code}.md").read_text()
+    example = parse_doc(page).sections["Example"]
+    source = example.split("```python", 1)[1].split("```", 1)[0]
+    results = check_sources(tmp_path, {"example.py": source}, enabled=RANK_RULES)
+    assert code in {f.code for f in results["example.py"].findings}
