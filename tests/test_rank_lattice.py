@@ -324,7 +324,7 @@ def test_literal_arguments_decide_a_helpers_rank_test(tmp_path: Path) -> None:
     assert findings(tmp_path, body) == []
 
 
-# -- messages and docs ------------------------------------------------------------------------------
+# -- messages and docs -----------------------------------------------------------------------
 
 
 def test_message_names_where_the_rank_comes_from(tmp_path: Path) -> None:

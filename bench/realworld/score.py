@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         raise SystemExit(f"not exported: {', '.join(missing)} (run export.py)")
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        results = dict(zip(repos, pool.map(lambda r: check_repo(checkouts[r], args.codes), repos)))
+        found = pool.map(lambda r: check_repo(checkouts[r], args.codes), repos)
+        results = dict(zip(repos, found, strict=True))
     counts: Counter[tuple[str, str]] = Counter()
     unreviewed: list[str] = []
     found_keys: set[Key] = set()

@@ -7,8 +7,14 @@ from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
 from distlint.registry import Rule
-from distlint.rules.rank_messages import HINT, collective_text, condition_text, evidence, finding
-from distlint.rules.rank_messages import what_runs
+from distlint.rules.rank_messages import (
+    HINT,
+    collective_text,
+    condition_text,
+    evidence,
+    finding,
+    what_runs,
+)
 from distlint.semantic.effects import Divergence, project_divergences
 
 if TYPE_CHECKING:

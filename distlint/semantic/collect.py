@@ -788,7 +788,7 @@ def _group_of(call: cst.Call, scope: _Scope) -> tuple[bool, str]:
     The group is the ``group=`` keyword, or a positional argument whose name says it is a
     group (``dist.broadcast(t, src, get_data_parallel_group())``, ``dist.barrier(self.pp_group)``).
     """
-    for position, arg in enumerate(call.args):
+    for arg in call.args:
         value = arg.value
         if arg.keyword is not None:
             if arg.keyword.value not in _GROUP_KEYWORDS:
@@ -813,7 +813,9 @@ def _names_a_group(value: cst.BaseExpression) -> bool:
     return "group" in last or last == "pg" or last.endswith("_pg") or last.endswith("WORLD".lower())
 
 
-def _names_read(test: cst.BaseExpression, self_name: str | None) -> tuple[set[str], tuple[str, ...]]:
+def _names_read(
+    test: cst.BaseExpression, self_name: str | None
+) -> tuple[set[str], tuple[str, ...]]:
     """Plain names and ``self.<attr>`` attributes a test reads (lambdas skipped)."""
     names: set[str] = set()
     attrs: set[str] = set()

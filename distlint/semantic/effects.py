@@ -22,7 +22,6 @@ from distlint.semantic.link import ProjectFacts
 from distlint.semantic.model import Condition, Effect, FunctionSummary, Options
 from distlint.semantic.rankflow import MAYBE, RANK
 
-
 # Left out of the sequences compared: point-to-point traffic pairs across branches by design,
 # and group construction is symmetric or local (``use_local_synchronization``) in practice.
 _NOT_COMPARED = POINT_TO_POINT | {"new_group", "new_subgroups"}

@@ -207,14 +207,17 @@ def _device_string(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.SimpleString):
         try:
             value = expr.evaluated_value
-        except Exception:  # noqa: BLE001 - any malformed literal is simply not a device
+        except Exception:
             return False
         return isinstance(value, str) and value.lower().startswith(_DEVICE_PREFIXES)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
         return _device_string(expr.left)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        if expr.func.attr.value == "format":
-            return _device_string(expr.func.value)
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "format"
+    ):
+        return _device_string(expr.func.value)
     return False
 
 
@@ -291,9 +294,7 @@ class RankFlow:
                 stack.extend((child, None) for child in _suite(node.body))
             elif kind is cst.ClassDef:
                 stack.extend((child, node.name.value) for child in _suite(node.body))
-            elif kind in _COMPOUND:
-                stack.extend((child, owner) for child in children(node))
-            elif kind in _BLOCKS:
+            elif kind in _COMPOUND or kind in _BLOCKS:
                 stack.extend((child, owner) for child in children(node))
 
     # -- statements -----------------------------------------------------------------------------
@@ -427,7 +428,8 @@ class RankFlow:
                 self._assign(handler.name.name, UNKNOWN_KIND, inner)
             ends.append(self._block(_suite(handler.body), inner))
         if node.orelse is not None:
-            ends[0] = self._block(_suite(node.orelse.body), dict(body)) if _EXITED not in body else body
+            if _EXITED not in body:
+                ends[0] = self._block(_suite(node.orelse.body), dict(body))
         result = _join_envs(ends)
         if node.finalbody is not None:
             result = self._block(_suite(node.finalbody.body), dict(_continued(result)))
@@ -525,7 +527,11 @@ class RankFlow:
                 self._assign(element.value, _unpacked(element.value, value), env)
 
     def _loop_target(
-        self, target: cst.BaseExpression, iterable_node: cst.BaseExpression, iterable: Kind, env: Env
+        self,
+        target: cst.BaseExpression,
+        iterable_node: cst.BaseExpression,
+        iterable: Kind,
+        env: Env,
     ) -> None:
         """``for i, batch in enumerate(loader)``: the index is uniform (every rank runs the same
         steps: a DistributedSampler pads), the elements are at most *maybe* rank-valued."""
@@ -605,9 +611,8 @@ class RankFlow:
                     if isinstance(child, cst.BaseExpression):
                         parts.append(self.kind(child, env))
             return join_all(parts)
-        if t is cst.FormattedString or t is cst.BinaryOperation:
-            if _device_string(expr):
-                return PLACEMENT_KIND
+        if (t is cst.FormattedString or t is cst.BinaryOperation) and _device_string(expr):
+            return PLACEMENT_KIND
         if t is cst.Lambda:
             return UNIFORM_KIND
         if t is cst.BooleanOperation and _single_stage_test(expr):
@@ -775,7 +780,14 @@ _EXTERNAL_PREFIXES = (
 _EXITED = "\0exited"
 _COMPOUND = frozenset({cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.Match})
 _BLOCKS = frozenset(
-    {cst.IndentedBlock, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase}
+    {
+        cst.IndentedBlock,
+        cst.Else,
+        cst.ExceptHandler,
+        cst.ExceptStarHandler,
+        cst.Finally,
+        cst.MatchCase,
+    }
 )
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 
