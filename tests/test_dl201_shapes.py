@@ -1,11 +1,12 @@
 """DL201 on the real-world shapes of ``fixtures/DL201``, one test per shape.
 
-Each shape is a function of a fixture written the way open-source training scripts write it
-(fixtures/DL201/README.md says which is which). A bad shape must produce exactly the DL201
-findings its ``# expect:`` comments declare (the line and column of the collective call on the
-side that has it, or of the rank-dependent ``return``/``break``/``continue``/``raise``); a trap
-must produce none. Single files are checked alone; ``fixtures/DL201/project`` is checked as
-one project, since its collectives live in other modules than the calls that reach them.
+Each shape is a function (or a class, for a rank kept on ``self``) of a fixture written the way
+open-source training scripts write it (fixtures/DL201/README.md says which is which). A bad
+shape must produce exactly the DL201 findings its ``# expect:`` comments declare (the line and
+column of the collective call on the side that has it, or of the rank-dependent
+``return``/``break``/``continue``); a trap must produce none (a rank-dependent ``raise`` is
+DL208, fixtures/DL208). Single files are checked alone; ``fixtures/DL201/project`` is checked
+as one project, since its collectives live in other modules than the calls that reach them.
 
 Runs DL201 alone, so the shapes pin this rule's behaviour; tests/test_fixtures.py checks that
 no other rule fires on them.
@@ -37,12 +38,16 @@ BAD = [
     ("bad.py", "prepare_with_fabric", "fabric.barrier() on global rank 0"),
     ("bad.py", "log_throughput", "rank-0 all_reduce mis-pairs with the next one (C2)"),
     ("bad.py", "prepare_dataset", "LOCAL_RANK != 0 returns before the barrier"),
-    ("bad.py", "load_pretrained", "rank 0 raises before a broadcast"),
     ("bad.py", "sync_metrics", "rank-dependent continue skips an all_reduce"),
     ("bad.py", "log_losses", "detectron2 reduce of the loss dict on the main process"),
     ("project/train_bad.py", "validate_on_main_process", "evaluate() in another module"),
     ("project/train_bad.py", "checkpoint_on_main_process", "save_checkpoint() -> synchronize()"),
     ("project/train_bad.py", "finish_run", "non-main ranks return before synchronize()"),
+    ("bad_realworld.py", "log_mean_loss", "helper with group=None (the world) on rank 0"),
+    ("bad_realworld.py", "publish_checkpoint", "rank 0 returns after a failed upload"),
+    ("bad_realworld.py", "make_output_dir", "rank unpacked from a (rank, world_size) tuple"),
+    ("bad_realworld.py", "MetricLogger", "self.rank set in __init__, tested in log()"),
+    ("bad_realworld.py", "profile_first_steps", "rank 0 breaks out of a loop that all-reduces"),
 ]
 TRAPS = [
     ("traps.py", "save_then_barrier", "rank-0 save, then a barrier on every rank"),
@@ -68,8 +73,26 @@ TRAPS = [
     ("project/train_traps.py", "summary_on_main_process", "write_summary() then synchronize()"),
     ("project/train_traps.py", "local_total_on_main_process", "project helper named all_reduce"),
     ("project/train_traps.py", "validate_everywhere", "world-size branch, evaluate() everywhere"),
+    ("traps_realworld.py", "train_with_accumulation", "(a) loop index of a sharded loader"),
+    ("traps_realworld.py", "gradient_accumulation_steps", "(b) config checked, raise, barrier"),
+    ("traps_realworld.py", "resume", "(c) checkpoint loaded onto the local-rank device"),
+    ("traps_realworld.py", "wait_for_everyone", "(d) world size unpacked with the rank"),
+    ("traps_realworld.py", "reduce_for_logging", "(e) rank != -1, rank >= 0, local_rank == -1"),
+    ("traps_realworld.py", "init_shared_weights", "(f) tested before reassigned from the rank"),
+    (
+        "traps_realworld.py",
+        "train_with_broadcast_early_stopping",
+        "(g) rank-0 decision broadcast_object_list'ed before the break",
+    ),
+    ("traps_realworld.py", "gather_shards", "(h) continue after its own all_gather"),
+    ("traps_realworld.py", "average_in_subgroup", "(h) barrier outside the sub-group"),
+    ("traps_realworld.py", "build_label_cache", "(i) complementary rank tests in the helper"),
+    ("traps_realworld.py", "export_labels", "(i) helper called with rank=-1 on rank 0"),
+    ("traps_realworld.py", "wait_for_shared_file", "(j) rank 0 retries before the broadcast"),
+    ("traps_realworld.py", "sync_expert", "(k) group passed positionally, branch on its ranks"),
+    ("traps_realworld.py", "loss_for_logging", "(l) first and last pipeline stage: one stage"),
 ]
-FILES = ["bad.py", "good.py", "traps.py"]
+FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 
 
 @cache
@@ -95,7 +118,7 @@ def _findings(relative: str) -> frozenset[tuple[str, int, int]]:
 def _lines(relative: str, function: str) -> range:
     tree = ast.parse((FOLDER / relative).read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == function:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == function:
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             assert node.end_lineno is not None
             return range(first, node.end_lineno + 1)
@@ -115,7 +138,7 @@ def test_every_shape_is_listed() -> None:
     assert len(TRAPS) >= len(BAD)
     declared = {
         (relative, line)
-        for relative in ("bad.py", "project/train_bad.py")
+        for relative in ("bad.py", "bad_realworld.py", "project/train_bad.py")
         for _, line, _ in expected_findings(FOLDER / relative)
     }
     covered = {

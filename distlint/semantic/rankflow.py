@@ -427,9 +427,8 @@ class RankFlow:
             if handler.name is not None:
                 self._assign(handler.name.name, UNKNOWN_KIND, inner)
             ends.append(self._block(_suite(handler.body), inner))
-        if node.orelse is not None:
-            if _EXITED not in body:
-                ends[0] = self._block(_suite(node.orelse.body), dict(body))
+        if node.orelse is not None and _EXITED not in body:
+            ends[0] = self._block(_suite(node.orelse.body), dict(body))
         result = _join_envs(ends)
         if node.finalbody is not None:
             result = self._block(_suite(node.finalbody.body), dict(_continued(result)))

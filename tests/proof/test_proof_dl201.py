@@ -1,12 +1,14 @@
 """Proof for DL201: rank-divergent collectives hang, or pair up wrongly, on torch 2.13.
 
-Runs every case of ``fixtures/DL201`` on 2 gloo ranks (tests/proof/gloo.py, process-group
-timeout 3 s, all cases of all files at once). In the bad cases the rank left waiting raises
-gloo's timeout error after the process-group timeout while the other rank carries on, and the
-mis-paired cases also hand a wrong value to the rank that did not wait (dynamo-facts §C2:
-``b=12.0`` instead of 3.0). The good cases and the traps finish on both ranks with the right
-values. ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` is run on the mis-paired case too: it names the
-missing rank but does not prevent the wrong value.
+Runs every case of ``fixtures/DL201`` (bad, good, traps, their real-world companions
+``bad_realworld.py`` and ``traps_realworld.py``, and ``project/``) on 2 gloo ranks
+(tests/proof/gloo.py, process-group timeout 3 s, all cases of all files at once). In the bad
+cases the rank left waiting raises gloo's timeout error after the process-group timeout while
+the other rank carries on, and the mis-paired cases also hand a wrong value to the rank that
+did not wait (dynamo-facts §C2: ``b=12.0`` instead of 3.0). The good cases and the traps
+finish on both ranks with the right values. ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` is run on the
+mis-paired case too: it names the missing rank but does not prevent the wrong value. A
+rank-dependent ``raise`` before a collective is DL208 (tests/proof/test_proof_dl208.py).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ FILES = {
     "traps": FOLDER / "traps.py",
     "project_bad": FOLDER / "project" / "train_bad.py",
     "project_traps": FOLDER / "project" / "train_traps.py",
+    "bad_realworld": FOLDER / "bad_realworld.py",
+    "traps_realworld": FOLDER / "traps_realworld.py",
 }
 
 ANY = object()  # a value the test does not check
@@ -55,12 +59,19 @@ HANGS = {
     "case_fabric_barrier_on_rank_zero": (0, ANY),
     "case_mispaired_all_reduce": (0, [12.0]),  # silently wrong: 2.0 + rank 0's 10.0
     "case_early_return_before_barrier": (0, []),  # rank 1 read the index before it existed
-    "case_raise_on_rank_zero_before_broadcast": (1, None),
     "case_continue_skips_debug_metric": (
         0,
         {"loss": 3.0, "debug/grad_norm": 100.0, "accuracy": 100.5},  # accuracy: 0.5 + 100.0
     ),
     "case_reduce_on_main_process_only": (0, {}),
+}
+# bad_realworld.py: case -> (rank that waits and times out, what the other rank returns)
+REALWORLD_HANGS = {
+    "case_helper_with_world_group_on_rank_zero": (0, 2.0),
+    "case_rank_zero_returns_after_failed_upload": (1, False),
+    "case_rank_unpacked_from_a_tuple": (0, "/tmp/dl201-out"),
+    "case_rank_kept_on_self": (0, []),
+    "case_rank_zero_breaks_out_of_the_loader_loop": (1, 1),  # rank 0 ran one step
 }
 PROJECT_HANGS = {
     "case_evaluate_on_main_process": 0,
@@ -112,7 +123,10 @@ def _case_lines(path: Path) -> set[str]:
 def test_every_case_ran(outcomes: dict[str, dict[str, tuple[RankOutcome, ...]]]) -> None:
     assert set(outcomes["bad"]) == set(HANGS) == _case_lines(FILES["bad"])
     assert set(outcomes["project_bad"]) == set(PROJECT_HANGS)
+    assert set(outcomes["bad_realworld"]) == set(REALWORLD_HANGS)
+    assert set(REALWORLD_HANGS) == _case_lines(FILES["bad_realworld"])
     assert len(expected_findings(FILES["bad"])) == len(HANGS)
+    assert len(expected_findings(FILES["bad_realworld"])) == len(REALWORLD_HANGS)
     assert len(expected_findings(FILES["project_bad"])) == len(PROJECT_HANGS)
 
 
@@ -131,12 +145,21 @@ def test_bad_case_leaves_a_rank_waiting_until_the_timeout(
         return
     assert _timed_out(ranks[waiting]), ranks[waiting]
     other = ranks[1 - waiting]
-    if case == "case_raise_on_rank_zero_before_broadcast":
-        assert other.type == "builtins.FileNotFoundError"
-    else:
-        assert other.ok, other
-        if value is not ANY:
-            assert other.value == value
+    assert other.ok, other
+    if value is not ANY:
+        assert other.value == value
+
+
+@pytest.mark.parametrize("case", sorted(REALWORLD_HANGS))
+def test_realworld_bad_case_leaves_a_rank_waiting_until_the_timeout(
+    outcomes: dict[str, dict[str, tuple[RankOutcome, ...]]], case: str
+) -> None:
+    waiting, value = REALWORLD_HANGS[case]
+    ranks = outcomes["bad_realworld"][case]
+    assert _timed_out(ranks[waiting]), ranks[waiting]
+    other = ranks[1 - waiting]
+    assert other.ok, other
+    assert other.value == value
 
 
 def test_mispaired_all_reduce_is_silently_wrong(
@@ -168,7 +191,7 @@ def test_project_bad_case_hangs(
     assert ranks[1 - waiting].ok
 
 
-@pytest.mark.parametrize("kind", ["good", "traps", "project_traps"])
+@pytest.mark.parametrize("kind", ["good", "traps", "project_traps", "traps_realworld"])
 def test_good_and_trap_cases_finish_on_every_rank(
     outcomes: dict[str, dict[str, tuple[RankOutcome, ...]]], kind: str
 ) -> None:
@@ -202,6 +225,28 @@ def test_trap_values(outcomes: dict[str, dict[str, tuple[RankOutcome, ...]]]) ->
     assert values["case_rank_dependent_gather_arguments"] == [[[0.0], [1.0]], []]
     assert values["case_rank_dependent_break_without_collective_in_loop"] == [1, 1]
     assert values["case_zero_first_context_manager"] == [True, True]
+
+
+def test_realworld_trap_values(outcomes: dict[str, dict[str, tuple[RankOutcome, ...]]]) -> None:
+    traps = outcomes["traps_realworld"]
+    values = {case: [o.value for o in ranks] for case, ranks in traps.items()}
+    rank0, rank1 = values["case_step_index_of_a_sharded_loader"]
+    assert rank0 == rank1 and rank0[0] == 1  # one optimizer step, the same weights
+    assert values["case_config_validated_before_the_barrier"] == [2, 2]
+    assert values["case_checkpoint_loaded_onto_the_local_device"] == [5, 5]
+    assert values["case_world_size_unpacked_with_the_rank"] == [2, 2]
+    assert values["case_rank_tests_true_on_every_rank"] == [3.0, 3.0]
+    assert values["case_seed_tested_before_it_is_made_per_rank"] == [[0.0, 0.0]] * 2
+    assert values["case_stop_decision_broadcast_before_break"] == [2, 2]
+    assert values["case_gather_then_continue_past_the_loop_tail_gather"] == [
+        {"w": [0.0, 1.0], "b": [10.0, 11.0]},
+        {},
+    ]
+    assert values["case_barrier_outside_the_subgroup"] == [1.0, 2.0]
+    assert values["case_helper_called_with_rank_minus_one"] == [True, True]
+    assert values["case_rank_zero_retries_before_the_broadcast"] == [True, True]
+    assert values["case_group_passed_positionally"] == [[1.0, 2.0], [2.0, 2.0]]
+    assert values["case_single_pipeline_stage_returns_early"] == [[1.0], [2.0]]
 
 
 HARNESS_FIXTURE = """
