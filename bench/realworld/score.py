@@ -121,8 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         reviewed = tp + fp
         precision = tp / reviewed if reviewed else None
         shown = f"{precision:.2f}" if precision is not None else "n/a"
-        print(f"{code}: {tp + fp + new} findings, {tp} TP, {fp} FP, {new} unreviewed; "
-              f"precision {shown}")
+        print(
+            f"{code}: {tp + fp + new} findings, {tp} TP, {fp} FP, {new} unreviewed; "
+            f"precision {shown}"
+        )
         if precision is not None and precision < args.min_precision:
             failed = True
     if unreviewed:
