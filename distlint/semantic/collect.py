@@ -34,7 +34,7 @@ from distlint.semantic.model import (
     Options,
     Value,
 )
-from distlint.semantic.rankflow import MAYBE, RANK, Kind
+from distlint.semantic.rankflow import MAYBE, RANK, UNKNOWN, Kind
 from distlint.semantic.taint import (
     FileTaint,
     ScopeScan,
@@ -423,7 +423,7 @@ class Collector:
             param = inner.value
         compare = _parameter_comparison(inner, scope.params)
         kind: Kind | None = self.taint.test_kind(test) if self.taint.active else None
-        level = kind.level if kind is not None else 0
+        level = kind.level if kind is not None else UNKNOWN  # no rank word: nothing known
         deferred = tuple(sorted(kind.deferred)) if kind is not None else ()
         self_attrs: tuple[str, ...] = ()
         names: tuple[str, ...] = ()
@@ -446,7 +446,7 @@ class Collector:
             param,
             negated,
             names=names,
-            why=why.text if why is not None else "",
+            why=self.taint.describe(why) if why is not None else "",
             why_span=(
                 self.ctx.locate(why.node, lazy=True)
                 if why is not None and why.node is not None

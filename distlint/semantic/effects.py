@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from distlint.semantic.collectives import POINT_TO_POINT
 from distlint.semantic.link import ProjectFacts
 from distlint.semantic.model import Condition, Effect, FunctionSummary, Options
-from distlint.semantic.rankflow import MAYBE, RANK
+from distlint.semantic.rankflow import MAYBE, RANK, UNIFORM
 
 # Left out of the sequences compared: point-to-point traffic pairs across branches by design,
 # and group construction is symmetric or local (``use_local_synchronization``) in practice.
@@ -85,8 +85,8 @@ class EffectAnalysis:
     def rank_test(self, cond: Condition | None, function: str) -> RankTest | None:
         """Whether ``cond`` differs between ranks: proven (lattice level rank, a project
         predicate, a rank attribute of the class), possibly (level maybe), or not at all."""
-        if cond is None:
-            return None
+        if cond is None or cond.level == UNIFORM:
+            return None  # proven the same on every rank (``rank >= 0``, a broadcast value)
         summary = self.facts.functions.get(function)
         path = summary.path if summary is not None else ""
         if cond.level == RANK:

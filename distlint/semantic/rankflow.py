@@ -41,9 +41,9 @@ UNIFORM, UNKNOWN, PLACEMENT, MAYBE, RANK = range(5)
 LEVEL_NAMES = ("uniform", "unknown", "placement", "maybe", "rank")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Why:
-    """Where a rank value comes from: the source as written, and its node (for a span)."""
+    """Where a rank value comes from: its node (for a span and the text) or a description."""
 
     text: str
     node: cst.CSTNode | None = None
@@ -260,12 +260,40 @@ class RankFlow:
         self._changed = False
         self._module_env: Env = {}
         self._gather(ctx.module.body, None)
-        for round_number in range(4):
+        self._round = 0
+        self._reads: dict[int, set[tuple[str, str]]] = {}  # function node -> facts it read
+        self._stack: list[int] = []
+        self._interesting: set[tuple[str, str]] = set()
+        for self._round in range(4):
             self._changed = False
-            self.tests = {}
             self._module_env = self._block(ctx.module.body, {})
-            if round_number > 0 and not self._changed:
-                break
+            self._interesting = self._carried()
+            if not self._changed or not self._interesting:
+                break  # a later round would read the same returns, attributes and globals
+
+    def _carried(self) -> set[tuple[str, str]]:
+        """Facts a later round must carry into the functions that read them: functions
+        returning, attributes and globals holding at least a placement (or a deferred call).
+        Tests are joined across rounds, so functions that read none of these are skipped."""
+        found: set[tuple[str, str]] = set()
+        for name, kind in self._module_env.items():
+            if kind.level >= PLACEMENT or kind.deferred:
+                found.add(("g", name))
+        for table in self.attributes.values():
+            for name, kind in table.items():
+                if kind.level >= PLACEMENT or kind.deferred:
+                    found.add(("a", name))
+        for name, functions in self.functions.items():
+            if any(f.returns.level >= PLACEMENT or f.returns.deferred for f in functions):
+                found.add(("f", name))
+        return found
+
+    def _note(self, key: tuple[str, str]) -> None:
+        for function in self._stack:
+            reads = self._reads.get(function)
+            if reads is None:
+                reads = self._reads[function] = set()
+            reads.add(key)
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -402,7 +430,11 @@ class RankFlow:
             inner = dict(entry)
             self._loop_target(node.target, node.iter, iterable, inner)
             end = self._block(_suite(node.body), inner)
-            entry = _join_envs([entry, _continued(end)])
+            joined = _join_envs([entry, _continued(end)])
+            settled = _settled(entry, joined)
+            entry = joined
+            if settled:
+                break
         after = entry
         if node.orelse is not None:
             after = self._block(_suite(node.orelse.body), dict(after))
@@ -413,7 +445,11 @@ class RankFlow:
         for _ in range(2):
             self._record(node.test, self.kind(node.test, entry))
             end = self._block(_suite(node.body), dict(entry))
-            entry = _join_envs([entry, _continued(end)])
+            joined = _join_envs([entry, _continued(end)])
+            settled = _settled(entry, joined)
+            entry = joined
+            if settled:
+                break
         if node.orelse is not None:
             entry = self._block(_suite(node.orelse.body), dict(entry))
         return entry
@@ -436,6 +472,8 @@ class RankFlow:
 
     def _function(self, node: cst.FunctionDef, env: Env) -> None:
         function = self._by_node.get(id(node))
+        if self._round and self._reads.get(id(node), _NO_READS).isdisjoint(self._interesting):
+            return  # reads nothing a later round changes: its tests and returns stand
         saved = (
             self._resolve,
             self._table,
@@ -456,10 +494,12 @@ class RankFlow:
         for name in params:
             inner[name] = self._parameter_kind(name)
         before = function.returns if function is not None else None
+        self._stack.append(id(node))
         self._block(_suite(node.body), inner)
+        self._stack.pop()
         if function is not None and not self._returns_seen:
             function.returns = UNIFORM_KIND  # returns None on every rank
-        if function is not None and before != function.returns:
+        if function is not None and not _same(before, function.returns):
             self._changed = True
         (
             self._resolve,
@@ -513,7 +553,7 @@ class RankFlow:
                 table = self.attributes.setdefault(self._current_function.class_name or "", {})
                 old = table.get(target.attr.value)
                 new = value if old is None else join(old, value)
-                if new != old:
+                if old is None or not _same(old, new):
                     table[target.attr.value] = new
                     self._changed = True
         elif kind is cst.Subscript:
@@ -628,7 +668,13 @@ class RankFlow:
         return join_all(self.kind(c, env) for c in _expressions(expr))
 
     def _source(self, expr: cst.BaseExpression) -> Kind:
-        return Kind(RANK, Why(_short(self.ctx.module.code_for_node(expr)), expr))
+        return Kind(RANK, Why("", expr))  # the text is made only for a message (describe)
+
+    def describe(self, why: Why) -> str:
+        """How a rank source is written, for messages."""
+        if why.text or why.node is None:
+            return why.text
+        return _short(self.ctx.module.code_for_node(why.node))
 
     def _name(self, name: str, env: Env) -> Kind:
         found = env.get(name)
@@ -638,6 +684,8 @@ class RankFlow:
             return Kind(RANK, Why(name))
         if name in UNIFORM_NAMES:
             return UNIFORM_KIND
+        if self._stack:
+            self._note(("g", name))
         found = self._module_env.get(name)
         if found is not None:
             return found
@@ -651,6 +699,8 @@ class RankFlow:
         base = expr.value
         if type(base) is cst.Name and base.value == self._self_name and self._self_name:
             owner = self._current_function.class_name if self._current_function else None
+            self._note(("a", attr))
+            self._note(("f", attr))
             known = self.attributes.get(owner or "", {}).get(attr)
             if known is not None:
                 return known
@@ -706,6 +756,7 @@ class RankFlow:
             if resolved is None:
                 if type(receiver_node) is cst.Name and receiver_node.value == self._self_name:
                     owner = self._current_function.class_name if self._current_function else None
+                    self._note(("f", last or ""))
                     returned = self._method_return(last or "", owner)
                     if returned is not None:
                         return join(returned, _maybe_from_deferred(args))
@@ -721,6 +772,7 @@ class RankFlow:
         if isinstance(func, cst.Name):
             local = self.functions.get(func.value)
             if local and func.value not in env:
+                self._note(("f", func.value))
                 returned = join_all(f.returns for f in local if f.class_name is None)
                 return join(returned, _maybe_from_deferred(args))
         if resolved is not None and not resolved.startswith(_EXTERNAL_PREFIXES):
@@ -777,6 +829,7 @@ _EXTERNAL_PREFIXES = (
     "pytorch_lightning.",
 )
 _EXITED = "\0exited"
+_NO_READS: frozenset[tuple[str, str]] = frozenset()
 _COMPOUND = frozenset({cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.Match})
 _BLOCKS = frozenset(
     {
@@ -843,6 +896,25 @@ def _continued(env: Env) -> Env:
     env = dict(env)
     del env[_EXITED]
     return env
+
+
+def _same(a: Kind | None, b: Kind | None) -> bool:
+    """Equal for the analysis: the same level and deferred calls (reasons may differ)."""
+    if a is None or b is None:
+        return a is b
+    return a.level == b.level and a.deferred == b.deferred
+
+
+def _settled(before: Env, after: Env) -> bool:
+    """Whether another pass over a loop body would start from the same levels."""
+    for name, kind in after.items():
+        old = before.get(name)
+        if old is None:
+            if kind.level >= PLACEMENT or kind.deferred:
+                return False
+        elif old.level != kind.level or old.deferred != kind.deferred:
+            return False
+    return True
 
 
 def _join_envs(envs: Sequence[Env]) -> Env:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from distlint.semantic.rankflow import RANK, UNKNOWN_KIND, Kind, RankFlow
+from distlint.semantic.rankflow import RANK, UNKNOWN_KIND, Kind, RankFlow, Why
 from distlint.walker import children, subclasses_of
 
 if TYPE_CHECKING:
@@ -165,6 +165,9 @@ class FileTaint:
     def test_kind(self, test: cst.BaseExpression) -> Kind:
         """The lattice kind of an ``if``/``while``/ternary test."""
         return self.flow.test_kind(test) if self.flow is not None else UNKNOWN_KIND
+
+    def describe(self, why: Why) -> str:
+        return self.flow.describe(why) if self.flow is not None else why.text
 
     def return_kind(self, node: cst.FunctionDef) -> Kind:
         return self.flow.return_kind(node) if self.flow is not None else UNKNOWN_KIND
