@@ -282,6 +282,56 @@ def test_an_exit_that_skips_a_later_collective_is_reported(tmp_path: Path) -> No
     assert findings(tmp_path, body) == [("DL201", 8)]
 
 
+def test_a_rank_zero_server_loop_against_a_receive_loop_is_not_compared(tmp_path: Path) -> None:
+    body = """
+    def serve(t, rank):
+        if rank == 0:
+            run_server()
+            dist.broadcast(t, src=0)
+        else:
+            while True:
+                dist.broadcast(t, src=0)
+                if t.item() == 1:
+                    break
+
+
+    def only_rank_zero_loops(t, rank):
+        if rank == 0:
+            while t.item() > 0:
+                dist.all_reduce(t)
+    """
+    assert findings(tmp_path, body) == [("DL201", 19)]
+
+
+def test_complementary_branches_at_different_depths_and_in_enter_exit(tmp_path: Path) -> None:
+    body = """
+    def build(path, rank):
+        if rank != 0:
+            dist.barrier()
+        if os.path.exists(path):
+            load(path)
+            if rank == 0:
+                dist.barrier()
+        else:
+            make(path)
+            if rank == 0:
+                dist.barrier()
+
+
+    class FirstRankFirst:
+        def __enter__(self):
+            self.first = dist.get_rank() == 0
+            if not self.first:
+                dist.barrier()
+            return self
+
+        def __exit__(self, *exc):
+            if self.first:
+                dist.barrier()
+    """
+    assert findings(tmp_path, body) == []
+
+
 def test_groups_passed_positionally_or_through_parameters(tmp_path: Path) -> None:
     body = """
     def reduce_mean(t, group=None):

@@ -79,17 +79,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-precision", type=float, default=0.85)
     parser.add_argument("--strict", action="store_true", help="fail on unreviewed findings")
     parser.add_argument("--save", type=Path, help="write each repository's findings here")
+    parser.add_argument(
+        "--results", type=Path, help="read findings saved by --save instead of running distlint"
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     labels = read_labels(args.labels)
     repos = [repo for repo, _ in read_repos(args.repos)]
     checkouts = {repo: args.corpus / repo.replace("/", "+") for repo in repos}
     missing = [repo for repo, path in checkouts.items() if not path.is_dir()]
-    if missing:
+    if missing and args.results is None:
         raise SystemExit(f"not exported: {', '.join(missing)} (run export.py)")
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        found = pool.map(lambda r: check_repo(checkouts[r], args.codes), repos)
-        results = dict(zip(repos, found, strict=True))
+    if args.results is not None:
+        results = {
+            repo: json.loads((args.results / f"{repo.replace('/', '+')}.json").read_text())
+            for repo in repos
+        }
+    else:
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            found = pool.map(lambda r: check_repo(checkouts[r], args.codes), repos)
+            results = dict(zip(repos, found, strict=True))
     counts: Counter[tuple[str, str]] = Counter()
     unreviewed: list[str] = []
     found_keys: set[Key] = set()

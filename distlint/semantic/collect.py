@@ -409,7 +409,9 @@ class Collector:
                     text=self.ctx.module.code_for_node(node.test),
                     span=self.ctx.locate(node, lazy=True, part="test"),
                 )
-            effects.append(Effect("branch", cond=condition, body=body, orelse=orelse))
+            uniform = condition is None or condition.level < MAYBE
+            guard = "guard" if uniform and _distributed_guard(node.test) else ""
+            effects.append(Effect("branch", name=guard, cond=condition, body=body, orelse=orelse))
 
     def _condition(self, scope: _Scope, node: cst.If) -> Condition | None:
         test = node.test
@@ -836,6 +838,47 @@ def _names_read(
     names.discard("True")
     names.discard("False")
     return names, tuple(sorted(attrs))
+
+
+_GUARD_WORDS = (
+    "world",
+    "distributed",
+    "is_initialized",
+    "ddp",
+    "fsdp",
+    "gpu",
+    "parallel",
+    "num_processes",
+    "nprocs",
+    "num_nodes",
+)
+
+
+def _distributed_guard(test: cst.BaseExpression) -> bool:
+    """Whether a test reads as "running distributed" (``world_size > 1``,
+    ``dist.is_initialized()``, ``local_rank != -1``): true on every rank of a distributed job,
+    so never the branch that is skipped there."""
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Name or kind is cst.Attribute:
+            word = (node.value if kind is cst.Name else node.attr.value).lower()
+            if any(w in word for w in _GUARD_WORDS):
+                return True
+            if kind is cst.Name:
+                continue
+        elif (
+            kind is cst.UnaryOperation
+            and isinstance(node.operator, cst.Minus)
+            and isinstance(node.expression, cst.Integer)
+            and node.expression.value == "1"
+        ):
+            return True
+        elif kind is cst.SimpleString or kind is cst.Integer or kind is cst.Lambda:
+            continue
+        stack.extend(children(node))
+    return False
 
 
 _COMPARISON_OPERATORS: dict[type, str] = {

@@ -14,8 +14,9 @@ other ranks still issue afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from distlint.semantic.collectives import POINT_TO_POINT
 from distlint.semantic.link import ProjectFacts
@@ -35,6 +36,7 @@ class Issued:
     origin: Effect  # the collective itself (possibly in a callee)
     origin_path: str
     step: Effect  # the effect in the function being analysed that leads to it
+    looped: bool = False  # issued in a ``while`` loop: how many times is not known
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,10 @@ class EffectAnalysis:
 
     def __init__(self, facts: ProjectFacts) -> None:
         self.facts = facts
-        self._signatures: dict[tuple[str, Options], tuple[Issued, ...]] = {}
+        self._signatures: dict[tuple[str, Options, bool], tuple[Issued, ...]] = {}
+        # False: a branch the call site does not decide issues its longer side ("may issue");
+        # True: its shorter side, except distributed-mode guards (see ``_sequence``).
+        self._shortest = False
 
     # -- rank conditions -------------------------------------------------------------------------
 
@@ -122,7 +127,7 @@ class EffectAnalysis:
     # -- signatures ----------------------------------------------------------------------------
 
     def signature(self, function: str, arguments: Options = ()) -> tuple[Issued, ...]:
-        key = (function, arguments)
+        key = (function, arguments, self._shortest)
         cached = self._signatures.get(key)
         if cached is not None:
             return cached
@@ -163,7 +168,7 @@ class EffectAnalysis:
                     inner = self.signature(target, arguments)
                     if inner:
                         issued.extend(
-                            Issued(i.kind, i.origin, i.origin_path, effect) for i in inner
+                            Issued(i.kind, i.origin, i.origin_path, effect, i.looped) for i in inner
                         )
                         break
             elif kind == "branch":
@@ -176,10 +181,15 @@ class EffectAnalysis:
                     continue
                 body = self._sequence(effect.body, function, bound, path)
                 orelse = self._sequence(effect.orelse, function, bound, path)
-                # Either side may run: keep the longer one ("may issue").
-                issued.extend(body if len(body) >= len(orelse) else orelse)
+                if self._shortest and effect.name != "guard":
+                    issued.extend(body if len(body) < len(orelse) else orelse)
+                else:  # either side may run: keep the longer one ("may issue")
+                    issued.extend(body if len(body) >= len(orelse) else orelse)
             elif kind == "loop":
-                issued.extend(self._sequence(effect.body, function, bound, path))
+                inner = self._sequence(effect.body, function, bound, path)
+                if effect.name == "while":
+                    inner = [replace(i, looped=True) for i in inner]
+                issued.extend(inner)
             elif kind == "exit":
                 break  # the rest of this block does not run
         return issued
@@ -189,7 +199,8 @@ class EffectAnalysis:
     def divergences(self, function: str) -> list[Divergence]:
         summary = self.facts.functions[function]
         found: dict[int, Divergence] = {}
-        self._walk(summary, summary.effects, [], None, found)
+        partitions = self._partitions(summary)
+        self._walk(summary, summary.effects, [], None, partitions, found)
         return list(found.values())
 
     def _walk(
@@ -198,45 +209,73 @@ class EffectAnalysis:
         effects: Sequence[Effect],
         after: list[Sequence[Effect]],  # what runs after this block, innermost first
         loop: _Loop | None,  # the innermost loop: body, after-in-loop, for/while
+        partitions: set[int],
         found: dict[int, Divergence],
     ) -> None:
         function = summary.id
-        partitions = self._partitions(effects, function)
         for index, effect in enumerate(effects):
             rest = effects[index + 1 :]
             if effect.kind == "branch":
                 test = self.rank_test(effect.cond, function)
                 if test is not None:
                     self._branch(summary, effect, test, rest, after, loop, partitions, found)
+                    chained = _elif(effect)
+                    if chained is not None and self.rank_test(chained.cond, function):
+                        # ``if rank == 0: ... elif rank > 0: ...``: compared as one if/else
+                        # above; its empty else is reached by no rank
+                        partitions.add(id(chained))
                 inner_after = [rest, *after]
                 inner_loop = (loop[0], [rest, *loop[1]], loop[2]) if loop is not None else None
-                self._walk(summary, effect.body, inner_after, inner_loop, found)
-                self._walk(summary, effect.orelse, inner_after, inner_loop, found)
+                self._walk(summary, effect.body, inner_after, inner_loop, partitions, found)
+                self._walk(summary, effect.orelse, inner_after, inner_loop, partitions, found)
             elif effect.kind == "loop":
                 inner = (effect.body, [], effect.name or "for")
-                self._walk(summary, effect.body, [rest, *after], inner, found)
+                self._walk(summary, effect.body, [rest, *after], inner, partitions, found)
 
-    def _partitions(self, effects: Sequence[Effect], function: str) -> set[int]:
-        """Rank branches of one block that split the ranks between them (YOLOv5's
+    def _partitions(self, summary: FunctionSummary) -> set[int]:
+        """Rank branches that split the ranks between them (YOLOv5's
         ``torch_distributed_zero_first``: ``if rank != 0: barrier()`` ... ``if rank == 0:
-        barrier()``): one-sided branches on the same rank variable that issue the same
-        collectives, so every rank issues them once. Heuristic: the conditions are not
-        proven complementary."""
-        one_sided: list[tuple[Effect, tuple[str, ...], frozenset[str]]] = []
-        for effect in effects:
-            if effect.kind != "branch" or not self.is_rank_condition(effect.cond, function):
-                continue
-            body = tuple(i.kind for i in self.sequence(effect.body, function))
-            orelse = tuple(i.kind for i in self.sequence(effect.orelse, function))
-            if bool(body) != bool(orelse) and effect.cond is not None and effect.cond.names:
-                one_sided.append((effect, body or orelse, frozenset(effect.cond.names)))
+        barrier()``, also nested at different depths, or split between a context manager's
+        ``__enter__`` and ``__exit__``): one-sided branches on the same rank variable that issue
+        the same collectives, so every rank issues them once. Heuristic: the conditions are
+        not proven complementary."""
+        own = self._one_sided(summary.effects, summary.id)
+        if not own:
+            return set()
+        candidates = list(own)
+        partner = _CONTEXT_PARTNERS.get(summary.name)
+        if partner is not None and summary.class_id is not None:
+            other = self.facts.lookup_method(summary.class_id, partner)
+            if other is not None and other in self.facts.functions:
+                other_summary = self.facts.functions[other]
+                candidates.extend(self._one_sided(other_summary.effects, other))
         paired: set[int] = set()
-        for i, (first, kinds, names) in enumerate(one_sided):
-            for second, other_kinds, other_names in one_sided[i + 1 :]:
-                same_test = first.cond.text == second.cond.text  # type: ignore[union-attr]
-                if kinds == other_kinds and names & other_names and not same_test:
+        for i, (first, kinds, names) in enumerate(candidates):
+            for second, other_kinds, other_names in candidates[i + 1 :]:
+                if kinds != other_kinds or not names & other_names:
+                    continue
+                if _negated(first.cond) != _negated(second.cond):
                     paired.update((id(first), id(second)))
         return paired
+
+    def _one_sided(
+        self, effects: Sequence[Effect], function: str
+    ) -> list[tuple[Effect, tuple[str, ...], frozenset[str]]]:
+        """Rank branches (at any depth) with collectives on one side only."""
+        found = []
+        for effect in effects:
+            if effect.kind == "branch":
+                if self.is_rank_condition(effect.cond, function):
+                    body = tuple(i.kind for i in self.sequence(effect.body, function))
+                    orelse = tuple(i.kind for i in self.sequence(effect.orelse, function))
+                    cond = effect.cond
+                    if bool(body) != bool(orelse) and cond is not None and cond.names:
+                        found.append((effect, body or orelse, _rank_names(cond)))
+                found.extend(self._one_sided(effect.body, function))
+                found.extend(self._one_sided(effect.orelse, function))
+            elif effect.kind == "loop":
+                found.extend(self._one_sided(effect.body, function))
+        return found
 
     def _branch(
         self,
@@ -278,8 +317,42 @@ class EffectAnalysis:
         name = exit_effect.name
         if name in ("break", "continue") and loop is None:
             return
+        leaving, staying, own = self._paths(side, other, name, rest, after, loop, function)
+        issued_leaving = len(self.sequence(side, function))
+        position = _first_difference(leaving, staying)
+        if position is None:
+            return
+        if self._matches_on_some_path(
+            lambda: _first_difference(
+                *self._paths(side, other, name, rest, after, loop, function)[:2]
+            )
+        ):
+            test = replace(test, proven=False)
+        if position < issued_leaving:  # the leaving ranks issue one the others do not
+            at, issued, when, kind = leaving[position].step, leaving[position], taken, "branch"
+        elif position < own:  # the other side issues one of its own
+            at, issued, when, kind = staying[position].step, staying[position], not taken, "branch"
+        elif position < len(staying):  # the exit skips one the others still issue
+            at, issued, when, kind = exit_effect, staying[position], taken, "exit"
+        else:
+            return
+        found.setdefault(
+            id(at), Divergence(summary.id, summary.path, at, branch.cond, when, issued, kind, test)
+        )
+
+    def _paths(
+        self,
+        side: Sequence[Effect],
+        other: Sequence[Effect],
+        name: str,
+        rest: Sequence[Effect],
+        after: list[Sequence[Effect]],
+        loop: _Loop | None,
+        function: str,
+    ) -> tuple[list[Issued], list[Issued], int]:
+        """What the ranks that leave by ``name`` issue, and what the others issue until they
+        meet again (and how many of those their own side issues)."""
         leaving = self.sequence(side, function)
-        issued_leaving = len(leaving)
         if name in ("return", "raise"):
             later_blocks = [rest, *after]
             if loop is not None:
@@ -293,26 +366,23 @@ class EffectAnalysis:
         staying = self.sequence(other, function)
         own = len(staying)
         for block in later_blocks:
-            if len(staying) > issued_leaving:
+            if len(staying) > len(leaving):
                 break  # enough to tell the two paths apart
             staying.extend(self.sequence(block, function))
         if name == "continue" and loop is not None and loop[2] == "while":
             # a retry: the leaving ranks start the loop body again and meet the others there
             leaving = (leaving + self.sequence(loop[0], function))[: max(len(staying), 1)]
-        position = _first_difference(leaving, staying)
-        if position is None:
-            return
-        if position < issued_leaving:  # the leaving ranks issue one the others do not
-            at, issued, when, kind = leaving[position].step, leaving[position], taken, "branch"
-        elif position < own:  # the other side issues one of its own
-            at, issued, when, kind = staying[position].step, staying[position], not taken, "branch"
-        elif position < len(staying):  # the exit skips one the others still issue
-            at, issued, when, kind = exit_effect, staying[position], taken, "exit"
-        else:
-            return
-        found.setdefault(
-            id(at), Divergence(summary.id, summary.path, at, branch.cond, when, issued, kind, test)
-        )
+        return leaving, staying, own
+
+    def _matches_on_some_path(self, difference: Callable[[], int | None]) -> bool:
+        """Whether the two paths issue the same collectives when every branch that nothing
+        decides takes its shorter side: the divergence then needs a particular configuration
+        (a backend, a flag) and is only possible, not proven."""
+        self._shortest = True
+        try:
+            return difference() is None
+        finally:
+            self._shortest = False
 
     def _compare(
         self, summary: FunctionSummary, branch: Effect, test: RankTest, found: dict
@@ -322,6 +392,12 @@ class EffectAnalysis:
         position = _first_difference(body, orelse)
         if position is None:
             return
+        if self._matches_on_some_path(
+            lambda: _first_difference(
+                self.sequence(branch.body, summary.id), self.sequence(branch.orelse, summary.id)
+            )
+        ):
+            test = replace(test, proven=False)
         taken = position < len(body)
         issued = body[position] if taken else orelse[position]
         assert branch.cond is not None
@@ -340,14 +416,61 @@ class EffectAnalysis:
         )
 
 
+def _elif(branch: Effect) -> Effect | None:
+    """The ``elif`` of a branch when it is the whole else side and has no else of its own."""
+    orelse = branch.orelse
+    if len(orelse) == 1 and orelse[0].kind == "branch" and not orelse[0].orelse:
+        return orelse[0]
+    return None
+
+
+_CONTEXT_PARTNERS = {
+    "__enter__": "__exit__",
+    "__exit__": "__enter__",
+    "__aenter__": "__aexit__",
+    "__aexit__": "__aenter__",
+}
+# Names that say nothing about which ranks a condition selects.
+_NEUTRAL_NAMES = frozenset({"dist", "torch", "os", "self", "env", "int", "str", "len"})
+
+
+_NEGATION = re.compile(r"!=|\bnot\b|>\s*0\b")
+
+
+def _negated(cond: Condition | None) -> bool:
+    """Whether a rank test reads as "not this rank" (``rank != 0``, ``not is_first``,
+    ``rank not in (-1, 0)``, ``rank > 0``): complementary pairs differ in this."""
+    return cond is not None and _NEGATION.search(cond.text) is not None
+
+
+def _rank_names(cond: Condition) -> frozenset[str]:
+    """What a rank condition reads, for pairing complementary branches (``rank``,
+    ``self._first``, ``get_rank``): the names and attributes, less module aliases."""
+    found = set(cond.names) - _NEUTRAL_NAMES
+    if cond.why:
+        found.add(cond.why)
+    return frozenset(found)
+
+
 def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int | None:
-    """The first position where two collective sequences differ in kind, or None."""
+    """The first position where two collective sequences differ in kind, or None.
+
+    Comparison stops at a collective issued in a ``while`` loop when both sides issue
+    collectives: how often the loop runs is not known (a rank-0 server loop and the other
+    ranks' receive loop pair up at run time). A side that issues nothing still differs.
+    """
     for position, (a, b) in enumerate(zip(first, second, strict=False)):
+        if a.looped or b.looped:
+            return None
         if a.kind != b.kind:
             return position
     if len(first) == len(second):
         return None
-    return min(len(first), len(second))
+    shorter = min(len(first), len(second))
+    longer = first if len(first) > len(second) else second
+    if shorter and longer[shorter].looped:
+        return None  # both sides talk; the loop's count decides
+    return shorter
 
 
 def _bind(summary: FunctionSummary, arguments: Options) -> dict[str, object]:

@@ -717,6 +717,8 @@ class RankFlow:
         inner = self.kind(base, env)
         if inner.level == PLACEMENT:
             return PLACEMENT_KIND
+        if inner.level == MAYBE:
+            return UNKNOWN_KIND  # a field of an object built with a rank among its inputs
         return inner
 
     def _method_return(self, name: str, owner: str | None) -> Kind | None:
