@@ -74,6 +74,28 @@ def test_reassignment_kills_and_later_assignment_does_not_reach_back(tmp_path: P
     assert findings(tmp_path, body) == [("DL201", 15)]
 
 
+def test_elements_of_a_project_function_returning_a_rank_tuple(tmp_path: Path) -> None:
+    files = {
+        "info.py": """
+        import torch.distributed as dist
+
+        def get_dist_info():
+            return dist.get_rank(), dist.get_world_size()
+        """
+    }
+    body = """
+    from info import get_dist_info
+
+    def save(t):
+        rank, world_size = get_dist_info()
+        if world_size > 1:
+            dist.barrier()
+        if rank == 0:
+            dist.barrier()
+    """
+    assert findings(tmp_path, body, files) == [("DL201", 12)]
+
+
 def test_tuple_unpacking_assigns_each_element(tmp_path: Path) -> None:
     body = """
     def f(t):
@@ -318,6 +340,15 @@ def test_complementary_branches_at_different_depths_and_in_enter_exit(tmp_path: 
                 dist.barrier()
 
 
+    def load_examples(args, evaluate):
+        if args.local_rank not in [-1, 0] and not evaluate:
+            dist.barrier()
+        features = build(args)
+        if args.local_rank == 0 and not evaluate:
+            dist.barrier()
+        return features
+
+
     class FirstRankFirst:
         def __enter__(self):
             self.first = dist.get_rank() == 0
@@ -330,6 +361,30 @@ def test_complementary_branches_at_different_depths_and_in_enter_exit(tmp_path: 
                 dist.barrier()
     """
     assert findings(tmp_path, body) == []
+
+
+def test_a_divergence_that_needs_a_particular_configuration_is_only_possible(
+    tmp_path: Path,
+) -> None:
+    body = """
+    def open_store(uri):
+        if uri.startswith("dbfs:"):
+            dist.broadcast_object_list([uri], src=0)
+        return uri
+
+
+    def download(uri):
+        if dist.get_rank() == 0:
+            open_store(uri)
+
+
+    def finish(t):
+        if dist.get_rank() != 0:
+            return
+        if dist.get_world_size() > 1:
+            dist.barrier()
+    """
+    assert findings(tmp_path, body) == [("DL201", 18), ("DL209", 13)]
 
 
 def test_groups_passed_positionally_or_through_parameters(tmp_path: Path) -> None:

@@ -254,7 +254,7 @@ class EffectAnalysis:
             for second, other_kinds, other_names in candidates[i + 1 :]:
                 if kinds != other_kinds or not names & other_names:
                     continue
-                if _negated(first.cond) != _negated(second.cond):
+                if _opposite(first.cond, second.cond):
                     paired.update((id(first), id(second)))
         return paired
 
@@ -437,10 +437,19 @@ _NEUTRAL_NAMES = frozenset({"dist", "torch", "os", "self", "env", "int", "str", 
 _NEGATION = re.compile(r"!=|\bnot\b|>\s*0\b")
 
 
-def _negated(cond: Condition | None) -> bool:
-    """Whether a rank test reads as "not this rank" (``rank != 0``, ``not is_first``,
-    ``rank not in (-1, 0)``, ``rank > 0``): complementary pairs differ in this."""
-    return cond is not None and _NEGATION.search(cond.text) is not None
+_CONNECTIVES = re.compile(r"\s+(?:and|or)\s+")
+
+
+def _opposite(first: Condition | None, second: Condition | None) -> bool:
+    """Whether two rank tests read as "this rank" and "not this rank" (``rank != 0``,
+    ``not is_first``, ``rank not in (-1, 0)``, ``rank > 0`` against ``rank == 0``), once the
+    parts they share (``and not evaluate``) are set aside: complementary pairs differ in this."""
+    if first is None or second is None:
+        return False
+    parts = [set(_CONNECTIVES.split(" ".join(c.text.split()))) for c in (first, second)]
+    shared = parts[0] & parts[1]
+    negated = [any(_NEGATION.search(part) for part in own - shared) for own in parts]
+    return negated[0] != negated[1]
 
 
 def _rank_names(cond: Condition) -> frozenset[str]:

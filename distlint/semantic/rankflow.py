@@ -873,7 +873,7 @@ def _receiver_word(node: cst.BaseExpression) -> bool:
 def _unpacked(target: cst.BaseExpression, value: Kind) -> Kind:
     """One element of an unpacked value: by its name when the value is a rank tuple
     (``world_size, rank = get_world_size_and_rank()``)."""
-    if value.level < MAYBE:
+    if value.level < MAYBE and not value.deferred:
         return value
     name = target.value if isinstance(target, cst.Name) else ""
     if isinstance(target, cst.Attribute):
@@ -883,6 +883,8 @@ def _unpacked(target: cst.BaseExpression, value: Kind) -> Kind:
         return UNIFORM_KIND
     if name in RANK_PARAMETERS or name in RANK_ATTRIBUTES or lowered.endswith("rank"):
         return value
+    if value.level < MAYBE:
+        return Kind(value.level)  # another element of what a project function returns
     return demote(value)
 
 
