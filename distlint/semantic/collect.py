@@ -17,6 +17,7 @@ import libcst as cst
 from distlint.imports import ImportTable, dotted_name
 from distlint.regions import is_literal, literal_value
 from distlint.semantic.collectives import (
+    DDP,
     FULLY_SHARD,
     WRAPPERS,
     collective_kind,
@@ -34,7 +35,7 @@ from distlint.semantic.model import (
     Options,
     Value,
 )
-from distlint.semantic.rankflow import MAYBE, RANK, UNKNOWN, Kind
+from distlint.semantic.rankflow import MAYBE, RANK, UNKNOWN, Kind, distributed_guard
 from distlint.semantic.taint import (
     FileTaint,
     ScopeScan,
@@ -141,6 +142,7 @@ class _Scope:
         self.self_name: str | None = None
         self.wrapped: set[str] = set()  # names holding DDP/FSDP/fully_shard-wrapped models
         self.outputs: set[str] = set()  # names computed from a wrapped model's forward
+        self.ddp: set[str] = set()  # wrapped by DDP: other attributes are not forwarded
         self.engines: set[str] = set()  # DeepSpeed engines
 
 
@@ -322,6 +324,9 @@ class Collector:
                 self._small(scope, small, effects)
         elif isinstance(stmt, cst.FunctionDef):
             self._function(stmt, scope, prefix, None)
+            if scope.node is not None:  # a closure: a library may call it later (a callback)
+                fid = f"{self.key}:{prefix}{stmt.name.value}"
+                effects.append(Effect("def", callee=("f", fid)))
         elif isinstance(stmt, cst.ClassDef):
             self._class(stmt, scope, prefix)
         elif isinstance(stmt, cst.If):
@@ -410,7 +415,7 @@ class Collector:
                     span=self.ctx.locate(node, lazy=True, part="test"),
                 )
             uniform = condition is None or condition.level < MAYBE
-            guard = "guard" if uniform and _distributed_guard(node.test) else ""
+            guard = "guard" if uniform and distributed_guard(node.test) else ""
             effects.append(Effect("branch", name=guard, cond=condition, body=body, orelse=orelse))
 
     def _condition(self, scope: _Scope, node: cst.If) -> Condition | None:
@@ -488,7 +493,9 @@ class Collector:
                 )
             )
             return
-        implicit = implicit_collective(func, resolved, scope.wrapped, scope.outputs, scope.engines)
+        implicit = implicit_collective(
+            func, resolved, scope.wrapped, scope.outputs, scope.engines, scope.ddp
+        )
         if implicit is not None:
             effects.append(
                 Effect(
@@ -633,6 +640,8 @@ class Collector:
                 continue
             if wrapping in ("wrapper", "fully_shard"):
                 scope.wrapped.add(label)
+                if isinstance(value, cst.Call) and scope.table.resolve(value.func) in DDP:
+                    scope.ddp.add(label)
             elif from_wrapped:
                 scope.outputs.add(label)
         if isinstance(value, cst.Call) and wrapping == "fully_shard" and value.args:
@@ -838,47 +847,6 @@ def _names_read(
     names.discard("True")
     names.discard("False")
     return names, tuple(sorted(attrs))
-
-
-_GUARD_WORDS = (
-    "world",
-    "distributed",
-    "is_initialized",
-    "ddp",
-    "fsdp",
-    "gpu",
-    "parallel",
-    "num_processes",
-    "nprocs",
-    "num_nodes",
-)
-
-
-def _distributed_guard(test: cst.BaseExpression) -> bool:
-    """Whether a test reads as "running distributed" (``world_size > 1``,
-    ``dist.is_initialized()``, ``local_rank != -1``): true on every rank of a distributed job,
-    so never the branch that is skipped there."""
-    stack: list[cst.CSTNode] = [test]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is cst.Name or kind is cst.Attribute:
-            word = (node.value if kind is cst.Name else node.attr.value).lower()
-            if any(w in word for w in _GUARD_WORDS):
-                return True
-            if kind is cst.Name:
-                continue
-        elif (
-            kind is cst.UnaryOperation
-            and isinstance(node.operator, cst.Minus)
-            and isinstance(node.expression, cst.Integer)
-            and node.expression.value == "1"
-        ):
-            return True
-        elif kind is cst.SimpleString or kind is cst.Integer or kind is cst.Lambda:
-            continue
-        stack.extend(children(node))
-    return False
 
 
 _COMPARISON_OPERATORS: dict[type, str] = {

@@ -64,6 +64,12 @@ FUNCTIONAL_COLLECTIVES = frozenset(
 )
 POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
 
+DDP = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)
 WRAPPERS = frozenset(
     {
         "torch.nn.parallel.DistributedDataParallel",
@@ -131,8 +137,12 @@ def implicit_collective(
     wrapped: Collection[str],
     outputs: Collection[str],
     engines: Collection[str],
+    ddp: Collection[str] = (),
 ) -> str | None:
-    """The implicit collective a call issues, described for messages, or None."""
+    """The implicit collective a call issues, described for messages, or None.
+
+    ``model.generate()`` counts for FSDP (which forwards unknown attributes to the wrapped
+    module, whose forward then all-gathers) but not for DDP, which does not forward them."""
     label = _label(func)
     if label is not None and label in wrapped:
         return f"forward of the distributed-wrapped model `{label}` (parameter/buffer sync)"
@@ -140,7 +150,8 @@ def implicit_collective(
         return None
     method = func.attr.value
     receiver = _label(func.value)
-    if receiver is not None and receiver in wrapped and method == "generate":
+    forwards = receiver is not None and receiver in wrapped and receiver not in ddp
+    if forwards and method == "generate":
         return f"generation with the distributed-wrapped model `{receiver}` (runs its forward)"
     if method == "backward" and receiver is not None:
         if receiver in outputs:

@@ -374,6 +374,19 @@ class EffectAnalysis:
             leaving = (leaving + self.sequence(loop[0], function))[: max(len(staying), 1)]
         return leaving, staying, own
 
+    def _defines_collectives(self, effects: Sequence[Effect]) -> bool:
+        """Whether a block defines a closure that issues collectives: passed to a library
+        (``study.optimize(objective)``), it runs where the analysis cannot follow it."""
+        for effect in effects:
+            if effect.kind == "def" and effect.callee is not None:
+                if self.signature(effect.callee[1]):
+                    return True
+            elif effect.kind in ("branch", "loop") and (
+                self._defines_collectives(effect.body) or self._defines_collectives(effect.orelse)
+            ):
+                return True
+        return False
+
     def _matches_on_some_path(self, difference: Callable[[], int | None]) -> bool:
         """Whether the two paths issue the same collectives when every branch that nothing
         decides takes its shorter side: the divergence then needs a particular configuration
@@ -392,7 +405,9 @@ class EffectAnalysis:
         position = _first_difference(body, orelse)
         if position is None:
             return
-        if self._matches_on_some_path(
+        if self._defines_collectives(branch.body) or self._defines_collectives(branch.orelse):
+            test = replace(test, proven=False)  # its collectives may run in a callback
+        elif self._matches_on_some_path(
             lambda: _first_difference(
                 self.sequence(branch.body, summary.id), self.sequence(branch.orelse, summary.id)
             )

@@ -48,7 +48,9 @@ class Effect:
     is passed), ``implicit`` (a wrapped model's forward/backward, a library barrier), ``call``
     (a project function that may issue collectives; ``callee`` and literal ``arguments``),
     ``branch`` (``cond`` is the condition; ``body``/``orelse`` the two paths), ``loop``
-    (``body``; ``name`` is for/while), ``exit`` (``name`` is return/raise/break/continue).
+    (``body``; ``name`` is for/while), ``def`` (a closure defined here, ``callee``), ``exit``
+    (``name`` is return/raise/break/continue). A branch's ``name`` is ``guard`` when its test
+    reads as "running distributed" (taken on every rank of a distributed job).
     """
 
     kind: str

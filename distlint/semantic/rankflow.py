@@ -412,8 +412,13 @@ class RankFlow:
         function.returns = updated
 
     def _if(self, node: cst.If, env: Env) -> Env:
-        self._record(node.test, self.kind(node.test, env))
+        test = self.kind(node.test, env)
+        self._record(node.test, test)
         body = self._block(_suite(node.body), dict(env))
+        if node.orelse is None and test.level < MAYBE and distributed_guard(node.test):
+            # ``if world_size > 1: dist.broadcast(flag, 0)``: taken on every rank of a
+            # distributed job, so what it makes uniform stays uniform
+            return body if _EXITED not in body else env
         orelse_node = node.orelse
         if isinstance(orelse_node, cst.If):
             orelse = self._if(orelse_node, env)
@@ -644,12 +649,7 @@ class RankFlow:
             resolved = self._resolve(expr.value)
             if direct_rank_source(expr, resolved, self.predicates):
                 return self._source(expr)
-            parts = [self.kind(expr.value, env)]
-            for element in expr.slice:
-                for child in children(element.slice):
-                    if isinstance(child, cst.BaseExpression):
-                        parts.append(self.kind(child, env))
-            return join_all(parts)
+            return self._subscript(expr, env)
         if (t is cst.FormattedString or t is cst.BinaryOperation) and _device_string(expr):
             return PLACEMENT_KIND
         if t is cst.Lambda:
@@ -666,6 +666,28 @@ class RankFlow:
         if t in _COMPREHENSIONS:
             return demote(join_all(self.kind(c, env) for c in _expressions(expr)))
         return join_all(self.kind(c, env) for c in _expressions(expr))
+
+    def _subscript(self, expr: cst.Subscript, env: Env) -> Kind:
+        """``data[rank]``: an element picked by the rank may differ, or may be one of equals
+        (every rank's checkpoint entry has the same fields): maybe. ``info()[1]``: one element
+        of a tuple, perhaps not the rank one: maybe at most, and no deferred call."""
+        container = self.kind(expr.value, env)
+        index = UNIFORM_KIND
+        for element in expr.slice:
+            for child in children(element.slice):
+                if isinstance(child, cst.BaseExpression):
+                    index = join(index, self.kind(child, env))
+        if index.level >= MAYBE:
+            return join(demote(index), Kind(min(container.level, MAYBE), container.why))
+        if container.deferred or container.level >= MAYBE:
+            literal = len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
+            key = expr.slice[0].slice.value if literal else None  # type: ignore[union-attr]
+            if isinstance(key, cst.SimpleString):
+                text = key.value.strip("'\"")
+                if text in RANK_ATTRIBUTES or text in RANK_PARAMETERS:
+                    return container if container.level == RANK else self._source(expr)
+            return Kind(min(container.level, MAYBE), container.why)
+        return container
 
     def _source(self, expr: cst.BaseExpression) -> Kind:
         return Kind(RANK, Why("", expr))  # the text is made only for a message (describe)
@@ -844,6 +866,47 @@ _BLOCKS = frozenset(
     }
 )
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
+
+
+_GUARD_WORDS = (
+    "world",
+    "distributed",
+    "is_initialized",
+    "ddp",
+    "fsdp",
+    "gpu",
+    "parallel",
+    "num_processes",
+    "nprocs",
+    "num_nodes",
+)
+
+
+def distributed_guard(test: cst.BaseExpression) -> bool:
+    """Whether a test reads as "running distributed" (``world_size > 1``,
+    ``dist.is_initialized()``, ``local_rank != -1``): true on every rank of a distributed job,
+    so never the branch that is skipped there."""
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Name or kind is cst.Attribute:
+            word = (node.value if kind is cst.Name else node.attr.value).lower()
+            if any(w in word for w in _GUARD_WORDS):
+                return True
+            if kind is cst.Name:
+                continue
+        elif (
+            kind is cst.UnaryOperation
+            and isinstance(node.operator, cst.Minus)
+            and isinstance(node.expression, cst.Integer)
+            and node.expression.value == "1"
+        ):
+            return True
+        elif kind is cst.SimpleString or kind is cst.Integer or kind is cst.Lambda:
+            continue
+        stack.extend(children(node))
+    return False
 
 
 def _single_stage_test(expr: cst.BooleanOperation) -> bool:
