@@ -96,6 +96,21 @@ def test_elements_of_a_project_function_returning_a_rank_tuple(tmp_path: Path) -
     assert findings(tmp_path, body, files) == [("DL201", 12)]
 
 
+def test_what_a_rank_branch_assigns_differs_between_ranks(tmp_path: Path) -> None:
+    body = """
+    def train(model, loader, rank):
+        for epoch in range(10):
+            model.step(loader)
+            stop = False
+            if rank == 0 and model.converged():
+                stop = True
+            if stop:
+                break
+            dist.barrier()
+    """
+    assert findings(tmp_path, body) == [("DL201", 12)]
+
+
 def test_tuple_unpacking_assigns_each_element(tmp_path: Path) -> None:
     body = """
     def f(t):
@@ -427,6 +442,77 @@ def test_literal_arguments_decide_a_helpers_rank_test(tmp_path: Path) -> None:
             build_loader(rank=-1)
     """
     assert findings(tmp_path, body) == []
+
+
+def test_real_code_look_alikes_are_silent(tmp_path: Path) -> None:
+    """False alarms met on public training code, each reduced to its shape."""
+    body = """
+    from distrib import get_distrib_size
+
+
+    def get_file(path, object_store=None):
+        if object_store is None:
+            dist.broadcast_object_list([path], src=0)
+        return path
+
+
+    def download(path, store):
+        if dist.get_rank() == 0:
+            get_file(path, object_store=store)
+        dist.barrier()
+
+
+    def search(study, n_trials):
+        if dist.get_rank() == 0:
+            def objective(trial):
+                dist.broadcast_object_list([trial], src=0)
+                return 0.0
+            study.optimize(objective, n_trials=n_trials)
+        else:
+            for _ in range(n_trials):
+                dist.broadcast_object_list([None], src=0)
+
+
+    def restore(ckpt, dp_rank):
+        state = ckpt["rng"][dp_rank]
+        if not state["tracker"]:
+            raise KeyError("tracker")
+        dist.barrier()
+
+
+    def report(t):
+        if get_distrib_size()[2] > 1:
+            dist.barrier()
+
+
+    def cached_fid(path, world_size):
+        rank = dist.get_rank()
+        found = os.path.isfile(path) if rank == 0 else False
+        if world_size > 1:
+            flag = torch.tensor(int(found))
+            dist.broadcast(flag, src=0)
+            found = bool(flag)
+        if found:
+            return path
+        dist.barrier()
+        return None
+
+
+    def sample(model, prompt):
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        if dist.get_rank() == 0:
+            model.generate(prompt)
+    """
+    files = {
+        "distrib.py": """
+        import os
+
+        def get_distrib_size():
+            return int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"]), 4
+        """
+    }
+    # the entry picked by the rank may differ: a note for review, never an error
+    assert findings(tmp_path, body, files) == [("DL209", 28)]
 
 
 # -- messages and docs -----------------------------------------------------------------------

@@ -440,8 +440,14 @@ class Collector:
                 self_attrs = read_attrs
             # what the condition reads (to pair up complementary rank branches)
             names = tuple(sorted({*read_names, *(f"self.{a}" for a in read_attrs)}))
+        direct = {id(call) for call in _operand_calls(test)}
         callees = tuple(
-            v for v in self._callees(scope, node) if v[0] in ("f", "self_method", "g", "attr")
+            v
+            for call in self.ctx.statement_calls.get(id(node), ())
+            if id(call) in direct
+            and (v := self._value(scope, call.func)) is not None
+            and not _is_inert(v)
+            and v[0] in ("f", "self_method", "g", "attr")
         )
         if not (level >= MAYBE or callees or self_attrs or param or deferred or compare):
             return None
@@ -861,6 +867,25 @@ _COMPARISON_OPERATORS: dict[type, str] = {
     cst.Is: "is",
     cst.IsNot: "is not",
 }
+
+
+def _operand_calls(test: cst.BaseExpression) -> list[cst.Call]:
+    """Calls that are the test's operands (``f()``, ``not f()``, ``f() == 0``, ``f() and g()``),
+    not inside subscripts or arguments: a project predicate there decides the test."""
+    found: list[cst.Call] = []
+    stack: list[cst.BaseExpression] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            found.append(node)
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+        elif isinstance(node, cst.BooleanOperation):
+            stack.extend((node.left, node.right))
+        elif isinstance(node, cst.Comparison):
+            stack.append(node.left)
+            stack.extend(target.comparator for target in node.comparisons)
+    return found
 
 
 def _parameter_comparison(

@@ -219,11 +219,12 @@ class EffectAnalysis:
                 test = self.rank_test(effect.cond, function)
                 if test is not None:
                     self._branch(summary, effect, test, rest, after, loop, partitions, found)
-                    chained = _elif(effect)
-                    if chained is not None and self.rank_test(chained.cond, function):
-                        # ``if rank == 0: ... elif rank > 0: ...``: compared as one if/else
-                        # above; its empty else is reached by no rank
-                        partitions.add(id(chained))
+                    # ``if rank == 0: ... else: if rank > 0: ...`` (an elif, also under a
+                    # guard): compared as one if/else above, since the inner test's empty
+                    # else is reached by no rank (or only by ranks the outer test split off)
+                    for inner in _without_else(effect.orelse):
+                        if self.rank_test(inner.cond, function) is not None:
+                            partitions.add(id(inner))
                 inner_after = [rest, *after]
                 inner_loop = (loop[0], [rest, *loop[1]], loop[2]) if loop is not None else None
                 self._walk(summary, effect.body, inner_after, inner_loop, partitions, found)
@@ -431,12 +432,16 @@ class EffectAnalysis:
         )
 
 
-def _elif(branch: Effect) -> Effect | None:
-    """The ``elif`` of a branch when it is the whole else side and has no else of its own."""
-    orelse = branch.orelse
-    if len(orelse) == 1 and orelse[0].kind == "branch" and not orelse[0].orelse:
-        return orelse[0]
-    return None
+def _without_else(effects: Sequence[Effect]) -> list[Effect]:
+    """Branches with no else side in a block, at any depth of branches."""
+    found = []
+    for effect in effects:
+        if effect.kind == "branch":
+            if not effect.orelse:
+                found.append(effect)
+            found.extend(_without_else(effect.body))
+            found.extend(_without_else(effect.orelse))
+    return found
 
 
 _CONTEXT_PARTNERS = {

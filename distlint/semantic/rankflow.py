@@ -259,6 +259,7 @@ class RankFlow:
         self._params: frozenset[str] = frozenset()
         self._changed = False
         self._module_env: Env = {}
+        self._assigned_names: dict[int, frozenset[str]] = {}
         self._gather(ctx.module.body, None)
         self._round = 0
         self._reads: dict[int, set[tuple[str, str]]] = {}  # function node -> facts it read
@@ -426,7 +427,46 @@ class RankFlow:
             orelse = self._block(_suite(orelse_node.body), dict(env))
         else:
             orelse = env
-        return _join_envs([body, orelse])
+        joined = _join_envs([body, orelse])
+        both_go_on = _EXITED not in body and _EXITED not in orelse
+        if both_go_on and (test.level >= MAYBE or test.deferred):
+            # ``stop = False; if rank == 0: stop = True``: what a rank branch assigns differs
+            # between ranks even when each value is a constant (control dependence)
+            control = Kind(test.level, test.why, test.deferred)
+            joined = dict(joined)
+            for name in self._assigned(node):
+                kind = joined.get(name)
+                if kind is not None:
+                    joined[name] = join(kind, control)
+        return joined
+
+    def _assigned(self, node: cst.If) -> frozenset[str]:
+        """Names an ``if`` statement binds in its branches (memoised per statement)."""
+        found = self._assigned_names.get(id(node))
+        if found is None:
+            names: set[str] = set()
+            stack: list[cst.CSTNode] = [node.body]
+            if node.orelse is not None:
+                stack.append(node.orelse)
+            while stack:
+                item = stack.pop()
+                kind = type(item)
+                if kind is cst.FunctionDef or kind is cst.ClassDef or kind in _LITERALS:
+                    continue
+                if kind is cst.AssignTarget or kind is cst.AnnAssign or kind is cst.AugAssign:
+                    names.update(_bound_names(item.target))
+                    if kind is not cst.AssignTarget and item.value is not None:
+                        stack.append(item.value)
+                    continue
+                if kind is cst.For:
+                    names.update(_bound_names(item.target))
+                if kind is cst.AsName:
+                    names.update(_bound_names(item.name))
+                if kind is cst.NamedExpr and isinstance(item.target, cst.Name):
+                    names.add(item.target.value)
+                stack.extend(children(item))
+            found = self._assigned_names[id(node)] = frozenset(names)
+        return found
 
     def _for(self, node: cst.For, env: Env) -> Env:
         iterable = self.kind(node.iter, env)
@@ -702,6 +742,8 @@ class RankFlow:
         found = env.get(name)
         if found is not None:
             return found
+        if name in _CONSTANT_NAMES:
+            return UNIFORM_KIND
         if name in self.predicates:
             return Kind(RANK, Why(name))
         if name in UNIFORM_NAMES:
@@ -852,6 +894,7 @@ _EXTERNAL_PREFIXES = (
     "lightning.",
     "pytorch_lightning.",
 )
+_CONSTANT_NAMES = frozenset({"True", "False", "None"})
 _EXITED = "\0exited"
 _NO_READS: frozenset[tuple[str, str]] = frozenset()
 _COMPOUND = frozenset({cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.Match})
@@ -949,6 +992,16 @@ def _unpacked(target: cst.BaseExpression, value: Kind) -> Kind:
     if value.level < MAYBE:
         return Kind(value.level)  # another element of what a project function returns
     return demote(value)
+
+
+def _bound_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for e in target.elements for name in _bound_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return []
 
 
 def _exit(env: Env) -> Env:
