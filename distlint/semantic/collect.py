@@ -436,8 +436,11 @@ class Collector:
         names: tuple[str, ...] = ()
         if self.taint.active:
             read_names, read_attrs = _names_read(test, scope.self_name)
-            if scope.self_name == "self":
-                self_attrs = read_attrs
+            if scope.self_name == "self" and scope.class_id is not None:
+                # only attributes this file does not set: a base class elsewhere may
+                owner = scope.class_id.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
+                known = self.taint.class_attributes(owner)
+                self_attrs = tuple(a for a in read_attrs if a not in known)
             # what the condition reads (to pair up complementary rank branches)
             names = tuple(sorted({*read_names, *(f"self.{a}" for a in read_attrs)}))
         direct = {id(call) for call in _operand_calls(test)}

@@ -406,7 +406,11 @@ class EffectAnalysis:
         position = _first_difference(body, orelse)
         if position is None:
             return
-        if self._defines_collectives(branch.body) or self._defines_collectives(branch.orelse):
+        if (
+            self._defines_collectives(branch.body)
+            or self._defines_collectives(branch.orelse)
+            or _receive_loop(body, orelse)
+        ):
             test = replace(test, proven=False)  # its collectives may run in a callback
         elif self._matches_on_some_path(
             lambda: _first_difference(
@@ -479,6 +483,19 @@ def _rank_names(cond: Condition) -> frozenset[str]:
     if cond.why:
         found.add(cond.why)
     return frozenset(found)
+
+
+_RECEIVES = frozenset({"broadcast", "broadcast_object_list", "funcol.broadcast"})
+
+
+def _receive_loop(first: Sequence[Issued], second: Sequence[Issued]) -> bool:
+    """One side issues nothing, the other only receives broadcasts in a ``while`` loop: the
+    other ranks serve a rank-0 loop whose sends the analysis cannot see (a server's request
+    callbacks)."""
+    if bool(first) == bool(second):
+        return False
+    loop = first or second
+    return all(i.looped and i.kind in _RECEIVES for i in loop)
 
 
 def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int | None:

@@ -56,6 +56,8 @@ class Kind(NamedTuple):
 
 
 UNIFORM_KIND = Kind(UNIFORM)
+# What a collective just made equal on every rank (``dist.broadcast_object_list(box, 0)``).
+RECEIVED_KIND = Kind(UNIFORM, Why("received from a collective"))
 UNKNOWN_KIND = Kind(UNKNOWN)
 PLACEMENT_KIND = Kind(PLACEMENT)
 _EMPTY: frozenset[str] = frozenset()
@@ -434,20 +436,28 @@ class RankFlow:
             # between ranks even when each value is a constant (control dependence)
             control = Kind(test.level, test.why, test.deferred)
             joined = dict(joined)
-            for name in self._assigned(node):
+            in_body = self._assigned(node.body)
+            in_orelse = self._assigned(node.orelse) if node.orelse is not None else frozenset()
+            for name in in_body | in_orelse:
                 kind = joined.get(name)
-                if kind is not None:
+                if kind is None:
+                    continue
+                if _receives(name, body, in_body, in_orelse) or _receives(
+                    name, orelse, in_orelse, in_body
+                ):
+                    # ``if rank != 0: stop = box[0]`` after broadcasting ``box = [stop]`` from
+                    # rank 0: the other ranks take the value rank 0 keeps
+                    joined[name] = UNIFORM_KIND
+                else:
                     joined[name] = join(kind, control)
         return joined
 
-    def _assigned(self, node: cst.If) -> frozenset[str]:
-        """Names an ``if`` statement binds in its branches (memoised per statement)."""
-        found = self._assigned_names.get(id(node))
+    def _assigned(self, block: cst.CSTNode) -> frozenset[str]:
+        """Names a branch of an ``if`` statement binds (memoised per branch)."""
+        found = self._assigned_names.get(id(block))
         if found is None:
             names: set[str] = set()
-            stack: list[cst.CSTNode] = [node.body]
-            if node.orelse is not None:
-                stack.append(node.orelse)
+            stack: list[cst.CSTNode] = [block]
             while stack:
                 item = stack.pop()
                 kind = type(item)
@@ -465,7 +475,7 @@ class RankFlow:
                 if kind is cst.NamedExpr and isinstance(item.target, cst.Name):
                     names.add(item.target.value)
                 stack.extend(children(item))
-            found = self._assigned_names[id(node)] = frozenset(names)
+            found = self._assigned_names[id(block)] = frozenset(names)
         return found
 
     def _for(self, node: cst.For, env: Env) -> Env:
@@ -658,12 +668,12 @@ class RankFlow:
         first = expr.args[0].value
         if isinstance(first, cst.Name) and first.value in env:
             env = dict(env)
-            env[first.value] = UNIFORM_KIND
+            env[first.value] = RECEIVED_KIND
         elif isinstance(first, cst.List) and first.elements:
             env = dict(env)
             for element in first.elements:
                 if isinstance(element.value, cst.Name):
-                    env[element.value.value] = UNIFORM_KIND
+                    env[element.value.value] = RECEIVED_KIND
         return env
 
     def _record(self, test: cst.BaseExpression, kind: Kind) -> None:
@@ -717,6 +727,8 @@ class RankFlow:
             for child in children(element.slice):
                 if isinstance(child, cst.BaseExpression):
                     index = join(index, self.kind(child, env))
+        if container.why is RECEIVED_KIND.why:
+            return RECEIVED_KIND  # an element of what a collective just made equal
         if index.level >= MAYBE:
             return join(demote(index), Kind(min(container.level, MAYBE), container.why))
         if container.deferred or container.level >= MAYBE:
@@ -992,6 +1004,20 @@ def _unpacked(target: cst.BaseExpression, value: Kind) -> Kind:
     if value.level < MAYBE:
         return Kind(value.level)  # another element of what a project function returns
     return demote(value)
+
+
+def _receives(
+    name: str, side: Env, bound_here: frozenset[str], bound_there: frozenset[str]
+) -> bool:
+    """Whether one side of a rank branch takes ``name`` from a collective's result while the
+    other side keeps its own value (the broadcast's source)."""
+    kind = side.get(name)
+    return (
+        name in bound_here
+        and name not in bound_there
+        and kind is not None
+        and kind.why is RECEIVED_KIND.why
+    )
 
 
 def _bound_names(target: cst.BaseExpression) -> list[str]:

@@ -172,6 +172,12 @@ class FileTaint:
     def return_kind(self, node: cst.FunctionDef) -> Kind:
         return self.flow.return_kind(node) if self.flow is not None else UNKNOWN_KIND
 
+    def class_attributes(self, class_name: str) -> frozenset[str]:
+        """``self.<name>`` attributes a class of this file assigns."""
+        if self.flow is None:
+            return frozenset()
+        return frozenset(self.flow.class_attributes(class_name))
+
     def rank_attributes(self, class_name: str) -> tuple[str, ...]:
         """``self.<name>`` attributes of a class that hold a rank value."""
         if self.flow is None:
