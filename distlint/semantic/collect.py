@@ -485,6 +485,8 @@ class Collector:
 
     def _call(self, scope: _Scope, call: cst.Call, effects: list[Effect]) -> None:
         func = call.func
+        if self._rank_depth:
+            self._callbacks(scope, call, effects)
         resolved = self.ctx.resolve_in(scope.table, func)
         # explicit collectives
         kind = collective_kind(resolved, self.collective_wrappers)
@@ -576,6 +578,19 @@ class Collector:
                 arguments=_call_arguments(call, scope.params),
             )
         )
+
+    def _callbacks(self, scope: _Scope, call: cst.Call, effects: list[Effect]) -> None:
+        """Project functions passed as arguments (``server.bind(fn=self.infer)``): a library
+        may call them later, where the analysis cannot follow (recorded as ``def``)."""
+        for arg in call.args:
+            value = arg.value
+            if not isinstance(value, (cst.Name, cst.Attribute)):
+                continue
+            target = self._value(scope, value)
+            if target is not None and (
+                target[0] == "f" or (target[0] == "attr" and target[1] == ("self",))
+            ):
+                effects.append(Effect("def", callee=target))
 
     def _may_compile(self, compiler: Value) -> bool:
         """Whether a decorator may compile (decided for sure when files are linked)."""

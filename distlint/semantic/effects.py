@@ -84,6 +84,7 @@ class EffectAnalysis:
         # False: a branch the call site does not decide issues its longer side ("may issue");
         # True: its shorter side, except distributed-mode guards (see ``_sequence``).
         self._shortest = False
+        self._current: str | None = None  # the function being compared (for callbacks)
 
     # -- rank conditions -------------------------------------------------------------------------
 
@@ -380,7 +381,13 @@ class EffectAnalysis:
         (``study.optimize(objective)``), it runs where the analysis cannot follow it."""
         for effect in effects:
             if effect.kind == "def" and effect.callee is not None:
-                if self.signature(effect.callee[1]):
+                function = self._current or ""
+                targets = (
+                    (effect.callee[1],)
+                    if effect.callee[0] == "f"
+                    else self.facts.call_targets(effect.callee, function)
+                )
+                if any(self.signature(target) for target in targets):
                     return True
             elif effect.kind in ("branch", "loop") and (
                 self._defines_collectives(effect.body) or self._defines_collectives(effect.orelse)
@@ -401,6 +408,7 @@ class EffectAnalysis:
     def _compare(
         self, summary: FunctionSummary, branch: Effect, test: RankTest, found: dict
     ) -> None:
+        self._current = summary.id
         body = self.sequence(branch.body, summary.id)
         orelse = self.sequence(branch.orelse, summary.id)
         position = _first_difference(body, orelse)

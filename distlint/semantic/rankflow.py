@@ -159,6 +159,10 @@ _UNIFORMING_METHODS = frozenset(
         "all_gather_object",
     }
 )
+# Project helpers named like collectives that return the same value on every rank.
+_RECEIVING_HELPERS = frozenset(
+    {"all_gather", "all_gather_object", "all_reduce", "broadcast", "broadcast_object"}
+)
 _UNIFORMING_RECEIVERS = ("accelerator", "fabric", "strategy", "trainer", "dist", "comm")
 # c10d collectives whose first argument holds the same value on every rank afterwards.
 _UNIFY_FIRST_ARGUMENT = frozenset(
@@ -436,8 +440,10 @@ class RankFlow:
             # between ranks even when each value is a constant (control dependence)
             control = Kind(test.level, test.why, test.deferred)
             joined = dict(joined)
-            in_body = self._assigned(node.body)
-            in_orelse = self._assigned(node.orelse) if node.orelse is not None else frozenset()
+            in_body, literal_body = self._assigned(node.body)
+            in_orelse, literal_orelse = (
+                self._assigned(node.orelse) if node.orelse is not None else (_NONE, _NONE)
+            )
             for name in in_body | in_orelse:
                 kind = joined.get(name)
                 if kind is None:
@@ -448,24 +454,40 @@ class RankFlow:
                     # ``if rank != 0: stop = box[0]`` after broadcasting ``box = [stop]`` from
                     # rank 0: the other ranks take the value rank 0 keeps
                     joined[name] = UNIFORM_KIND
-                else:
-                    joined[name] = join(kind, control)
+                elif name in literal_body or name in literal_orelse:
+                    joined[name] = join(kind, control)  # a flag set on some ranks only
+        elif test.level < MAYBE:
+            # ``if cfg.sync: score = all_gather(score)[0]``: uniform in some configurations
+            for name, kind in joined.items():
+                if kind.level == RANK and any(
+                    side.get(name) is not None and side[name].why is RECEIVED_KIND.why
+                    for side in (body, orelse)
+                ):
+                    joined[name] = demote(kind)
         return joined
 
-    def _assigned(self, block: cst.CSTNode) -> frozenset[str]:
-        """Names a branch of an ``if`` statement binds (memoised per branch)."""
+    def _assigned(self, block: cst.CSTNode) -> tuple[frozenset[str], frozenset[str]]:
+        """Names a branch of an ``if`` statement binds, and those it binds to literals
+        (``stop = True``, ``patience += 1``), memoised per branch."""
         found = self._assigned_names.get(id(block))
         if found is None:
             names: set[str] = set()
+            literal: set[str] = set()
             stack: list[cst.CSTNode] = [block]
             while stack:
                 item = stack.pop()
                 kind = type(item)
                 if kind is cst.FunctionDef or kind is cst.ClassDef or kind in _LITERALS:
                     continue
-                if kind is cst.AssignTarget or kind is cst.AnnAssign or kind is cst.AugAssign:
-                    names.update(_bound_names(item.target))
-                    if kind is not cst.AssignTarget and item.value is not None:
+                if kind is cst.Assign or kind is cst.AnnAssign or kind is cst.AugAssign:
+                    targets = (
+                        [t.target for t in item.targets] if kind is cst.Assign else [item.target]
+                    )
+                    bound = [n for t in targets for n in _bound_names(t)]
+                    names.update(bound)
+                    if item.value is not None:
+                        if _is_literal(item.value):
+                            literal.update(bound)
                         stack.append(item.value)
                     continue
                 if kind is cst.For:
@@ -475,7 +497,7 @@ class RankFlow:
                 if kind is cst.NamedExpr and isinstance(item.target, cst.Name):
                     names.add(item.target.value)
                 stack.extend(children(item))
-            found = self._assigned_names[id(block)] = frozenset(names)
+            found = self._assigned_names[id(block)] = (frozenset(names), frozenset(literal))
         return found
 
     def _for(self, node: cst.For, env: Env) -> Env:
@@ -704,7 +726,7 @@ class RankFlow:
             return PLACEMENT_KIND
         if t is cst.Lambda:
             return UNIFORM_KIND
-        if t is cst.BooleanOperation and _single_stage_test(expr):
+        if t is cst.BooleanOperation and (_single_stage_test(expr) or _constant_false(expr)):
             return UNIFORM_KIND
         if t is cst.IfExp:
             self._record(expr.test, self.kind(expr.test, env))
@@ -815,8 +837,11 @@ class RankFlow:
             last = func.value
         if last in UNIFORM_NAMES:
             return UNIFORM_KIND
-        if collective_kind(resolved) is not None:
-            return UNIFORM_KIND  # funcol results, and c10d's return values (works, None)
+        if collective_kind(resolved) is not None or (
+            last in _RECEIVING_HELPERS and resolved is not None
+        ):
+            # funcol results, c10d's return values, a project's ``comm.all_gather(x)``
+            return RECEIVED_KIND
         arguments = [
             self.kind(arg.value, env)
             for arg in call.args
@@ -830,7 +855,7 @@ class RankFlow:
             if last in _PLACEMENT_METHODS:
                 return self.kind(receiver_node, env)  # model.to(device): the model's kind
             if last in _UNIFORMING_METHODS and _receiver_word(receiver_node):
-                return UNIFORM_KIND
+                return RECEIVED_KIND
             if resolved is None:
                 if type(receiver_node) is cst.Name and receiver_node.value == self._self_name:
                     owner = self._current_function.class_name if self._current_function else None
@@ -964,6 +989,13 @@ def distributed_guard(test: cst.BaseExpression) -> bool:
     return False
 
 
+def _constant_false(expr: cst.BooleanOperation) -> bool:
+    """``False and ...``: a branch switched off in the source."""
+    return isinstance(expr.operator, cst.And) and any(
+        isinstance(side, cst.Name) and side.value == "False" for side in (expr.left, expr.right)
+    )
+
+
 def _single_stage_test(expr: cst.BooleanOperation) -> bool:
     """``is_first_stage() and is_last_stage()``: true on every rank exactly when there is one
     pipeline stage, so the same everywhere."""
@@ -1004,6 +1036,21 @@ def _unpacked(target: cst.BaseExpression, value: Kind) -> Kind:
     if value.level < MAYBE:
         return Kind(value.level)  # another element of what a project function returns
     return demote(value)
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def _is_literal(expr: cst.BaseExpression) -> bool:
+    if type(expr) in _LITERALS:
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in _CONSTANT_NAMES
+    return (
+        isinstance(expr, cst.UnaryOperation)
+        and isinstance(expr.operator, cst.Minus)
+        and type(expr.expression) in _LITERALS
+    )
 
 
 def _receives(
