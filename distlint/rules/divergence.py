@@ -12,10 +12,10 @@ from distlint.rules.rank_messages import (
     collective_text,
     condition_text,
     evidence,
-    finding,
+    report,
     what_runs,
 )
-from distlint.semantic.effects import Divergence, project_divergences
+from distlint.semantic.effects import Divergence
 
 if TYPE_CHECKING:
     from distlint.project import Project
@@ -36,13 +36,7 @@ class RankDivergentCollective(Rule):
 
     @classmethod
     def check_project(cls, project: Project) -> Iterator[Finding]:
-        if project.facts is None:
-            return
-        for divergence in project_divergences(project.facts):
-            if divergence.proven and not divergence.aborts:
-                found = finding(cls, project, divergence, _message(divergence))
-                if found is not None:
-                    yield found
+        return report(cls, project, lambda d: d.proven and not d.aborts, _message)
 
 
 def _message(d: Divergence) -> str:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
 from distlint.registry import Rule
-from distlint.rules.rank_messages import collective_text, condition_text, evidence, finding
-from distlint.semantic.effects import Divergence, project_divergences
+from distlint.rules.rank_messages import collective_text, condition_text, evidence, report
+from distlint.semantic.effects import Divergence
 
 if TYPE_CHECKING:
     from distlint.project import Project
@@ -29,13 +29,7 @@ class RankDivergentAbort(Rule):
 
     @classmethod
     def check_project(cls, project: Project) -> Iterator[Finding]:
-        if project.facts is None:
-            return
-        for divergence in project_divergences(project.facts):
-            if divergence.proven and divergence.aborts:
-                found = finding(cls, project, divergence, _message(divergence))
-                if found is not None:
-                    yield found
+        return report(cls, project, lambda d: d.proven and d.aborts, _message)
 
 
 def _message(d: Divergence) -> str:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
 from distlint.registry import Rule
-from distlint.rules.rank_messages import collective_text, condition_text, evidence, finding
-from distlint.semantic.effects import Divergence, project_divergences
+from distlint.rules.rank_messages import collective_text, condition_text, evidence, report
+from distlint.semantic.effects import Divergence
 
 if TYPE_CHECKING:
     from distlint.project import Project
@@ -30,13 +30,7 @@ class PossiblyRankDivergentCollective(Rule):
 
     @classmethod
     def check_project(cls, project: Project) -> Iterator[Finding]:
-        if project.facts is None:
-            return
-        for divergence in project_divergences(project.facts):
-            if not divergence.proven:
-                found = finding(cls, project, divergence, _message(divergence))
-                if found is not None:
-                    yield found
+        return report(cls, project, lambda d: not d.proven, _message)
 
 
 def _message(d: Divergence) -> str:

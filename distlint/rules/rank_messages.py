@@ -7,14 +7,15 @@ checked in half a minute.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Location
+from distlint.semantic.effects import Divergence, project_divergences
 
 if TYPE_CHECKING:
     from distlint.project import Project
     from distlint.registry import Rule
-    from distlint.semantic.effects import Divergence
 
 HINT = (
     "Issue it on every rank (hoist it out of the branch, or mirror it in the other branch); "
@@ -80,3 +81,19 @@ def finding(rule: type[Rule], project: Project, d: Divergence, message: str) -> 
     if span is None:
         return None
     return project.finding(rule, d.path, span, message, related=related(d))  # type: ignore[arg-type]
+
+
+def report(
+    rule: type[Rule],
+    project: Project,
+    selects: Callable[[Divergence], bool],
+    message: Callable[[Divergence], str],
+) -> Iterator[Finding]:
+    """The findings of one of the rank-divergence rules: the project's divergences it selects."""
+    if project.facts is None:
+        return
+    for divergence in project_divergences(project.facts):
+        if selects(divergence):
+            found = finding(rule, project, divergence, message(divergence))
+            if found is not None:
+                yield found

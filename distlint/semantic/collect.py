@@ -35,7 +35,16 @@ from distlint.semantic.model import (
     Options,
     Value,
 )
-from distlint.semantic.rankflow import MAYBE, RANK, UNKNOWN, Kind, distributed_guard
+from distlint.semantic.rankflow import (
+    MAYBE,
+    RANK,
+    UNKNOWN,
+    Kind,
+    distributed_guard,
+    is_static,
+    parameters,
+    suite_body,
+)
 from distlint.semantic.taint import (
     FileTaint,
     ScopeScan,
@@ -115,10 +124,6 @@ def _body_of(node: cst.FunctionDef | cst.ClassDef) -> Sequence[cst.CSTNode]:
     return body.body if isinstance(body, cst.IndentedBlock) else (body,)
 
 
-def _suite(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else (suite,)
-
-
 class _Scope:
     """One function (or the module): its summary, names, and lazily evaluated locals."""
 
@@ -193,10 +198,10 @@ class Collector:
     ) -> None:
         qualname = f"{prefix}{node.name.value}"
         fid = f"{self.key}:{qualname}"
-        params = tuple(p.name.value for p in _params(node.params))
+        params = tuple(p.name.value for p in parameters(node.params))
         defaults = tuple(
             (p.name.value, literal_value(p.default))
-            for p in _params(node.params)
+            for p in parameters(node.params)
             if p.default is not None and is_literal(literal_value(p.default))
         )
         summary = FunctionSummary(fid, node.name.value, self.ctx.path, None, class_id, params)
@@ -231,7 +236,7 @@ class Collector:
         table = self.ctx.table_for(node, parent.table)
         scope = _Scope(summary, node, table, parent, class_id)
         scope.params = set(params)
-        if class_id is not None and params and not _is_static(node):
+        if class_id is not None and params and not is_static(node):
             scope.self_name = params[0]
         body = _body_of(node)
         self._declare(scope, self.taint.scan(node), f"{qualname}.<locals>.")
@@ -291,7 +296,7 @@ class Collector:
         summary = self.summary.functions[fid]
         table = self.ctx.table_for(node, parent.table)
         scope = _Scope(summary, node, table, parent, cid)
-        params = [p.name.value for p in _params(node.params)]
+        params = [p.name.value for p in parameters(node.params)]
         scope.params = set(params)
         scope.self_name = params[0] if params else None
         self._declare(scope, self.taint.scan(node), f"{qualname}.{node.name.value}.<locals>.")
@@ -333,27 +338,27 @@ class Collector:
             self._if(scope, stmt, prefix, effects)
         elif isinstance(stmt, (cst.For, cst.While)):
             self._calls(scope, stmt, effects)
-            body = self._block(scope, _suite(stmt.body), prefix)
+            body = self._block(scope, suite_body(stmt.body), prefix)
             if body:
                 loop = "for" if isinstance(stmt, cst.For) else "while"
                 effects.append(Effect("loop", name=loop, body=body))
             if stmt.orelse is not None:
-                effects.extend(self._block(scope, _suite(stmt.orelse.body), prefix))
+                effects.extend(self._block(scope, suite_body(stmt.orelse.body), prefix))
         elif isinstance(stmt, cst.With):
             self._calls(scope, stmt, effects)
-            effects.extend(self._block(scope, _suite(stmt.body), prefix))
+            effects.extend(self._block(scope, suite_body(stmt.body), prefix))
         elif isinstance(stmt, cst.Try | cst.TryStar):
-            effects.extend(self._block(scope, _suite(stmt.body), prefix))
+            effects.extend(self._block(scope, suite_body(stmt.body), prefix))
             for handler in stmt.handlers:
-                self._block(scope, _suite(handler.body), prefix)  # calls only, not effects
+                self._block(scope, suite_body(handler.body), prefix)  # calls only, not effects
             if stmt.orelse is not None:
-                effects.extend(self._block(scope, _suite(stmt.orelse.body), prefix))
+                effects.extend(self._block(scope, suite_body(stmt.orelse.body), prefix))
             if stmt.finalbody is not None:
-                effects.extend(self._block(scope, _suite(stmt.finalbody.body), prefix))
+                effects.extend(self._block(scope, suite_body(stmt.finalbody.body), prefix))
         elif isinstance(stmt, cst.Match):
             self._calls(scope, stmt, effects)
             for case in stmt.cases:
-                self._block(scope, _suite(case.body), prefix)
+                self._block(scope, suite_body(case.body), prefix)
         elif isinstance(stmt, cst.SimpleStatementSuite):
             for small in stmt.body:
                 self._small(scope, small, effects)
@@ -397,14 +402,14 @@ class Collector:
         )
         if maybe_rank:
             self._rank_depth += 1
-        body = self._block(scope, _suite(node.body), prefix)
+        body = self._block(scope, suite_body(node.body), prefix)
         orelse: tuple[Effect, ...] = ()
         if isinstance(node.orelse, cst.If):
             elif_effects: list[Effect] = []
             self._if(scope, node.orelse, prefix, elif_effects)
             orelse = tuple(elif_effects)
         elif node.orelse is not None:
-            orelse = self._block(scope, _suite(node.orelse.body), prefix)
+            orelse = self._block(scope, suite_body(node.orelse.body), prefix)
         if maybe_rank:
             self._rank_depth -= 1
         if body or orelse:
@@ -961,26 +966,6 @@ def _call_arguments(call: cst.Call, params: set[str]) -> Options:
     return tuple(found)
 
 
-def _params(params: cst.Parameters) -> Iterator[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    if isinstance(params.star_arg, cst.Param):
-        yield params.star_arg
-    yield from params.kwonly_params
-    if isinstance(params.star_kwarg, cst.Param):
-        yield params.star_kwarg
-
-
-def _is_static(node: cst.FunctionDef) -> bool:
-    for decorator in node.decorators:
-        if (
-            isinstance(decorator.decorator, cst.Name)
-            and decorator.decorator.value == "staticmethod"
-        ):
-            return True
-    return False
-
-
 def _unwrap(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Defs and classes directly in a class body, also inside if/try blocks."""
     if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
@@ -988,7 +973,8 @@ def _unwrap(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
     elif isinstance(stmt, (cst.If, cst.Try)):
         for child in children(stmt):
             if isinstance(child, (cst.IndentedBlock, cst.Else, cst.ExceptHandler, cst.Finally)):
-                for inner in _suite(child if isinstance(child, cst.IndentedBlock) else child.body):
+                block = child if isinstance(child, cst.IndentedBlock) else child.body
+                for inner in suite_body(block):
                     yield from _unwrap(inner)
             elif isinstance(child, cst.If):
                 yield from _unwrap(child)

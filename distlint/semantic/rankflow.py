@@ -326,9 +326,9 @@ class RankFlow:
                 function = _Function(node, owner)
                 self.functions.setdefault(node.name.value, []).append(function)
                 self._by_node[id(node)] = function
-                stack.extend((child, None) for child in _suite(node.body))
+                stack.extend((child, None) for child in suite_body(node.body))
             elif kind is cst.ClassDef:
-                stack.extend((child, node.name.value) for child in _suite(node.body))
+                stack.extend((child, node.name.value) for child in suite_body(node.body))
             elif kind in _COMPOUND or kind in _BLOCKS:
                 stack.extend((child, owner) for child in children(node))
 
@@ -362,7 +362,7 @@ class RankFlow:
                 value = self.kind(item.item, env)
                 if item.asname is not None:
                     self._assign(item.asname.name, demote(value), env)
-            return self._block(_suite(stmt.body), env)
+            return self._block(suite_body(stmt.body), env)
         if kind is cst.Try or kind is cst.TryStar:
             return self._try(stmt, env)
         if kind is cst.FunctionDef:
@@ -370,12 +370,12 @@ class RankFlow:
             return env
         if kind is cst.ClassDef:
             self._class_stack.append(stmt.name.value)
-            self._block(_suite(stmt.body), dict(env))
+            self._block(suite_body(stmt.body), dict(env))
             self._class_stack.pop()
             return env
         if kind is cst.Match:
             self.kind(stmt.subject, env)
-            ends = [self._block(_suite(case.body), dict(env)) for case in stmt.cases]
+            ends = [self._block(suite_body(case.body), dict(env)) for case in stmt.cases]
             return _join_envs([env, *ends])
         return env
 
@@ -421,7 +421,7 @@ class RankFlow:
     def _if(self, node: cst.If, env: Env) -> Env:
         test = self.kind(node.test, env)
         self._record(node.test, test)
-        body = self._block(_suite(node.body), dict(env))
+        body = self._block(suite_body(node.body), dict(env))
         if node.orelse is None and test.level < MAYBE and distributed_guard(node.test):
             # ``if world_size > 1: dist.broadcast(flag, 0)``: taken on every rank of a
             # distributed job, so what it makes uniform stays uniform
@@ -430,7 +430,7 @@ class RankFlow:
         if isinstance(orelse_node, cst.If):
             orelse = self._if(orelse_node, env)
         elif orelse_node is not None:
-            orelse = self._block(_suite(orelse_node.body), dict(env))
+            orelse = self._block(suite_body(orelse_node.body), dict(env))
         else:
             orelse = env
         joined = _join_envs([body, orelse])
@@ -506,7 +506,7 @@ class RankFlow:
         for _ in range(2):  # the lattice is shallow: two rounds reach the fixpoint
             inner = dict(entry)
             self._loop_target(node.target, node.iter, iterable, inner)
-            end = self._block(_suite(node.body), inner)
+            end = self._block(suite_body(node.body), inner)
             joined = _join_envs([entry, _continued(end)])
             settled = _settled(entry, joined)
             entry = joined
@@ -514,37 +514,37 @@ class RankFlow:
                 break
         after = entry
         if node.orelse is not None:
-            after = self._block(_suite(node.orelse.body), dict(after))
+            after = self._block(suite_body(node.orelse.body), dict(after))
         return after
 
     def _while(self, node: cst.While, env: Env) -> Env:
         entry = env
         for _ in range(2):
             self._record(node.test, self.kind(node.test, entry))
-            end = self._block(_suite(node.body), dict(entry))
+            end = self._block(suite_body(node.body), dict(entry))
             joined = _join_envs([entry, _continued(end)])
             settled = _settled(entry, joined)
             entry = joined
             if settled:
                 break
         if node.orelse is not None:
-            entry = self._block(_suite(node.orelse.body), dict(entry))
+            entry = self._block(suite_body(node.orelse.body), dict(entry))
         return entry
 
     def _try(self, node: cst.Try | cst.TryStar, env: Env) -> Env:
-        body = self._block(_suite(node.body), dict(env))
+        body = self._block(suite_body(node.body), dict(env))
         middle = _join_envs([env, _continued(body)])
         ends = [body]
         for handler in node.handlers:
             inner = dict(middle)
             if handler.name is not None:
                 self._assign(handler.name.name, UNKNOWN_KIND, inner)
-            ends.append(self._block(_suite(handler.body), inner))
+            ends.append(self._block(suite_body(handler.body), inner))
         if node.orelse is not None and _EXITED not in body:
-            ends[0] = self._block(_suite(node.orelse.body), dict(body))
+            ends[0] = self._block(suite_body(node.orelse.body), dict(body))
         result = _join_envs(ends)
         if node.finalbody is not None:
-            result = self._block(_suite(node.finalbody.body), dict(_continued(result)))
+            result = self._block(suite_body(node.finalbody.body), dict(_continued(result)))
         return result
 
     def _function(self, node: cst.FunctionDef, env: Env) -> None:
@@ -561,9 +561,9 @@ class RankFlow:
         )
         self._table = self.ctx.table_for(node, self._table)
         self._resolve = self._table.resolve
-        params = [p.name.value for p in _params(node.params)]
+        params = [p.name.value for p in parameters(node.params)]
         in_class = bool(self._class_stack) and function is not None and function.class_name
-        self._self_name = params[0] if in_class and params and not _is_static(node) else None
+        self._self_name = params[0] if in_class and params and not is_static(node) else None
         self._params = frozenset(params)
         self._current_function = function
         self._returns_seen = False
@@ -572,7 +572,7 @@ class RankFlow:
             inner[name] = self._parameter_kind(name)
         before = function.returns if function is not None else None
         self._stack.append(id(node))
-        self._block(_suite(node.body), inner)
+        self._block(suite_body(node.body), inner)
         self._stack.pop()
         if function is not None and not self._returns_seen:
             function.returns = UNIFORM_KIND  # returns None on every rank
@@ -1143,11 +1143,11 @@ def _expressions(node: cst.CSTNode) -> Iterable[cst.BaseExpression]:
             stack.extend(children(child))
 
 
-def _suite(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     return suite.body if isinstance(suite, cst.IndentedBlock) else (suite,)
 
 
-def _params(params: cst.Parameters) -> Iterable[cst.Param]:
+def parameters(params: cst.Parameters) -> Iterable[cst.Param]:
     yield from params.posonly_params
     yield from params.params
     if isinstance(params.star_arg, cst.Param):
@@ -1157,7 +1157,7 @@ def _params(params: cst.Parameters) -> Iterable[cst.Param]:
         yield params.star_kwarg
 
 
-def _is_static(node: cst.FunctionDef) -> bool:
+def is_static(node: cst.FunctionDef) -> bool:
     return any(
         isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
         for d in node.decorators

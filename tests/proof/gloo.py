@@ -52,6 +52,7 @@ import ast
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -88,6 +89,21 @@ class RankOutcome:
     exitcode: int | None = None  # set when the process ended without reporting (e.g. -6)
     seconds: float | None = None  # time spent in the case function (None if it never ended)
     output: str = ""  # tail of what the rank wrote to stdout/stderr
+
+    def timed_out(self, pg_timeout: float) -> bool:
+        """Whether the rank gave up waiting in a collective after the process-group timeout,
+        with gloo's own text ("...unbound_buffer.cc:78] Timed out waiting 3000ms for recv
+        operation to complete"; 129 and "send" for the sending side)."""
+        pattern = re.compile(
+            rf"^\[[^\]]*gloo/transport/tcp/unbound_buffer\.cc:\d+\] "
+            rf"Timed out waiting {int(pg_timeout * 1000)}ms for (recv|send) operation to complete$"
+        )
+        return (
+            self.type == "builtins.RuntimeError"
+            and pattern.match(self.message) is not None
+            and self.seconds is not None
+            and self.seconds >= pg_timeout * 0.9
+        )
 
     @property
     def died(self) -> bool:

@@ -14,7 +14,6 @@ side of the rank test.
 from __future__ import annotations
 
 import importlib.util
-import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -30,12 +29,6 @@ pytestmark = [
 FOLDER = FIXTURES / "DL208"
 PG_TIMEOUT = 3
 RUNTIME_ERROR = "builtins.RuntimeError"
-# gloo's own text: ".../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 3000ms for
-# recv operation to complete" (129 and "send" when the waiting rank was sending).
-TIMED_OUT = re.compile(
-    rf"^\[[^\]]*gloo/transport/tcp/unbound_buffer\.cc:\d+\] "
-    rf"Timed out waiting {PG_TIMEOUT * 1000}ms for (recv|send) operation to complete$"
-)
 FILES = {
     "bad": FOLDER / "bad.py",
     "good": FOLDER / "good.py",
@@ -78,12 +71,7 @@ def outcomes() -> dict[str, dict[str, tuple[RankOutcome, ...]]]:
 
 
 def _timed_out(outcome: RankOutcome) -> bool:
-    return (
-        outcome.type == RUNTIME_ERROR
-        and TIMED_OUT.match(outcome.message) is not None
-        and outcome.seconds is not None
-        and outcome.seconds >= PG_TIMEOUT * 0.9
-    )
+    return outcome.timed_out(PG_TIMEOUT)
 
 
 def _quick(outcome: RankOutcome) -> bool:
