@@ -61,6 +61,7 @@ def explain(facts: ProjectFacts) -> dict[str, Any]:
                     "condition": d.condition.text,
                     "when": "true" if d.taken else "false",
                     "kind": d.kind,
+                    "proven": d.proven,
                     "collective": d.issued.kind,
                     "issued_at": _where(d.issued.origin_path, d.issued.origin.span),
                 }
@@ -89,9 +90,10 @@ def render_text(data: dict[str, Any]) -> str:
     out.append(f"Collectives only some ranks reach ({len(found)}):")
     for d in found:
         what = "skips" if d["kind"] == "exit" else "issues"
+        possible = "" if d["proven"] else " [possible: the condition or the paths are not proven]"
         out.append(
             f"  {d['path']}:{d['line']} in {d['function']}: when `{d['condition']}` is "
-            f"{d['when']}, {what} {d['collective']} (issued at {d['issued_at']})"
+            f"{d['when']}, {what} {d['collective']} (issued at {d['issued_at']}){possible}"
         )
     return "\n".join(out)
 

@@ -79,3 +79,4 @@ def test_json_has_the_same_facts(project: Path) -> None:
         11,
         "barrier",
     )
+    assert divergence["proven"] is True  # a DL201 error, not a DL209 note
