@@ -436,6 +436,15 @@ def test_complementary_branches_at_different_depths_and_in_enter_exit(tmp_path: 
                 dist.barrier()
 
 
+    def pretrain(args):
+        if dist.get_rank() != 0:
+            dist.barrier()
+        dataset = build(args)
+        if dist.get_rank() == 0 and args.local_rank != -1:
+            dist.barrier()
+        return dataset
+
+
     def load_examples(args, evaluate):
         if args.local_rank not in [-1, 0] and not evaluate:
             dist.barrier()

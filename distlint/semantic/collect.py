@@ -44,6 +44,7 @@ from distlint.semantic.rankflow import (
     is_static,
     parameters,
     suite_body,
+    switched_off,
 )
 from distlint.semantic.taint import (
     FileTaint,
@@ -421,6 +422,8 @@ class Collector:
                 )
             uniform = condition is None or condition.level < MAYBE
             guard = "guard" if uniform and distributed_guard(node.test) else ""
+            if switched_off(node.test):
+                guard = "never"  # ``if False and ...``: the body never runs
             effects.append(Effect("branch", name=guard, cond=condition, body=body, orelse=orelse))
 
     def _condition(self, scope: _Scope, node: cst.If) -> Condition | None:

@@ -173,7 +173,7 @@ class EffectAnalysis:
                         )
                         break
             elif kind == "branch":
-                side = _decided_side(effect.cond, bound)
+                side = False if effect.name == "never" else _decided_side(effect.cond, bound)
                 if side is not None:
                     chosen = effect.body if side else effect.orelse
                     issued.extend(self._sequence(chosen, function, bound, path))
@@ -480,7 +480,14 @@ def _opposite(first: Condition | None, second: Condition | None) -> bool:
         return False
     parts = [set(_CONNECTIVES.split(" ".join(c.text.split()))) for c in (first, second)]
     shared = parts[0] & parts[1]
-    negated = [any(_NEGATION.search(part) for part in own - shared) for own in parts]
+    own = [p - shared for p in parts]
+    sources = {c.why for c in (first, second) if c.why}
+    if len(sources) == 1:  # the parts that test the rank itself, when both read one source
+        (source,) = sources
+        testing = [{p for p in mine if source in p} for mine in own]
+        if all(testing):
+            own = testing
+    negated = [any(_NEGATION.search(part) for part in mine) for mine in own]
     return negated[0] != negated[1]
 
 
@@ -612,7 +619,8 @@ def _first_exit(effects: Sequence[Effect], in_loop: bool) -> Effect | None:
                 return effect
             continue
         if effect.kind == "branch":
-            for side in (effect.body, effect.orelse):
+            sides = (effect.orelse,) if effect.name == "never" else (effect.body, effect.orelse)
+            for side in sides:
                 found = _first_exit(side, in_loop)
                 if found is not None:
                     return found

@@ -996,6 +996,13 @@ def _constant_false(expr: cst.BooleanOperation) -> bool:
     )
 
 
+def switched_off(test: cst.BaseExpression) -> bool:
+    """Whether an ``if`` test is ``False`` or ``False and ...`` (its body never runs)."""
+    if isinstance(test, cst.Name):
+        return test.value == "False"
+    return isinstance(test, cst.BooleanOperation) and _constant_false(test)
+
+
 def _single_stage_test(expr: cst.BooleanOperation) -> bool:
     """``is_first_stage() and is_last_stage()``: true on every rank exactly when there is one
     pipeline stage, so the same everywhere."""
