@@ -147,6 +147,24 @@ def test_a_value_the_other_ranks_receive_equals_the_sources(tmp_path: Path) -> N
             dist.barrier()
 
 
+    def chat(model):
+        while True:
+            if dist.get_rank() == 0:
+                try:
+                    prompt = input()
+                except EOFError:
+                    prompt = ""
+                dist.broadcast_object_list([prompt], src=0)
+            else:
+                box = [None]
+                dist.broadcast_object_list(box, src=0)
+                prompt = box[0]
+            if not prompt:
+                break
+            model.generate(prompt)
+            dist.barrier()
+
+
     class Optimizer:
         def __init__(self, rank):
             self.rank = rank
@@ -189,7 +207,7 @@ def test_a_value_the_other_ranks_receive_equals_the_sources(tmp_path: Path) -> N
                     break
     """
     # served loops are only possibly divergent: notes for review
-    assert findings(tmp_path, body) == [("DL209", 41), ("DL209", 58)]
+    assert findings(tmp_path, body) == [("DL209", 59), ("DL209", 76)]
 
 
 def test_tuple_unpacking_assigns_each_element(tmp_path: Path) -> None:

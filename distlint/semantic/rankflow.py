@@ -448,9 +448,7 @@ class RankFlow:
                 kind = joined.get(name)
                 if kind is None:
                     continue
-                if _receives(name, body, in_body, in_orelse) or _receives(
-                    name, orelse, in_orelse, in_body
-                ):
+                if _received_everywhere(name, body, orelse, in_body, in_orelse):
                     # ``if rank != 0: stop = box[0]`` after broadcasting ``box = [stop]`` from
                     # rank 0: the other ranks take the value rank 0 keeps
                     joined[name] = UNIFORM_KIND
@@ -1060,18 +1058,20 @@ def _is_literal(expr: cst.BaseExpression) -> bool:
     )
 
 
-def _receives(
-    name: str, side: Env, bound_here: frozenset[str], bound_there: frozenset[str]
+def _received_everywhere(
+    name: str, body: Env, orelse: Env, in_body: frozenset[str], in_orelse: frozenset[str]
 ) -> bool:
-    """Whether one side of a rank branch takes ``name`` from a collective's result while the
-    other side keeps its own value (the broadcast's source)."""
-    kind = side.get(name)
-    return (
-        name in bound_here
-        and name not in bound_there
-        and kind is not None
-        and kind.why is RECEIVED_KIND.why
-    )
+    """Whether, after a rank branch, every rank holds ``name`` as a collective made it: each
+    side that binds it ends with a received value, or one side receives what the other side
+    (the broadcast's source) keeps."""
+    received = [
+        side.get(name) is not None and side[name].why is RECEIVED_KIND.why
+        for side in (body, orelse)
+    ]
+    bound = [name in in_body, name in in_orelse]
+    if received[0] and received[1]:
+        return True
+    return (received[0] and not bound[1]) or (received[1] and not bound[0])
 
 
 def _bound_names(target: cst.BaseExpression) -> list[str]:
