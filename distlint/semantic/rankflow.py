@@ -422,7 +422,12 @@ class RankFlow:
         test = self.kind(node.test, env)
         self._record(node.test, test)
         body = self._block(suite_body(node.body), dict(env))
-        if node.orelse is None and test.level < MAYBE and distributed_guard(node.test):
+        if (
+            node.orelse is None
+            and test.level < MAYBE
+            and not isinstance(node.test, cst.UnaryOperation)
+            and distributed_guard(node.test)
+        ):
             # ``if world_size > 1: dist.broadcast(flag, 0)``: taken on every rank of a
             # distributed job, so what it makes uniform stays uniform
             return body if _EXITED not in body else env
@@ -963,7 +968,11 @@ _GUARD_WORDS = (
 def distributed_guard(test: cst.BaseExpression) -> bool:
     """Whether a test reads as "running distributed" (``world_size > 1``,
     ``dist.is_initialized()``, ``local_rank != -1``): true on every rank of a distributed job,
-    so never the branch that is skipped there."""
+    so never the branch that is skipped there. In ``a and b`` both sides must read so (``if
+    is_distributed and isinstance(t, torch.Tensor)`` may still be false)."""
+    if isinstance(test, cst.BooleanOperation):
+        sides = (distributed_guard(test.left), distributed_guard(test.right))
+        return all(sides) if isinstance(test.operator, cst.And) else any(sides)
     stack: list[cst.CSTNode] = [test]
     while stack:
         node = stack.pop()
