@@ -955,6 +955,7 @@ _GUARD_WORDS = (
     "world",
     "distributed",
     "is_initialized",
+    "is_available",
     "ddp",
     "fsdp",
     "gpu",
