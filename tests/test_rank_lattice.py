@@ -555,6 +555,8 @@ def test_literal_arguments_decide_a_helpers_rank_test(tmp_path: Path) -> None:
 def test_real_code_look_alikes_are_silent(tmp_path: Path) -> None:
     """False alarms met on public training code, each reduced to its shape."""
     body = """
+    import functools
+
     from distrib import get_distrib_size
 
 
@@ -617,6 +619,18 @@ def test_real_code_look_alikes_are_silent(tmp_path: Path) -> None:
             print(to_float(weight, is_distributed=is_distributed))
 
 
+    @functools.cache
+    def fid(step):
+        dist.all_reduce(torch.tensor(float(step)))
+        return step
+
+
+    def best_fid(steps):
+        best = max(fid(step) for step in steps)
+        if dist.get_rank() == 0:
+            print(fid(best))
+
+
     def sample(model, prompt):
         model = torch.nn.parallel.DistributedDataParallel(model)
         if dist.get_rank() == 0:
@@ -631,7 +645,11 @@ def test_real_code_look_alikes_are_silent(tmp_path: Path) -> None:
         """
     }
     # the entry picked by the rank may differ: a note for review, never an error
-    assert findings(tmp_path, body, files) == [("DL209", 28), ("DL209", 64)]
+    assert findings(tmp_path, body, files) == [
+        ("DL209", 30),
+        ("DL209", 66),
+        ("DL209", 78),
+    ]
 
 
 # -- messages and docs -----------------------------------------------------------------------

@@ -37,6 +37,7 @@ class Issued:
     origin_path: str
     step: Effect  # the effect in the function being analysed that leads to it
     looped: bool = False  # issued in a ``while`` loop: how many times is not known
+    cached: bool = False  # in a memoised function (``functools.cache``): a hit runs nothing
 
 
 @dataclass(frozen=True)
@@ -168,8 +169,9 @@ class EffectAnalysis:
                 for target in self.facts.call_targets(effect.callee, function):
                     inner = self.signature(target, arguments)
                     if inner:
+                        memo = self._memoised(target)
                         issued.extend(
-                            Issued(i.kind, i.origin, i.origin_path, effect, i.looped) for i in inner
+                            replace(i, step=effect, cached=i.cached or memo) for i in inner
                         )
                         break
             elif kind == "branch":
@@ -330,6 +332,9 @@ class EffectAnalysis:
             )
         ):
             test = replace(test, proven=False)
+        differing = [seq[position] for seq in (leaving, staying) if position < len(seq)]
+        if any(i.cached for i in differing):
+            test = replace(test, proven=False)  # a cache hit runs nothing
         if position < issued_leaving:  # the leaving ranks issue one the others do not
             at, issued, when, kind = leaving[position].step, leaving[position], taken, "branch"
         elif position < own:  # the other side issues one of its own
@@ -375,6 +380,14 @@ class EffectAnalysis:
             # a retry: the leaving ranks start the loop body again and meet the others there
             leaving = (leaving + self.sequence(loop[0], function))[: max(len(staying), 1)]
         return leaving, staying, own
+
+    def _memoised(self, function_id: str) -> bool:
+        """Whether a function is wrapped in ``functools.cache``/``lru_cache``: a call that hits
+        the cache issues none of its collectives."""
+        summary = self.facts.functions.get(function_id)
+        return summary is not None and any(
+            d[0] == "g" and d[1] in _MEMOISERS for d in summary.decorators
+        )
 
     def _defines_collectives(self, effects: Sequence[Effect]) -> bool:
         """Whether a block defines a closure that issues collectives: passed to a library
@@ -428,6 +441,8 @@ class EffectAnalysis:
             test = replace(test, proven=False)
         taken = position < len(body)
         issued = body[position] if taken else orelse[position]
+        if issued.cached:
+            test = replace(test, proven=False)  # a cache hit on these ranks runs nothing
         assert branch.cond is not None
         found.setdefault(
             id(issued.step),
@@ -500,6 +515,7 @@ def _rank_names(cond: Condition) -> frozenset[str]:
     return frozenset(found)
 
 
+_MEMOISERS = frozenset({"functools.cache", "functools.lru_cache"})
 _RECEIVES = frozenset({"broadcast", "broadcast_object_list", "funcol.broadcast"})
 
 
