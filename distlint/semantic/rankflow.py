@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from distlint.context import FileContext
 
 UNIFORM, UNKNOWN, PLACEMENT, MAYBE, RANK = range(5)
-LEVEL_NAMES = ("uniform", "unknown", "placement", "maybe", "rank")
 
 
 @dataclass(frozen=True, eq=False)
