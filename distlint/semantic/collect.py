@@ -45,13 +45,13 @@ from distlint.semantic.rankflow import (
     parameters,
     suite_body,
     switched_off,
+    target_names,
 )
 from distlint.semantic.taint import (
     FileTaint,
     ScopeScan,
     file_taint,
     self_attribute,
-    target_names,
 )
 from distlint.walker import children
 

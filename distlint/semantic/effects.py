@@ -85,7 +85,6 @@ class EffectAnalysis:
         # False: a branch the call site does not decide issues its longer side ("may issue");
         # True: its shorter side, except distributed-mode guards (see ``_sequence``).
         self._shortest = False
-        self._current: str | None = None  # the function being compared (for callbacks)
 
     # -- rank conditions -------------------------------------------------------------------------
 
@@ -321,20 +320,21 @@ class EffectAnalysis:
         name = exit_effect.name
         if name in ("break", "continue") and loop is None:
             return
-        leaving, staying, own = self._paths(side, other, name, rest, after, loop, function)
-        issued_leaving = len(self.sequence(side, function))
+        leaving, issued_leaving, staying, own = self._paths(
+            side, other, name, rest, after, loop, function
+        )
         position = _first_difference(leaving, staying)
         if position is None:
             return
-        if self._matches_on_some_path(
-            lambda: _first_difference(
-                *self._paths(side, other, name, rest, after, loop, function)[:2]
+
+        def again() -> int | None:  # the same comparison, in the mode now set
+            again_leaving, _, again_staying, _ = self._paths(
+                side, other, name, rest, after, loop, function
             )
-        ):
+            return _first_difference(again_leaving, again_staying)
+
+        if self._only_possible(leaving, staying, position, again):
             test = replace(test, proven=False)
-        differing = [seq[position] for seq in (leaving, staying) if position < len(seq)]
-        if any(i.cached for i in differing):
-            test = replace(test, proven=False)  # a cache hit runs nothing
         if position < issued_leaving:  # the leaving ranks issue one the others do not
             at, issued, when, kind = leaving[position].step, leaving[position], taken, "branch"
         elif position < own:  # the other side issues one of its own
@@ -356,10 +356,12 @@ class EffectAnalysis:
         after: list[Sequence[Effect]],
         loop: _Loop | None,
         function: str,
-    ) -> tuple[list[Issued], list[Issued], int]:
-        """What the ranks that leave by ``name`` issue, and what the others issue until they
-        meet again (and how many of those their own side issues)."""
+    ) -> tuple[list[Issued], int, list[Issued], int]:
+        """What the ranks that leave by ``name`` issue (and how many of those before they
+        leave), and what the others issue until they meet again (and how many of those
+        their own side issues)."""
         leaving = self.sequence(side, function)
+        before_leaving = len(leaving)
         if name in ("return", "raise"):
             later_blocks = [rest, *after]
             if loop is not None:
@@ -379,7 +381,7 @@ class EffectAnalysis:
         if name == "continue" and loop is not None and loop[2] == "while":
             # a retry: the leaving ranks start the loop body again and meet the others there
             leaving = (leaving + self.sequence(loop[0], function))[: max(len(staying), 1)]
-        return leaving, staying, own
+        return leaving, before_leaving, staying, own
 
     def _memoised(self, function_id: str) -> bool:
         """Whether a function is wrapped in ``functools.cache``/``lru_cache``: a call that hits
@@ -389,12 +391,11 @@ class EffectAnalysis:
             d[0] == "g" and d[1] in _MEMOISERS for d in summary.decorators
         )
 
-    def _defines_collectives(self, effects: Sequence[Effect]) -> bool:
+    def _defines_collectives(self, effects: Sequence[Effect], function: str) -> bool:
         """Whether a block defines a closure that issues collectives: passed to a library
         (``study.optimize(objective)``), it runs where the analysis cannot follow it."""
         for effect in effects:
             if effect.kind == "def" and effect.callee is not None:
-                function = self._current or ""
                 targets = (
                     (effect.callee[1],)
                     if effect.callee[0] == "f"
@@ -403,10 +404,24 @@ class EffectAnalysis:
                 if any(self.signature(target) for target in targets):
                     return True
             elif effect.kind in ("branch", "loop") and (
-                self._defines_collectives(effect.body) or self._defines_collectives(effect.orelse)
+                self._defines_collectives(effect.body, function)
+                or self._defines_collectives(effect.orelse, function)
             ):
                 return True
         return False
+
+    def _only_possible(
+        self,
+        first: Sequence[Issued],
+        second: Sequence[Issued],
+        position: int,
+        difference: Callable[[], int | None],
+    ) -> bool:
+        """Whether a difference found at ``position`` is only possible, not proven: what
+        differs runs in a memoised helper (a cache hit issues nothing), or the paths match
+        in some configuration (``_matches_on_some_path``)."""
+        differing = [seq[position] for seq in (first, second) if position < len(seq)]
+        return any(i.cached for i in differing) or self._matches_on_some_path(difference)
 
     def _matches_on_some_path(self, difference: Callable[[], int | None]) -> bool:
         """Whether the two paths issue the same collectives when every branch that nothing
@@ -421,28 +436,29 @@ class EffectAnalysis:
     def _compare(
         self, summary: FunctionSummary, branch: Effect, test: RankTest, found: dict
     ) -> None:
-        self._current = summary.id
-        body = self.sequence(branch.body, summary.id)
-        orelse = self.sequence(branch.orelse, summary.id)
+        function = summary.id
+        body = self.sequence(branch.body, function)
+        orelse = self.sequence(branch.orelse, function)
         position = _first_difference(body, orelse)
         if position is None:
             return
         if (
-            self._defines_collectives(branch.body)
-            or self._defines_collectives(branch.orelse)
+            # its collectives may run in a callback, or be a served loop's answers
+            self._defines_collectives(branch.body, function)
+            or self._defines_collectives(branch.orelse, function)
             or _receive_loop(body, orelse)
-        ):
-            test = replace(test, proven=False)  # its collectives may run in a callback
-        elif self._matches_on_some_path(
-            lambda: _first_difference(
-                self.sequence(branch.body, summary.id), self.sequence(branch.orelse, summary.id)
+            or self._only_possible(
+                body,
+                orelse,
+                position,
+                lambda: _first_difference(
+                    self.sequence(branch.body, function), self.sequence(branch.orelse, function)
+                ),
             )
         ):
             test = replace(test, proven=False)
         taken = position < len(body)
         issued = body[position] if taken else orelse[position]
-        if issued.cached:
-            test = replace(test, proven=False)  # a cache hit on these ranks runs nothing
         assert branch.cond is not None
         found.setdefault(
             id(issued.step),

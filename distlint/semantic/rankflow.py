@@ -18,7 +18,7 @@ the value, and the linker decides whether they return a rank.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -485,7 +485,7 @@ class RankFlow:
                     targets = (
                         [t.target for t in item.targets] if kind is cst.Assign else [item.target]
                     )
-                    bound = [n for t in targets for n in _bound_names(t)]
+                    bound = [n for t in targets for n in target_names(t)]
                     names.update(bound)
                     if item.value is not None:
                         if _is_literal(item.value):
@@ -493,9 +493,9 @@ class RankFlow:
                         stack.append(item.value)
                     continue
                 if kind is cst.For:
-                    names.update(_bound_names(item.target))
+                    names.update(target_names(item.target))
                 if kind is cst.AsName:
-                    names.update(_bound_names(item.name))
+                    names.update(target_names(item.name))
                 if kind is cst.NamedExpr and isinstance(item.target, cst.Name):
                     names.add(item.target.value)
                 stack.extend(children(item))
@@ -1083,14 +1083,15 @@ def _received_everywhere(
     return (received[0] and not bound[1]) or (received[1] and not bound[0])
 
 
-def _bound_names(target: cst.BaseExpression) -> list[str]:
+def target_names(target: cst.BaseExpression) -> Iterator[str]:
+    """The names an assignment target binds (``a``, ``a, (b, *c)``)."""
     if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for e in target.elements for name in _bound_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    return []
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from target_names(target.value)
 
 
 def _exit(env: Env) -> Env:

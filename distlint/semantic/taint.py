@@ -7,7 +7,7 @@ may hold a rank source at all. Rules ask through ``FileContext.rank_dependent``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -114,16 +114,6 @@ _SKIP_SMALL = frozenset(
 def body_of(node: cst.FunctionDef | cst.ClassDef) -> Sequence[cst.CSTNode]:
     body = node.body
     return body.body if isinstance(body, cst.IndentedBlock) else (body,)
-
-
-def target_names(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from target_names(target.value)
 
 
 def self_attribute(target: cst.BaseExpression) -> str | None:
