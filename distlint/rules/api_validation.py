@@ -28,7 +28,8 @@ _CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config")
 # torch.compile's keywords that nn.Module.compile(*args, **kwargs) forwards.
 _MODULE_COMPILE = "torch.compile"
 
-# Extra advice for keywords that people expect to exist (dynamo-facts.md §J).
+# Extra advice for keywords that people expect to exist: on torch 2.13.0 each raises TypeError
+# (re-observed by tests/proof/test_proof_dl5xx.py, DL501).
 _HINTS: dict[tuple[str, str], str] = {
     ("torch.distributed.init_process_group", "debug"): (
         "To debug collectives, set `TORCH_DISTRIBUTED_DEBUG=DETAIL` in the environment before "

@@ -1,6 +1,7 @@
 """Autograd rules (DL403, DL406, DL407): what makes backward fail, in eager and compiled code.
 
-Facts are in dynamo-facts.md §D (in-place ops) and §F (autograd.Function), torch 2.13.
+Facts observed on torch 2.13.0 (in-place ops on leaves and on tensors saved for backward,
+autograd.Function without backward), re-observed by tests/proof/test_proof_dl4xx.py.
 """
 
 from __future__ import annotations
@@ -278,7 +279,8 @@ def _class_members(node: cst.ClassDef) -> Iterator[str]:
 
 # -- module class facts (DL406, DL407) -------------------------------------------------------------
 
-# torch.nn activations whose output autograd saves for backward (dynamo-facts §D).
+# torch.nn activations whose output autograd saves for backward: an in-place op on it fails at
+# backward on torch 2.13.0 (tests/proof/test_proof_dl4xx.py, DL406/DL407).
 SAVING_MODULES = {
     "torch.nn.Sigmoid": "sigmoid",
     "torch.nn.Tanh": "tanh",

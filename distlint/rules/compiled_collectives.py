@@ -7,8 +7,8 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.registry import Rule
 
-# Observed on torch 2.13 (dynamo-facts.md §B): each crashes Dynamo with
-# InternalTorchDynamoError (UnsafeScriptObjectError on the ProcessGroup OpaqueObject), GB2078.
+# Observed on torch 2.13.0 (re-observed by tests/proof/test_proof_dl203.py): each crashes Dynamo
+# with InternalTorchDynamoError (UnsafeScriptObjectError on the ProcessGroup OpaqueObject), GB2078.
 OBJECT_COLLECTIVES = frozenset(
     {
         "torch.distributed.all_gather_object",
@@ -49,7 +49,7 @@ class ObjectCollectiveInCompiledRegion(Rule):
         )
 
 
-# Observed on torch 2.13 (dynamo-facts.md §B, and the proofs in tests/proof/test_proof_dl202.py):
+# Observed on torch 2.13.0 (re-observed by tests/proof/test_proof_dl202.py):
 # Dynamo cannot trace these c10d calls. Name -> GB id of the break.
 UNTRACEABLE_COLLECTIVES = {
     "torch.distributed.broadcast": "GB0007",

@@ -1,4 +1,4 @@
-"""DL601-DL604: CUDA graph capture and replay (GPU evidence, dynamo-facts.md "GPU" section).
+"""DL601-DL604: CUDA graph capture and replay (observed on one H200, torch 2.11.0+cu130).
 
 Capture regions are found in the file: the body of ``with torch.cuda.graph(g):``, the
 statements between ``g.capture_begin()`` and ``g.capture_end()`` in one block, and the body of a

@@ -1,9 +1,12 @@
 """DistributedDataParallel pitfalls (DL204, DL205, DL303).
 
 * DL204: a DDP-wrapped module whose ``forward`` skips a trainable submodule on some paths, or
-  computes a submodule output that never reaches the return value (dynamo-facts §I).
-* DL205: an in-place write to a parameter that only some ranks make (dynamo-facts §D).
-* DL303: ``bucket_cap_mb`` below 1 together with ``torch.compile`` (dynamo-facts §H).
+  computes a submodule output that never reaches the return value.
+* DL205: an in-place write to a parameter that only some ranks make.
+* DL303: ``bucket_cap_mb`` below 1 together with ``torch.compile``.
+
+All three failures were observed on torch 2.13.0 with 2 gloo ranks and are re-observed by
+tests/proof/test_proof_ddp.py.
 
 All three are file-scope: the module class, the DDP call and the compile call are looked up in
 the same file.

@@ -1,9 +1,10 @@
 """DL101-DL106, DL110: graph breaks and compile failures inside compiled regions.
 
-Every fact used here was observed on torch 2.13.0 (dynamo-facts.md §E1-E5, §F, §L): see
-each rule's docs page for the exact messages. A break costs a new graph (``fullgraph=False``)
-or fails compilation (``fullgraph=True``); module-level ``torch._dynamo.config`` settings
-(``capture_scalar_outputs``, ``capture_dynamic_output_shape_ops``) change what breaks.
+Every fact used here was observed on torch 2.13.0 and is re-observed by
+tests/proof/test_proof_dl1xx.py: see each rule's docs page for the exact messages. A break
+costs a new graph (``fullgraph=False``) or fails compilation (``fullgraph=True``); module-level
+``torch._dynamo.config`` settings (``capture_scalar_outputs``,
+``capture_dynamic_output_shape_ops``) change what breaks.
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ def conversion_break(
     return conversion
 
 
-# DL104: host calls that graph-break (dynamo-facts §E5, §A, §L, §F). name -> GB id.
+# DL104: host calls that graph-break on torch 2.13.0 (tests/proof/test_proof_dl1xx.py).
+# name -> GB id.
 HOST_CALLS = {
     "print": "0059",
     "breakpoint": "0059",
@@ -191,7 +193,8 @@ def environ_write(rule: _RegionRule, node: cst.CSTNode) -> cst.CSTNode | None:
     return None
 
 
-# DL202's untraceable collectives (dynamo-facts §B), counted by DL105 as breaks in a loop.
+# DL202's untraceable collectives (tests/proof/test_proof_dl202.py), counted by DL105 as breaks
+# in a loop.
 UNTRACEABLE_COLLECTIVES = frozenset(
     f"torch.distributed.{name}"
     for name in (
@@ -595,7 +598,7 @@ class GraphBreakInLoop(_RegionRule):
         )
 
     def _fsdp2_children(self, loop: cst.For | cst.While, region) -> bool:  # type: ignore[no-untyped-def]
-        """A compiled root looping over FSDP2-sharded children (dynamo-facts §H)."""
+        """A compiled root looping over FSDP2-sharded children (proof: test_proof_dl107_109.py)."""
         from distlint.rules.compile_state import sharded_children_loop
 
         children = sharded_children_loop(self.ctx, loop)

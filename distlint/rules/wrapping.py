@@ -4,7 +4,7 @@ Each scope (the module body, each function body) is read statement by statement,
 order, to learn which names hold a ``DistributedDataParallel(...)``, an FSDP1 model, a module
 whose submodules went through ``fully_shard``, or a built-in ``torch.nn`` module; then each
 ``torch.compile(X, ...)`` / ``X.compile(...)`` is judged by what ``X`` holds at that point.
-Facts: dynamo-facts.md §H, re-observed by tests/proof/test_proof_dl3xx.py.
+Facts observed on torch 2.13.0 with gloo, re-observed by tests/proof/test_proof_dl3xx.py.
 """
 
 from __future__ import annotations
