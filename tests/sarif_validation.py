@@ -1,7 +1,7 @@
 """Validate SARIF the way GitHub code scanning will, for every test that produces SARIF.
 
-``assert_valid_sarif(text)`` checks the text against both copies of the SARIF 2.1.0 schema in
-``../shared/schemas`` (beside the repository, where CI clones it):
+``assert_valid_sarif(text)`` checks the text against both copies of the SARIF 2.1.0 schema
+vendored in ``tests/schemas`` (provenance and licences in ``tests/schemas/README.md``):
 
 * ``sarif-schema-2.1.0.json``: the normative OASIS errata01 schema (draft-04);
 * ``sarif-schema-2.1.0.github.json``: the copy codeql-action's ``upload-sarif`` validates with
@@ -23,7 +23,7 @@ from pathlib import Path
 import jsonschema
 import jsonschema.validators
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "shared" / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 SCHEMA_FILES = ("sarif-schema-2.1.0.json", "sarif-schema-2.1.0.github.json")
 MAX_DESCRIPTION = 1024
 MAX_SHOWN_TAGS = 10
@@ -38,8 +38,8 @@ def _validators() -> tuple[jsonschema.protocols.Validator, ...]:
         path = SCHEMA_DIR / name
         if not path.is_file():
             raise AssertionError(
-                f"SARIF schema {path} not found: the tests need the shared/ folder beside the "
-                "repository (../shared/schemas relative to the repository root)"
+                f"SARIF schema {path} not found: the tests validate SARIF against the schemas "
+                "vendored in tests/schemas/ (see tests/schemas/README.md)"
             )
         schema = json.loads(path.read_text(encoding="utf-8"))
         cls = jsonschema.validators.validator_for(schema)

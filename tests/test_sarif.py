@@ -553,10 +553,10 @@ def test_validation_helper_rejects_bad_logs(mutate, complaint):
 def test_validation_helper_fails_loudly_without_schemas(monkeypatch):
     from tests import sarif_validation
 
-    monkeypatch.setattr(sarif_validation, "SCHEMA_DIR", Path("/nonexistent/shared/schemas"))
+    monkeypatch.setattr(sarif_validation, "SCHEMA_DIR", Path("/nonexistent/schemas"))
     sarif_validation._validators.cache_clear()
     try:
-        with pytest.raises(AssertionError, match="shared/ folder beside the repository"):
+        with pytest.raises(AssertionError, match="vendored in tests/schemas/"):
             assert_valid_sarif(json.dumps(_valid_log()))
     finally:
         monkeypatch.undo()

@@ -1,4 +1,4 @@
-"""GitHub code scanning's SARIF limits (docs/integrations.md §1.4), past each one.
+"""GitHub code scanning's SARIF limits (docs/github-code-scanning.md, *Limits*), past each one.
 
 GitHub rejects a whole upload that exceeds a limit, so ``render_sarif`` cuts the log down and
 says what it cut: 25,000 results per run (the most severe kept, a warning notification counts

@@ -1,4 +1,4 @@
-"""SARIF 2.1.0 output, shaped for GitHub code scanning (see docs/integrations.md §1, §8).
+"""SARIF 2.1.0 output, shaped for GitHub code scanning (see docs/github-code-scanning.md).
 
 The log is built from ``sarif_om`` classes and serialized by :func:`to_json_dict` rather than
 ``jschema_to_python``: that one drops every value equal to its attrs default, including an
@@ -8,10 +8,10 @@ Paths become URIs relative to ``%SRCROOT%`` (``report.root``); a file outside th
 absolute ``file://`` URI. Columns are UTF-16 code units (``run.columnKind``). Nothing depends on
 the machine or the clock, so rendering the same report twice gives the same text.
 
-GitHub rejects a whole upload that exceeds one of its limits (docs/integrations.md §1.4), so the
-log stays within them and says what it left out: at most 25,000 results per run (the most
-severe are kept, and a warning notification counts the rest), 25,000 rules per run (rules
-without results go first), one location and at most 10 related locations per result (the
+GitHub rejects a whole upload that exceeds one of its limits (docs/github-code-scanning.md,
+*Limits*), so the log stays within them and says what it left out: at most 25,000 results per
+run (the most severe are kept, and a warning notification counts the rest), 25,000 rules per run
+(rules without results go first), one location and at most 10 related locations per result (the
 message and ``properties.omittedRelatedLocations`` count the others), and 10 tags per rule.
 
 With ``--confirm`` each result it concerns carries ``properties.confirmation`` and
