@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.imports import ImportTable
-from distlint.regions import CompileRoot, compile_root_of
+from distlint.regions import (
+    CompileRoot,
+    OwnCompile,
+    compile_root_of,
+    module_compile_receiver,
+    own_compile,
+)
 from distlint.semantic.regions_model import Region
 from distlint.walker import subclasses_of
 
@@ -130,6 +136,7 @@ class FileContext:
         self._function_tables: dict[cst.FunctionDef, ImportTable] = {}
         self._resolved: dict[int, str | None] = {}
         self._dynamo_config: dict[str, object] | None = None
+        self._own_compile: OwnCompile | None = None
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
         self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
 
@@ -278,6 +285,14 @@ class FileContext:
 
             self._dynamo_config = dynamo_config(self.module.body, self.imports.resolve)
         return self._dynamo_config
+
+    def module_compile_receiver(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The receiver of ``x.compile(...)`` if it may be ``nn.Module.compile``, else None."""
+        if self._own_compile is None:
+            self._own_compile = own_compile(self.module, self.resolve)
+        return module_compile_receiver(
+            call, self.resolve, self.imports.is_bound("torch"), self._own_compile
+        )
 
     # -- rank taint ------------------------------------------------------------------------------
 

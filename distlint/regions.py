@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from distlint.walker import descendants
+
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
 DISABLE_FUNCTIONS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
 
@@ -53,6 +55,77 @@ def is_compile_disabled(func: cst.FunctionDef, resolve: Resolver) -> bool:
         if resolve(target) in DISABLE_FUNCTIONS:
             return True
     return False
+
+
+# Factories whose results have a ``compile`` method of their own (not nn.Module.compile):
+# ``deepspeed.initialize`` returns a DeepSpeedEngine whose ``compile(backend=...,
+# compile_kwargs=...)`` compiles the wrapped module with its own keywords (DeepSpeed >= 0.14).
+OWN_COMPILE_FACTORIES = frozenset({"deepspeed.initialize", "deepspeed.init_inference"})
+
+
+@dataclass(frozen=True)
+class OwnCompile:
+    """What in a file calls a ``compile`` that is not ``nn.Module.compile``."""
+
+    names: frozenset[str]  # names bound to instances of such classes or factories
+    self_calls: frozenset[int]  # ids of ``self.compile(...)`` calls in classes defining compile
+
+
+def own_compile(module: cst.Module, resolve: Resolver) -> OwnCompile:
+    """Classes of this file that define ``compile``, and the names bound to their instances."""
+    classes: dict[str, cst.ClassDef] = {}
+    for node in descendants(module):
+        if isinstance(node, cst.ClassDef) and any(
+            isinstance(item, cst.FunctionDef) and item.name.value == "compile"
+            for item in node.body.body
+        ):
+            classes[node.name.value] = node
+    self_calls: set[int] = set()
+    for cls in classes.values():
+        for node in descendants(cls):
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "compile"
+                and isinstance(node.func.value, cst.Name)
+                and node.func.value.value == "self"
+            ):
+                self_calls.add(id(node))
+    names: set[str] = set()
+    for node in descendants(module):
+        if not (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)):
+            continue
+        func = node.value.func
+        if not (
+            (isinstance(func, cst.Name) and func.value in classes)
+            or resolve(func) in OWN_COMPILE_FACTORIES
+        ):
+            continue
+        for target in node.targets:
+            inner = target.target
+            elements = inner.elements if isinstance(inner, (cst.Tuple, cst.List)) else ()
+            for item in (inner, *(e.value for e in elements)):
+                if isinstance(item, cst.Name):
+                    names.add(item.value)
+    return OwnCompile(frozenset(names), frozenset(self_calls))
+
+
+def module_compile_receiver(
+    call: cst.Call, resolve: Resolver, torch_bound: bool, own: OwnCompile
+) -> cst.BaseExpression | None:
+    """The receiver of ``x.compile(...)`` when it may be ``nn.Module.compile``, else None.
+
+    Not one: a receiver that is an import (``re.compile``), a file without torch, an instance of
+    a class defining its own ``compile`` or of a factory in ``OWN_COMPILE_FACTORIES``."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "compile" and torch_bound):
+        return None
+    if resolve(func) is not None or id(call) in own.self_calls:
+        return None
+    receiver = func.value
+    if isinstance(receiver, cst.Name) and receiver.value in own.names:
+        return None
+    return receiver
 
 
 def _root_from_call(node: cst.CSTNode, name: str, call: cst.Call | None) -> CompileRoot:

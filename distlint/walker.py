@@ -9,7 +9,7 @@ Python stack, and it keeps the ancestor stack that rules read as ``ctx.parents``
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import libcst as cst
@@ -111,6 +111,15 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 _getters: dict[type, Any] = {}
+
+
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and every node below it, in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
 
 
 def _make_getter(cls: type) -> Any:

@@ -334,3 +334,25 @@ def test_dl504_table_entries_are_complete() -> None:
         "torch.distributed._composable.fsdp",
         "torch.distributed.all_gather_into_tensor",
     } <= names
+
+
+def test_dl501_silent_on_a_compile_method_that_is_not_nn_module_compile() -> None:
+    found = dl501(
+        """\
+        import deepspeed
+
+        class Engine(torch.nn.Module):
+            def compile(self, backend="inductor", compile_kwargs=None):
+                self.module = torch.compile(self.module, backend=backend)
+
+            def warm_up(self):
+                self.compile(compile_kwargs={"fullgraph": True})
+
+        engine = Engine(net)
+        engine.compile(compile_kwargs={"dynamic": False})
+        ds_engine, optimizer, _, _ = deepspeed.initialize(model=net, config=cfg)
+        ds_engine.compile(backend="inductor", compile_kwargs={"mode": "max-autotune"})
+        net.compile(dynamic_shapes=True)
+        """
+    )
+    assert where(found) == [(19, 13)]  # only `net.compile`

@@ -135,12 +135,7 @@ class UnknownKeywordArgument(_TableRule):
     def _check_module_compile(self, node: cst.Call) -> None:
         """``model.compile(...)``: nn.Module.compile forwards its keywords to torch.compile."""
         func = node.func
-        if not (
-            isinstance(func, cst.Attribute)
-            and func.attr.value == "compile"
-            and self.ctx.resolve(func) is None
-            and self.ctx.imports.is_bound("torch")
-        ):
+        if self.ctx.module_compile_receiver(node) is None:
             return
         signature = self.table.signature(_MODULE_COMPILE)
         if signature is None or signature.var_keyword:

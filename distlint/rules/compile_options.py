@@ -173,15 +173,8 @@ def _compile_kwargs(node: cst.Call, ctx) -> dict[str, cst.Arg] | None:  # type: 
         return _keywords(node.args)
     if name in _PARTIAL and node.args and ctx.resolve(node.args[0].value) == "torch.compile":
         return _keywords(node.args[1:])
-    func = node.func
-    if (
-        name is None
-        and isinstance(func, cst.Attribute)
-        and func.attr.value == "compile"
-        and ctx.imports.is_bound("torch")
-    ):
-        # `model.compile(...)` (nn.Module.compile forwards to torch.compile). A receiver that
-        # resolves to an import (`re.compile`) is not a module instance.
+    if name is None and ctx.module_compile_receiver(node) is not None:
+        # `model.compile(...)` (nn.Module.compile forwards to torch.compile).
         keywords = _keywords(node.args)
         if keywords.keys() & {"backend", "mode", "options"}:
             return keywords

@@ -15,7 +15,6 @@ order, where two events inside one loop may run in either order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -26,6 +25,7 @@ from distlint.positions import node_ranges
 from distlint.rules.compile_analysis import function_nodes, own_nodes
 from distlint.rules.graph_breaks import _RegionRule
 from distlint.semantic.link import Root
+from distlint.walker import descendants
 
 DIST = "torch.distributed."
 DIST_CONSTANTS = {
@@ -77,7 +77,7 @@ def compiled_bindings(ctx) -> dict[str, list[Binding]]:  # type: ignore[no-untyp
     roots = [r for r in facts.roots if r.info.path == ctx.path] if facts is not None else []
     if roots:
         candidates: list[tuple[cst.CSTNode, str, str | None, str]] = []
-        for node in _all_nodes(ctx.module):
+        for node in descendants(ctx.module):
             if isinstance(node, cst.FunctionDef):
                 for decorator in node.decorators:
                     candidates.append((decorator, node.name.value, None, "decorator"))
@@ -109,16 +109,6 @@ def compiled_bindings(ctx) -> dict[str, list[Binding]]:  # type: ignore[no-untyp
                 found.setdefault(name, []).append(Binding(name, root, origin, node))
     ctx._dl107_bindings = found
     return found
-
-
-def _all_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    from distlint.walker import children
-
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(children(current)))
 
 
 def _first_positional(call: cst.Call) -> cst.BaseExpression | None:
@@ -249,7 +239,7 @@ def _note_call(flow, node: cst.Call, loops, names: set[str], resolve) -> None:  
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in _all_nodes(node) if isinstance(n, cst.Name)}
+    return {n.value for n in descendants(node) if isinstance(n, cst.Name)}
 
 
 def _loop_count(loop: cst.CSTNode) -> int | None:
@@ -496,7 +486,7 @@ def _shape_varies(
         if value is not None:
             return _shape_varies(value, variables, local, resolve, depth + 1)
         return None
-    for node in _all_nodes(expr):
+    for node in descendants(expr):
         if isinstance(node, cst.Call):
             name = resolve(node.func)
             is_method = (
@@ -758,14 +748,14 @@ def fully_sharded_attributes(ctx) -> frozenset[str]:  # type: ignore[no-untyped-
         return cached
     found: set[str] = set()
     loops: dict[str, str] = {}  # loop variable -> attribute iterated
-    for node in _all_nodes(ctx.module):
+    for node in descendants(ctx.module):
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
             it = node.iter
             if isinstance(it, cst.Attribute):
                 loops[node.target.value] = it.attr.value
             elif isinstance(it, cst.Subscript) and isinstance(it.value, cst.Attribute):
                 loops[node.target.value] = it.value.attr.value
-    for node in _all_nodes(ctx.module):
+    for node in descendants(ctx.module):
         if not isinstance(node, cst.Call):
             continue
         name = ctx.imports.resolve(node.func) or ""

@@ -902,10 +902,8 @@ class DdpSmallBucketCompile(Rule):
             arg = _keyword(node, "optimize_ddp")
             if arg is not None and literal_value(arg.value) is False:
                 self._disabled = True
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
-            receiver = node.func.value
-            if isinstance(receiver, cst.Name):
-                self._compiled_names.add(receiver.value)
+        elif isinstance(receiver := self.ctx.module_compile_receiver(node), cst.Name):
+            self._compiled_names.add(receiver.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not self._active:

@@ -17,6 +17,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.imports import dotted_name
 from distlint.registry import Rule
+from distlint.walker import descendants
 
 _C10D = "torch.distributed."
 _FUNCOL = "torch.distributed._functional_collectives."
@@ -291,7 +292,7 @@ class SharedCompileCacheDir(Rule):
     def _starts_processes(self, module: cst.Module) -> str | None:
         """What in the file shows that it runs as several processes, spelled for messages."""
         resolve = self.ctx.imports.resolve
-        for node in _all_nodes(module):
+        for node in descendants(module):
             if isinstance(node, cst.Call):
                 name = resolve(node.func)
                 if name in MULTI_PROCESS_CALLS:
@@ -390,11 +391,3 @@ def _subscript_key(node: cst.Subscript) -> str | None:
         return None
     index = node.slice[0].slice
     return _string(index.value) if isinstance(index, cst.Index) else None
-
-
-def _all_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)

@@ -600,14 +600,9 @@ def _compile_site(call: cst.Call, name: str | None, ctx) -> CompileSite | None: 
         if target is None:
             return None
         return CompileSite(call, target, _fullgraph(call.args), method=False)
-    func = call.func
-    if (
-        name is None
-        and isinstance(func, cst.Attribute)
-        and func.attr.value == "compile"
-        and ctx.imports.is_bound("torch")
-    ):
-        return CompileSite(call, func.value, _fullgraph(call.args), method=True)
+    receiver = ctx.module_compile_receiver(call) if name is None else None
+    if receiver is not None:
+        return CompileSite(call, receiver, _fullgraph(call.args), method=True)
     return None
 
 

@@ -314,10 +314,17 @@ class ProjectFacts:
                 return summary.compile_options
         return None
 
-    def compiled_functions(self, target: Value, scope: str) -> list[tuple[str, str]]:
-        """(function id, kind) pairs a compile site's target runs as compiled code."""
+    def compiled_functions(
+        self, target: Value, scope: str, *, method: bool = False
+    ) -> list[tuple[str, str]]:
+        """(function id, kind) pairs a compile site's target runs as compiled code.
+
+        With ``method`` (``x.compile()``), an instance whose class defines its own ``compile``
+        (an engine, a pipeline module) is skipped: that call is not ``nn.Module.compile``."""
         found: list[tuple[str, str]] = []
         for item in self.evaluate(target, self._class_of(scope)):
+            if method and item[0] == "inst" and self.lookup_method(item[1], "compile"):
+                continue
             self._compiled_from(item, found, "call")
         return found
 
@@ -383,7 +390,8 @@ def _roots(facts: ProjectFacts) -> None:
             if options is None:
                 continue
             options = tuple(options) + tuple(site.options)
-            for function, kind in facts.compiled_functions(site.target, scope):
+            method = site.kind == "method"
+            for function, kind in facts.compiled_functions(site.target, scope, method=method):
                 if site.target and site.target[0] == "elem":
                     kind = "block"  # `for blk in model.layers: blk.compile()`
                 if site.kind == "decorator":
