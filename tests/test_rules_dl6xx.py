@@ -1,8 +1,8 @@
 """Unit tests of DL601-DL604 (CUDA graphs).
 
-CI has no GPU: the failures these rules describe were observed on an H200 (dynamo-facts.md "GPU"
-section) and are re-measured by experiments/cuda_graph_collectives.py. Here we pin what distlint
-reports, and one CPU fact: CUDA graphs cannot even be instantiated on a CPU-only torch build.
+CI has no GPU: the failures these rules describe were observed on an H200 (torch 2.11.0+cu130)
+and are re-measured by experiments/cuda_graph_collectives.py. Here we pin what distlint reports,
+and one CPU fact: CUDA graphs cannot even be instantiated on a CPU-only torch build.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ def test_dl604_mark_step_begin_does_not_protect_a_kept_output() -> None:
 @pytest.mark.torch
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 def test_cuda_graphs_cannot_be_proven_on_a_cpu_build() -> None:
-    """dynamo-facts.md §G: on torch 2.13.0+cpu a CUDA graph cannot even be created."""
+    """On torch 2.13.0+cpu a CUDA graph cannot even be created."""
     import torch
 
     if torch.cuda.is_available():

@@ -1,4 +1,4 @@
-"""Compiled regions: every root form of rules.md, options per root, cut-outs, and negatives."""
+"""Compiled regions: every root form distlint recognises, options per root, cut-outs, negatives."""
 
 from __future__ import annotations
 

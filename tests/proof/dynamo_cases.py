@@ -5,7 +5,7 @@ runs after ``torch._dynamo.reset()`` with Dynamo's counters cleared; between fil
 config is restored (some fixtures set module-level config) and a process group a file left
 behind is destroyed. For each case we keep the
 exception (``fullgraph=True`` failures), the return value, the graph-break reasons from
-``counters["graph_break"]`` (``explain()`` under-reports, dynamo-facts §0), the reasons Dynamo
+``counters["graph_break"]`` (``explain()`` under-reports), the reasons Dynamo
 gave up (``counters["unimplemented"]``) and the number of graphs compiled.
 """
 
@@ -105,7 +105,7 @@ def fixture_files() -> list[str]:
 def dynamo_runs() -> dict[str, dict[str, Run]]:
     """Outcomes by fixture path and case name (one subprocess for the whole session)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONBREAKPOINT="0")
-    env.pop("TORCH_LOGS", None)  # an empty TORCH_LOGS crashes `import torch` (dynamo-facts §0)
+    env.pop("TORCH_LOGS", None)  # an empty TORCH_LOGS crashes `import torch` (2.13.0)
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, *fixture_files()],
         cwd=REPO,

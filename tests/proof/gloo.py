@@ -21,11 +21,11 @@ default) on 127.0.0.1:
 * a rank that has finished (returned or raised) **stays alive** until every rank of the case
   has finished, as the other ranks of a real job carry on: a peer that exits early would turn
   gloo's timeout on the waiting rank into an immediate ``Connection closed by peer``
-  (dynamo-facts §C1b);
+  (torch 2.13.0);
 * every rank runs in its own process group (``os.setpgrp``); a case still running
   ``hard_timeout`` seconds after it started is killed (``SIGKILL`` to each rank's process
   group) and the ranks that had not finished are reported with ``hung=True``;
-* a rank that dies on its own (gloo aborts the process on some mismatches, dynamo-facts §C6)
+* a rank that dies on its own (gloo aborts the process on a size mismatch, SIGABRT)
   is reported with its exit code and the tail of its output.
 
 Cases run in parallel: all ranks of all requested cases at once (up to ``max_processes``).
@@ -336,7 +336,7 @@ def _rank_main(spec: dict[str, Any], conn: Any) -> None:
     log = os.open(workdir / f"rank{rank}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    os.environ.pop("TORCH_LOGS", None)  # an empty TORCH_LOGS crashes `import torch` (§0)
+    os.environ.pop("TORCH_LOGS", None)  # an empty TORCH_LOGS crashes `import torch` (2.13.0)
     os.environ.update(
         {
             "RANK": str(rank),

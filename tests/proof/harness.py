@@ -30,7 +30,7 @@ def run_cases(fixture: Path, *cases: str, timeout: float = 180) -> dict[str, Out
         PYTHONPATH=str(REPO),
         TORCHINDUCTOR_CACHE_DIR=str(REPO / ".pytest_cache" / "inductor"),
     )
-    env.pop("TORCH_LOGS", None)  # an empty TORCH_LOGS crashes `import torch` (dynamo-facts §0)
+    env.pop("TORCH_LOGS", None)  # an empty TORCH_LOGS crashes `import torch` (2.13.0)
     proc = subprocess.run(
         [sys.executable, "-m", "tests.proof.runner", str(fixture), *cases],
         cwd=REPO,

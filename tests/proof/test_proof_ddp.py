@@ -2,12 +2,12 @@
 
 * DL204: a DDP module whose forward skips a trainable submodule, or drops its output, passes
   the first iteration and raises ``Expected to have finished reduction in the prior iteration
-  before starting a new one`` on the second, on both ranks (dynamo-facts §I).
+  before starting a new one`` on the second, on both ranks.
 * DL205: a rank-dependent in-place parameter write leaves the replicas different after the
-  step, and nothing raises (§D).
+  step, and nothing raises.
 * DL303: ``bucket_cap_mb`` below 1 with ``torch.compile`` (either order) fails with
   ``AssertionError: First bucket should be smaller/equal to other buckets to get comms warmed
-  up ASAP`` (§H).
+  up ASAP``.
 
 Good and traps fixtures run clean with equal parameters on both ranks. All files run at once.
 """
@@ -32,8 +32,8 @@ CODES = ("DL204", "DL205", "DL303")
 KINDS = ("bad", "good", "traps")
 Outcomes = dict[str, dict[str, dict[str, tuple[RankOutcome, ...]]]]
 
-# The exact text on torch 2.13 (dynamo-facts §I quotes it without the backticks and the line
-# breaks; the words are the same).
+# The exact text on torch 2.13.0 (without its backticks and line breaks; the words are the
+# same).
 DL204_TEXT = (
     "Expected to have finished reduction in the prior iteration before starting a new one. "
     "This error indicates that your module has parameters that were not used in producing "

@@ -4,7 +4,8 @@ The fixtures run with all DL1xx fixtures in ONE subprocess (``tests/proof/dynamo
 shared with test_proof_dl1xx.py). From each ``case_*`` function we read its return value (the
 shapes it got through, the compiled and eager results, the hook count), the exception, the
 graphs compiled and the reasons Dynamo gave up (``counters["unimplemented"]``).
-Distributed cases use the fake process group (dynamo-facts §0) and destroy it themselves.
+Distributed cases use the fake process group (``backend="fake"``, ``FakeStore``) and destroy
+it themselves.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def test_dl107_good_and_traps_stay_below_the_limit(runs) -> None:
     assert {n: r.graphs for n, r in traps.items()} == {
         "case_dynamic_none": 2,  # static once, then automatic dynamic
         "case_mark_dynamic_on_static_callable": 1,
-        "case_shape_branch_with_dynamic_none": 3,  # dynamo-facts §E1: 3 compiles
+        "case_shape_branch_with_dynamic_none": 3,  # 3 compiles on torch 2.13.0
         "case_dataloader_without_drop_last": 2,
         "case_few_fixed_sizes": 3,
         "case_global_float_rebound": 2,

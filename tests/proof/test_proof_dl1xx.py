@@ -2,7 +2,7 @@
 
 All fixture files of the DL1xx rules run in ONE subprocess (``tests/proof/dynamo_cases.py``):
 for each case we read the exception (``fullgraph=True`` failures), the graph-break reasons
-from ``counters["graph_break"]`` (``explain()`` under-reports, dynamo-facts §0) and the number
+from ``counters["graph_break"]`` (``explain()`` under-reports) and the number
 of graphs compiled. Bad cases must fail or break as the rule says; good cases
 and traps must compile without a break.
 """

@@ -5,7 +5,7 @@ Runs every case of ``fixtures/DL201`` (bad, good, traps, their real-world compan
 (tests/proof/gloo.py, process-group timeout 3 s, all cases of all files at once). In the bad
 cases the rank left waiting raises gloo's timeout error after the process-group timeout while
 the other rank carries on, and the mis-paired cases also hand a wrong value to the rank that
-did not wait (dynamo-facts §C2: ``b=12.0`` instead of 3.0). The good cases and the traps
+did not wait (``b=12.0`` instead of 3.0). The good cases and the traps
 finish on both ranks with the right values. ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` is run on the
 mis-paired case too: it names the missing rank but does not prevent the wrong value. A
 rank-dependent ``raise`` before a collective is DL208 (tests/proof/test_proof_dl208.py).
