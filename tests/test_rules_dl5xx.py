@@ -356,3 +356,48 @@ def test_dl501_silent_on_a_compile_method_that_is_not_nn_module_compile() -> Non
         """
     )
     assert where(found) == [(19, 13)]  # only `net.compile`
+
+
+GUARDED = """\
+    import torch
+    import torch.distributed as dist
+    from packaging import version
+
+    if version.parse(torch.__version__) < version.parse("1.13"):
+        gather = dist._all_gather_base
+    if TORCH_VERSION < (2, 0):
+        from torch.distributed._tensor import DTensor
+    if hasattr(dist, "reduce_scatter_tensor"):
+        rs = dist.reduce_scatter_tensor
+    else:
+        rs = dist._reduce_scatter_base
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except (ImportError, AttributeError):
+        from torch.distributed._composable.fsdp import fully_shard
+    try:
+        model = torch.compile(net, dynamic_shapes=True)
+    except TypeError:
+        model = torch.compile(net)
+    if is_torch_min_version("2.4.0"):
+        model = torch.compile(net, fullgrph=True)
+    fn = dist.all_gather_single if hasattr(dist, "all_gather_single") else dist._all_gather_base
+    """
+
+
+def test_dl501_and_dl504_silent_under_version_and_feature_guards() -> None:
+    assert findings(GUARDED, "DL504") == []
+    assert findings(GUARDED, "DL501") == []
+
+
+def test_guards_do_not_hide_unguarded_uses() -> None:
+    source = textwrap.dedent(GUARDED).rstrip(" ") + (
+        "try:\n"
+        "    x = dist._all_gather_base\n"
+        "except RuntimeError:\n"
+        "    pass\n"
+        "if world_size > 1:\n"
+        "    torch.compile(net, fullgrph=True)\n"
+    )
+    assert [f.span.start.line for f in findings(source, "DL504")] == [25]
+    assert [f.span.start.line for f in findings(source, "DL501")] == [29]

@@ -17,6 +17,7 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
+from distlint.guards import is_feature_guarded
 from distlint.imports import ImportTable, dotted_name, scope_statements
 from distlint.regions import literal_value
 from distlint.registry import Rule
@@ -86,8 +87,8 @@ class UnknownKeywordArgument(_TableRule):
         args: tuple[cst.Arg, ...] | list[cst.Arg],
         via_method: bool = False,
     ) -> None:
-        if signature.var_keyword:
-            return
+        if signature.var_keyword or is_feature_guarded(self.ctx.parents):
+            return  # a keyword of another torch version, used on purpose under a guard
         spelled = self.ctx.module.code_for_node(callee)
         for arg in args:
             if arg.keyword is None:
@@ -355,13 +356,15 @@ class DeprecatedDistributedApi(Rule):
 
     # imports of a deprecated module (or of names from it)
     def visit_Import(self, node: cst.Import) -> None:
+        if is_feature_guarded(self.ctx.parents):
+            return
         for alias in node.names:
             api = self._module_of(dotted_name(alias.name))
             if api is not None:
                 self._report_module(alias.name, api, dotted_name(alias.name) or "")
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None:
+        if node.relative or node.module is None or is_feature_guarded(self.ctx.parents):
             return
         module = dotted_name(node.module)
         api = self._module_of(module)
@@ -416,6 +419,8 @@ class DeprecatedDistributedApi(Rule):
         self._checked.add(id(node))
         if isinstance(parent, (cst.ImportAlias, cst.ImportFrom, cst.Import)):
             return
+        if is_feature_guarded(self.ctx.parents):
+            return
         resolved = self.ctx.resolve(node)
         if resolved is None:
             return
@@ -455,17 +460,21 @@ class DeprecatedDistributedApi(Rule):
         # (node, parent, scope); a def's own scope covers all of its children, as in the
         # engine's walk (FileContext.enter_function runs before they are visited).
         top = _Scope(None, None, self.ctx)
-        pending: list[tuple[cst.CSTNode, cst.CSTNode | None, _Scope]] = [(module, None, top)]
+        pending: list[tuple[cst.CSTNode, cst.CSTNode | None, _Scope, bool]] = [
+            (module, None, top, False)
+        ]
         while pending:
-            node, parent, scope = pending.pop()
+            node, parent, scope, guarded = pending.pop()
             kind = type(node)
             if kind is cst.Name:
-                if node.value in candidates:  # type: ignore[attr-defined]
+                if node.value in candidates and not guarded:  # type: ignore[attr-defined]
                     self._check_name(node, parent, scope.table())  # type: ignore[arg-type]
                 continue
             if kind is cst.FunctionDef:
                 scope = _Scope(scope, node, self.ctx)  # type: ignore[arg-type]
-            pending.extend((child, node, scope) for child in children(node))
+            elif kind in (cst.If, cst.IfExp, cst.Try):
+                guarded = guarded or is_feature_guarded((node,))
+            pending.extend((child, node, scope, guarded) for child in children(node))
 
     def _check_name(self, node: cst.Name, parent: cst.CSTNode | None, table: ImportTable) -> None:
         if isinstance(parent, cst.Attribute) and parent.attr is node:

@@ -1,0 +1,70 @@
+"""Version and feature guards: code that runs only on some torch versions, or as a fallback.
+
+A deprecated or unknown API used under ``if torch.__version__ < ...``, ``if hasattr(dist,
+"...")``, ``is_torch_min_version(...)``, a ``packaging.version`` comparison, or inside a
+``try`` whose handler catches ``ImportError``/``AttributeError``/``TypeError`` is the project
+supporting several torch versions on purpose. Rules about API validity stay silent there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import libcst as cst
+
+from distlint.walker import descendants
+
+# Names that read a version or probe a feature: ``torch.__version__``, ``TORCH_VERSION``,
+# ``version.parse``, ``is_torch_min_version``, ``_TORCH_GREATER_EQUAL_2_1``,
+# ``is_torch_greater_or_equal_than_1_13``, ``TORCH_2_0``, ``is_fsdp2_available``.
+_VERSION_WORDS = re.compile(
+    r"version|greater|less_than|lower_than|older|newer|at_least|torch_\d|min_torch"
+    r"|_available|_supported",
+    re.IGNORECASE,
+)
+_PROBES = frozenset({"hasattr", "getattr"})
+_FALLBACK_ERRORS = frozenset(
+    {"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "NameError"}
+)
+
+
+def is_feature_guarded(ancestors: Sequence[cst.CSTNode]) -> bool:
+    """Whether a node below ``ancestors`` (outermost first) runs under a version/feature guard."""
+    for node in ancestors:
+        kind = type(node)
+        if kind is cst.If or kind is cst.IfExp:
+            if is_version_test(node.test):  # type: ignore[attr-defined]
+                return True
+        elif kind is cst.Try and any(_catches_fallback(h) for h in node.handlers):  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def is_version_test(test: cst.BaseExpression) -> bool:
+    """Whether a condition reads a version or probes for a feature."""
+    for node in descendants(test):
+        if isinstance(node, cst.Name) and _VERSION_WORDS.search(node.value):
+            return True
+        if isinstance(node, cst.Attribute) and _VERSION_WORDS.search(node.attr.value):
+            return True
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value in _PROBES
+        ):
+            return True
+    return False
+
+
+def _catches_fallback(handler: cst.ExceptHandler) -> bool:
+    caught = handler.type
+    if caught is None:
+        return False  # a bare except handles failures, not versions
+    items = caught.elements if isinstance(caught, cst.Tuple) else (caught,)
+    for item in items:
+        value = item.value if isinstance(item, cst.Element) else item
+        name = value.attr.value if isinstance(value, cst.Attribute) else getattr(value, "value", "")
+        if name in _FALLBACK_ERRORS:
+            return True
+    return False
