@@ -91,6 +91,8 @@ TRAPS = [
     ("traps_realworld.py", "wait_for_shared_file", "(j) rank 0 retries before the broadcast"),
     ("traps_realworld.py", "sync_expert", "(k) group passed positionally, branch on its ranks"),
     ("traps_realworld.py", "loss_for_logging", "(l) first and last pipeline stage: one stage"),
+    ("traps_realworld.py", "train_until_any_rank_is_told_to_stop", "(m) is_true_on_any_rank"),
+    ("traps_realworld.py", "save_adapter_if_any", "(n) cfg.lora.rank is a matrix rank"),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 

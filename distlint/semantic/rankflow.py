@@ -31,6 +31,7 @@ from distlint.semantic.ranks import (
     RANK_PARAMETERS,
     UNIFORM_NAMES,
     direct_rank_source,
+    is_matrix_rank,
 )
 from distlint.walker import children
 
@@ -811,7 +812,7 @@ class RankFlow:
                 return self._source(expr)
             return UNKNOWN_KIND
         if attr in RANK_ATTRIBUTES:
-            return self._source(expr)
+            return UNIFORM_KIND if is_matrix_rank(expr) else self._source(expr)
         if resolved is not None:
             return UNIFORM_KIND  # a module constant (torch.float32, os.sep)
         inner = self.kind(base, env)

@@ -7,6 +7,8 @@ them is uniform and never a divergence.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from distlint.imports import dotted_name
@@ -79,11 +81,26 @@ UNIFORM_NAMES = frozenset({"get_world_size", "world_size", "local_world_size", "
 _ENV_READERS = frozenset({"os.environ.get", "os.getenv", "os.environ.__getitem__"})
 
 
+# Names ending in ``_rank`` that are not the process rank: a question asked of every rank
+# (``is_true_on_any_rank``: an all-reduced answer), or a matrix/adapter rank (``lora_rank``).
+_NOT_PROCESS_RANK = re.compile(
+    r"(?:^|_)(?:any|all|every|each|across|lora|low|matrix|adapter|max|min|num)_rank$"
+)
+# Objects whose ``rank`` attribute is a matrix rank (``cfg.lora.rank``, ``peft_config.rank``).
+_MATRIX_RANK_OWNERS = re.compile(r"lora|adapter|peft|svd|low_?rank", re.IGNORECASE)
+
+
 def is_rank_call_name(last: str) -> bool:
     """Whether a called name like ``get_pipeline_model_parallel_rank`` reads the rank."""
-    if last in UNIFORM_NAMES:
+    if last in UNIFORM_NAMES or _NOT_PROCESS_RANK.search(last):
         return False
     return last in RANK_PREDICATE_NAMES or last.endswith(RANK_CALL_SUFFIXES)
+
+
+def is_matrix_rank(expr: cst.Attribute) -> bool:
+    """``cfg.lora.rank``: the rank of an adapter's matrices, the same on every process."""
+    owner = dotted_name(expr.value) or ""
+    return bool(owner) and _MATRIX_RANK_OWNERS.search(owner) is not None
 
 
 def _string(expr: cst.BaseExpression) -> str | None:
@@ -125,7 +142,7 @@ def direct_rank_source(
     if isinstance(expr, cst.Attribute):
         if resolved is not None and resolved in predicates:
             return True
-        return expr.attr.value in RANK_ATTRIBUTES
+        return expr.attr.value in RANK_ATTRIBUTES and not is_matrix_rank(expr)
     if isinstance(expr, cst.Name):
         return expr.value in predicates
     return False
