@@ -1,0 +1,42 @@
+"""Shared fixtures and markers for the whole suite.
+
+* Every test under ``tests/proof/`` runs the real torch: it is marked ``torch`` here, so that
+  ``pytest -m "not torch"`` (the fast loop) leaves all of them out even if a module forgets its
+  ``pytestmark``. Elsewhere, tests that need torch carry ``@pytest.mark.torch`` themselves.
+* A test that is not marked ``torch`` but imports torch in the test process fails: it would
+  make ``-m "not torch"`` pay for ``import torch``.
+* ``hook_repo``, ``pre_commit_dir`` and ``target`` (tests/precommit_util.py) are available to
+  every module.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+from tests.precommit_util import hook_repo, pre_commit_dir, target
+
+__all__ = ["hook_repo", "pre_commit_dir", "target"]
+
+PROOF = Path(__file__).resolve().parent / "proof"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if PROOF in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.torch)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    had_torch = "torch" in sys.modules
+    result = yield
+    if not had_torch and "torch" in sys.modules and item.get_closest_marker("torch") is None:
+        raise AssertionError(
+            f"{item.nodeid} imported torch but is not marked torch: add @pytest.mark.torch "
+            "(pytest -m 'not torch' must not import torch)"
+        )
+    return result

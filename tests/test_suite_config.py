@@ -1,0 +1,67 @@
+"""The suite's own set-up: markers, warning filters and the dev extra (pyproject.toml)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_torch_marker_is_declared() -> None:
+    markers = PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]
+    assert any(marker.startswith("torch:") for marker in markers)
+
+
+PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider")
+
+
+def test_not_torch_selects_no_proof_test() -> None:
+    proc = subprocess.run(
+        [*PYTEST, "--collect-only", "-q", "-m", "not torch", str(REPO / "tests" / "proof")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 5, proc.stdout + proc.stderr  # 5: no test selected
+    assert re.search(r"no tests collected \(\d+ deselected\)", proc.stdout), proc.stdout
+
+
+def test_a_warning_from_distlint_fails_the_test() -> None:
+    with pytest.raises(UserWarning, match="ours"):
+        warnings.warn_explicit("ours", UserWarning, "distlint/engine.py", 1, module="distlint.x")
+
+
+@pytest.mark.parametrize("module", ["torch", "torch.jit._script"])
+def test_warnings_from_torch_itself_are_filtered(module: str) -> None:
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.warn_explicit(
+            "torch.jit.script is deprecated", DeprecationWarning, "x.py", 1, module=module
+        )
+    assert seen == []
+
+
+def test_warnings_from_other_packages_are_still_shown() -> None:
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.warn_explicit("theirs", UserWarning, "torchvision/x.py", 1, module="torchvision.x")
+    assert [str(w.message) for w in seen] == ["theirs"]
+
+
+def test_dev_extra_brings_numpy_and_pins_torch() -> None:
+    dev = PYPROJECT["project"]["optional-dependencies"]["dev"]
+    names = {re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0] for requirement in dev}
+    assert {"numpy", "torch", "pyyaml", "pre-commit"} <= names
+    assert "torch==2.13.0" in dev
