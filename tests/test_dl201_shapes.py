@@ -93,6 +93,7 @@ TRAPS = [
     ("traps_realworld.py", "loss_for_logging", "(l) first and last pipeline stage: one stage"),
     ("traps_realworld.py", "train_until_any_rank_is_told_to_stop", "(m) is_true_on_any_rank"),
     ("traps_realworld.py", "save_adapter_if_any", "(n) cfg.lora.rank is a matrix rank"),
+    ("traps_realworld.py", "train_and_save_on_rank_zero", "(o) barrier for sharded models only"),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 
@@ -168,4 +169,5 @@ def test_trap_shape_is_silent(relative: str, function: str, what: str) -> None:
     [*FILES, *(p.relative_to(FOLDER).as_posix() for p in sorted(PROJECT.glob("*.py")))],
 )
 def test_whole_file_has_exactly_the_expected_findings(relative: str) -> None:
-    assert _findings(relative) == expected_findings(FOLDER / relative)
+    expected = {e for e in expected_findings(FOLDER / relative) if e[0] == "DL201"}
+    assert _findings(relative) == expected

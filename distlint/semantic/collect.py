@@ -43,6 +43,7 @@ from distlint.semantic.rankflow import (
     distributed_guard,
     is_static,
     parameters,
+    reads_distributed_state,
     suite_body,
     switched_off,
     target_names,
@@ -421,10 +422,25 @@ class Collector:
                     span=self.ctx.locate(node, lazy=True, part="test"),
                 )
             uniform = condition is None or condition.level < MAYBE
-            guard = "guard" if uniform and distributed_guard(node.test) else ""
+            guard = "guard" if uniform and self._distributed_guard(scope, node.test) else ""
             if switched_off(node.test):
                 guard = "never"  # ``if False and ...``: the body never runs
             effects.append(Effect("branch", name=guard, cond=condition, body=body, orelse=orelse))
+
+    def _distributed_guard(self, scope: _Scope, test: cst.BaseExpression) -> bool:
+        """``distributed_guard``, except for a flag this function computes from something else:
+        ``is_distributed = any(is_sharded(m) for m in models)`` says how a checkpoint is
+        written (every rank agrees, but it may be false in a distributed job), not that the
+        job is distributed."""
+        if not distributed_guard(test):
+            return False
+        inner = test.expression if isinstance(test, cst.UnaryOperation) else test
+        if not isinstance(inner, cst.Name) or inner.value not in scope.assigned:
+            return True
+        return any(
+            isinstance(value, cst.BaseExpression) and reads_distributed_state(value)
+            for _, value in scope.assigned[inner.value]
+        )
 
     def _condition(self, scope: _Scope, node: cst.If) -> Condition | None:
         test = node.test

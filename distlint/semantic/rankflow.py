@@ -33,7 +33,7 @@ from distlint.semantic.ranks import (
     direct_rank_source,
     is_matrix_rank,
 )
-from distlint.walker import children
+from distlint.walker import children, descendants
 
 if TYPE_CHECKING:
     from distlint.context import FileContext
@@ -58,6 +58,7 @@ class Kind(NamedTuple):
 UNIFORM_KIND = Kind(UNIFORM)
 # What a collective just made equal on every rank (``dist.broadcast_object_list(box, 0)``).
 RECEIVED_KIND = Kind(UNIFORM, Why("received from a collective"))
+_RECEIVED_WHY = RECEIVED_KIND.why
 UNKNOWN_KIND = Kind(UNKNOWN)
 PLACEMENT_KIND = Kind(PLACEMENT)
 _EMPTY: frozenset[str] = frozenset()
@@ -67,6 +68,8 @@ def join(a: Kind, b: Kind) -> Kind:
     """The least upper bound: the higher level (and its reason), deferred calls of both."""
     if a is b:
         return a
+    if a.level == b.level == UNIFORM and b.why is _RECEIVED_WHY:
+        a, b = b, a  # what a collective made equal, combined with constants, stays so
     first, second = (a, b) if a.level >= b.level else (b, a)
     deferred = a.deferred | b.deferred if b.deferred and a.deferred else a.deferred or b.deferred
     if deferred is first.deferred:
@@ -868,6 +871,8 @@ class RankFlow:
                         return join(returned, _maybe_from_deferred(args))
                     return _maybe_from_deferred(args)
                 receiver = self.kind(receiver_node, env)
+                if receiver.why is _RECEIVED_WHY and not args.deferred and args.level < MAYBE:
+                    return RECEIVED_KIND  # ``box.item()`` of what a collective made equal
                 if receiver.level >= MAYBE:
                     return join(receiver, _maybe_from_deferred(args))  # rank.item(), str(r).zfill
                 return _maybe_from_deferred(args)
@@ -880,6 +885,8 @@ class RankFlow:
             if local and func.value not in env:
                 self._note(("f", func.value))
                 returned = join_all(f.returns for f in local if f.class_name is None)
+                if returned.why is _RECEIVED_WHY and not returned.deferred:
+                    return returned  # an all-reduced answer, whatever each rank passed in
                 return join(returned, _maybe_from_deferred(args))
         if resolved is not None and not resolved.startswith(_EXTERNAL_PREFIXES):
             deferred = frozenset({resolved})
@@ -994,6 +1001,29 @@ def distributed_guard(test: cst.BaseExpression) -> bool:
         elif kind is cst.SimpleString or kind is cst.Integer or kind is cst.Lambda:
             continue
         stack.extend(children(node))
+    return False
+
+
+# What says a job runs distributed when a value is computed from it: the world size, the
+# process group's state, the process count (a call like ``is_distributed_model(m)`` asks
+# about a model instead, so the loose words count only for flags that are not called).
+_STATE_WORDS = ("world", "is_initialized", "is_available", "num_processes", "nprocs", "num_nodes")
+
+
+def reads_distributed_state(value: cst.BaseExpression) -> bool:
+    """Whether a value assigned to a guard flag reads the distributed state
+    (``dist.is_initialized() and dist.get_world_size() > 1``, ``args.distributed``)."""
+    called: set[int] = set()
+    for node in descendants(value):
+        if isinstance(node, cst.Call):
+            called.add(id(node.func))
+        kind = type(node)
+        if kind is cst.Name or kind is cst.Attribute:
+            word = (node.value if kind is cst.Name else node.attr.value).lower()
+            if any(w in word for w in _STATE_WORDS):
+                return True
+            if id(node) not in called and any(w in word for w in _GUARD_WORDS):
+                return True
     return False
 
 

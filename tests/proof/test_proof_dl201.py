@@ -237,6 +237,7 @@ def test_realworld_trap_values(outcomes: dict[str, dict[str, tuple[RankOutcome, 
     assert values["case_single_pipeline_stage_returns_early"] == [[1.0], [2.0]]
     assert values["case_any_rank_stop_signal_all_reduced"] == [2, 2]
     assert values["case_lora_matrix_rank"] == [1, 1]
+    assert values["case_checkpoint_that_syncs_only_sharded_models"] == [2, 2]
 
 
 HARNESS_FIXTURE = """
