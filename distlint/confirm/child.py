@@ -5,6 +5,9 @@
 timeout still leaves what it observed until then. Events:
 
 * ``start``: torch version, pid.
+* ``frame``: a root frame Dynamo started to trace, once per function (a resume function counts
+  as the function it resumes; a library frame that runs a user module, such as
+  ``Module._call_impl``, as that module's ``forward``).
 * ``graph``: a graph handed to the backend (root frame, op count).
 * ``break``: a graph break Dynamo logged (``Gb_type``, GB id, reason, user stack, whether the
   whole frame fell back to eager).
@@ -20,7 +23,11 @@ Breaks are recorded by wrapping ``InstructionTranslatorBase.log_graph_break`` (e
 Dynamo resumes from or skips a frame for, including those before the first op that
 ``torch._dynamo.explain`` misses) and the ``graph_breaks`` artifact logger of
 ``convert_frame`` (frame skips raised outside the tracer). Graphs are counted by wrapping
-``OutputGraph.call_user_compiler``, so any backend works.
+``OutputGraph.call_user_compiler``, so any backend works; root frames by wrapping
+``InstructionTranslator.__init__``.
+
+The child runs either as ``python -m distlint.confirm.child SPEC OUT`` or, forked from the
+warm fork server (:mod:`distlint.confirm.server`), through :func:`run_target`.
 """
 
 from __future__ import annotations
@@ -84,13 +91,65 @@ class Recorder:
 # -- helpers --------------------------------------------------------------------------------------
 
 
+def origin_code(code: Any) -> Any:
+    """The function a Dynamo resume function (``torch_dynamo_resume_in_f_at_N``) continues."""
+    try:
+        from torch._dynamo.resume_execution import ContinueExecutionCache
+
+        metadata = ContinueExecutionCache.generated_code_metadata
+    except (ImportError, AttributeError):  # pragma: no cover - other torch versions
+        return code
+    for _ in range(64):  # resume functions of resume functions
+        meta = metadata.get(code) if _RESUME.match(code.co_name) else None
+        if meta is None or meta.code is code:
+            break
+        code = meta.code
+    return code
+
+
 def frame_key(code: Any) -> list[Any]:
     """[file, function, first line] of a compiled frame; resume functions map to their origin."""
-    name = code.co_name
-    match = _RESUME.match(name)
-    if match:
+    code = origin_code(code)
+    match = _RESUME.match(code.co_name)
+    if match:  # origin unknown
         return [code.co_filename, match.group("name"), None]
-    return [code.co_filename, name, code.co_firstlineno]
+    return [code.co_filename, code.co_name, code.co_firstlineno]
+
+
+_WRAPPED_MODULE = ("module", "_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module")
+
+
+def user_forward(obj: Any, rec: Recorder) -> Any:
+    """The code of the user-defined ``forward`` a library wrapper module runs, or None."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return None
+    for _ in range(8):
+        if not isinstance(obj, torch.nn.Module):
+            return None
+        code = getattr(type(obj).forward, "__code__", None)
+        if code is not None and rec.is_user_file(code.co_filename):
+            return code
+        obj = next(
+            (
+                getattr(obj, n)
+                for n in _WRAPPED_MODULE
+                if isinstance(getattr(obj, n, None), torch.nn.Module)
+            ),
+            None,
+        )
+    return None
+
+
+def root_key(code: Any, f_locals: Any, rec: Recorder) -> list[Any]:
+    """The user function a root frame compiles (see the ``frame`` event)."""
+    key = frame_key(code)
+    if not rec.is_user_file(key[0]) and isinstance(f_locals, dict):
+        forward = user_forward(f_locals.get("self"), rec)
+        if forward is not None:
+            return frame_key(forward)
+    return key
 
 
 def stack_rows(stack: Any) -> list[list[Any]]:
@@ -107,6 +166,16 @@ def user_code_frames(message: str) -> list[list[Any]]:
         [m.group("file"), int(m.group("line")), m.group("name") or ""]
         for m in _USER_CODE_FRAME.finditer(tail)
     ]
+
+
+def first_lines(text: str) -> str:
+    """The first line of a message, with the next one when it ends with ':' (``raised:``)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
 
 
 def trim(text: str) -> str:
@@ -140,10 +209,13 @@ def install_hooks(rec: Recorder, spec: dict[str, Any]) -> None:
             root = root.parent
         message = str(getattr(exc, "msg", None) or exc)
         gb_type = getattr(exc, "gb_type", None) or type(exc).__name__
+        key = None
+        if root is not None:
+            key = getattr(root, "_distlint_root", None) or frame_key(root.f_code)
         rec.emit(
             "break",
             source=source,
-            frame=frame_key(root.f_code) if root is not None else None,
+            frame=key,
             gb_type=gb_type,
             gb_id=gb_id(gb_type, message, registry),
             gb_ids=ids_in_message(message),
@@ -197,12 +269,32 @@ def install_hooks(rec: Recorder, spec: dict[str, Any]) -> None:
 
     symbolic_convert.InstructionTranslatorBase.starts_line = starts_line
 
+    original_translator_init = symbolic_convert.InstructionTranslator.__init__
+    roots: set[tuple[Any, ...]] = set()
+
+    def translator_init(
+        self: Any, instructions: Any, f_code: Any, f_locals: Any, *a: Any, **k: Any
+    ) -> None:
+        try:
+            key = root_key(f_code, f_locals, rec)
+            self._distlint_root = key
+            if tuple(key) not in roots:
+                roots.add(tuple(key))
+                rec.emit("frame", frame=key, user=rec.is_user_file(key[0]))
+        except Exception as error:
+            rec.emit("note", text=f"internal: could not record a frame: {error!r}")
+        original_translator_init(self, instructions, f_code, f_locals, *a, **k)
+
+    symbolic_convert.InstructionTranslator.__init__ = translator_init
+
     original_user_compiler = output_graph.OutputGraph.call_user_compiler
 
     def call_user_compiler(self: Any, gm: Any, example_inputs: Any) -> Any:
         try:
             ops = sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
-            rec.emit("graph", frame=frame_key(self.root_tx.f_code), ops=ops)
+            root = self.root_tx
+            key = getattr(root, "_distlint_root", None) or frame_key(root.f_code)
+            rec.emit("graph", frame=key, ops=ops)
         except Exception as error:
             rec.emit("note", text=f"internal: could not record a graph: {error!r}")
         return original_user_compiler(self, gm, example_inputs)
@@ -247,6 +339,10 @@ def is_compile_error(exc: BaseException) -> bool:
     return False
 
 
+def traceback_rows(exc: BaseException) -> list[list[Any]]:
+    return [[f.filename, f.lineno, f.name] for f in traceback.extract_tb(exc.__traceback__)]
+
+
 def exception_frames(exc: BaseException) -> list[list[Any]]:
     """User-code frames of an exception, innermost last: Dynamo's stack, else the traceback."""
     stack = getattr(exc, "real_stack", None)
@@ -255,7 +351,7 @@ def exception_frames(exc: BaseException) -> list[list[Any]]:
     frames = user_code_frames(str(exc))
     if frames:
         return frames
-    return [[f.filename, f.lineno, f.name] for f in traceback.extract_tb(exc.__traceback__)]
+    return traceback_rows(exc)
 
 
 _CUDA_TEXT = (
@@ -285,9 +381,10 @@ def record_exception(rec: Recorder, exc: BaseException, label: str) -> None:
             gb_type=gb_type,
             gb_id=gb_id(gb_type, text, registry),
             gb_ids=ids_in_message(text),
-            reason=text.strip().splitlines()[0] if text.strip() else type(exc).__name__,
+            reason=first_lines(text) or type(exc).__name__,
             message=trim(text),
             stack=exception_frames(exc),
+            call_stack=traceback_rows(exc),
         )
         return
     kind = "cuda" if isinstance(exc, CudaRequested) or any(t in message for t in _CUDA_TEXT) else ""
@@ -297,7 +394,7 @@ def record_exception(rec: Recorder, exc: BaseException, label: str) -> None:
         kind=kind,
         exc_type=type(exc).__name__,
         message=trim(message),
-        stack=[[f.filename, f.lineno, f.name] for f in traceback.extract_tb(exc.__traceback__)],
+        stack=traceback_rows(exc),
     )
 
 
@@ -410,10 +507,24 @@ def run_script(rec: Recorder, spec: dict[str, Any]) -> str:
     return "done"
 
 
-def main(argv: list[str]) -> int:
-    started = time.monotonic()
-    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    rec = Recorder(argv[2])
+def warm_up() -> None:
+    """Import what every target needs (the fork server does this once, before forking)."""
+    import torch
+    import torch._dynamo
+    import torch._functorch.aot_autograd
+    import torch.nn.parallel
+
+    if torch.distributed.is_available():
+        import torch.distributed.device_mesh
+        import torch.distributed.fsdp
+        import torch.testing._internal.distributed.fake_pg
+
+
+def run_target(spec_path: str, out_path: str, started: float | None = None) -> int:
+    """Run the target described by ``spec_path``; events go to ``out_path``."""
+    started = time.monotonic() if started is None else started
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    rec = Recorder(out_path)
     for path in reversed(spec.get("sys_path", [])):
         if path not in sys.path:
             sys.path.insert(0, path)
@@ -426,6 +537,10 @@ def main(argv: list[str]) -> int:
         pid=os.getpid(),
         startup_seconds=round(time.monotonic() - started, 3),
     )
+    if spec.get("map_cuda_to_cpu"):
+        from distlint.confirm import cudamap
+
+        cudamap.map_cuda_to_cpu(torch)
     if spec.get("kind") == "script" or spec.get("fake_pg"):
         from distlint.confirm import fakepg
 
@@ -454,6 +569,10 @@ def main(argv: list[str]) -> int:
         unique_graphs=counters["stats"].get("unique_graphs", 0),
     )
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return run_target(argv[1], argv[2])
 
 
 if __name__ == "__main__":

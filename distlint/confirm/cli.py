@@ -76,11 +76,10 @@ class ConfirmRequest:
             read_text=read_text,
             checked_files=list(files),
         )
-        for target in run.notifications:
-            click.echo(
-                f"distlint: confirm target {target.name}: {target.status}: {target.message}",
-                err=True,
-            )
+        from distlint.confirm.report import notification_lines
+
+        for line in notification_lines(run):
+            click.echo(f"distlint: {line}", err=True)
         return findings, run
 
 
@@ -156,6 +155,11 @@ def prepare(
             if values.get(param) is not None
         }
         settings = settings.with_overrides(**overrides)
+        if settings.rank >= settings.world_size:
+            raise ConfirmConfigError(
+                f"confirm rank {settings.rank} is not below the world size "
+                f"{settings.world_size} (ranks are 0 to world size - 1)"
+            )
         if values.get("confirm_memory") == 0:
             settings = replace(settings, memory_mb=None)
         if values.get("confirm_time_limit") == 0:

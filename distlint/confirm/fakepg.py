@@ -8,23 +8,25 @@
   ... expected the hook result is either a Tensor or a TensorList found None``), so every DDP on
   a fake group gets torch's ``noop_hook`` comm hook; ``device_ids`` / ``output_device`` are
   dropped for CPU modules.
-* CUDA: ``Tensor.cuda``, ``Module.cuda`` and ``torch.cuda.set_device`` raise a clear "runs on
-  CPU" error, unless ``map_cuda`` is set, in which case they and ``Tensor.to`` / ``Module.to``
-  map ``cuda`` devices to ``cpu``.
+* FSDP1 (``FullyShardedDataParallel``) refuses a machine without an accelerator unless it is
+  given a device: a module on the CPU gets ``device_id=cpu`` (and, with ``map_cuda``, a CUDA
+  ``device_id`` becomes ``cpu``). FSDP2 (``fully_shard``) runs on a CPU device mesh.
+* Device meshes: with ``map_cuda``, ``init_device_mesh("cuda", ...)`` / ``DeviceMesh("cuda",
+  ...)`` build a CPU mesh; without it they raise the clear "runs on CPU" error.
+* CUDA: without ``map_cuda``, ``Tensor.cuda``, ``Module.cuda`` and ``torch.cuda.set_device``
+  raise that error; with it, every CUDA form is mapped to the CPU
+  (:mod:`distlint.confirm.cudamap`).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 from collections.abc import Callable
 from typing import Any
 
-CUDA_HINT = (
-    "confirm mode runs on CPU, without GPUs: the target asked for a CUDA device ({what}); "
-    "pass --map-cuda-to-cpu to map cuda to cpu, or pick the device with "
-    "torch.cuda.is_available()"
-)
+from distlint.confirm import cudamap
 
 
 def install(
@@ -72,10 +74,10 @@ def install(
     distributed_c10d.init_process_group = init_process_group
 
     _patch_ddp(note)
-    if map_cuda:
-        _map_cuda_to_cpu(torch)
-    else:
-        _refuse_cuda(torch, error)
+    _patch_fsdp(map_cuda)
+    _patch_device_mesh(map_cuda, error)
+    if not map_cuda:
+        cudamap.refuse(torch, error)
 
 
 def _patch_ddp(note: Callable[[str], None]) -> None:
@@ -110,46 +112,58 @@ def _patch_ddp(note: Callable[[str], None]) -> None:
     DDP.register_comm_hook = register_comm_hook
 
 
-def _is_cuda(device: Any) -> bool:
-    if isinstance(device, int) and not isinstance(device, bool):
-        return True  # Module.cuda(0) / Tensor.to(0): an accelerator index
-    text = str(device) if device is not None else ""
-    return text.startswith("cuda")
+def _patch_fsdp(map_cuda: bool) -> None:
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    real_init = FSDP.__init__
+    signature = inspect.signature(real_init)
+
+    @functools.wraps(real_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        import torch
+
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError:
+            return real_init(self, *args, **kwargs)  # let FSDP report the bad call
+        device_id = bound.arguments.get("device_id")
+        module = bound.arguments.get("module")
+        on_cpu = module is not None and all(
+            p.device.type in ("cpu", "meta") for p in module.parameters()
+        )
+        if (device_id is None and on_cpu) or (map_cuda and cudamap.is_cuda(device_id)):
+            bound.arguments["device_id"] = torch.device("cpu")
+        real_init(*bound.args, **bound.kwargs)
+
+    FSDP.__init__ = __init__
 
 
-def _map_cuda_to_cpu(torch: Any) -> None:
-    def tensor_cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return self
+def _patch_device_mesh(map_cuda: bool, error: type[Exception]) -> None:
+    from torch.distributed import device_mesh
 
-    def module_cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return self
+    real_init_mesh = device_mesh.init_device_mesh
+    real_mesh_init = device_mesh.DeviceMesh.__init__
 
-    def mapped(real: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(real)
-        def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-            args = tuple(
-                "cpu" if _is_cuda(arg) and not isinstance(arg, int) else arg for arg in args
-            )
-            if _is_cuda(kwargs.get("device")):
-                kwargs["device"] = "cpu"
-            return real(self, *args, **kwargs)
+    def device_type_of(device_type: Any, what: str) -> Any:
+        if device_type != "cuda":
+            return device_type
+        if map_cuda:
+            return "cpu"
+        raise error(cudamap.CUDA_HINT.format(what=what))
 
-        return to
+    @functools.wraps(real_init_mesh)
+    def init_device_mesh(device_type: str, *args: Any, **kwargs: Any) -> Any:
+        mapped = device_type_of(device_type, f"init_device_mesh({device_type!r}, ...)")
+        return real_init_mesh(mapped, *args, **kwargs)
 
-    torch.Tensor.cuda = tensor_cuda
-    torch.nn.Module.cuda = module_cuda
-    torch.Tensor.to = mapped(torch.Tensor.to)
-    torch.nn.Module.to = mapped(torch.nn.Module.to)
-    torch.cuda.set_device = lambda *args, **kwargs: None
+    @functools.wraps(real_mesh_init)
+    def mesh_init(self: Any, device_type: str, *args: Any, **kwargs: Any) -> None:
+        mapped = device_type_of(device_type, f"DeviceMesh({device_type!r}, ...)")
+        real_mesh_init(self, mapped, *args, **kwargs)
 
+    device_mesh.init_device_mesh = init_device_mesh
+    device_mesh.DeviceMesh.__init__ = mesh_init
+    import torch.distributed as dist
 
-def _refuse_cuda(torch: Any, error: type[Exception]) -> None:
-    def refuse(what: str) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            raise error(CUDA_HINT.format(what=what))
-
-        return call
-
-    torch.Tensor.cuda = refuse("Tensor.cuda()")
-    torch.nn.Module.cuda = refuse("Module.cuda()")
-    torch.cuda.set_device = refuse("torch.cuda.set_device()")
+    if getattr(dist, "init_device_mesh", None) is real_init_mesh:
+        dist.init_device_mesh = init_device_mesh

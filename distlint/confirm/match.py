@@ -15,6 +15,13 @@ Statuses (``properties.confirmation``):
 
 Only findings that predict a graph break or a compile error of a compiled frame get a status
 (:data:`OBSERVABLE`); a deadlock or a recompile storm is not something a CPU dry run sees.
+
+Custom-op findings (:data:`CUSTOM_OP`: DL401 no fake implementation, DL402 no autograd formula)
+sit on the op's definition, while the failure happens where the op is called. They are matched
+by the op's qualified name: a compile error (or, for DL402, an eager ``backward()`` error) that
+names the op and the missing piece confirms the finding wherever it was raised. A different
+failure of the same op means the run stopped before it could show this one (``not-reached``);
+otherwise the finding is ``not-observed`` when Dynamo traced one of its call sites.
 """
 
 from __future__ import annotations
@@ -47,7 +54,18 @@ OBSERVABLE = frozenset(
         "DL407",
     }
 )
+# Codes whose finding says "calling this custom op fails"; matched by the op's name.
+CUSTOM_OP = {"DL401": "fake", "DL402": "autograd"}
 CONFIRMED, NOT_OBSERVED, NOT_REACHED = "confirmed", "not-observed", "not-reached"
+_OP_IN_FINDING = re.compile(r"Custom op `(?P<op>[\w.]+::[\w.]+)`")
+_OP_IN_SOURCE = re.compile(r"""["'](?P<op>[\w.]+::[\w.]+)["']""")
+_OP_FAILURES = (
+    ("fake", re.compile(r"no fake impl registered for <CustomOpDef\((?P<op>[\w.]+::[\w.]+)\)>")),
+    (
+        "autograd",
+        re.compile(r"backward through (?P<ns>\w+)\.(?P<name>\w+)\.\w+ but no autograd formula"),
+    ),
+)
 _EXPLANATION = re.compile(r"^\s*Explanation:\s*(.+)$", re.MULTILINE)
 _MAX_EXPLANATION = 240
 
@@ -67,6 +85,8 @@ class Observation:
     frame: tuple[str, str, int | None] | None = None  # compiled frame: file, function, line
     frame_skipped: bool = False
     exc_type: str = ""
+    op: str | None = None  # a custom op the failure names ("ns::name")
+    op_failure: str | None = None  # what it lacks: "fake" | "autograd"
 
 
 @dataclass
@@ -96,6 +116,8 @@ class ConfirmRun:
     library_breaks: int = 0  # breaks with no user-code frame (e.g. inside DDP.forward)
     counts: dict[str, int] = field(default_factory=dict)  # status -> findings
     observed_only: int = 0  # DL901 + DL902 findings added
+    startup_seconds: float | None = None  # the fork server's imports, paid once per run
+    notes: list[str] = field(default_factory=list)  # about the run itself (not a target)
 
     @property
     def notifications(self) -> list[TargetOutcome]:
@@ -188,25 +210,36 @@ def observations_from_events(
             frame = event.get("frame")
             if frame:
                 frames.add((frame[0], frame[1]))
-        elif kind in ("break", "compile_error"):
-            place = user_frame(event.get("stack", ()), preferred)
+        elif kind in ("break", "compile_error", "raised"):
+            message = event.get("message", "")
+            op, op_failure = custom_op_failure(message)
+            if kind == "raised" and op is None:
+                continue  # the target's own error: reported as its outcome, not matched
+            place = user_frame(event.get("stack", ()), preferred) or user_frame(
+                event.get("call_stack", ()), preferred
+            )
             frame = event.get("frame")
-            if frame:
+            if frame and kind != "raised":
                 frames.add((frame[0], frame[1]))
-            if place is None:
-                tally["library_breaks" if kind == "break" else "errors"] += 1
+            if kind == "break":
+                counter = "breaks" if place is not None else "library_breaks"
+            else:
+                counter = "errors" if kind == "compile_error" else ""
+            if place is None and op is None:
+                if counter:
+                    tally[counter] += 1
                 continue
-            key = (kind, place, event.get("gb_type"), event.get("gb_id"))
+            key = (kind, place, event.get("gb_type"), event.get("gb_id"), op)
             if key in seen:
                 continue
             seen.add(key)
-            tally["breaks" if kind == "break" else "errors"] += 1
-            message = event.get("message", "")
+            if counter:
+                tally[counter] += 1
             observations.append(
                 Observation(
-                    kind="break" if kind == "break" else "error",
-                    path=place[0],
-                    line=place[1],
+                    kind={"break": "break", "compile_error": "error"}.get(kind, "raised"),
+                    path=place[0] if place else "",
+                    line=place[1] if place else 0,
                     gb_id=event.get("gb_id"),
                     gb_type=event.get("gb_type") or event.get("exc_type") or "",
                     reason=event.get("reason", ""),
@@ -215,10 +248,38 @@ def observations_from_events(
                     frame=(normalize(frame[0]), frame[1], frame[2]) if frame else None,
                     frame_skipped=bool(event.get("frame_skipped")),
                     exc_type=event.get("exc_type", ""),
+                    op=op,
+                    op_failure=op_failure,
                 )
             )
     tally["frames"] = len(frames)
     return observations, lines, tally
+
+
+def custom_op_failure(message: str) -> tuple[str | None, str | None]:
+    """The custom op (``ns::name``) and missing piece (``fake``/``autograd``) a failure names."""
+    for failure, pattern in _OP_FAILURES:
+        found = pattern.search(message or "")
+        if found:
+            groups = found.groupdict()
+            op = groups.get("op") or f"{groups['ns']}::{groups['name']}"
+            return op, failure
+    return None, None
+
+
+def finding_op(finding: Finding, path: str, read_text: Callable[[str], str | None]) -> str | None:
+    """The custom op a DL401/DL402 finding is about: from its message, else its source line."""
+    found = _OP_IN_FINDING.search(finding.message)
+    if found:
+        return found.group("op")
+    text = read_text(path)
+    lines = text.splitlines() if text else []
+    for number in range(finding.span.start.line, finding.span.end.line + 1):
+        if 0 < number <= len(lines):
+            found = _OP_IN_SOURCE.search(lines[number - 1])
+            if found:
+                return found.group("op")
+    return None
 
 
 # -- statements -----------------------------------------------------------------------------------
@@ -283,15 +344,29 @@ def match(
     """
     consumed: set[int] = set()
     by_place: dict[str, list[tuple[int, Observation]]] = {}
+    by_op: dict[str, list[tuple[int, Observation]]] = {}
     for index, obs in enumerate(observations):
-        by_place.setdefault(obs.path, []).append((index, obs))
+        if obs.kind != "raised":
+            by_place.setdefault(obs.path, []).append((index, obs))
+        if obs.op:
+            by_op.setdefault(obs.op, []).append((index, obs))
+    reader = read_text or _read
     counts = {CONFIRMED: 0, NOT_OBSERVED: 0, NOT_REACHED: 0}
     out: list[Finding] = []
     for finding in findings:
+        path = normalize(finding.path, cwd)
+        if finding.code in CUSTOM_OP:
+            op = finding_op(finding, path, reader)
+            if op is None:
+                out.append(finding)
+                continue
+            status, extra_props = _custom_op_status(finding, op, by_op, traced, cwd, consumed)
+            out.append(with_properties(finding, confirmation=status, **extra_props))
+            counts[status] += 1
+            continue
         if finding.code not in OBSERVABLE:
             out.append(finding)
             continue
-        path = normalize(finding.path, cwd)
         first, last = statement_lines(path, finding.span)
         hits = [(i, o) for i, o in by_place.get(path, ()) if first <= o.line <= last]
         if hits:
@@ -311,10 +386,44 @@ def match(
     unmatched = [
         o
         for i, o in enumerate(observations)
-        if i not in consumed and (scope is None or o.path in scope)
+        if i not in consumed
+        and o.kind != "raised"
+        and o.path
+        and (scope is None or o.path in scope)
     ]
     extra = observed_findings(unmatched, cwd, enabled, read_text)
     return out + extra, counts, len(extra)
+
+
+def _custom_op_status(
+    finding: Finding,
+    op: str,
+    by_op: dict[str, list[tuple[int, Observation]]],
+    traced: dict[str, set[int]],
+    cwd: Path,
+    consumed: set[int],
+) -> tuple[str, dict[str, Any]]:
+    """Status of a DL401/DL402 finding about ``op`` (see the module docstring)."""
+    wanted = CUSTOM_OP[finding.code]
+    failures = by_op.get(op, [])
+    hits = [(i, o) for i, o in failures if o.op_failure == wanted]
+    if hits:
+        hits.sort(key=lambda item: (item[1].kind != "error", item[1].path == ""))
+        consumed.update(i for i, _ in hits)
+        obs = hits[0][1]
+        props: dict[str, Any] = {"gbId": obs.gb_id, "observed": obs.gb_type or obs.exc_type}
+        if obs.path:
+            props["observedAt"] = f"{display(obs.path, cwd)}:{obs.line}"
+        return CONFIRMED, props
+    if failures:
+        return NOT_REACHED, {}  # the op failed for another reason first
+    for location in finding.related:
+        if not location.message.startswith("called"):
+            continue
+        lines = traced.get(normalize(location.path, cwd), set())
+        if location.span.start.line in lines:
+            return NOT_OBSERVED, {}
+    return NOT_REACHED, {}
 
 
 def observed_findings(

@@ -1,7 +1,8 @@
 """What the reporters print for confirm mode (called by distlint/reporters/*).
 
 * text: :func:`headline_tag` after the severity (``[confirmed]``, ``[not observed]``,
-  ``[not reached]``) and :func:`summary_lines` at the end;
+  ``[not reached]``) and :func:`summary_lines` at the end; :func:`notification_lines` (failed
+  targets) go to stderr, once, from :mod:`distlint.confirm.cli`;
 * JSON: :func:`json_properties` as the finding's ``properties`` object;
 * SARIF: :func:`json_properties` merged into ``result.properties`` and
   :func:`sarif_invocation` as the run's second ``invocation``.
@@ -52,9 +53,16 @@ def summary_lines(run: ConfirmRun) -> list[str]:
     )
     if run.observed_only:
         head += f", {run.observed_only} observed only (DL901/DL902)"
-    lines = [head + "."]
-    for target in run.notifications:
-        lines.append(f"confirm: target {target.name}: {target.status}: {target.message}")
+    failed = len(run.notifications)
+    if failed:  # each failure is printed once, on stderr (see distlint.confirm.cli)
+        head += f"; {failed} of {_plural(len(run.targets), 'target')} did not run to the end"
+    return [head + "."]
+
+
+def notification_lines(run: ConfirmRun) -> list[str]:
+    """One line per target that did not run to the end, and the run's own notes."""
+    lines = [f"confirm: {note}" for note in run.notes]
+    lines += [f"confirm target {t.name}: {t.status}: {t.message}" for t in run.notifications]
     return lines
 
 

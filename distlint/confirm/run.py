@@ -6,6 +6,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from distlint.confirm.match import (
     ConfirmRun,
@@ -16,9 +17,11 @@ from distlint.confirm.match import (
     observations_from_events,
 )
 from distlint.confirm.progress import Progress
-from distlint.confirm.sandbox import ChildResult, run_child
+from distlint.confirm.sandbox import ChildResult, ForkServer
 from distlint.confirm.targets import ConfirmSettings, Target
 from distlint.findings import Finding
+
+CUDA_ADVICE = "confirm mode runs on CPU: pass --map-cuda-to-cpu to map cuda to cpu"
 
 
 @dataclass
@@ -37,36 +40,46 @@ def collect(
     preferred: set[str],
     progress: Progress | None = None,
 ) -> Collected:
-    """Run ``targets`` one after the other in child processes."""
+    """Run ``targets`` one after the other, each in a child forked from one warm server."""
     progress = progress or Progress(len(targets), enabled=False)
     collected = Collected(run=ConfirmRun())
     run = collected.run
-    frames: set[tuple] = set()
-    for target in targets:
-        progress.start(target.name)
-        result = run_child(
-            target.spec(settings),
-            timeout=settings.timeout,
-            memory_mb=settings.memory_mb,
-            cwd=settings.base,
-            tick=progress.tick,
-        )
-        found, lines, tally = observations_from_events(result.events, target.name, preferred)
-        collected.observations += found
-        for path, numbers in lines.items():
-            collected.traced.setdefault(path, set()).update(numbers)
-        for event in result.events:
-            if event.get("event") == "graph" and event.get("frame"):
-                frames.add(tuple(event["frame"][:2]))
-        outcome = outcome_of(target, result, tally)
-        run.targets.append(outcome)
-        run.graphs += tally["graphs"]
-        run.breaks += tally["breaks"]
-        run.compile_errors += tally["errors"]
-        run.library_breaks += tally["library_breaks"]
-        progress.done(describe(outcome), result.seconds)
-    run.roots_compiled = len(frames)
+    roots: set[tuple[Any, ...]] = set()
+    with ForkServer(cwd=settings.base, startup_timeout=settings.timeout) as server:
+        for target in targets:
+            progress.start(target.name)
+            result = server.run(
+                target.spec(settings),
+                timeout=settings.timeout,
+                memory_mb=settings.memory_mb,
+                tick=progress.tick,
+            )
+            found, lines, tally = observations_from_events(result.events, target.name, preferred)
+            collected.observations += found
+            for path, numbers in lines.items():
+                collected.traced.setdefault(path, set()).update(numbers)
+            roots |= root_frames(result.events)
+            outcome = outcome_of(target, result, tally)
+            run.targets.append(outcome)
+            run.graphs += tally["graphs"]
+            run.breaks += tally["breaks"]
+            run.compile_errors += tally["errors"]
+            run.library_breaks += tally["library_breaks"]
+            progress.done(describe(outcome), result.seconds)
+        run.startup_seconds = server.startup_seconds
+        run.notes = list(server.notes)
+    run.roots_compiled = len(roots)
     return collected
+
+
+def root_frames(events: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
+    """The user functions Dynamo compiled as root frames (``frame`` events in user code)."""
+    roots = set()
+    for event in events:
+        frame = event.get("frame")
+        if event.get("event") == "frame" and event.get("user") and frame:
+            roots.add((normalize(str(frame[0])), frame[1], frame[2]))
+    return roots
 
 
 def apply(
@@ -131,8 +144,10 @@ def outcome_of(target: Target, result: ChildResult, tally: dict[str, int]) -> Ta
     elif raised:
         first = raised[0]
         outcome.status = "cuda" if first.get("kind") == "cuda" else "raised"
-        where = _where(first.get("stack", ()))
-        outcome.message = f"raised {first.get('message', '')}{where}".strip()
+        message = str(first.get("message", "")).strip()
+        if outcome.status == "cuda" and "--map-cuda-to-cpu" not in message:
+            message += f" ({CUDA_ADVICE})"
+        outcome.message = f"{message}{_where(first.get('stack', ()))}"
     elif not result.ended:
         outcome.status = "crashed"
         code = result.returncode
@@ -143,11 +158,11 @@ def outcome_of(target: Target, result: ChildResult, tally: dict[str, int]) -> Ta
 
 
 def _where(stack: list) -> str:
-    from distlint.confirm.match import is_library
+    from distlint.confirm.match import display, is_library
 
     for row in reversed(stack or []):
         if not is_library(str(row[0])):
-            return f" at {row[0]}:{row[1]}"
+            return f" at {display(normalize(str(row[0])), Path.cwd())}:{row[1]}"
     return ""
 
 
@@ -157,8 +172,9 @@ def _last_line(text: str) -> str:
 
 
 def describe(outcome: TargetOutcome) -> str:
+    """The progress line's outcome; a failure's message is printed once, by the caller."""
     if outcome.status != "ok":
-        return f"{outcome.status}: {outcome.message}"
+        return outcome.status
     parts = [f"{outcome.graphs} graph{'s' * (outcome.graphs != 1)}"]
     parts.append(f"{outcome.breaks} break{'s' * (outcome.breaks != 1)}")
     if outcome.errors:

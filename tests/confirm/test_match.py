@@ -22,7 +22,13 @@ from distlint.confirm.match import (
     user_frame,
 )
 from distlint.confirm.progress import Progress
-from distlint.confirm.report import headline_tag, json_properties, sarif_invocation, summary_lines
+from distlint.confirm.report import (
+    headline_tag,
+    json_properties,
+    notification_lines,
+    sarif_invocation,
+    summary_lines,
+)
 from distlint.confirm.targets import ConfirmConfigError, load_settings
 from distlint.findings import Finding, Severity, Span, make_position
 
@@ -197,12 +203,11 @@ def test_report_helpers() -> None:
         breaks=1,
         counts={CONFIRMED: 1, NOT_OBSERVED: 2, NOT_REACHED: 0},
     )
-    text = summary_lines(run)
-    assert text[0] == (
+    assert summary_lines(run) == [
         "Confirm: 2 targets, 2 roots compiled, 3 graphs, 1 break; 1 confirmed, "
-        "2 not observed, 0 not reached."
-    )
-    assert text[1] == "confirm: target c:d: timeout: killed"
+        "2 not observed, 0 not reached; 1 of 2 targets did not run to the end."
+    ]
+    assert notification_lines(run) == ["confirm target c:d: timeout: killed"]
     from distlint.reporters.sarif import to_json_dict
 
     invocation = to_json_dict(sarif_invocation(run))
