@@ -10,25 +10,27 @@ the escapes: ``%0D`` ``%0A`` ``%25`` in the message, and also ``%3A`` ``%2C`` in
 prints comes back unchanged through it, for paths and messages full of those characters.
 
 ``examples/github/distlint.yml`` (shown verbatim in ``docs/github-code-scanning.md``) must keep
-its permissions and steps, and its distlint command must write the valid SARIF, under the
-category, that its upload step names.
+its permissions and steps, and its distlint step (the composite action in ``action.yml``, run
+here step by step as the runner would: tests/github_action.py) must write the valid SARIF,
+under the category, that its upload step names.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shlex
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from distlint.cli import main
 from distlint.findings import Finding, Severity, Span, make_position
 from distlint.registry import all_rules
 from distlint.reporters import Report, render
+from tests.github_action import load_action, run_step, step_named
 from tests.sarif_validation import assert_valid_sarif
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -180,7 +182,6 @@ def test_parser_port_is_not_fooled_by_unescaped_text():
 
 
 def _load_yaml(text: str) -> dict:
-    yaml = pytest.importorskip("yaml", reason="PyYAML comes with pre-commit (the dev extra)")
     return yaml.safe_load(text)
 
 
@@ -199,9 +200,12 @@ def _step_using(steps: list[dict], action: str) -> dict:
     return step
 
 
-def _distlint_run(steps: list[dict]) -> str:
-    (command,) = [step["run"] for step in steps if step.get("run", "").startswith("distlint ")]
-    return command
+ACTION_REF = "distlint/distlint@<commit>"  # the action in this repository, at a commit
+
+
+def _distlint_step(steps: list[dict]) -> dict:
+    (step,) = [step for step in steps if step.get("uses", "").startswith("distlint/distlint@")]
+    return step
 
 
 def test_example_workflow_permissions_and_triggers(workflow):
@@ -220,36 +224,80 @@ def test_example_workflow_steps(workflow):
     checkout = _step_using(steps, "actions/checkout")
     setup = _step_using(steps, "actions/setup-python")
     upload = _step_using(steps, "github/codeql-action/upload-sarif")
+    distlint = _distlint_step(steps)
+    assert distlint["uses"] == ACTION_REF
+    assert distlint["with"] == {"args": "--exit-zero", "src": "."}
+    assert set(distlint["with"]) <= set(load_action()["inputs"])
     assert upload["uses"] == "github/codeql-action/upload-sarif@v4"
-    assert upload["with"] == {"sarif_file": "distlint.sarif", "category": "distlint"}
+    assert upload["with"] == {
+        "sarif_file": f"${{{{ steps.{distlint['id']}.outputs.sarif-file }}}}",
+        "category": "distlint",
+    }
     assert "if" not in upload  # distlint failing (exit 2) must not upload a partial analysis
-    (install,) = [step for step in steps if "pip install distlint" in step.get("run", "")]
-    check_step = next(step for step in steps if step.get("run", "").startswith("distlint "))
-    assert _distlint_run(steps) == (
-        "distlint check --format sarif --output distlint.sarif --exit-zero ."
-    )
-    order = [steps.index(step) for step in (checkout, setup, install, check_step, upload)]
+    assert not [step for step in steps if "pip install" in step.get("run", "")]
+    order = [steps.index(step) for step in (checkout, setup, distlint, upload)]
     assert order == sorted(order)
     version = tuple(int(part) for part in setup["with"]["python-version"].split("."))
     assert version >= (3, 10)  # distlint's requires-python
 
 
-def test_example_workflow_command_writes_the_sarif_it_uploads(workflow, tmp_path, monkeypatch):
+def _run_action_check(step: dict, workdir: Path, runner_temp: Path):
+    """The action's check step, with distlint as the install step would leave it."""
+    action = load_action()
+    bin_dir = runner_temp / "distlint-venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "distlint").symlink_to(Path(sys.executable).with_name("distlint"))
+    return run_step(
+        action,
+        step_named(action, "Run distlint"),
+        step.get("with", {}),
+        cwd=workdir,
+        runner_temp=runner_temp,
+        action_path=REPO_ROOT,
+    )
+
+
+def test_example_workflow_writes_the_sarif_it_uploads(workflow, tmp_path):
     steps = _steps(workflow)
     upload = _step_using(steps, "github/codeql-action/upload-sarif")
-    executable, *args = shlex.split(_distlint_run(steps))
-    assert executable == "distlint"
-    (tmp_path / "train.py").write_text(SOURCE, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, [*args, "--jobs", "1"])
-    assert result.exit_code == 0, result.output  # --exit-zero: findings do not fail the step
-    log = assert_valid_sarif((tmp_path / upload["with"]["sarif_file"]).read_text("utf-8"))
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    (workdir / "train.py").write_text(SOURCE, encoding="utf-8")
+    proc, outputs = _run_action_check(_distlint_step(steps), workdir, tmp_path / "runner")
+    assert proc.returncode == 0, proc.stdout  # --exit-zero: findings do not fail the step
+    assert "train.py:" in proc.stdout and "DL502" in proc.stdout  # the text report in the log
+    action_output = load_action()["outputs"]["sarif-file"]["value"]
+    assert action_output == "${{ steps.check.outputs.sarif-file }}"
+    assert outputs == {"sarif-file": "distlint.sarif"}
+    log = assert_valid_sarif((workdir / outputs["sarif-file"]).read_text("utf-8"))
     (run,) = log["runs"]
     assert run["automationDetails"] == {"id": upload["with"]["category"] + "/"}
     assert [r["ruleId"] for r in run["results"]] == ["DL502", "DL502"]
     assert {
         r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]
     } == {"train.py"}
+
+
+def test_the_action_fails_the_step_on_findings_without_exit_zero(tmp_path):
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    (workdir / "train.py").write_text(SOURCE, encoding="utf-8")
+    step = {"with": {"args": "", "src": "train.py", "sarif-file": "out/x.sarif"}}
+    (workdir / "out").mkdir()
+    proc, outputs = _run_action_check(step, workdir, tmp_path / "runner")
+    assert proc.returncode == 1, proc.stdout
+    assert outputs == {"sarif-file": "out/x.sarif"}
+    assert_valid_sarif((workdir / "out" / "x.sarif").read_text("utf-8"))
+
+
+def test_the_action_keeps_exit_code_2_for_a_bad_configuration(tmp_path):
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    (workdir / "train.py").write_text(SOURCE, encoding="utf-8")
+    (workdir / "pyproject.toml").write_text('[tool.distlint]\nselekt = ["DL"]\n', "utf-8")
+    proc, _ = _run_action_check({"with": {}}, workdir, tmp_path / "runner")
+    assert proc.returncode == 2, proc.stdout
+    assert "selekt" in proc.stdout
 
 
 def _yaml_blocks(markdown: str) -> list[str]:
@@ -265,11 +313,15 @@ def test_docs_monorepo_example_gives_distlint_and_the_upload_the_same_category()
         block for block in _yaml_blocks(DOC.read_text(encoding="utf-8")) if "matrix" in block
     ]
     steps = _steps(_load_yaml(monorepo))
-    (command,) = [step["run"] for step in steps if "--sarif-category" in step.get("run", "")]
-    category = re.search(r"--sarif-category (\S*\$\{\{.*?\}\}|\S+)", command)
+    distlint = _distlint_step(steps)
+    assert distlint["uses"] == ACTION_REF
+    assert set(distlint["with"]) <= set(load_action()["inputs"])
+    assert distlint["with"]["src"] == "${{ matrix.part }}"
+    category = re.search(r"--sarif-category (\S*\$\{\{.*?\}\}|\S+)", distlint["with"]["args"])
     assert category is not None
     upload = _step_using(steps, "github/codeql-action/upload-sarif")
     assert upload["with"]["category"] == category.group(1)
+    assert upload["with"]["sarif_file"] == "${{ steps.distlint.outputs.sarif-file }}"
     assert "${{ matrix.part }}" in category.group(1)  # one category per part
 
 
@@ -287,3 +339,38 @@ def test_annotation_paths_are_relative_to_the_repository_root(tmp_path, monkeypa
     result = CliRunner().invoke(main, ["check", "--format", "github", "train.py"])
     assert result.exit_code == 1
     assert result.output.startswith("::error file=pkg/train.py,line=2,")
+
+
+@pytest.mark.slow
+def test_the_action_installs_distlint_from_its_checkout_and_checks(hook_repo, tmp_path):
+    """Both steps for real: pip-installs the snapshot of this tree (as the action's checkout)."""
+    action_path, _ = hook_repo
+    action = load_action()
+    workdir = tmp_path / "repo"
+    workdir.mkdir()
+    (workdir / "train.py").write_text(SOURCE, encoding="utf-8")
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir()
+    given = {"python": sys.executable}
+    install, _ = run_step(
+        action,
+        step_named(action, "Install distlint from the action's checkout"),
+        given,
+        cwd=workdir,
+        runner_temp=runner_temp,
+        action_path=action_path,
+        timeout=900,
+    )
+    assert install.returncode == 0, install.stdout
+    assert re.search(r"^distlint, version \S+$", install.stdout, re.MULTILINE), install.stdout
+    check, outputs = run_step(
+        action,
+        step_named(action, "Run distlint"),
+        given,
+        cwd=workdir,
+        runner_temp=runner_temp,
+        action_path=action_path,
+    )
+    assert check.returncode == 0, check.stdout
+    log = assert_valid_sarif((workdir / outputs["sarif-file"]).read_text("utf-8"))
+    assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["DL502", "DL502"]
