@@ -91,11 +91,13 @@ def test_dl403_function_without_backward() -> None:
         class A(torch.autograd.Function):
             @staticmethod
             def forward(ctx, x):
+                ctx.save_for_backward(x)
                 return x
 
         class B(F):
             @staticmethod
             def forward(ctx, x):
+                ctx.scale = 2
                 return x
 
         class Base(torch.autograd.Function):
@@ -105,15 +107,53 @@ def test_dl403_function_without_backward() -> None:
 
         class C(Base):
             @staticmethod
-            def forward(ctx, x):
+            def forward(x):
                 return x
+
+            @staticmethod
+            def setup_context(context, inputs, output):
+                context.mark_non_differentiable(output)
         """,
         "DL403",
     )
-    assert where(found) == [("DL403", 5, 7), ("DL403", 10, 7), ("DL403", 20, 7)]
+    assert where(found) == [("DL403", 5, 7), ("DL403", 11, 7), ("DL403", 22, 7)]
     assert found[0].severity is Severity.ERROR
     assert "`A` subclasses `torch.autograd.Function`" in found[0].message
     assert "NotImplementedError" in found[0].message and "GB0088" in found[0].message
+
+
+def test_dl403_silent_on_forward_only_functions_by_design() -> None:
+    found = findings(
+        """
+        import torch
+
+        class InferenceKernel(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+        class OnnxExport(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def symbolic(g, x):
+                return g.op("Identity", x)
+
+        class NewStyle(torch.autograd.Function):
+            @staticmethod
+            def forward(x):
+                return x
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                pass
+        """,
+        "DL403",
+    )
+    assert found == []
 
 
 def test_dl403_traps() -> None:

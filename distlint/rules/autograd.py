@@ -14,6 +14,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.regions import literal_value
 from distlint.registry import Rule
+from distlint.walker import descendants
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
 
@@ -208,6 +209,7 @@ def self_attribute(expr: cst.BaseExpression) -> str | None:
 class _FunctionClass:
     is_function: bool
     methods: frozenset[str]
+    prepares_backward: bool  # forward/setup_context keeps something on ``ctx``
 
 
 class AutogradFunctionMissingBackward(Rule):
@@ -224,6 +226,7 @@ class AutogradFunctionMissingBackward(Rule):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         methods = set(_class_members(node))
+        prepares = _prepares_backward(node)
         is_function = False
         unknown_base = False
         for base in node.bases:
@@ -239,12 +242,15 @@ class AutogradFunctionMissingBackward(Rule):
             if local is not None and name is None:
                 is_function = is_function or local.is_function
                 methods |= local.methods
+                prepares = prepares or local.prepares_backward
             elif name != "object":
                 unknown_base = True  # a base we cannot see may define backward
-        self._classes[node.name.value] = _FunctionClass(is_function, frozenset(methods))
+        self._classes[node.name.value] = _FunctionClass(is_function, frozenset(methods), prepares)
         if not is_function or unknown_base or "forward" not in methods:
             return
-        if methods & {"backward", "vjp"}:
+        if methods & {"backward", "vjp", "symbolic"} or not prepares:
+            # ``symbolic``: an ONNX-export function; a forward that keeps nothing on ``ctx``
+            # for a backward is forward-only by design (inference kernels, logged metrics)
             return
         self.report(
             node.name,
@@ -255,6 +261,23 @@ class AutogradFunctionMissingBackward(Rule):
             "`torch.compile(fullgraph=True)` compiling the forward already fails "
             "(`Unsupported: Observed exception`, GB0088). Define a `@staticmethod backward`.",
         )
+
+
+def _prepares_backward(node: cst.ClassDef) -> bool:
+    """Whether the context is used (``ctx.save_for_backward``, ``ctx.scale = ...``) in
+    ``setup_context`` or, without one, in ``forward``: the author meant it to be differentiated."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    methods = {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+    method = methods.get("setup_context") or methods.get("forward")
+    if method is None or not method.params.params:
+        return False
+    ctx_name = method.params.params[0].name.value
+    return any(
+        isinstance(inner, cst.Attribute)
+        and isinstance(inner.value, cst.Name)
+        and inner.value.value == ctx_name
+        for inner in descendants(method.body)
+    )
 
 
 def _class_members(node: cst.ClassDef) -> Iterator[str]:
