@@ -14,6 +14,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.regions import literal_value
 from distlint.registry import Rule
+from distlint.semantic.rankflow import target_names
 from distlint.walker import descendants
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
@@ -185,12 +186,26 @@ def _grad_state(expr: cst.BaseExpression, resolve: Resolver) -> bool | None:
 
 
 def is_forward(ctx_function: cst.FunctionDef | None, parents: list[cst.CSTNode]) -> bool:
-    """Whether the innermost function is a method named ``forward`` (directly in a class)."""
+    """Whether the innermost function is a module's ``forward``: a method so named, directly in
+    a class that is not an ``autograd.Function`` (whose forward autograd does not record)."""
     if ctx_function is None or ctx_function.name.value != "forward":
         return False
     for index in range(len(parents) - 1, -1, -1):
         if parents[index] is ctx_function:
-            return index >= 2 and isinstance(parents[index - 2], cst.ClassDef)
+            owner = parents[index - 2] if index >= 2 else None
+            return isinstance(owner, cst.ClassDef) and not _names_a_function_base(owner)
+    return False
+
+
+def _names_a_function_base(node: cst.ClassDef) -> bool:
+    """``class F(torch.autograd.Function)``, ``(Function)``, ``(autograd.Function)``."""
+    for base in node.bases:
+        value = base.value
+        last = value.attr.value if isinstance(value, cst.Attribute) else None
+        if isinstance(value, cst.Name):
+            last = value.value
+        if last in ("Function", "InplaceFunction", "NestedIOFunction"):
+            return True
     return False
 
 
@@ -632,11 +647,13 @@ class InplaceOnSavedOutput(_ModuleClassRule):
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
         self._saved: dict[str, str] = {}  # local name -> op whose saved output it holds
+        self._detached: set[str] = set()  # local names holding ``x.detach()``: no history
         self._sequential_words = "Sequential" in ctx.source  # torch.nn.Sequential, any alias
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value == "forward":
             self._saved = {}
+            self._detached = set()
 
     def _saving_op(self, expr: cst.BaseExpression) -> str | None:
         """The op whose saved output ``expr`` is (or is a view of), if any."""
@@ -654,14 +671,27 @@ class InplaceOnSavedOutput(_ModuleClassRule):
             return facts.saving[attr]
         name = self.ctx.resolve(func)
         if name is not None:
-            return SAVING_FUNCTIONS.get(name)
+            op = SAVING_FUNCTIONS.get(name)
+            first = positional(base, 0)
+            return None if op is None or (first and self._is_detached(first.value)) else op
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value in SAVING_METHODS
             and attribute_chain(func.value) != ("self",)
+            and not self._is_detached(func.value)
         ):
             return SAVING_METHODS[func.attr.value]  # a tensor method: h.sigmoid()
         return None
+
+    def _is_detached(self, expr: cst.BaseExpression) -> bool:
+        """``x.detach()`` or a name bound to one: autograd records nothing for ops on it."""
+        if isinstance(expr, cst.Name):
+            return expr.value in self._detached
+        return (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value == "detach"
+        )
 
     def _check(self, node: cst.CSTNode, receiver: cst.BaseExpression, how: str) -> None:
         if not self.in_training_forward():
@@ -755,7 +785,14 @@ class InplaceOnSavedOutput(_ModuleClassRule):
             return
         op = self._saving_op(node.value)
         for target in node.targets:
-            if isinstance(target.target, cst.Name):
+            if isinstance(target.target, (cst.Tuple, cst.List)):
+                for name in target_names(target.target):  # `w, idx = torch.topk(w, k)`
+                    self._saved.pop(name, None)
+            elif isinstance(target.target, cst.Name):
+                if self._is_detached(node.value):
+                    self._detached.add(target.target.value)
+                else:
+                    self._detached.discard(target.target.value)
                 if op is not None:
                     self._saved[target.target.value] = op
                 else:
