@@ -4,7 +4,7 @@
 ``OUT`` receives one JSON event per line, flushed as it happens, so that a target killed at its
 timeout still leaves what it observed until then. Events:
 
-* ``start``: torch version, pid.
+* ``start``: torch version, pid and parent pid (the fork server's, when forked).
 * ``frame``: a root frame Dynamo started to trace, once per function (a resume function counts
   as the function it resumes; a library frame that runs a user module, such as
   ``Module._call_impl``, as that module's ``forward``).
@@ -430,8 +430,10 @@ def normalize_calls(result: Any) -> list[tuple[Any, tuple, dict]]:
     """A factory's result as (callable, args, kwargs) triples."""
     if isinstance(result, tuple) and result and callable(result[0]):
         items = [result]
-    else:
+    elif isinstance(result, (list, tuple)):
         items = list(result)
+    else:
+        items = [result]
     calls = []
     for item in items:
         if not isinstance(item, (tuple, list)) or not item or not callable(item[0]):
@@ -535,6 +537,7 @@ def run_target(spec_path: str, out_path: str, started: float | None = None) -> i
         "start",
         torch=torch.__version__,
         pid=os.getpid(),
+        ppid=os.getppid(),
         startup_seconds=round(time.monotonic() - started, 3),
     )
     if spec.get("map_cuda_to_cpu"):

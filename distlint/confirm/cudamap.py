@@ -118,9 +118,9 @@ def map_cuda_to_cpu(torch: Any) -> None:
             filename = getattr(code, "co_filename", "")
         return filename.startswith(torch_dir)
 
-    _map_devices(torch)
+    tensor_methods = _map_devices(torch)
     queries = _map_queries(torch, state, asked_by_torch)
-    _register_with_dynamo(queries)
+    _register_with_dynamo(queries, tensor_methods)
 
 
 # -- devices --------------------------------------------------------------------------------------
@@ -166,7 +166,8 @@ def factory_names(torch: Any) -> list[str]:
     return sorted(n for n in names if isinstance(getattr(torch, n, None), builtin))
 
 
-def _map_devices(torch: Any) -> None:
+def _map_devices(torch: Any) -> list[Any]:
+    """Patch the device consumers; the original Tensor methods replaced (for Dynamo)."""
     import torch.utils._device as device_module
 
     originals = set(device_module._device_constructors())
@@ -176,14 +177,19 @@ def _map_devices(torch: Any) -> None:
 
     # `with torch.device("meta")` recognises the factories it fills in by identity: it sees the
     # real function (our wrapper calls it), Dynamo and Inductor may see the wrapper.
-    @functools.cache
+    constructors = tuple(originals | wrapped)
+
     def _device_constructors() -> set[Any]:
-        return originals | wrapped
+        return set(constructors)
 
     device_module._device_constructors = _device_constructors
 
     tensor = torch.Tensor
-    for name in ("new_empty", "new_empty_strided", "new_full", "new_ones", "new_zeros"):
+    methods = ("new_empty", "new_empty_strided", "new_full", "new_ones", "new_zeros")
+    replaced = [
+        getattr(tensor, n) for n in (*methods, "to", "cuda", "pin_memory") if hasattr(tensor, n)
+    ]
+    for name in methods:
         if hasattr(tensor, name):
             setattr(tensor, name, _device_kwarg_method(getattr(tensor, name)))
     tensor.to = _to(tensor.to)
@@ -208,6 +214,12 @@ def _map_devices(torch: Any) -> None:
 
     tensor.cuda = tensor_cuda
     tensor.pin_memory = pin_memory
+    # AOTAutograd runs the graph on functional tensors, whose .cuda() asks the real CUDA
+    # (their .to() reaches Tensor.to, mapped above).
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    if "cuda" in vars(FunctionalTensor):
+        FunctionalTensor.cuda = tensor_cuda
     torch.nn.Module.cuda = module_cuda
     torch.nn.Module.to_empty = to_empty
 
@@ -217,6 +229,7 @@ def _map_devices(torch: Any) -> None:
         real_context_init(self, _cpu(device))
 
     device_module.DeviceContext.__init__ = context_init
+    return replaced
 
 
 def _device_kwarg_method(real: Callable[..., Any]) -> Callable[..., Any]:
@@ -434,12 +447,16 @@ def _properties() -> Any:
     )
 
 
-def _register_with_dynamo(queries: list[Callable[..., Any]]) -> None:
-    """Dynamo folds the stand-in queries in compiled code, as it folds the real ones.
+def _register_with_dynamo(queries: list[Callable[..., Any]], tensor_methods: list[Any]) -> None:
+    """Dynamo treats the stand-ins as it treats the functions they replace.
 
-    Dynamo's trace rules are keyed by object and built (lazily, and again after a reset) from
-    names such as ``"torch.cuda.is_available"``: built after the patches, they hold the
-    stand-ins; built before, they are completed here.
+    * the queries are folded in compiled code, as the real ones are;
+    * the real Tensor methods the wrappers call stay tensor methods: Dynamo lists them from
+      ``dir(torch.Tensor)``, where the wrappers now stand (it reaches them when a torch
+      function mode such as ``torch.set_default_device`` is active).
+
+    Dynamo builds both tables lazily (and again after a reset), from names or attributes; built
+    before the patches or after, they are completed here.
     """
     try:
         from torch._dynamo import trace_rules
@@ -448,6 +465,7 @@ def _register_with_dynamo(queries: list[Callable[..., Any]]) -> None:
         return
     in_graph = torch_variables.TorchInGraphFunctionVariable
     real_rule_map = trace_rules.get_torch_obj_rule_map
+    real_tensor_methods = trace_rules.get_tensor_method
 
     @functools.cache
     def get_torch_obj_rule_map() -> dict[Any, Any]:
@@ -456,14 +474,23 @@ def _register_with_dynamo(queries: list[Callable[..., Any]]) -> None:
             rules.setdefault(query, in_graph)
         return rules
 
-    clear_own = get_torch_obj_rule_map.cache_clear
+    @functools.cache
+    def get_tensor_method() -> frozenset[Any]:
+        return frozenset(real_tensor_methods()) | frozenset(tensor_methods)
 
-    def cache_clear() -> None:
-        real_rule_map.cache_clear()
-        clear_own()
+    for mine, real in (
+        (get_torch_obj_rule_map, real_rule_map),
+        (get_tensor_method, real_tensor_methods),
+    ):
+        clear_own = mine.cache_clear
 
-    get_torch_obj_rule_map.cache_clear = cache_clear  # type: ignore[method-assign]
+        def cache_clear(clear_own: Any = clear_own, real: Any = real) -> None:
+            real.cache_clear()
+            clear_own()
+
+        mine.cache_clear = cache_clear  # type: ignore[method-assign]
     trace_rules.get_torch_obj_rule_map = get_torch_obj_rule_map
+    trace_rules.get_tensor_method = get_tensor_method
     for query in queries:
         torch_variables.constant_fold_functions[query] = None
 

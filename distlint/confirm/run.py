@@ -53,6 +53,7 @@ def collect(
                 timeout=settings.timeout,
                 memory_mb=settings.memory_mb,
                 tick=progress.tick,
+                cwd=settings.base,
             )
             found, lines, tally = observations_from_events(result.events, target.name, preferred)
             collected.observations += found

@@ -252,6 +252,11 @@ class ForkServer:
             )
         self.startup_seconds = time.monotonic() - started
 
+    @property
+    def pid(self) -> int | None:
+        """The server's pid while it runs."""
+        return self._process.pid if self._alive() else None  # type: ignore[union-attr]
+
     def _alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
@@ -325,8 +330,13 @@ class ForkServer:
         timeout: float,
         memory_mb: int | None,
         tick: Callable[[float], None] | None = None,
+        cwd: Path | None = None,
     ) -> ChildResult:
-        """Run ``spec`` in a forked child; kill its process group after ``timeout`` seconds."""
+        """Run ``spec`` in a forked child; kill its process group after ``timeout`` seconds.
+
+        The child works in ``cwd`` (default: the server's directory).
+        """
+        cwd = cwd or self.cwd
         if not self._failed and not self._alive():
             try:
                 self._start()
@@ -335,11 +345,11 @@ class ForkServer:
                 self.notes.append(f"{exc}; each target starts its own interpreter")
         if not self._failed and self._alive():
             try:
-                return self._run(spec, timeout=timeout, memory_mb=memory_mb, tick=tick)
+                return self._run(spec, timeout=timeout, memory_mb=memory_mb, tick=tick, cwd=cwd)
             except _NotStarted as exc:  # the target did not start: run it on its own
                 self._stop()
                 self.notes.append(f"{exc}; the next target starts a new one")
-        return run_child(spec, timeout=timeout, memory_mb=memory_mb, cwd=self.cwd, tick=tick)
+        return run_child(spec, timeout=timeout, memory_mb=memory_mb, cwd=cwd, tick=tick)
 
     def _run(
         self,
@@ -348,6 +358,7 @@ class ForkServer:
         timeout: float,
         memory_mb: int | None,
         tick: Callable[[float], None] | None,
+        cwd: Path,
     ) -> ChildResult:
         result = ChildResult()
         with tempfile.TemporaryDirectory(prefix="distlint-confirm-") as tmp:
@@ -362,7 +373,7 @@ class ForkServer:
                 "spec": str(spec_path),
                 "events": str(events_path),
                 "output": str(output_path),
-                "cwd": str(self.cwd),
+                "cwd": str(cwd),
                 "env": _target_env(str(cache_dir)),
                 "memory_mb": memory_mb,
             }

@@ -15,8 +15,12 @@ import pytest
 from distlint.confirm import torch_available
 from distlint.confirm.match import CONFIRMED, NOT_OBSERVED, NOT_REACHED, normalize
 from distlint.confirm.run import Collected, apply, collect
+from distlint.confirm.sandbox import ForkServer
 from distlint.confirm.targets import ConfirmSettings, Target, script_target
 from distlint.findings import Finding, Severity, Span, make_position
+from tests.confirm.server_util import shared_server
+
+__all__ = ["shared_server"]  # one warm server for the module's collect() runs
 
 pytestmark = [
     pytest.mark.torch,
@@ -48,10 +52,7 @@ def entries() -> Collected:
         _entry("fixtures/confirm/entries.py:make_examples"),
         _entry("fixtures/confirm/scalars.py:make_captured"),
     ]
-    started = time.monotonic()
-    collected = collect(targets, _settings(timeout=120), preferred=_preferred())
-    collected.run.notes = [f"wall {time.monotonic() - started:.1f}"]  # type: ignore[attr-defined]
-    return collected
+    return collect(targets, _settings(timeout=120), preferred=_preferred())
 
 
 def _finding(path: Path, code: str, line: int) -> Finding:
@@ -69,7 +70,8 @@ def _status(finding: Finding) -> str | None:
 def test_targets_run_to_the_end(entries: Collected) -> None:
     assert [t.status for t in entries.run.targets] == ["ok", "ok"], entries.run.targets
     assert entries.run.graphs == 4  # branch: 2 (before and after the break), item: 1, scalars: 1
-    assert entries.run.roots_compiled >= 3
+    assert entries.run.roots_compiled == 6  # the five functions of make_examples, scale_by_sum
+    assert entries.run.notes == []  # the warm server ran both
 
 
 def test_data_dependent_branch_is_confirmed(entries: Collected) -> None:  # (a)
@@ -163,21 +165,32 @@ def test_script_with_nccl_ddp_and_compile_runs_on_the_fake_pg() -> None:  # (f)
     assert normalize(str(SCRIPT)) in collected.traced
 
 
-@pytest.mark.slow
-def test_cuda_request_fails_with_a_clear_message() -> None:
-    target = script_target(FIXTURES / "train_cuda.py", ())
-    collected = collect([target], _settings(timeout=120), preferred=set())
-    (outcome,) = collected.run.targets
-    assert outcome.status == "cuda"
-    assert "runs on CPU" in outcome.message and "--map-cuda-to-cpu" in outcome.message
+# A CUDA script with and without --map-cuda-to-cpu: tests/confirm/test_scripts.py.
 
 
-@pytest.mark.slow
-def test_cuda_request_is_mapped_to_cpu_when_asked() -> None:
-    target = script_target(FIXTURES / "train_cuda.py", ())
-    settings = _settings(timeout=120, max_steps=2, map_cuda_to_cpu=True)
-    collected = collect([target], settings, preferred=_preferred())
-    (outcome,) = collected.run.targets
-    assert outcome.status == "ok", outcome
-    assert "step limit reached (2 optimizer steps)" in " ".join(outcome.notes)
-    assert collected.run.graphs >= 1
+def _start_event(result) -> dict:
+    (start,) = [e for e in result.events if e.get("event") == "start"]
+    return start
+
+
+def test_targets_are_forked_from_one_warm_server() -> None:
+    spec = _entry("fixtures/confirm/scalars.py:make_captured").spec(_settings())
+    with ForkServer(cwd=ROOT, startup_timeout=120) as server:
+        first = server.run(spec, timeout=60, memory_mb=None)
+        pid = server.pid
+        second = server.run(spec, timeout=60, memory_mb=None)
+        assert server.pid == pid
+    assert first.ended and second.ended
+    starts = [_start_event(first), _start_event(second)]
+    assert [s["ppid"] for s in starts] == [pid, pid]
+    assert starts[0]["pid"] != starts[1]["pid"]  # a fresh child each time
+    assert server.pid is None  # closed
+
+
+def test_a_server_that_cannot_start_falls_back_to_one_interpreter_per_target() -> None:
+    spec = _entry("fixtures/confirm/scalars.py:make_captured").spec(_settings())
+    with ForkServer(cwd=ROOT, startup_timeout=60, python="/nonexistent/python") as server:
+        result = server.run(spec, timeout=120, memory_mb=None)
+    assert result.ended
+    (note,) = server.notes
+    assert "each target starts its own interpreter" in note

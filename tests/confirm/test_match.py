@@ -227,3 +227,153 @@ def test_progress_writes_only_to_a_terminal() -> None:
     quiet = io.StringIO()
     Progress(1, stream=quiet).start("x")  # StringIO is not a TTY
     assert quiet.getvalue() == ""
+
+
+# -- custom ops (DL401 / DL402) -------------------------------------------------------------------
+
+OPS = """\
+import torch
+
+
+@torch.library.custom_op("lib::scale", mutates_args=())
+def scale(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@torch.compile
+def f(x):
+    return scale(x) + 1
+"""
+FAKE_ERROR = (
+    "RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX node with "
+    "fake tensors: call_function lib.scale.default(...): got RuntimeError('There was no fake impl "
+    "registered for <CustomOpDef(lib::scale)>. This is necessary for torch.compile/export/fx "
+    "tracing to work.')"
+)
+AUTOGRAD_ERROR = (
+    "backend='aot_eager' raised:\nRuntimeError: Trying to backward through lib.scale.default but "
+    "no autograd formula was registered. Please use register_autograd to add one."
+)
+
+
+def _op_finding(path: Path, code: str, message: str | None = None) -> Finding:
+    from distlint.findings import Location
+
+    lines = OPS.splitlines()
+    span = Span(make_position(lines, 4, 1), make_position(lines, 4, 52))
+    call = Location(
+        str(path), Span(make_position(lines, 11, 11), make_position(lines, 11, 19)), "called in x"
+    )
+    text = message if message is not None else f"Custom op `lib::scale` lacks it ({code})."
+    return Finding(code, "x", Severity.WARNING, text, str(path), span, related=(call,))
+
+
+def _op_events(path: Path, message: str, kind: str = "compile_error") -> list[dict]:
+    return [
+        {
+            "event": kind,
+            "exc_type": "TorchRuntimeError",
+            "gb_id": "GB4315",
+            "message": message,
+            "reason": message.splitlines()[0],
+            "stack": [["/lib/site-packages/torch/x.py", 3, "f"], [str(path), 11, "f"]],
+        }
+    ]
+
+
+@pytest.fixture
+def ops(tmp_path: Path) -> Path:
+    path = tmp_path / "ops.py"
+    path.write_text(OPS, encoding="utf-8")
+    return path
+
+
+def _status_of(findings: list[Finding], code: str) -> dict:
+    (found,) = [f for f in findings if f.code == code]
+    return dict(found.properties)
+
+
+def test_a_missing_fake_failure_at_the_call_site_confirms_dl401(ops: Path, tmp_path: Path) -> None:
+    found, _, tally = observations_from_events(_op_events(ops, FAKE_ERROR), "t", set())
+    assert (found[0].op, found[0].op_failure, tally["errors"]) == ("lib::scale", "fake", 1)
+    findings = [_op_finding(ops, "DL401"), _op_finding(ops, "DL402")]
+    out, counts, extra = match(findings, found, {}, cwd=tmp_path)
+    dl401 = _status_of(out, "DL401")
+    assert dl401["confirmation"] == CONFIRMED and dl401["gbId"] == "GB4315"
+    assert dl401["observedAt"] == "ops.py:11"
+    assert _status_of(out, "DL402")["confirmation"] == NOT_REACHED  # the fake failed first
+    assert extra == 0 and not [f for f in out if f.code == "DL902"]  # not an unpredicted error
+    assert counts == {CONFIRMED: 1, NOT_OBSERVED: 0, NOT_REACHED: 1}
+
+
+def test_a_missing_autograd_failure_confirms_dl402_compiled_or_eager(
+    ops: Path, tmp_path: Path
+) -> None:
+    for kind in ("compile_error", "raised"):
+        found, _, _ = observations_from_events(_op_events(ops, AUTOGRAD_ERROR, kind), "t", set())
+        assert (found[0].op, found[0].op_failure) == ("lib::scale", "autograd")
+        out, _, extra = match([_op_finding(ops, "DL402")], found, {}, cwd=tmp_path)
+        assert _status_of(out, "DL402")["confirmation"] == CONFIRMED, kind
+        assert extra == 0
+
+
+def test_a_custom_op_without_failure_is_not_observed_when_its_call_was_traced(
+    ops: Path, tmp_path: Path
+) -> None:
+    findings = [_op_finding(ops, "DL401")]
+    traced = {str(ops.resolve()): {11}}
+    out, _, _ = match(findings, [], traced, cwd=tmp_path)
+    assert _status_of(out, "DL401")["confirmation"] == NOT_OBSERVED
+    out, _, _ = match(findings, [], {}, cwd=tmp_path)
+    assert _status_of(out, "DL401")["confirmation"] == NOT_REACHED
+
+
+def test_the_op_of_a_finding_falls_back_to_its_source_line(ops: Path, tmp_path: Path) -> None:
+    found, _, _ = observations_from_events(_op_events(ops, FAKE_ERROR), "t", set())
+    out, _, _ = match([_op_finding(ops, "DL401", "no name here")], found, {}, cwd=tmp_path)
+    assert _status_of(out, "DL401")["confirmation"] == CONFIRMED
+
+
+def test_another_op_failing_does_not_confirm(ops: Path, tmp_path: Path) -> None:
+    other = FAKE_ERROR.replace("lib::scale", "lib::other")
+    found, _, _ = observations_from_events(_op_events(ops, other), "t", set())
+    out, _, extra = match([_op_finding(ops, "DL401")], found, {}, cwd=tmp_path)
+    assert _status_of(out, "DL401")["confirmation"] == NOT_REACHED
+    assert extra == 1  # the other op's failure is unpredicted: DL902
+
+
+def test_a_target_error_that_names_no_op_is_not_an_observation(ops: Path) -> None:
+    events = _op_events(ops, "ValueError: bad", kind="raised")
+    assert observations_from_events(events, "t", set())[0] == []
+
+
+def test_roots_count_every_user_function_once() -> None:
+    from distlint.confirm.run import root_frames
+
+    events = [
+        {"event": "frame", "frame": ["/p/a.py", "forward", 10], "user": True},
+        {"event": "frame", "frame": ["/p/a.py", "forward", 30], "user": True},  # another class
+        {"event": "frame", "frame": ["/p/a.py", "forward", 10], "user": True},  # a resume
+        {"event": "frame", "frame": ["/lib/torch/x.py", "inner", 5], "user": False},
+        {"event": "graph", "frame": ["/p/b.py", "g", 1]},
+    ]
+    assert root_frames(events) == {("/p/a.py", "forward", 10), ("/p/a.py", "forward", 30)}
+
+
+@pytest.mark.parametrize(
+    ("device", "expected"),
+    [
+        ("cuda", True),
+        ("cuda:1", True),
+        (0, True),
+        (True, False),
+        ("cpu", False),
+        ("meta", False),
+        ("cudaX", False),
+        (None, False),
+    ],
+)
+def test_is_cuda(device: object, expected: bool) -> None:
+    from distlint.confirm.cudamap import is_cuda
+
+    assert is_cuda(device) is expected
