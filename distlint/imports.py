@@ -65,11 +65,14 @@ def module_name_for(path: Path) -> tuple[str | None, bool]:
 class ImportTable:
     """Names bound in one scope; a name bound to None shadows any outer binding."""
 
-    __slots__ = ("_bindings", "_parent")
+    __slots__ = ("_bindings", "_parent", "_several")
 
     def __init__(self, bindings: dict[str, str | None], parent: ImportTable | None = None):
         self._bindings = bindings
         self._parent = parent
+        # names imported from different libraries on different paths (``try: from apex...
+        # import DDP`` / ``except ImportError: from torch... import DDP``)
+        self._several: set[str] = set()
 
     @classmethod
     def for_module(
@@ -109,6 +112,16 @@ class ImportTable:
         if target is None:
             return None
         return canonical_name(f"{target}.{rest}" if rest else target)
+
+    def from_several_libraries(self, name: str) -> bool:
+        """Whether ``name`` is imported from another library on some path (which one runs is
+        decided at run time, so the resolved import is only one of them)."""
+        scope: ImportTable | None = self
+        while scope is not None:
+            if name in scope._bindings:
+                return name in scope._several
+            scope = scope._parent
+        return False
 
     def is_bound(self, name: str) -> bool:
         """Whether some scope binds (or shadows) this name."""
@@ -160,6 +173,9 @@ class ImportTable:
 
     def _bind_target(self, target: cst.BaseExpression, full: str) -> None:
         if isinstance(target, cst.Name):
+            earlier = self._bindings.get(target.value)
+            if earlier is not None and earlier.split(".", 1)[0] != full.split(".", 1)[0]:
+                self._several.add(target.value)
             self._bindings[target.value] = full
 
     def _bind_from(self, stmt: cst.ImportFrom, module_name: str | None, is_package: bool) -> None:

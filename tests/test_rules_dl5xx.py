@@ -401,3 +401,22 @@ def test_guards_do_not_hide_unguarded_uses() -> None:
     )
     assert [f.span.start.line for f in findings(source, "DL504")] == [25]
     assert [f.span.start.line for f in findings(source, "DL501")] == [29]
+
+
+def test_dl501_silent_on_a_name_imported_from_another_library_on_some_path() -> None:
+    found = dl501(
+        """\
+        try:
+            from apex.parallel import DistributedDataParallel as DDP
+            USE_APEX = True
+        except ImportError:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            USE_APEX = False
+
+        from torch.nn.parallel import DistributedDataParallel as TorchDDP
+
+        model = DDP(model, delay_allreduce=True) if USE_APEX else DDP(model)
+        other = TorchDDP(model, delay_allreduce=True)
+        """
+    )
+    assert [f.span.start.line for f in found] == [16]  # only the plain torch import

@@ -78,6 +78,9 @@ class UnknownKeywordArgument(_TableRule):
         if signature is None:
             self._check_module_compile(node)
             return
+        head = dotted_name(callee)
+        if head is not None and self.ctx.imports.from_several_libraries(head.split(".", 1)[0]):
+            return  # `DDP` from apex when installed, else from torch: its keywords may be apex's
         self._check(callee, signature, args)
 
     def _check(
