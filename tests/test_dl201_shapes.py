@@ -94,6 +94,11 @@ TRAPS = [
     ("traps_realworld.py", "train_until_any_rank_is_told_to_stop", "(m) is_true_on_any_rank"),
     ("traps_realworld.py", "save_adapter_if_any", "(n) cfg.lora.rank is a matrix rank"),
     ("traps_realworld.py", "train_and_save_on_rank_zero", "(o) barrier for sharded models only"),
+    (
+        "traps_realworld.py",
+        "validate_on_rank_zero_without_buffer_sync",
+        "(p) DDP(broadcast_buffers=False) forward on rank 0",
+    ),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 

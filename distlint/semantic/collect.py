@@ -150,6 +150,7 @@ class _Scope:
         self.wrapped: set[str] = set()  # names holding DDP/FSDP/fully_shard-wrapped models
         self.outputs: set[str] = set()  # names computed from a wrapped model's forward
         self.ddp: set[str] = set()  # wrapped by DDP: other attributes are not forwarded
+        self.quiet: set[str] = set()  # DDP without buffer broadcast: forward issues nothing
         self.engines: set[str] = set()  # DeepSpeed engines
 
 
@@ -529,7 +530,7 @@ class Collector:
             )
             return
         implicit = implicit_collective(
-            func, resolved, scope.wrapped, scope.outputs, scope.engines, scope.ddp
+            func, resolved, scope.wrapped - scope.quiet, scope.outputs, scope.engines, scope.ddp
         )
         if implicit is not None:
             effects.append(
@@ -690,6 +691,16 @@ class Collector:
                 scope.wrapped.add(label)
                 if isinstance(value, cst.Call) and scope.table.resolve(value.func) in DDP:
                     scope.ddp.add(label)
+                    broadcast = next(
+                        (
+                            a
+                            for a in value.args
+                            if a.keyword and a.keyword.value == "broadcast_buffers"
+                        ),
+                        None,
+                    )
+                    if broadcast is not None and literal_value(broadcast.value) is not True:
+                        scope.quiet.add(label)  # set (or computed): no proven forward sync
             elif from_wrapped:
                 scope.outputs.add(label)
         if isinstance(value, cst.Call) and wrapping == "fully_shard" and value.args:
