@@ -12,7 +12,9 @@ it is used:
   ``torch.tensor`` / ``as_tensor``), and the ``Tensor.new_*`` methods;
 * ``Tensor.to`` / ``Module.to`` (positional or ``device=``), ``Tensor.cuda`` /
   ``Module.cuda`` (no-ops), ``Module.to_empty``, ``Tensor.pin_memory`` (a no-op);
-* ``with torch.device("cuda")`` and ``torch.set_default_device("cuda")``.
+* ``with torch.device("cuda")`` and ``torch.set_default_device("cuda")``;
+* ``torch.load``'s ``map_location`` (none given: the CPU, so a checkpoint saved on a GPU
+  loads).
 
 The process-group, DDP, FSDP and device-mesh side is in :mod:`distlint.confirm.fakepg`.
 
@@ -229,7 +231,29 @@ def _map_devices(torch: Any) -> list[Any]:
         real_context_init(self, _cpu(device))
 
     device_module.DeviceContext.__init__ = context_init
+
+    real_load = torch.load
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        # A checkpoint saved on a GPU restores onto a GPU unless map_location says otherwise.
+        if len(args) > 1:
+            args = (args[0], _map_location(args[1]), *args[2:])
+        else:
+            kwargs["map_location"] = _map_location(kwargs.get("map_location"))
+        return real_load(*args, **kwargs)
+
+    load.__name__ = load.__qualname__ = "load"
+    load.__doc__ = real_load.__doc__
+    torch.load = load
     return replaced
+
+
+def _map_location(location: Any) -> Any:
+    if location is None or is_cuda(location):
+        return "cpu"
+    if isinstance(location, dict):
+        return {key: _cpu(value) for key, value in location.items()}
+    return location  # a device that is not CUDA, or the script's own function
 
 
 def _device_kwarg_method(real: Callable[..., Any]) -> Callable[..., Any]:

@@ -89,6 +89,7 @@ def run_properties(run: ConfirmRun) -> dict[str, Any]:
         "notObserved": run.counts.get(NOT_OBSERVED, 0),
         "notReached": run.counts.get(NOT_REACHED, 0),
         "observedOnly": run.observed_only,
+        **({"notes": list(run.notes)} if run.notes else {}),
     }
 
 

@@ -60,7 +60,7 @@ def collect(
             for path, numbers in lines.items():
                 collected.traced.setdefault(path, set()).update(numbers)
             roots |= root_frames(result.events)
-            outcome = outcome_of(target, result, tally)
+            outcome = outcome_of(target, result, tally, mapped=settings.map_cuda_to_cpu)
             run.targets.append(outcome)
             run.graphs += tally["graphs"]
             run.breaks += tally["breaks"]
@@ -127,7 +127,9 @@ def run_confirm(
     return apply(findings, collected, cwd=cwd, enabled=enabled, read_text=read_text, scope=scope)
 
 
-def outcome_of(target: Target, result: ChildResult, tally: dict[str, int]) -> TargetOutcome:
+def outcome_of(
+    target: Target, result: ChildResult, tally: dict[str, int], *, mapped: bool = False
+) -> TargetOutcome:
     outcome = TargetOutcome(
         name=target.name,
         seconds=round(result.seconds, 2),
@@ -146,9 +148,15 @@ def outcome_of(target: Target, result: ChildResult, tally: dict[str, int]) -> Ta
         first = raised[0]
         outcome.status = "cuda" if first.get("kind") == "cuda" else "raised"
         message = str(first.get("message", "")).strip()
+        where = _where(first.get("stack", ()))
         if outcome.status == "cuda" and "--map-cuda-to-cpu" not in message:
-            message += f" ({CUDA_ADVICE})"
-        outcome.message = f"{message}{_where(first.get('stack', ()))}"
+            where += f" ({CUDA_ADVICE})"
+        elif outcome.status == "raised" and not mapped and _mentions_cuda(target):
+            where += (
+                " (the script uses CUDA and confirm mode runs on CPU: --map-cuda-to-cpu runs it "
+                "as if it had its GPUs)"
+            )
+        outcome.message = f"{message}{where}"
     elif not result.ended:
         outcome.status = "crashed"
         code = result.returncode
@@ -156,6 +164,17 @@ def outcome_of(target: Target, result: ChildResult, tally: dict[str, int]) -> Ta
         tail = _last_line(result.stderr_tail)
         outcome.message = f"the child process crashed ({how})" + (f": {tail}" if tail else "")
     return outcome
+
+
+def _mentions_cuda(target: Target) -> bool:
+    """Whether a script target's source uses CUDA (``torch.cuda``, ``"cuda"``, ``.cuda(``)."""
+    if not target.script:
+        return False
+    try:
+        text = Path(target.script).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(token in text for token in ("torch.cuda", '"cuda', "'cuda", ".cuda("))
 
 
 def _where(stack: list) -> str:

@@ -202,3 +202,14 @@ def test_bad_targets_are_reported_once_each_with_exit_2(tmp_path: Path) -> None:
 
 def test_the_runs_shared_one_server(shared_server: ForkServer, runs: dict[str, Run]) -> None:
     assert shared_server.pid is not None and shared_server.notes == []
+
+
+def test_a_gpu_script_that_fails_without_the_mapping_is_told_about_it() -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(ROOT)
+        name = f"{FIXTURES}/ddp_local_rank.py"
+        run = _cli(["confirm", "--path", name, name])
+    assert run.exit_code == 2
+    (line,) = [line for line in run.stderr.splitlines() if "confirm target" in line]
+    assert f"raised: AssertionError: this script needs GPUs at {name}:31" in line
+    assert "--map-cuda-to-cpu runs it as if it had its GPUs" in line
