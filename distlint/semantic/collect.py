@@ -151,6 +151,7 @@ class _Scope:
         self.outputs: set[str] = set()  # names computed from a wrapped model's forward
         self.ddp: set[str] = set()  # wrapped by DDP: other attributes are not forwarded
         self.quiet: set[str] = set()  # DDP without buffer broadcast: forward issues nothing
+        self.raised_on: set[str] = set()  # tests of top-level ``if test: raise`` (every rank)
         self.engines: set[str] = set()  # DeepSpeed engines
 
 
@@ -424,9 +425,40 @@ class Collector:
                 )
             uniform = condition is None or condition.level < MAYBE
             guard = "guard" if uniform and self._distributed_guard(scope, node.test) else ""
-            if switched_off(node.test):
-                guard = "never"  # ``if False and ...``: the body never runs
+            if switched_off(node.test) or self._raised_before(scope, node):
+                guard = "never"  # ``if False and ...``, or a check every rank already made
             effects.append(Effect("branch", name=guard, cond=condition, body=body, orelse=orelse))
+
+    def _raised_before(self, scope: _Scope, node: cst.If) -> bool:
+        """``if cfg.x is None: raise`` again inside a rank branch, after the function already
+        checked the same test on every rank and raised: the repeated check never raises."""
+        body = suite_body(node.body)
+        if node.orelse is not None or not body or not _raises(body[-1]):
+            return False
+        text = self._test_key(node.test)
+        if text in scope.raised_on:
+            return True
+        if scope.node is not None and any(stmt is node for stmt in scope.node.body.body):
+            scope.raised_on.add(text)
+        return False
+
+    def _test_key(self, test: cst.BaseExpression) -> str:
+        """A test's text with the operands of ``and``/``or`` sorted (``a and b`` == ``b and a``)."""
+        if isinstance(test, cst.BooleanOperation):
+            operator = type(test.operator).__name__
+            parts: list[str] = []
+            pending: list[cst.BaseExpression] = [test]
+            while pending:
+                item = pending.pop()
+                if (
+                    isinstance(item, cst.BooleanOperation)
+                    and type(item.operator).__name__ == operator
+                ):
+                    pending.extend((item.left, item.right))
+                else:
+                    parts.append(self._test_key(item))
+            return f" {operator} ".join(sorted(parts))
+        return " ".join(self.ctx.module.code_for_node(test).split())
 
     def _distributed_guard(self, scope: _Scope, test: cst.BaseExpression) -> bool:
         """``distributed_guard``, except for a flag this function computes from something else:
@@ -1054,3 +1086,9 @@ def dynamo_config(
 
 
 __all__ = ["Collector", "dynamo_config"]
+
+
+def _raises(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Raise) for small in stmt.body
+    )
