@@ -271,3 +271,52 @@ def test_region_roots_are_related_locations_with_options(tmp_path: Path) -> None
     ]
     assert [loc.message for loc in region.related] == ["compiled (fullgraph=True)", "compiled"]
     assert facts.region_of("m:a").direct  # type: ignore[union-attr]
+
+
+def test_module_chains_keep_the_compiled_module(tmp_path: Path) -> None:
+    """``GPT(cfg).to(device)``, ``.cuda().train()``, ``.half()``: nn.Module's own methods return
+    the module, so the compile root is still its forward (and what it calls)."""
+    files = {
+        "m.py": """
+        import torch
+        import torch.nn as nn
+
+        class Block(nn.Module):
+            def forward(self, x): return x
+
+        class GPT(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.h = nn.ModuleList([Block() for _ in range(cfg)])
+
+            def forward(self, x):
+                for block in self.h:
+                    x = block(x)
+                return x
+
+        class Head(nn.Module):
+            def forward(self, x): return x
+
+        def main(cfg, device):
+            model = GPT(cfg).to(device)
+            return torch.compile(model)
+
+        class Trainer:
+            def __init__(self, cfg):
+                self.model = Head().cuda().train()
+
+            def setup(self):
+                self.model = torch.compile(self.model)
+
+        def factory(cfg):
+            return torch.compile(GPT(cfg).half().requires_grad_(False))
+
+        def not_a_module(x):
+            return torch.compile(x.numpy().astype("f"))
+        """
+    }
+    assert roots(tmp_path, files) == {
+        "GPT.forward": ("module", False, None, None),
+        "Head.forward": ("module", False, None, None),
+    }
+    assert region_names(tmp_path, files) == {"GPT.forward", "Block.forward", "Head.forward"}

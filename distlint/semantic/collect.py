@@ -88,6 +88,28 @@ _BUILTIN_CONTAINERS = frozenset({"list", "tuple"})
 _TRANSPARENT = WRAPPERS | FULLY_SHARD
 _UNKNOWN: Value = ("?",)
 _COMPILE_NAME_HINTS = ("compile", "fuser", "jit")
+# nn.Module methods that return the module itself (torch 2.13 ``nn.Module``).
+_RETURNS_THE_MODULE = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "xpu",
+        "mtia",
+        "ipu",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "type",
+        "train",
+        "eval",
+        "requires_grad_",
+        "share_memory",
+        "to_empty",
+        "apply",
+    }
+)
 _NOT_A_COMPILE = frozenset({"re.compile", "regex.compile"})
 
 
@@ -770,6 +792,15 @@ class Collector:
         func = call.func
         if isinstance(func, cst.Name) and func.value == "super" and scope.class_id is not None:
             return ("super", scope.class_id)
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in _RETURNS_THE_MODULE
+            and self.ctx.resolve_in(scope.table, func) is None
+        ):
+            # ``GPT(cfg).to(device).train()``: nn.Module's own methods return the module
+            receiver = self._value(scope, func.value, depth + 1)
+            if receiver is not None and receiver[0] in ("call", "self", "attr", "elem"):
+                return receiver
         callee = self._value(scope, func, depth + 1)
         if callee is None:
             if isinstance(func, cst.Name) and func.value in _BUILTIN_CONTAINERS and call.args:
