@@ -138,7 +138,6 @@ def _device_kwarg(real: Callable[..., Any]) -> Callable[..., Any]:
     call.__name__ = getattr(real, "__name__", "factory")
     call.__qualname__ = call.__name__
     call.__doc__ = getattr(real, "__doc__", None)
-    call._distlint_real = real  # type: ignore[attr-defined]
     return call
 
 

@@ -160,7 +160,10 @@ def outcome_of(
     elif not result.ended:
         outcome.status = "crashed"
         code = result.returncode
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit {code}"
+        if code is None:
+            how = "its fork server died"
+        else:
+            how = f"killed by signal {-code}" if code < 0 else f"exit {code}"
         tail = _last_line(result.stderr_tail)
         outcome.message = f"the child process crashed ({how})" + (f": {tail}" if tail else "")
     return outcome

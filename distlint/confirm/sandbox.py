@@ -227,9 +227,10 @@ class ForkServer:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def _start(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="distlint-confirm-server-")
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="distlint-confirm-server-")
         cache = Path(self._tmp.name) / "cache"
-        cache.mkdir()
+        cache.mkdir(exist_ok=True)
         self._log = Path(self._tmp.name) / "server.log"
         started = time.monotonic()
         with open(self._log, "wb") as log:
@@ -245,8 +246,8 @@ class ForkServer:
         reply = self._read(self.startup_timeout)
         if reply is None or "ready" not in reply:
             tail = _last_line(_tail(self._log))
+            why = "timed out" if reply is None and not self._eof else "failed"
             self._stop()
-            why = "timed out" if reply is None and self._alive() else "failed"
             raise ServerUnavailable(
                 f"the fork server {why} at start" + (f": {tail}" if tail else "")
             )

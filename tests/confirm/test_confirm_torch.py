@@ -194,3 +194,34 @@ def test_a_server_that_cannot_start_falls_back_to_one_interpreter_per_target() -
     assert result.ended
     (note,) = server.notes
     assert "each target starts its own interpreter" in note
+
+
+def _gone(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    return "\nState:\tZ" in status  # a zombie waiting for init: killed
+
+
+def test_a_server_that_dies_mid_target_loses_only_that_target() -> None:
+    import os
+    import signal
+    import threading
+
+    hang = _entry("fixtures/confirm/hang.py:make_hang").spec(_settings())
+    quick = _entry("fixtures/confirm/scalars.py:make_captured").spec(_settings())
+    with ForkServer(cwd=ROOT, startup_timeout=120) as server:
+        server.run(quick, timeout=60, memory_mb=None)  # started and warm
+        first_pid = server.pid
+        assert first_pid is not None
+        threading.Timer(2.0, os.kill, (first_pid, signal.SIGKILL)).start()
+        started = time.monotonic()
+        lost = server.run(hang, timeout=60, memory_mb=None)
+        assert time.monotonic() - started < 30  # not the 60 s timeout
+        after = server.run(quick, timeout=60, memory_mb=None)
+        assert server.pid not in (None, first_pid)  # a new server
+    assert not lost.ended and not lost.timed_out and lost.returncode is None
+    assert _gone(_start_event(lost)["pid"])  # the target's process group was killed too
+    assert after.ended
+    assert any("died while a target ran" in note for note in server.notes), server.notes
