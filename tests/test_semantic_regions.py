@@ -320,3 +320,23 @@ def test_module_chains_keep_the_compiled_module(tmp_path: Path) -> None:
         "Head.forward": ("module", False, None, None),
     }
     assert region_names(tmp_path, files) == {"GPT.forward", "Block.forward", "Head.forward"}
+
+
+def test_function_compiled_through_a_global_declaration(tmp_path: Path) -> None:
+    files = {
+        "m.py": """
+        import torch
+
+        def step(x): return x
+
+        def helper(x): return x
+
+        def setup():
+            global step
+            step = torch.compile(step, fullgraph=True)
+
+        def local_only():
+            helper = torch.compile(helper)  # UnboundLocalError at run time: not a root
+        """
+    }
+    assert roots(tmp_path, files) == {"step": ("call", True, None, None)}

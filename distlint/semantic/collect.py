@@ -336,6 +336,8 @@ class Collector:
         for target, value, is_loop in scan.assignments:
             kind = "iter" if is_loop else "value"
             for position, name in enumerate(target_names(target)):
+                if name in scan.declared_global:
+                    continue  # ``global f; f = torch.compile(f)``: f is the module's
                 entry_kind = kind
                 if isinstance(target, (cst.Tuple, cst.List)):
                     entry_kind = f"{kind}:{position}"

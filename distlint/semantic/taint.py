@@ -8,7 +8,7 @@ may hold a rank source at all. Rules ask through ``FileContext.rank_dependent``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -50,6 +50,7 @@ class ScopeScan:
     returns: list[cst.BaseExpression]
     functions: list[cst.FunctionDef]  # defs directly in this scope (also inside blocks)
     classes: list[cst.ClassDef]
+    declared_global: set[str] = field(default_factory=set)  # ``global f``: not locals
 
 
 def scan_scope(body: Iterable[cst.CSTNode]) -> ScopeScan:
@@ -80,6 +81,9 @@ def scan_scope(body: Iterable[cst.CSTNode]) -> ScopeScan:
         if kind is cst.Return:
             if node.value is not None:
                 scan.returns.append(node.value)
+            continue
+        if kind is cst.Global:
+            scan.declared_global.update(item.name.value for item in node.names)
             continue
         if kind in _SKIP_SMALL:
             continue
