@@ -1,8 +1,8 @@
 """``distlint explain-regions``: why a finding fired, in the analysis's own terms.
 
-Prints the compile roots, every function they reach (with the roots that reach it), and the
-places where ranks stop issuing the same collectives, from the same linked facts the rules
-use.
+Prints the compile roots, the compile sites whose compiled code is not known (and why), every
+function they reach (with the roots that reach it), and the places where ranks stop issuing the
+same collectives, from the same linked facts the rules use.
 """
 
 from __future__ import annotations
@@ -67,7 +67,20 @@ def explain(facts: ProjectFacts) -> dict[str, Any]:
                 }
             )
     divergences.sort(key=lambda d: (d["path"], d["line"]))
-    return {"roots": roots, "functions": functions, "rank_dependent_collectives": divergences}
+    unresolved = sorted(
+        (
+            {"path": path, "line": span.start.line, "why": why}
+            for path, located, why in facts.unresolved
+            if (span := getattr(located, "span", None)) is not None
+        ),
+        key=lambda item: (item["path"], item["line"], item["why"]),
+    )
+    return {
+        "roots": roots,
+        "unresolved_compile_sites": unresolved,
+        "functions": functions,
+        "rank_dependent_collectives": divergences,
+    }
 
 
 def render_text(data: dict[str, Any]) -> str:
@@ -76,6 +89,12 @@ def render_text(data: dict[str, Any]) -> str:
         options = f"  [{root['options']}]" if root["options"] else ""
         kind = _KINDS.get(root["kind"], root["kind"])
         out.append(f"  {root['path']}:{root['line']}  {kind}: {root['compiles']}{options}")
+    unresolved = data["unresolved_compile_sites"]
+    if unresolved:
+        out.append("")
+        out.append(f"Compile sites whose compiled code is not known ({len(unresolved)}):")
+        for site in unresolved:
+            out.append(f"  {site['path']}:{site['line']}  {site['why']}")
     out.append("")
     out.append(f"Functions in compiled regions ({len(data['functions'])}):")
     for function in data["functions"]:

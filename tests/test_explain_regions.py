@@ -80,3 +80,53 @@ def test_json_has_the_same_facts(project: Path) -> None:
         "barrier",
     )
     assert divergence["proven"] is True  # a DL201 error, not a DL209 note
+
+
+def test_compile_sites_it_cannot_resolve_are_listed_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "build.py": """
+            import torch
+            from torchvision.models import resnet50
+
+            class NoForward(torch.nn.Module):
+                pass
+
+            class Engine(torch.nn.Module):
+                def compile(self, **kwargs):
+                    pass
+
+            def build(model_fn):
+                a = torch.compile(resnet50())
+                b = torch.compile(model_fn)
+                c = torch.compile(NoForward())
+                Engine().compile()
+                return a, b, c
+            """
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["explain-regions", "--format", "json", "."])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["unresolved_compile_sites"] == [
+        {
+            "path": "build.py",
+            "line": 13,
+            "why": "what `torchvision.models.resnet50(...)` returns, outside the project",
+        },
+        {
+            "path": "build.py",
+            "line": 14,
+            "why": "a value the analysis cannot follow (a parameter, or computed at run time)",
+        },
+        {
+            "path": "build.py",
+            "line": 15,
+            "why": "an instance of `NoForward`, which defines no forward",
+        },
+    ]
+    text = CliRunner().invoke(main, ["explain-regions", "."]).output
+    assert "Compile sites whose compiled code is not known (3):" in text

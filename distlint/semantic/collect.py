@@ -604,6 +604,8 @@ class Collector:
         # compile sites: torch.compile(x, ...), x.compile(...), wrapper(x)
         if callee is not None and call.args and self._may_compile_call(callee, func):
             target = self._value(scope, call.args[0].value)
+            if target is None and self._certainly_compile(callee):
+                target = ()  # compiled, but what is not known (explain-regions says so)
             if target is not None:
                 self.summary.compile_sites.append(
                     (

@@ -55,6 +55,8 @@ class ProjectFacts:
     edges: dict[str, tuple[str, ...]] = field(default_factory=dict)
     unknown_calls: dict[str, int] = field(default_factory=dict)
     roots: list[Root] = field(default_factory=list)
+    # compile sites whose compiled code is not known: (path, located site, why)
+    unresolved: list[tuple[str, object, str]] = field(default_factory=list)
     regions: dict[str, tuple[RootInfo, ...]] = field(default_factory=dict)
     rank_functions: set[str] = field(default_factory=set)
     rank_attributes: frozenset[str] = frozenset()
@@ -391,7 +393,12 @@ def _roots(facts: ProjectFacts) -> None:
                 continue
             options = tuple(options) + tuple(site.options)
             method = site.kind == "method"
-            for function, kind in facts.compiled_functions(site.target, scope, method=method):
+            compiled = facts.compiled_functions(site.target, scope, method=method)
+            if not compiled and site.kind != "decorator":
+                why = _unresolved_reason(facts, site, scope)
+                if why is not None:
+                    facts.unresolved.append((module.path, site.span, why))
+            for function, kind in compiled:
                 if site.target and site.target[0] == "elem":
                     kind = "block"  # `for blk in model.layers: blk.compile()`
                 if site.kind == "decorator":
@@ -400,6 +407,7 @@ def _roots(facts: ProjectFacts) -> None:
                     kind = "method"
                 found.append((module, site, function, kind, dict(options)))
     facts.resolve(site.span for _, site, _, _, _ in found)
+    facts.resolve(span for _, span, _ in facts.unresolved)
     seen: set[tuple] = set()
     for module, site, function, kind, options in found:
         facts._modules_with_regions.add(module.key)
@@ -409,6 +417,24 @@ def _roots(facts: ProjectFacts) -> None:
             seen.add(key)
             facts.roots.append(Root(info, function))
     facts.roots.sort(key=lambda r: (r.info.path, r.info.span.start.line, r.function))
+
+
+def _unresolved_reason(facts: ProjectFacts, site: CompileSite, scope: str) -> str | None:
+    """Why a compile site's target is not known code (None: it is knowingly not compiled)."""
+    target = site.target
+    values = facts.evaluate(target, facts._class_of(scope)) if target else frozenset()
+    if site.kind == "method" and any(
+        v[0] == "inst" and facts.lookup_method(v[1], "compile") for v in values
+    ):
+        return None  # the class's own compile method
+    for value in sorted(values, key=repr):
+        if value[0] == "ext":
+            return f"an object from `{value[1]}`, outside the project"
+        if value[0] == "inst":
+            return f"an instance of `{value[1].rsplit(':', 1)[-1]}`, which defines no forward"
+    if target and target[0] == "call" and target[1] and target[1][0] == "g":
+        return f"what `{target[1][1]}(...)` returns, outside the project"
+    return "a value the analysis cannot follow (a parameter, or computed at run time)"
 
 
 def _root_info(
