@@ -272,9 +272,10 @@ def install_hooks(rec: Recorder, spec: dict[str, Any]) -> None:
     original_translator_init = symbolic_convert.InstructionTranslator.__init__
     roots: set[tuple[Any, ...]] = set()
 
-    def translator_init(
-        self: Any, instructions: Any, f_code: Any, f_locals: Any, *a: Any, **k: Any
-    ) -> None:
+    def translator_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        # InstructionTranslator(instructions, f_code, f_locals, ...), by position or by name
+        f_code = kwargs.get("f_code", args[1] if len(args) > 1 else None)
+        f_locals = kwargs.get("f_locals", args[2] if len(args) > 2 else None)
         try:
             key = root_key(f_code, f_locals, rec)
             self._distlint_root = key
@@ -283,7 +284,7 @@ def install_hooks(rec: Recorder, spec: dict[str, Any]) -> None:
                 rec.emit("frame", frame=key, user=rec.is_user_file(key[0]))
         except Exception as error:
             rec.emit("note", text=f"internal: could not record a frame: {error!r}")
-        original_translator_init(self, instructions, f_code, f_locals, *a, **k)
+        original_translator_init(self, *args, **kwargs)
 
     symbolic_convert.InstructionTranslator.__init__ = translator_init
 
