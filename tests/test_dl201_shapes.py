@@ -48,6 +48,11 @@ BAD = [
     ("bad_realworld.py", "make_output_dir", "rank unpacked from a (rank, world_size) tuple"),
     ("bad_realworld.py", "MetricLogger", "self.rank set in __init__, tested in log()"),
     ("bad_realworld.py", "profile_first_steps", "rank 0 breaks out of a loop that all-reduces"),
+    (
+        "bad_realworld.py",
+        "train_then_evaluate_on_rank_zero",
+        "sharded model passed to an evaluation helper on rank 0",
+    ),
 ]
 TRAPS = [
     ("traps.py", "save_then_barrier", "rank-0 save, then a barrier on every rank"),

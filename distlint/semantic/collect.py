@@ -8,7 +8,7 @@ exits of branches that may depend on the rank.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from distlint.semantic.collectives import (
 )
 from distlint.semantic.model import (
     MODULE_CODE,
+    WRAPPED_ARGUMENT,
     ClassSummary,
     CompileSite,
     Condition,
@@ -646,6 +647,17 @@ class Collector:
                 )
         if callee is None:
             scope.summary.calls.append(_UNKNOWN)  # recorded, never guessed
+            if isinstance(func, cst.Name) and func.value in scope.params:
+                # ``def evaluate(model, ...): model(x)``: a forward of whatever the caller
+                # passed; a wrapped model's issues collectives (decided at the call site)
+                effects.append(
+                    Effect(
+                        "forward",
+                        self.ctx.locate(call, lazy=True),
+                        func.value,
+                        self._text(call),
+                    )
+                )
             return
         if _is_inert(callee):
             return
@@ -658,7 +670,7 @@ class Collector:
                 self._maybe_locate(call),
                 text=self._text(call) if self._rank_depth else "",
                 callee=callee,
-                arguments=_call_arguments(call, scope.params),
+                arguments=_call_arguments(call, scope.params, scope.wrapped - scope.quiet),
             )
         )
 
@@ -1042,10 +1054,11 @@ def _keyword_literal(call: cst.Call, keyword: str) -> object:
     return None
 
 
-def _call_arguments(call: cst.Call, params: set[str]) -> Options:
+def _call_arguments(call: cst.Call, params: set[str], wrapped: Collection[str] = ()) -> Options:
     """What a call passes, by keyword or as ``#<position>``: literal booleans, None, integers
     and strings as they are, a parameter of the caller as ``("param", name)`` (its value at
-    the caller's call site, if known), anything else as ``"<expr>"`` (passed, value unknown)."""
+    the caller's call site, if known), a distributed-wrapped model as ``WRAPPED_ARGUMENT``,
+    anything else as ``"<expr>"`` (passed, value unknown)."""
     found: list[tuple[str, object]] = []
     for position, arg in enumerate(call.args):
         if arg.star:
@@ -1053,6 +1066,9 @@ def _call_arguments(call: cst.Call, params: set[str]) -> Options:
         key = arg.keyword.value if arg.keyword is not None else f"#{position}"
         if isinstance(arg.value, cst.Name) and arg.value.value in params:
             found.append((key, ("param", arg.value.value)))
+            continue
+        if wrapped and _target_label(arg.value) in wrapped:
+            found.append((key, WRAPPED_ARGUMENT))
             continue
         value = literal_value(arg.value)
         if not is_literal(value) or not (value is None or isinstance(value, (bool, int, str))):

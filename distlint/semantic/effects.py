@@ -20,7 +20,13 @@ from dataclasses import dataclass, replace
 
 from distlint.semantic.collectives import POINT_TO_POINT
 from distlint.semantic.link import ProjectFacts
-from distlint.semantic.model import Condition, Effect, FunctionSummary, Options
+from distlint.semantic.model import (
+    WRAPPED_ARGUMENT,
+    Condition,
+    Effect,
+    FunctionSummary,
+    Options,
+)
 from distlint.semantic.rankflow import MAYBE, RANK, UNIFORM
 
 # Left out of the sequences compared: point-to-point traffic pairs across branches by design,
@@ -163,6 +169,10 @@ class EffectAnalysis:
                 issued.append(Issued(effect.name, effect, path, effect))
             elif kind == "implicit":
                 issued.append(Issued(effect.name, effect, path, effect))
+            elif kind == "forward":
+                if bound.get(effect.name) == WRAPPED_ARGUMENT:  # the caller passed a wrapped model
+                    what = f"forward of the distributed-wrapped model passed as `{effect.name}`"
+                    issued.append(Issued(what, effect, path, effect))
             elif kind == "call":
                 arguments = _forward(effect.arguments, bound)
                 for target in self.facts.call_targets(effect.callee, function):

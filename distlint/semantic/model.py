@@ -29,6 +29,9 @@ Options = tuple[tuple[str, object], ...]  # literal keyword arguments, sorted
 MODULE_CODE = "<module>"
 
 
+WRAPPED_ARGUMENT = "<wrapped>"  # an argument value: a DDP/FSDP-wrapped model
+
+
 @dataclass(frozen=True)
 class CompileSite:
     """A place that compiles something: a decorator, ``torch.compile(x)`` or ``x.compile()``."""
@@ -49,7 +52,8 @@ class Effect:
     (a project function that may issue collectives; ``callee`` and literal ``arguments``),
     ``branch`` (``cond`` is the condition; ``body``/``orelse`` the two paths), ``loop``
     (``body``; ``name`` is for/while), ``def`` (a closure defined here, ``callee``), ``exit``
-    (``name`` is return/raise/break/continue). A branch's ``name`` is ``guard`` when its test
+    (``name`` is return/raise/break/continue), ``forward`` (a call of the parameter ``name``:
+    a forward of whatever model the caller passes). A branch's ``name`` is ``guard`` when its test
     reads as "running distributed" (taken on every rank of a distributed job).
     """
 
