@@ -2,7 +2,7 @@
 
 Facts come from data shipped with distlint, never from an imported torch:
 ``distlint/data/torch-<version>.json`` (API signatures and config names, generated from torch by
-``scripts/gen_torch_tables.py``) and ``distlint/data/deprecated_distributed.json`` (DL504).
+``scripts/gen_torch_tables.py``) and ``distlint/data/deprecated_torch.json`` (DL504).
 DL502 (``torch.compile`` backend/mode/options) lives in :mod:`distlint.rules.compile_options`.
 """
 
@@ -292,10 +292,10 @@ class DeprecatedApi:
 
 @functools.cache
 def deprecated_apis() -> tuple[DeprecatedApi, ...]:
-    """The DL504 table (``distlint/data/deprecated_distributed.json``)."""
+    """The DL504 table (``distlint/data/deprecated_torch.json``)."""
     text = (
         resources.files("distlint.data")
-        .joinpath("deprecated_distributed.json")
+        .joinpath("deprecated_torch.json")
         .read_text(encoding="utf-8")
     )
     return tuple(
