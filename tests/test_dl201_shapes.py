@@ -104,6 +104,7 @@ TRAPS = [
         "validate_on_rank_zero_without_buffer_sync",
         "(p) DDP(broadcast_buffers=False) forward on rank 0",
     ),
+    ("traps_realworld.py", "download_on_first_process", "(q) return when local_rank == -1"),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 

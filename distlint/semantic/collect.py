@@ -45,6 +45,7 @@ from distlint.semantic.rankflow import (
     is_static,
     parameters,
     reads_distributed_state,
+    single_process_test,
     suite_body,
     switched_off,
     target_names,
@@ -450,7 +451,11 @@ class Collector:
                 )
             uniform = condition is None or condition.level < MAYBE
             guard = "guard" if uniform and self._distributed_guard(scope, node.test) else ""
-            if switched_off(node.test) or self._raised_before(scope, node):
+            if (
+                switched_off(node.test)
+                or single_process_test(node.test)
+                or self._raised_before(scope, node)
+            ):
                 guard = "never"  # ``if False and ...``, or a check every rank already made
             effects.append(Effect("branch", name=guard, cond=condition, body=body, orelse=orelse))
 

@@ -1027,6 +1027,24 @@ def reads_distributed_state(value: cst.BaseExpression) -> bool:
     return False
 
 
+def single_process_test(test: cst.BaseExpression) -> bool:
+    """``local_rank == -1`` (``rank < 0``): the convention for "not launched distributed", false
+    on every rank of a distributed job, so its body runs in single-process runs only."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    number = _int_literal(target.comparator)
+    operator = target.operator
+    if number is None or not (
+        (number == -1 and isinstance(operator, cst.Equal))
+        or (number == 0 and isinstance(operator, cst.LessThan))
+    ):
+        return False
+    left = test.left
+    name = left.attr.value if isinstance(left, cst.Attribute) else getattr(left, "value", "")
+    return isinstance(name, str) and name.lower().endswith("rank")
+
+
 def _constant_false(expr: cst.BooleanOperation) -> bool:
     """``False and ...``: a branch switched off in the source."""
     return isinstance(expr.operator, cst.And) and any(
