@@ -105,6 +105,7 @@ TRAPS = [
         "(p) DDP(broadcast_buffers=False) forward on rank 0",
     ),
     ("traps_realworld.py", "download_on_first_process", "(q) return when local_rank == -1"),
+    ("traps_realworld.py", "log_on_first_process", "(r) barriers under `not <function>`"),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 

@@ -454,10 +454,29 @@ class Collector:
             if (
                 switched_off(node.test)
                 or single_process_test(node.test)
+                or self._negates_a_function(scope, node.test)
                 or self._raised_before(scope, node)
             ):
                 guard = "never"  # ``if False and ...``, or a check every rank already made
             effects.append(Effect("branch", name=guard, cond=condition, body=body, orelse=orelse))
+
+    def _negates_a_function(self, scope: _Scope, test: cst.BaseExpression) -> bool:
+        """``... and not evaluate`` where ``evaluate`` is a function of the module, not a local
+        flag: a function is always true, so the test is always false (a real bug we met:
+        both halves of a first-process barrier pair were dead code)."""
+        sides = [test]
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            sides = [test.left, test.right]
+        for side in sides:
+            if (
+                isinstance(side, cst.UnaryOperation)
+                and isinstance(side.operator, cst.Not)
+                and isinstance(side.expression, cst.Name)
+            ):
+                value = self._name_value(scope, side.expression.value)
+                if value is not None and value[0] == "f":
+                    return True
+        return False
 
     def _raised_before(self, scope: _Scope, node: cst.If) -> bool:
         """``if cfg.x is None: raise`` again inside a rank branch, after the function already
