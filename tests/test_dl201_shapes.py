@@ -106,6 +106,7 @@ TRAPS = [
     ),
     ("traps_realworld.py", "download_on_first_process", "(q) return when local_rank == -1"),
     ("traps_realworld.py", "log_on_first_process", "(r) barriers under `not <function>`"),
+    ("traps_realworld.py", "staggered", "(s) even ranks wait on enter, odd ranks on exit"),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 

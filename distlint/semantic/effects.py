@@ -528,8 +528,27 @@ def _opposite(first: Condition | None, second: Condition | None) -> bool:
         testing = [{p for p in mine if source in p} for mine in own]
         if all(testing):
             own = testing
+    if _parities(own[0], own[1]):
+        return True
     negated = [any(_NEGATION.search(part) for part in mine) for mine in own]
     return negated[0] != negated[1]
+
+
+_PARITY = re.compile(r"^(?P<value>.+?)\s*%\s*2\s*==\s*(?P<residue>[01])$")
+
+
+def _parities(first: set[str], second: set[str]) -> bool:
+    """``rank % 2 == 0`` against ``rank % 2 == 1`` (next to a world-size guard): even and odd
+    ranks, every rank once."""
+    odd_even = [
+        {(m["value"], m["residue"]) for part in side if (m := _PARITY.match(part))}
+        for side in (first, second)
+    ]
+    return any(
+        value == other and residue != other_residue
+        for value, residue in odd_even[0]
+        for other, other_residue in odd_even[1]
+    )
 
 
 def _rank_names(cond: Condition) -> frozenset[str]:
