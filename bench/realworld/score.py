@@ -51,7 +51,7 @@ def check_repo(checkout: Path, codes: str) -> list[dict]:
     command = [
         sys.executable,
         "-m",
-        "distlint.cli",
+        "distlint",
         "check",
         ".",
         "--select",
@@ -65,9 +65,9 @@ def check_repo(checkout: Path, codes: str) -> list[dict]:
     ]
     env = dict(os.environ, PYTHONPATH=str(HERE.parent.parent))
     done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
+    if done.returncode != 0 or not done.stdout.strip():
         raise SystemExit(f"{checkout}: distlint failed ({done.returncode}): {done.stderr[-2000:]}")
-    return json.loads(done.stdout or "[]")
+    return json.loads(done.stdout)
 
 
 def main(argv: list[str] | None = None) -> int:
