@@ -28,6 +28,7 @@ from distlint.rules.autograd import (
     positional,
     strip_views,
 )
+from distlint.walker import descendants
 
 if TYPE_CHECKING:
     from distlint.context import NodeSpan
@@ -119,6 +120,7 @@ class OpRecord:
     fullgraph: bool = False
     returns_none: bool = False  # a custom_op annotated ``-> None``
     mutates: bool = False  # a custom_op declaring mutated arguments
+    inplace_or_out: bool = False  # tagged ``torch.Tag.inplace`` / ``torch.Tag.out``
     no_outputs: bool = False  # a define whose schema returns ()
     tensor_free: bool = False
 
@@ -164,6 +166,9 @@ def normalize_key(key: str) -> str:
 
 
 _OP_FACT_CODES = frozenset({"DL401", "DL402", "DL404", "DL408"})
+# custom_op tags for which torch 2.13 generates the fake of an op that declares mutated
+# arguments (tests/proof/test_proof_dl4xx.py compiles such ops with fullgraph=True).
+_GENERATED_FAKE_TAGS = frozenset({"torch.Tag.inplace", "torch.Tag.out"})
 
 
 class _OpFacts(Rule):
@@ -372,6 +377,10 @@ class _OpFacts(Rule):
         mutates_arg = keyword(node, "mutates_args")
         declared = declared_mutations(mutates_arg.value) if mutates_arg is not None else None
         mutates = bool(declared)
+        tags = keyword(node, "tags")
+        inplace_or_out = tags is not None and any(
+            self.ctx.resolve(item) in _GENERATED_FAKE_TAGS for item in descendants(tags.value)
+        )
         parents = self.ctx.parents
         py_name: str | None = None
         returns_none = False
@@ -405,6 +414,7 @@ class _OpFacts(Rule):
             shown=py_name or qualname,
             returns_none=returns_none,
             mutates=mutates,
+            inplace_or_out=inplace_or_out,
         )
 
     # -- uses ----------------------------------------------------------------------------------
@@ -542,8 +552,8 @@ class CustomOpMissingFake(_OpFacts):
             span = _span(op)  # measured only now (lazy): most ops are never reported
             if span is None:
                 continue
-            if op.returns_none and op.mutates:
-                continue  # torch generates the fake of a mutation-only op
+            if op.mutates and (op.returns_none or op.inplace_or_out):
+                continue  # torch generates the fake of a mutation-only, in-place or out= op
             compiled_uses = []
             related: list[Location] = []
             for use_path, use in index.uses_of(op):
