@@ -314,11 +314,36 @@ class _OpFacts(Rule):
         return bool(parents) and isinstance(parents[-1], cst.Decorator)
 
     def _library_method(self, node: cst.Call, method: str, lib: tuple[str, str]) -> None:
-        ns, lib_key = lib
         first = positional(node, 0)
-        text = literal_value(first.value) if first is not None else None
-        if not isinstance(text, str):
+        if first is not None and isinstance(first.value, cst.Name):
+            # ``for name in _META_OPS: lib.impl(name, meta_kernel(name), "Meta")``
+            for text in self._loop_strings(first.value.value):
+                self._library_method_for(node, method, lib, text)
             return
+        text = literal_value(first.value) if first is not None else None
+        if isinstance(text, str):
+            self._library_method_for(node, method, lib, text)
+
+    def _loop_strings(self, name: str) -> tuple[str, ...]:
+        """The strings a ``for name in <literal tuple or module constant>`` loop binds."""
+        for parent in reversed(self.ctx.parents):
+            if not (isinstance(parent, cst.For) and isinstance(parent.target, cst.Name)):
+                continue
+            if parent.target.value != name:
+                continue
+            iterable = parent.iter
+            if isinstance(iterable, cst.Name):
+                iterable = _module_constant(self.ctx.module, iterable.value)
+            if not isinstance(iterable, (cst.Tuple, cst.List)):
+                return ()
+            values = [literal_value(element.value) for element in iterable.elements]
+            return tuple(values) if all(isinstance(v, str) for v in values) else ()  # type: ignore[arg-type]
+        return ()
+
+    def _library_method_for(
+        self, node: cst.Call, method: str, lib: tuple[str, str], text: str
+    ) -> None:
+        ns, lib_key = lib
         op = schema_name(text)
         if op is None:
             return
@@ -910,3 +935,19 @@ class NativeOpMissingRegistration(_OpFacts):
                     f"wrong). Add `TORCH_LIBRARY_IMPL({entry.namespace}, Meta, m)` (or "
                     f'`torch.library.register_fake("{qualname}")`) and an Autograd kernel.',
                 )
+
+
+def _module_constant(module: cst.Module, name: str) -> cst.BaseExpression | None:
+    """The value of a module-level ``NAME = <literal>`` assignment (the last one)."""
+    found = None
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and small.targets[0].target.value == name
+                ):
+                    found = small.value
+    return found
