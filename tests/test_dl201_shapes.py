@@ -53,6 +53,7 @@ BAD = [
         "train_then_evaluate_on_rank_zero",
         "sharded model passed to an evaluation helper on rank 0",
     ),
+    ("bad_realworld.py", "ShardedTrainer", "self.model sharded in __init__, used in a method"),
 ]
 TRAPS = [
     ("traps.py", "save_then_barrier", "rank-0 save, then a barrier on every rank"),

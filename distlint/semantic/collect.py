@@ -56,7 +56,7 @@ from distlint.semantic.taint import (
     file_taint,
     self_attribute,
 )
-from distlint.walker import children
+from distlint.walker import children, descendants
 
 if TYPE_CHECKING:
     from distlint.context import FileContext
@@ -190,6 +190,7 @@ class Collector:
         self.wrappers = frozenset(ctx.settings.compile_wrappers)
         self.collective_wrappers = frozenset(ctx.settings.collective_wrappers)
         self._rank_depth = 0  # > 0 inside a branch whose condition may depend on the rank
+        self._class_wrapping: dict[str, _Scope] = {}  # class id -> its wrapped self attributes
 
     # -- entry ---------------------------------------------------------------------------------
 
@@ -266,6 +267,12 @@ class Collector:
         scope.params = set(params)
         if class_id is not None and params and not is_static(node):
             scope.self_name = params[0]
+            if params[0] == "self" and class_id in self._class_wrapping:
+                # ``self.model = FSDP(net)`` in one method, ``self.model(x)`` in another
+                inherited = self._class_wrapping[class_id]
+                scope.wrapped |= inherited.wrapped
+                scope.ddp |= inherited.ddp
+                scope.quiet |= inherited.quiet
         body = _body_of(node)
         self._declare(scope, self.taint.scan(node), f"{qualname}.<locals>.")
         self._prescan(scope, self.taint.scan(node))
@@ -294,6 +301,7 @@ class Collector:
         bases = tuple(v for arg in node.bases if (v := self._value(parent, arg.value)) is not None)
         summary = ClassSummary(cid, node.name.value, self.ctx.path, None, bases)
         self.summary.classes[cid] = summary
+        self._class_wrapping[cid] = self._wrapped_attributes(node, parent, cid)
         for stmt in _body_of(node):
             for inner in _unwrap(stmt):
                 if isinstance(inner, cst.FunctionDef):
@@ -315,6 +323,34 @@ class Collector:
                     if evaluated is not None:
                         summary.attributes[attr] = evaluated
         summary.rank_attributes = self.taint.rank_attributes(node.name.value)
+
+    def _wrapped_attributes(self, node: cst.ClassDef, parent: _Scope, cid: str) -> _Scope:
+        """A scope holding the ``self.<attr>`` labels that some method of the class assigns a
+        distributed-wrapped model to (its ``wrapped``/``ddp``/``quiet`` sets)."""
+        attributes = FunctionSummary(f"{cid}.<attributes>", "", self.ctx.path, None)
+        found = _Scope(attributes, None, parent.table, parent, cid)
+        for method in (n for s in _body_of(node) for n in _unwrap(s)):
+            if not isinstance(method, cst.FunctionDef) or not any(
+                self_attribute(target) is not None
+                for target, _, _ in self.taint.scan(method).assignments
+            ):
+                continue
+            for inner in descendants(method.body):
+                if isinstance(inner, cst.Assign) and any(
+                    self_attribute(t.target) is not None for t in inner.targets
+                ):
+                    self._track_wrapping(found, inner, inner.value)
+                elif (
+                    isinstance(inner, cst.Call)
+                    and inner.args
+                    and is_wrapping_call(inner, found.table.resolve) == "fully_shard"
+                ):
+                    label = _target_label(inner.args[0].value)  # fully_shard(self.model)
+                    if label is not None:
+                        found.wrapped.add(label)
+        for labels in (found.wrapped, found.ddp, found.quiet):
+            labels.intersection_update({x for x in labels if x.startswith("self.")})
+        return found
 
     def _method_scope(
         self, node: cst.FunctionDef, parent: _Scope, cid: str, qualname: str

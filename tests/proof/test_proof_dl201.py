@@ -66,6 +66,7 @@ REALWORLD_HANGS = {
     "case_rank_kept_on_self": (0, []),
     "case_rank_zero_breaks_out_of_the_loader_loop": (1, 1),  # rank 0 ran one step
     "case_sharded_model_evaluated_by_a_helper_on_rank_zero": (0, 2),  # rank 1 trained 2 steps
+    "case_trainer_validates_its_sharded_model_on_rank_zero": (0, 2),
 }
 PROJECT_HANGS = {
     "case_evaluate_on_main_process": 0,
