@@ -424,6 +424,6 @@ def server_command(tcp_port: int | None) -> None:
     from distlint.lsp import INSTALL_HINT, missing_dependencies, run
 
     if missing_dependencies():
-        click.echo(f"distlint: {INSTALL_HINT} (pip install 'distlint[lsp]')", err=True)
+        click.echo(f"distlint: {INSTALL_HINT}", err=True)
         sys.exit(EXIT_ERROR)
     run(tcp_port)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib.util
 
 INSTALL_HINT = (
-    "confirm mode needs torch: install the 'confirm' extra (pip install 'distlint[confirm]')"
+    "confirm mode needs torch: install the 'confirm' extra (from a distlint checkout: "
+    "pip install '.[confirm]')"
 )
 
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 
-INSTALL_HINT = "distlint server needs pygls and lsprotocol: install distlint[lsp]"
+INSTALL_HINT = (
+    "distlint server needs pygls and lsprotocol: install the 'lsp' extra "
+    "(from a distlint checkout: pip install '.[lsp]')"
+)
 
 
 def missing_dependencies() -> list[str]:

@@ -34,7 +34,7 @@ def test_without_torch_confirm_exits_2_with_an_install_hint(monkeypatch) -> None
     main, _ = _group()
     result = CliRunner().invoke(main, ["check", "--confirm", "--confirm-entry", "a:b"])
     assert result.exit_code == 2
-    assert "pip install 'distlint[confirm]'" in result.output
+    assert "pip install '.[confirm]'" in result.output
 
 
 def test_check_without_confirm_passes_none() -> None:

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENTRY = "fixtures/confirm/entries.py:make_examples"
 CHECKED = "fixtures/confirm/entries.py"
 ENV = {"NO_COLOR": None, "FORCE_COLOR": None, "DISTLINT_DEBUG": None}
-INSTALL = "pip install 'distlint[confirm]'"
+INSTALL = "pip install '.[confirm]'"
 
 
 def cli(args: list[str]):

@@ -25,7 +25,7 @@ def test_missing_pygls_exits_2_with_install_hint(monkeypatch):
     monkeypatch.setattr(distlint.lsp, "missing_dependencies", lambda: ["pygls"])
     result = CliRunner().invoke(main, ["server"])
     assert result.exit_code == 2
-    assert "install distlint[lsp]" in result.output
+    assert "install the 'lsp' extra" in result.output and "pip install '.[lsp]'" in result.output
 
 
 def test_bad_port_is_a_usage_error():
