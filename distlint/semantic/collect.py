@@ -23,6 +23,7 @@ from distlint.semantic.collectives import (
     collective_kind,
     implicit_collective,
     is_wrapping_call,
+    zero_stage,
 )
 from distlint.semantic.model import (
     MODULE_CODE,
@@ -36,6 +37,7 @@ from distlint.semantic.model import (
     Options,
     Value,
 )
+from distlint.semantic.packs import knowledge, method_on_receiver
 from distlint.semantic.rankflow import (
     MAYBE,
     RANK,
@@ -277,8 +279,11 @@ class Collector:
         self._declare(scope, self.taint.scan(node), f"{qualname}.<locals>.")
         self._prescan(scope, self.taint.scan(node))
         saved = self._rank_depth
-        self._rank_depth = 0
+        rank_only = self._rank_only(node, parent)
+        self._rank_depth = 0 if rank_only is None else 1
         summary.effects = self._block(scope, body, f"{qualname}.<locals>.")
+        if rank_only is not None and summary.effects:
+            summary.effects = (self._rank_only_branch(rank_only, summary.effects),)
         self._rank_depth = saved
         summary.returns_rank = self.taint.return_kind(node).level == RANK
         for value in self.taint.scan(node).returns:
@@ -294,6 +299,27 @@ class Collector:
                 ):
                     summary.compiles_param = True
                     summary.compile_options = _literal_options(value)
+
+    def _rank_only(self, node: cst.FunctionDef, parent: _Scope) -> cst.Decorator | None:
+        """A decorator that runs the function on one rank only (``@rank_zero_only``,
+        ``@accelerator.on_main_process``: the framework packs), if any."""
+        pack = knowledge()
+        for decorator in node.decorators:
+            expr = decorator.decorator
+            if method_on_receiver(expr, pack.rank_only_methods) is not None:
+                return decorator
+            if self.ctx.resolve_in(parent.table, expr) in pack.rank_only_decorators:
+                return decorator
+        return None
+
+    def _rank_only_branch(self, decorator: cst.Decorator, body: tuple[Effect, ...]) -> Effect:
+        """The function's body as the one side of a branch on the rank (the other side, on
+        the other ranks, does nothing)."""
+        text = "@" + self.ctx.module.code_for_node(decorator.decorator)
+        span = self.ctx.locate(decorator, lazy=True)
+        why = f"`{text}`, which runs the function on one rank only,"
+        cond = Condition(RANK, text=text, span=span, why=why, why_span=span)
+        return Effect("branch", cond=cond, body=body)
 
     def _class(self, node: cst.ClassDef, parent: _Scope, prefix: str) -> None:
         qualname = f"{prefix}{node.name.value}"
@@ -810,9 +836,20 @@ class Collector:
         from_wrapped = _mentions_call_of(value, scope.wrapped)
         for target in targets:
             if wrapping == "deepspeed" and isinstance(target, (cst.Tuple, cst.List)):
-                names = list(target_names(target))
-                if names:
-                    scope.engines.add(names[0])
+                engine = _target_label(target.elements[0].value) if target.elements else None
+                if engine is not None:
+                    scope.engines.add(engine)
+                    assert isinstance(value, cst.Call)
+                    if zero_stage(value, lambda name: _assigned(scope, name)) == 3:
+                        scope.wrapped.add(engine)  # ZeRO-3: its forward all-gathers
+                continue
+            if wrapping == "library":
+                # ``accelerator.prepare(model, opt, loader)``, ``fabric.setup(model, opt)``:
+                # every element marked; only a model is ever called. Like DDP, no forwarding of
+                # other attributes is presumed (``model.generate`` is not counted).
+                for element in _target_labels(target):
+                    scope.wrapped.add(element)
+                    scope.ddp.add(element)
                 continue
             label = _target_label(target)
             if label is None:
@@ -975,6 +1012,24 @@ def _target_label(target: cst.BaseExpression) -> str | None:
         return target.value
     attr = self_attribute(target)
     return f"self.{attr}" if attr is not None else None
+
+
+def _target_labels(target: cst.BaseExpression) -> list[str]:
+    """The labels of a target and of the elements of a tuple/list target."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [x for e in target.elements if (x := _target_label(e.value)) is not None]
+    label = _target_label(target)
+    return [label] if label is not None else []
+
+
+def _assigned(scope: _Scope, name: str) -> list[cst.CSTNode]:
+    """What a name of ``scope`` (or an enclosing one) is assigned, as written."""
+    current: _Scope | None = scope
+    while current is not None:
+        if name in current.assigned:
+            return [node for _, node in current.assigned[name]]
+        current = current.parent
+    return []
 
 
 def _mentions_call_of(expr: cst.BaseExpression, labels: set[str]) -> bool:

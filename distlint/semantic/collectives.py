@@ -3,16 +3,19 @@
 Every rank of a group must issue the same collectives in the same order. Explicit ones are
 calls into ``torch.distributed``; implicit ones hide in library calls: the forward and
 backward of a DDP/FSDP/``fully_shard`` model (parameter all-gathers, gradient all-reduces),
-``accelerator.wait_for_everyone()``, ``fabric.barrier()``, DeepSpeed's ``engine.backward``.
+and the framework collectives of the knowledge packs (:mod:`.packs`:
+``accelerator.wait_for_everyone()``, ``fabric.barrier()``, ``deepspeed.comm``, DeepSpeed's
+``engine.backward``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 import libcst as cst
 
 from distlint.imports import dotted_name
+from distlint.semantic.packs import knowledge, method_on_receiver
 
 _C10D = "torch.distributed."
 _FUNCOL = "torch.distributed._functional_collectives."
@@ -84,20 +87,6 @@ FULLY_SHARD = frozenset(
         "torch.distributed._composable.fsdp.fully_shard.fully_shard",
     }
 )
-_LIBRARY_RECEIVERS = ("accelerator", "fabric", "strategy")
-_LIBRARY_METHODS = frozenset(
-    {
-        "wait_for_everyone",
-        "barrier",
-        "gather",
-        "gather_for_metrics",
-        "reduce",
-        "all_gather",
-        "all_reduce",
-        "broadcast",
-        "backward",
-    }
-)
 
 
 def collective_kind(resolved: str | None, wrappers: Collection[str] = ()) -> str | None:
@@ -106,6 +95,10 @@ def collective_kind(resolved: str | None, wrappers: Collection[str] = ()) -> str
         return None
     if resolved in wrappers:
         return resolved.rsplit(".", 1)[-1]
+    for module in knowledge().collective_modules:  # ``deepspeed.comm`` mirrors c10d's API
+        if resolved.startswith(module + "."):
+            rest = resolved[len(module) + 1 :]
+            return rest if rest in C10D_COLLECTIVES else None
     if resolved.startswith(_FUNCOL):
         rest = resolved[len(_FUNCOL) :]
         return f"funcol.{rest}" if rest in FUNCTIONAL_COLLECTIVES else None
@@ -118,16 +111,29 @@ def collective_kind(resolved: str | None, wrappers: Collection[str] = ()) -> str
 def is_wrapping_call(
     expr: cst.BaseExpression, resolve: Callable[[cst.BaseExpression], str | None]
 ) -> str | None:
-    """``wrapper`` (DDP/FSDP), ``fully_shard`` or ``deepspeed`` (initialize), else None."""
+    """``wrapper`` (DDP/FSDP, ``accelerator.prepare``, ``fabric.setup``...), ``fully_shard``
+    (wraps its argument in place: FSDP2, ``parallelize_module``) or ``deepspeed`` (an engine
+    factory, ``deepspeed.initialize``), else None (framework ones: :mod:`.packs`)."""
     if not isinstance(expr, cst.Call):
         return None
     name = resolve(expr.func)
+    pack = knowledge()
     if name in WRAPPERS:
         return "wrapper"
     if name in FULLY_SHARD:
         return "fully_shard"
-    if name == "deepspeed.initialize":
+    if name is not None and name in pack.wrapper_calls:
+        return "fully_shard" if pack.wrapper_calls[name] else "wrapper"
+    if name is not None and name in pack.engine_calls:
         return "deepspeed"
+    if name is None and method_on_receiver(expr.func, pack.wrapper_methods) is not None:
+        evaluation = next(
+            (a for a in expr.args if a.keyword and a.keyword.value == "evaluation_mode"), None
+        )
+        if evaluation is None or not (
+            isinstance(evaluation.value, cst.Name) and evaluation.value.value == "True"
+        ):
+            return "library"  # its forward is the configured strategy's (DDP, FSDP, ...)
     return None
 
 
@@ -144,6 +150,8 @@ def implicit_collective(
     ``model.generate()`` counts for FSDP (which forwards unknown attributes to the wrapped
     module, whose forward then all-gathers) but not for DDP, which does not forward them."""
     label = _label(func)
+    if label is not None and label in wrapped and label in engines:
+        return f"forward of the ZeRO-3 DeepSpeed engine `{label}` (parameter all-gathers)"
     if label is not None and label in wrapped:
         return f"forward of the distributed-wrapped model `{label}` (parameter/buffer sync)"
     if not isinstance(func, cst.Attribute):
@@ -160,13 +168,12 @@ def implicit_collective(
             return "DeepSpeed `engine.backward` (gradient all-reduce)"
     if method == "step" and receiver is not None and receiver in engines:
         return "DeepSpeed `engine.step`"
-    if method in _LIBRARY_METHODS and resolved is None:
-        text = (dotted_name(func.value) or "").lower()
-        last = text.rsplit(".", 1)[-1]
-        if any(hint in last for hint in _LIBRARY_RECEIVERS):
-            if method == "backward" and "accelerator" not in last:
-                return None
-            return f"`{dotted_name(func)}()`"
+    if resolved is None:
+        pack = knowledge()
+        if method_on_receiver(func, pack.collective_methods) is not None:
+            return f"`{dotted_name(func) or method}()`"
+        if method_on_receiver(func, pack.balanced_contexts) is not None:
+            return f"`{dotted_name(func) or method}()` (a barrier)"
     return None
 
 
@@ -179,4 +186,47 @@ def _label(expr: cst.BaseExpression) -> str | None:
         and expr.value.value == "self"
     ):
         return f"self.{expr.attr.value}"
+    return None
+
+
+_ZERO_CONFIG_KEYWORDS = ("config", "config_params")
+
+
+def zero_stage(
+    call: cst.Call, assigned: Callable[[str], Sequence[cst.CSTNode]] = lambda name: ()
+) -> int | None:
+    """The ZeRO stage a ``deepspeed.initialize(..., config={...})`` call sets in a literal
+    config (``{"zero_optimization": {"stage": 3}}``, also through a local name bound only to
+    such dicts), else None: a config file or a computed dict is not known."""
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value not in _ZERO_CONFIG_KEYWORDS:
+            continue
+        value = arg.value
+        candidates: Sequence[cst.CSTNode] = (value,)
+        if isinstance(value, cst.Name):
+            candidates = assigned(value.value)
+        stages = {_literal_stage(node) for node in candidates}
+        if len(stages) == 1:
+            return stages.pop()
+    return None
+
+
+def _literal_stage(node: cst.CSTNode) -> int | None:
+    zero = _dict_item(node, "zero_optimization")
+    stage = _dict_item(zero, "stage") if zero is not None else None
+    if isinstance(stage, cst.Integer):
+        return int(stage.value)
+    return None
+
+
+def _dict_item(node: cst.CSTNode, key: str) -> cst.BaseExpression | None:
+    if not isinstance(node, cst.Dict):
+        return None
+    for element in node.elements:
+        if (
+            isinstance(element, cst.DictElement)
+            and isinstance(element.key, cst.SimpleString)
+            and element.key.evaluated_value == key
+        ):
+            return element.value
     return None

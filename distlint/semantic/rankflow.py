@@ -797,9 +797,9 @@ class RankFlow:
 
     def _attribute(self, expr: cst.Attribute, env: Env) -> Kind:
         resolved = self._resolve(expr)
-        if resolved is not None and resolved in self.predicates:
-            return self._source(expr)
         attr = expr.attr.value
+        if (resolved is not None and resolved in self.predicates) or attr in self.predicates:
+            return self._source(expr)  # a configured predicate, dotted or bare (any receiver)
         base = expr.value
         if type(base) is cst.Name and base.value == self._self_name and self._self_name:
             owner = self._current_function.class_name if self._current_function else None

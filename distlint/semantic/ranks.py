@@ -12,6 +12,7 @@ import re
 import libcst as cst
 
 from distlint.imports import dotted_name
+from distlint.semantic.packs import Names
 
 # Resolved call targets that return a rank (or a per-rank boolean).
 RANK_FUNCTIONS = frozenset(
@@ -23,10 +24,12 @@ RANK_FUNCTIONS = frozenset(
         "torch.distributed.get_process_group_ranks_for_rank",
     }
 )
-# Names of per-rank getters and predicates, whatever object or module they come from
-# (``mpu.get_tensor_model_parallel_rank()``, ``accelerator.is_main_process``).
+# Names people give their own per-rank getters and predicates, whatever object or module they
+# come from (``mpu.get_tensor_model_parallel_rank()``, detectron2's ``comm.is_main_process()``);
+# libraries' own (``trainer.is_world_process_zero()``, ``accelerator.process_index``) are in the
+# framework packs (distlint/data/frameworks.json, :mod:`.packs`), looked up through these views.
 RANK_CALL_SUFFIXES = ("_rank",)
-RANK_PREDICATE_NAMES = frozenset(
+RANK_PREDICATE_NAMES = Names(
     {
         "get_rank",
         "is_main_process",
@@ -37,26 +40,12 @@ RANK_PREDICATE_NAMES = frozenset(
         "is_rank_0",
         "is_global_zero",
         "is_local_zero",
-        "is_last_rank",
-        "is_pipeline_first_stage",
-        "is_pipeline_last_stage",
-    }
+    },
+    "rank_calls",
 )
-RANK_ATTRIBUTES = frozenset(
-    {
-        "rank",
-        "local_rank",
-        "global_rank",
-        "node_rank",
-        "group_rank",
-        "process_index",
-        "local_process_index",
-        "is_main_process",
-        "is_local_main_process",
-        "is_global_zero",
-        "is_local_zero",
-        "is_master",
-    }
+RANK_ATTRIBUTES = Names(
+    {"rank", "local_rank", "global_rank", "node_rank", "group_rank", "is_local_zero", "is_master"},
+    "rank_attributes",
 )
 # Parameters that receive the rank (``mp.spawn(worker, ...)`` passes it first).
 RANK_PARAMETERS = frozenset({"rank", "local_rank", "global_rank", "node_rank", "gpu_rank"})
@@ -130,8 +119,8 @@ def direct_rank_source(
             return _string(expr.args[0].value) in RANK_ENV_VARS
         if last is None:
             return False
-        if dotted_name(func) in predicates:
-            return True
+        if dotted_name(func) in predicates or last in predicates:
+            return True  # a configured predicate: dotted, or a bare name (any receiver)
         return is_rank_call_name(last)
     if isinstance(expr, cst.Subscript):
         # os.environ["RANK"]
@@ -140,7 +129,7 @@ def direct_rank_source(
             return isinstance(index, cst.Index) and _string(index.value) in RANK_ENV_VARS
         return False
     if isinstance(expr, cst.Attribute):
-        if resolved is not None and resolved in predicates:
+        if (resolved is not None and resolved in predicates) or expr.attr.value in predicates:
             return True
         return expr.attr.value in RANK_ATTRIBUTES and not is_matrix_rank(expr)
     if isinstance(expr, cst.Name):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from distlint.semantic.packs import source_words
 from distlint.semantic.rankflow import RANK, UNKNOWN_KIND, Kind, RankFlow, Why
 from distlint.walker import children, subclasses_of
 
@@ -21,16 +22,15 @@ if TYPE_CHECKING:
 
 _EXPRESSIONS = subclasses_of(cst.BaseExpression)
 
-# Words that every rank source contains: a file without any of them has no local rank value.
+# Words that every generic rank source contains (the framework packs add their names): a
+# file without any of them has no local rank value.
 _SOURCE_WORDS = (
     "rank",
     "RANK",
     "is_main",
     "main_process",
     "master",
-    "global_zero",
     "local_zero",
-    "process_index",
     "PROCID",
     "LOCALID",
 )
@@ -181,7 +181,9 @@ class FileTaint:
 
 
 def _may_hold_sources(source: str, predicates: frozenset[str]) -> bool:
-    if any(word in source for word in _SOURCE_WORDS):
+    if any(word in source for word in _SOURCE_WORDS) or any(
+        word in source for word in source_words()
+    ):
         return True
     return any(p.rsplit(".", 1)[-1] in source for p in predicates)
 
