@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,30 @@ def test_bare_rank_predicate_setting_extends_the_packs(tmp_path: Path) -> None:
         enabled=frozenset({"DL201"}), rank_predicates=("is_leader", "is_coordinator")
     )
     assert _check(source, configured) == {("DL201", 6, 9), ("DL201", 8, 9)}
+
+
+def test_uniform_results_make_a_rank_decision_the_same_everywhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``stop = accelerator.reduce(local)``: each process's ``local`` differs, ``stop`` does not
+    (``uniform_result``), so leaving the loop on it is not a divergence. Without the flag the
+    decision may differ between ranks (DL209)."""
+    both = FileSettings(enabled=frozenset({"DL201", "DL209"}))
+    spans = [
+        _enclosing_function(TRAPS, line)
+        for entry_id in ("accelerate.reduce", "lightning.strategy.reduce_boolean_decision")
+        for line in _tags(TRAPS)[entry_id]
+    ]
+    assert not {f for f in _check(TRAPS, both) if any(f[1] in span for span in spans)}
+    flat = tuple(replace(e, uniform_result=False) for e in ENTRIES)
+    monkeypatch.setattr(packs, "entries", lambda: flat)
+    packs.knowledge.cache_clear()
+    try:
+        found = _check(TRAPS, both)
+    finally:
+        monkeypatch.undo()
+        packs.knowledge.cache_clear()
+    text = TRAPS.read_text(encoding="utf-8").splitlines()
+    for span in spans:
+        [(code, line, _)] = [f for f in found if f[1] in span]  # the rank-dependent ``break``
+        assert code == "DL209" and text[line - 1].strip() == "break"

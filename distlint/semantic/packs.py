@@ -59,6 +59,7 @@ class Entry:
     receivers: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     collective: str = ""
+    uniform_result: bool = False  # a collective method whose result every process shares
     in_place: bool = False
 
     @property
@@ -73,6 +74,7 @@ class Knowledge:
     rank_attributes: frozenset[str] = frozenset()
     rank_calls: frozenset[str] = frozenset()
     collective_methods: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    uniform_methods: dict[str, tuple[str, ...]] = field(default_factory=dict)
     collective_modules: tuple[str, ...] = ()
     wrapper_calls: dict[str, bool] = field(default_factory=dict)  # name -> wraps in place
     wrapper_methods: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -125,6 +127,8 @@ def _entry(raw: object) -> Entry:
         raise PackError(f"{where}: a {kind} entry needs 'receivers' or a dotted name")
     if kind in _QUALIFIED_KINDS - _RECEIVER_KINDS and not qualified:
         raise PackError(f"{where}: a {kind} entry needs a dotted (resolved) name")
+    if raw.get("uniform_result") and kind != "collective-method":
+        raise PackError(f"{where}: only a collective-method has a uniform result")
     if kind in ("rank-attribute", "rank-call") and (qualified or receivers):
         raise PackError(f"{where}: a {kind} entry is a bare name, without receivers")
     return Entry(
@@ -137,6 +141,7 @@ def _entry(raw: object) -> Entry:
         receivers=tuple(r.lower() for r in receivers),
         aliases=aliases,
         collective=str(raw.get("collective", "")),
+        uniform_result=bool(raw.get("uniform_result", False)),
         in_place=bool(raw.get("in_place", False)),
     )
 
@@ -156,7 +161,9 @@ def knowledge() -> Knowledge:
 def index(items: Iterable[Entry]) -> Knowledge:
     rank_attributes: set[str] = set()
     rank_calls: set[str] = set()
-    methods: dict[str, dict[str, tuple[str, ...]]] = {kind: {} for kind in _RECEIVER_KINDS}
+    methods: dict[str, dict[str, tuple[str, ...]]] = {
+        kind: {} for kind in (*_RECEIVER_KINDS, "uniform")
+    }
     modules: list[str] = []
     wrapper_calls: dict[str, bool] = {}
     engines: set[str] = set()
@@ -177,12 +184,14 @@ def index(items: Iterable[Entry]) -> Knowledge:
         elif kind == "rank-only-decorator" and "." in entry.name:
             decorators.update(entry.names)
         if kind in _RECEIVER_KINDS and entry.receivers:
-            table = methods[kind]
-            table[entry.name] = tuple(dict.fromkeys((*table.get(entry.name, ()), *entry.receivers)))
+            for table in (methods[kind], methods["uniform"] if entry.uniform_result else {}):
+                known = table.get(entry.name, ())
+                table[entry.name] = tuple(dict.fromkeys((*known, *entry.receivers)))
     return Knowledge(
         rank_attributes=frozenset(rank_attributes),
         rank_calls=frozenset(rank_calls),
         collective_methods=methods["collective-method"],
+        uniform_methods=methods["uniform"],
         collective_modules=tuple(modules),
         wrapper_calls=wrapper_calls,
         wrapper_methods=methods["wrapper-method"],

@@ -26,6 +26,7 @@ import libcst as cst
 
 from distlint.imports import ImportTable, dotted_name
 from distlint.semantic.collectives import collective_kind
+from distlint.semantic.packs import knowledge, method_on_receiver
 from distlint.semantic.ranks import (
     RANK_ATTRIBUTES,
     RANK_PARAMETERS,
@@ -166,7 +167,8 @@ _UNIFORMING_METHODS = frozenset(
 _RECEIVING_HELPERS = frozenset(
     {"all_gather", "all_gather_object", "all_reduce", "broadcast", "broadcast_object"}
 )
-_UNIFORMING_RECEIVERS = ("accelerator", "fabric", "strategy", "trainer", "dist", "comm")
+# Their receivers (the frameworks' own, ``accelerator.gather(x)``, are in the packs: .packs).
+_UNIFORMING_RECEIVERS = ("trainer", "dist", "comm")
 # c10d collectives whose first argument holds the same value on every rank afterwards.
 _UNIFY_FIRST_ARGUMENT = frozenset(
     {
@@ -860,8 +862,10 @@ class RankFlow:
             receiver_node = func.value
             if last in _PLACEMENT_METHODS:
                 return self.kind(receiver_node, env)  # model.to(device): the model's kind
-            if last in _UNIFORMING_METHODS and _receiver_word(receiver_node):
-                return RECEIVED_KIND
+            if (last in _UNIFORMING_METHODS and _receiver_word(receiver_node)) or (
+                resolved is None and method_on_receiver(func, knowledge().uniform_methods)
+            ):
+                return RECEIVED_KIND  # ``dist.all_reduce(t)``, ``accelerator.gather(x)``
             if resolved is None:
                 if type(receiver_node) is cst.Name and receiver_node.value == self._self_name:
                     owner = self._current_function.class_name if self._current_function else None
