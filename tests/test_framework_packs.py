@@ -108,6 +108,8 @@ def test_malformed_entries_are_rejected() -> None:
         {**good, "kind": "rank-thing"},
         {**good, "name": "pkg.is_x"},  # a rank-call is a bare name
         {**good, "kind": "collective-method"},  # needs receivers
+        {**good, "kind": "balanced-context", "name": "a.b", "receivers": ["x"]},  # a method
+        {**good, "kind": "rank-only-decorator"},  # needs receivers or a dotted name
         {**good, "kind": "engine-call"},  # needs a dotted name
         {**good, "evidence": ""},
         {**good, "colour": "red"},

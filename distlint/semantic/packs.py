@@ -123,8 +123,10 @@ def _entry(raw: object) -> Entry:
     if not all(isinstance(x, str) and x for x in (*receivers, *aliases)):
         raise PackError(f"{where}: receivers and aliases must be non-empty strings")
     qualified = "." in raw["name"]
-    if kind in _RECEIVER_KINDS and not receivers and not qualified:
+    if kind == "rank-only-decorator" and not receivers and not qualified:
         raise PackError(f"{where}: a {kind} entry needs 'receivers' or a dotted name")
+    if kind in _RECEIVER_KINDS - {"rank-only-decorator"} and (not receivers or qualified):
+        raise PackError(f"{where}: a {kind} entry is a method name with 'receivers'")
     if kind in _QUALIFIED_KINDS - _RECEIVER_KINDS and not qualified:
         raise PackError(f"{where}: a {kind} entry needs a dotted (resolved) name")
     if raw.get("uniform_result") and kind != "collective-method":
