@@ -3,7 +3,10 @@
 Runs ``fixtures/DL50{1,3,4}/{bad,good}.py`` under the real torch and checks that every flagged
 line fails (or warns) exactly as the rule's message says, and that the corrected code runs. The
 traps run too (marked ``slow``). DL504's fixtures run with ``-W error::FutureWarning`` so that
-a deprecation warning becomes the case's outcome. DL502's proof is in test_proof_dl502.py.
+a deprecation warning becomes the case's outcome, and every entry of DL504's generated table is
+triggered again to check its recorded warning. DL505's private modules are checked to exist,
+to import without notice, and to share their objects with the public homes the data names.
+DL502's proof is in test_proof_dl502.py.
 """
 
 from __future__ import annotations
@@ -352,3 +355,65 @@ def test_traps_run_clean(code: str) -> None:
     assert outcomes
     failed = {name: o.traceback for name, o in outcomes.items() if not o.ok}
     assert failed == {}
+
+
+# -- DL505 private-torch-module -------------------------------------------------------------------
+
+
+def test_dl505_fixtures_run_clean() -> None:
+    """The private imports of bad.py work today, and so do the public ones of good.py."""
+    found = run_fixtures(FIXTURES / "DL505", kinds=("bad", "good", "traps"))
+    for kind, outcomes in found.items():
+        assert outcomes, kind
+        failed = {name: o.traceback for name, o in outcomes.items() if not o.ok}
+        assert failed == {}, kind
+
+
+def test_dl505_flagged_modules_exist_and_import_without_any_warning() -> None:
+    """A private module gives no notice: importing it emits no warning at all on torch 2.13."""
+    modules = sorted(
+        {
+            "torch.distributed.fsdp._runtime_utils",
+            "torch._utils",
+            "torch.distributed._composable",
+            "torch.distributed.tensor._api",
+            "torch.utils._pytree",
+            "torch.utils.data._utils.collate",
+        }
+    )
+    code = (
+        "import importlib, json, warnings\n"
+        "import torch\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    for name in {modules!r}:\n"
+        "        importlib.import_module(name)\n"
+        "print(json.dumps([str(w.message) for w in caught]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_dl505_every_public_home_holds_the_same_object() -> None:
+    import importlib
+
+    from distlint.rules.private_modules import private_modules
+
+    homes = private_modules().public_homes
+    assert homes
+    for private, names in homes.items():
+        module = importlib.import_module(private)
+        for name, public in names.items():
+            assert getattr(importlib.import_module(public), name) is getattr(module, name), (
+                private,
+                name,
+                public,
+            )
+
+
+def test_dl505_a_private_module_of_torch_1_is_gone() -> None:
+    with pytest.raises(ModuleNotFoundError, match=re.escape("No module named 'torch._six'")):
+        __import__("torch._six")
