@@ -732,3 +732,23 @@ def test_dl505_table_is_generated_from_torch() -> None:
         "torch.distributed.fsdp._fully_shard"
     )
     assert first_private("torch.__future__") is None
+
+
+def test_dl505_silent_when_the_import_is_tried_with_a_fallback_for_any_failure() -> None:
+    found = dl505(
+        """\
+        try:
+            from torch.optim import _functional as F
+        except:
+            F = None
+        try:
+            from torch._utils import _flatten_dense_tensors
+        except Exception:
+            _flatten_dense_tensors = None
+        try:
+            from torch.utils._pytree import tree_map
+        except RuntimeError:
+            tree_map = None
+        """
+    )
+    assert where(found) == [(10, 10)]

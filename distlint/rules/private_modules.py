@@ -92,6 +92,11 @@ def _is_type_checking(test: cst.BaseExpression) -> bool:
     return name in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
+def _catches_anything(handler: cst.ExceptHandler) -> bool:
+    """A bare ``except:`` or ``except Exception`` / ``BaseException``."""
+    return handler.type is None or dotted_name(handler.type) in ("Exception", "BaseException")
+
+
 class PrivateTorchModule(Rule):
     code = "DL505"
     name = "private-torch-module"
@@ -154,10 +159,18 @@ class PrivateTorchModule(Rule):
 
     @staticmethod
     def _excused(ancestors: Sequence[cst.CSTNode]) -> bool:
-        """Under a version/feature guard, or imported for type annotations only."""
+        """Under a version/feature guard, imported for type annotations only, or tried with a
+        fallback for any failure (``try: from torch.optim import _functional`` /
+        ``except:``)."""
         if is_feature_guarded(ancestors):
             return True
-        return any(type(n) is cst.If and _is_type_checking(n.test) for n in ancestors)  # type: ignore[attr-defined]
+        for node in ancestors:
+            kind = type(node)
+            if kind is cst.If and _is_type_checking(node.test):  # type: ignore[attr-defined]
+                return True
+            if kind is cst.Try and any(_catches_anything(h) for h in node.handlers):  # type: ignore[attr-defined]
+                return True
+        return False
 
     def _report(self, node: cst.CSTNode, module: str, names: tuple[str, ...]) -> None:
         message = (
