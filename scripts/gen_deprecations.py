@@ -154,8 +154,10 @@ REPLACEMENTS: dict[str, str | None] = {
     "torch.utils.hipify.hipify_python.is_special_file": None,
     "torch.utils.hipify.hipify_python.is_caffe2_gpu_file": None,
 }
-# torch.ao.quantization's eager and FX entry points all point to torchao with one long message.
-_TORCHAO = "torchao's quantize_ API (https://github.com/pytorch/ao)"
+# torch.ao.quantization's eager and FX entry points share one long message that points to
+# torchao: its eager-mode quantize_ API, and its pt2e API for the FX graph mode.
+_TORCHAO_EAGER = "torchao.quantization.quantize_"
+_TORCHAO_PT2E = "torchao.quantization.pt2e (prepare_pt2e, convert_pt2e)"
 
 # Deprecations the scan cannot see under a user-facing name: (name, kind, code run on a
 # single-rank gloo group that must emit the warning, what the rule says triggers it, reference).
@@ -615,7 +617,7 @@ def replacement_for(name: str, message: str) -> tuple[str | None, bool]:
     if name in REPLACEMENTS:
         return REPLACEMENTS[name], True
     if "torch.ao.quantization is deprecated" in message:
-        return _TORCHAO, True
+        return (_TORCHAO_PT2E if name.endswith("_fx") else _TORCHAO_EAGER), True
     for pattern in _REPLACEMENT_PATTERNS:
         match = pattern.search(message)
         if match:

@@ -752,3 +752,28 @@ def test_dl505_silent_when_the_import_is_tried_with_a_fallback_for_any_failure()
         """
     )
     assert where(found) == [(10, 10)]
+
+
+def test_dl504_silent_on_the_fallback_after_an_early_return_guard() -> None:
+    found = dl504(
+        """\
+        import torch
+        import torch.distributed._functional_collectives as funcol
+        from torch.distributed.nn import all_gather
+
+        def gather(t):
+            if hasattr(funcol, "all_gather_single_autograd"):
+                return funcol.all_gather_single_autograd(t, 0, None)
+            return torch.cat(torch.distributed.nn.all_gather(t))
+
+        def gather_bare(t):
+            if torch.__version__ >= "2.5": return funcol.all_gather_single_autograd(t, 0, None)
+            return all_gather(t)
+
+        def not_a_guard(t):
+            if t.numel() == 0:
+                return t
+            return torch.cat(torch.distributed.nn.all_gather(t))
+        """
+    )
+    assert where(found) == [(17, 22)]

@@ -18,7 +18,7 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.guards import is_feature_guarded
+from distlint.guards import is_feature_guarded, is_version_test
 from distlint.imports import ImportTable, dotted_name, scope_statements
 from distlint.regions import literal_value
 from distlint.registry import Rule
@@ -390,11 +390,21 @@ class DeprecatedTorchApi(Rule):
 
     @staticmethod
     def _excused(ancestors: Sequence[cst.CSTNode]) -> bool:
-        """Under a version/feature guard, or where the code silences warnings on purpose."""
-        return is_feature_guarded(ancestors) or any(
-            type(node) is cst.With and _silences_warnings(node)  # type: ignore[arg-type]
-            for node in ancestors
-        )
+        """Under a version/feature guard (also after one that returns early), or where the
+        code silences warnings on purpose."""
+        if is_feature_guarded(ancestors):
+            return True
+        for i, node in enumerate(ancestors):
+            kind = type(node)
+            if kind is cst.With and _silences_warnings(node):  # type: ignore[arg-type]
+                return True
+            if (
+                (kind is cst.IndentedBlock or kind is cst.Module)
+                and i + 1 < len(ancestors)
+                and id(ancestors[i + 1]) in _after_early_exit_guard(node)  # type: ignore[arg-type]
+            ):
+                return True
+        return False
 
     # imports of a deprecated module (or of names from it)
     def visit_Import(self, node: cst.Import) -> None:
@@ -539,6 +549,14 @@ class DeprecatedTorchApi(Rule):
                 guarded = guarded or self._excused((node,))
             elif kind is cst.Annotation or (kind is cst.Call and _is_type_test(node)):  # type: ignore[arg-type]
                 passive = True
+            elif (kind is cst.IndentedBlock or kind is cst.Module) and not guarded:
+                fallback = _after_early_exit_guard(node)  # type: ignore[arg-type]
+                if fallback:
+                    pending.extend(
+                        (child, node, scope, id(child) in fallback, passive)
+                        for child in children(node)
+                    )
+                    continue
             pending.extend((child, node, scope, guarded, passive) for child in children(node))
 
     def _check_name(
@@ -689,6 +707,37 @@ def _bindings(node: cst.CSTNode) -> Iterator[tuple[str, str]]:
             for target in node.targets:  # type: ignore[attr-defined]
                 if type(target.target) is cst.Name:
                     yield target.target.value, value
+
+
+def _after_early_exit_guard(block: cst.IndentedBlock | cst.Module) -> frozenset[int]:
+    """Ids of the statements of ``block`` that follow ``if <version or feature test>: return``.
+
+    ``if hasattr(funcol, "all_gather_tensor_autograd"): return funcol...`` then the legacy call:
+    the statements after such a guard are the fallback for the versions without the feature.
+    """
+    body = block.body
+    for i, stmt in enumerate(body):
+        if (
+            type(stmt) is cst.If
+            and stmt.orelse is None
+            and _exits(stmt.body)
+            and is_version_test(stmt.test)
+        ):
+            return frozenset(id(later) for later in body[i + 1 :])
+    return frozenset()
+
+
+def _exits(suite: cst.BaseSuite) -> bool:
+    """Whether a suite always ends in ``return`` or ``raise``."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        last = suite.body[-1] if suite.body else None
+    else:
+        statements = suite.body  # type: ignore[attr-defined]
+        line = statements[-1] if statements else None
+        if not isinstance(line, cst.SimpleStatementLine):
+            return False
+        last = line.body[-1] if line.body else None
+    return isinstance(last, (cst.Return, cst.Raise))
 
 
 def _silences_warnings(node: cst.With) -> bool:
