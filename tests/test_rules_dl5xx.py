@@ -670,6 +670,7 @@ def test_dl505_silent_on_documented_surfaces_helpers_and_private_names() -> None
         from torch.testing._internal.distributed.fake_pg import FakeStore
         from torch._dynamo.testing import CompileCounter
         from torch._dynamo.utils import counters
+        from torch._inductor.test_case import TestCase
         from torch.distributed import get_global_rank as _get_global_rank
         from torch.nn.modules.utils import _pair
         from torch.optim.lr_scheduler import _LRScheduler

@@ -45,6 +45,8 @@ _DOCUMENTED_TREES = (
     "torch.distributed._functional_collectives",
     "torch.testing._internal",  # test helpers (FakeStore, common_utils)
     "torch._dynamo.testing",  # CompileCounter and other test helpers
+    "torch._dynamo.test_case",  # TestCase classes for tests of compiled code
+    "torch._inductor.test_case",
     "torch._dynamo.utils",  # counters: the graph-break counts tests and debugging read
 )
 
