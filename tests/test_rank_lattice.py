@@ -298,6 +298,22 @@ def test_uniform_tests_are_silent(tmp_path: Path, condition: str) -> None:
     assert findings(tmp_path, body) == []
 
 
+@pytest.mark.parametrize(
+    "condition",
+    ["args.local_rank == -1", "args.local_rank == -1 and args.evaluate", "cfg.eval and rank < 0"],
+)
+def test_a_raise_only_single_process_runs_reach_is_silent(tmp_path: Path, condition: str) -> None:
+    """unilm's fine-tuning scripts: ``local_rank == -1`` (and anything) is false in a job."""
+    body = f"""
+    def f(t, args, cfg, rank):
+        if args.local_rank in [-1, 0]:
+            if {condition}:
+                raise ValueError("single process only")
+        dist.barrier()
+    """
+    assert findings(tmp_path, body) == []
+
+
 def test_loop_indexes_and_counters_over_a_loader_are_uniform(tmp_path: Path) -> None:
     body = """
     def train(loader, rank, accum, total):

@@ -1033,7 +1033,10 @@ def reads_distributed_state(value: cst.BaseExpression) -> bool:
 
 def single_process_test(test: cst.BaseExpression) -> bool:
     """``local_rank == -1`` (``rank < 0``): the convention for "not launched distributed", false
-    on every rank of a distributed job, so its body runs in single-process runs only."""
+    on every rank of a distributed job, so its body runs in single-process runs only. So does
+    ``local_rank == -1 and <anything>``: the conjunction is false wherever the test is."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return single_process_test(test.left) or single_process_test(test.right)
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
     target = test.comparisons[0]

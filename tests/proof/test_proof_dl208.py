@@ -57,6 +57,7 @@ TRAPS = {
     "case_raise_after_the_last_collective": ("builtins.RuntimeError", OK),
     "case_rank_zero_raises_and_so_do_the_others": ("builtins.FileNotFoundError",) * 2,
     "case_check_repeated_on_rank_zero": (OK, OK),
+    "case_single_process_only_raise": (OK, OK),
 }
 
 
