@@ -160,9 +160,9 @@ def _enabled_of(result: FileResult) -> frozenset[str]:
 
 
 def needs_second_pass(facts: ProjectFacts, module_key: str, findings: list[Finding] | None) -> bool:
-    """Whether a file must be walked again: it holds or compiles compiled code, or has project
-    findings."""
-    return bool(findings) or facts.has_regions(module_key)
+    """Whether a file must be walked again: it holds or compiles compiled code, runs under a
+    CUDA graph capture started in another function, or has project findings."""
+    return bool(findings) or facts.has_regions(module_key) or facts.has_captures(module_key)
 
 
 def project_findings(

@@ -272,3 +272,136 @@ def test_cuda_graphs_cannot_be_proven_on_a_cpu_build() -> None:
         pytest.skip("a CUDA build: the GPU evidence applies instead")
     with pytest.raises(RuntimeError, match="Tried to instantiate dummy base class CUDAGraph"):
         torch.cuda.CUDAGraph()
+
+
+# -- functions that a capture runs by calls (project facts) ----------------------------------
+
+
+def project_findings(tmp_path, files: dict[str, str]) -> list[tuple[str, str, int, str]]:
+    """(path, code, line, first related location) of DL601/DL602 in a small project."""
+    from tests.project_util import check_sources
+
+    results = check_sources(tmp_path, files, enabled=("DL601", "DL602"))
+    found = []
+    for path, result in sorted(results.items()):
+        assert result.errors == (), result.errors
+        for f in result.findings:
+            where = f"{f.related[0].path}:{f.related[0].span.start.line}" if f.related else ""
+            found.append((path, f.code, f.span.start.line, where))
+    return sorted(found)
+
+
+RUNNER = """\
+import torch
+from pkg.steps import {name}
+
+
+class GraphedStep:
+    def __init__(self, step_fn, params):
+        self.step_fn = step_fn
+        self.params = params
+        self.graph = torch.cuda.CUDAGraph()
+
+    def capture(self):
+        with torch.cuda.graph(self.graph):
+            self.step_fn(self.params)
+
+
+def main(params):
+    GraphedStep({name}, params).capture()
+"""
+
+
+def test_a_stored_callable_called_under_capture_is_followed_across_modules(tmp_path) -> None:
+    steps = """\
+    import torch
+
+
+    def clip(params):
+        norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
+        return norm.item()
+    """
+    found = project_findings(
+        tmp_path,
+        {"pkg/__init__.py": "", "pkg/steps.py": steps, "pkg/run.py": RUNNER.format(name="clip")},
+    )
+    assert found == [("pkg/steps.py", "DL601", 6, "pkg/run.py:12")]
+
+
+def test_syncs_off_the_main_path_of_a_called_function_are_silent(tmp_path) -> None:
+    steps = """\
+    import torch
+
+
+    def helper(params):
+        return params[0].sum().item()
+
+
+    def clip(params, verbose=False):
+        norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
+        if verbose:
+            print(norm.item())
+            helper(params)
+        if not torch.cuda.is_current_stream_capturing():
+            norm.cpu()
+        ok = verbose and norm.item() > 0
+        if not params:
+            return norm
+        return norm.item()
+    """
+    found = project_findings(
+        tmp_path,
+        {"pkg/__init__.py": "", "pkg/steps.py": steps, "pkg/run.py": RUNNER.format(name="clip")},
+    )
+    assert found == []
+
+
+def test_a_function_passed_to_a_capture_helper_and_its_callees_are_followed(tmp_path) -> None:
+    source = """\
+    import torch
+    import torch.distributed as dist
+
+
+    def capture_with(fn, grads):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn(grads)
+        return g
+
+
+    def reduce_one(grad):
+        dist.all_reduce(grad)
+        dist.barrier()
+
+
+    def average(grads):
+        for grad in grads:
+            reduce_one(grad)
+
+
+    def unused(grads):
+        dist.barrier()
+
+
+    capture_with(average, [])
+    """
+    found = project_findings(tmp_path, {"m.py": source})
+    assert found == [("m.py", "DL602", 13, "m.py:7"), ("m.py", "DL602", 14, "m.py:7")]
+
+
+def test_a_module_given_to_make_graphed_callables_has_its_forward_checked(tmp_path) -> None:
+    source = """\
+    import torch
+
+
+    class Head(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            print(y)
+            return y
+
+
+    head = torch.cuda.make_graphed_callables(Head(), (torch.ones(2),))
+    """
+    found = project_findings(tmp_path, {"m.py": source})
+    assert found == [("m.py", "DL601", 7, "m.py:11")]

@@ -2,7 +2,9 @@
 
 Capture regions are found in the file: the body of ``with torch.cuda.graph(g):``, the
 statements between ``g.capture_begin()`` and ``g.capture_end()`` in one block, and the body of a
-function of this file passed to ``torch.cuda.make_graphed_callables``. ``reduce-overhead``
+function of this file passed to ``torch.cuda.make_graphed_callables``; with project facts, also
+every function that calls made under a capture run, in any module (a callable stored on
+``self`` and called under capture included: ``FunctionSummary.passes``). ``reduce-overhead``
 callables are compiled regions whose roots replay CUDA graphs (``region.cudagraphs``), plus, for
 DL604's call sites, names bound in this file to ``torch.compile(..., mode="reduce-overhead")``.
 """
@@ -13,15 +15,12 @@ import re
 
 import libcst as cst
 
-from distlint.findings import Severity
+from distlint.captures import GRAPH_CONTEXTS, GRAPHED_CALLABLES, graphed_items, statement_method
+from distlint.findings import Location, Severity
 from distlint.regions import literal_value
 from distlint.registry import Rule
-from distlint.walker import children
+from distlint.walker import children, descendants
 
-_GRAPH_CONTEXTS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
-_GRAPHED = frozenset(
-    {"torch.cuda.make_graphed_callables", "torch.cuda.graphs.make_graphed_callables"}
-)
 _CAPTURING = "is_current_stream_capturing"
 _SYNC_FUNCTIONS = frozenset({"torch.cuda.synchronize", "torch.cuda.current_stream"})
 _SYNC_METHODS = frozenset({"item", "cpu", "tolist", "numpy", "synchronize", "nonzero"})
@@ -68,6 +67,12 @@ _FUNCOL = "torch.distributed._functional_collectives."
 # aliases: the import line names it), ``capture_begin`` or ``make_graphed_callables``.
 _CAPTURE_WORDS = re.compile(r"\bgraph\b|capture_begin|make_graphed_callables")
 _GUARD_TYPES = frozenset({cst.If, cst.While, cst.IfExp})
+# Code under these runs on some paths only (a function reached by calls is checked on its
+# main path: see _CaptureRule._on_main_path).
+_CONDITIONAL_TYPES = frozenset(
+    {cst.If, cst.Else, cst.IfExp, cst.While, cst.ExceptHandler, cst.BooleanOperation, cst.Match}
+    | {cst.CompIf, cst.Assert}
+)
 
 
 def _method(call: cst.Call) -> str | None:
@@ -106,13 +111,8 @@ class _CaptureRule(Rule):
             node = pending.pop()
             kind = type(node)
             if kind is cst.Call:
-                if graphed and node.args and resolve(node.func) in _GRAPHED:
-                    first = node.args[0].value
-                    items = (
-                        [e.value for e in first.elements]
-                        if type(first) in (cst.Tuple, cst.List)
-                        else [first]
-                    )
+                if graphed and node.args and resolve(node.func) in GRAPHED_CALLABLES:
+                    items = graphed_items(node)
                     self._graphed.update(i.value for i in items if type(i) is cst.Name)
             elif spans and (kind is cst.IndentedBlock or kind is cst.Module):
                 self._mark_spans(node.body)
@@ -121,8 +121,7 @@ class _CaptureRule(Rule):
     def _mark_spans(self, body) -> None:  # type: ignore[no-untyped-def]
         inside = False
         for stmt in body:
-            call = _expr_call(stmt)
-            name = _method(call) if call is not None else None
+            name = statement_method(stmt)
             if name == "capture_begin":
                 inside = True
             elif name == "capture_end":
@@ -130,14 +129,16 @@ class _CaptureRule(Rule):
             elif inside:
                 self._spans.add(id(stmt))
 
-    def capture(self) -> cst.CSTNode | None:
-        """The node that starts the capture enclosing the current node, or None.
+    def capture(self) -> cst.CSTNode | Location | None:
+        """What starts the capture the current node runs under, or None: a node of this file
+        enclosing it, or (from the project facts) where a capture that calls the current
+        function starts.
 
         Code under an ``if`` that tests ``torch.cuda.is_current_stream_capturing()`` is
         treated as guarded (not captured).
         """
         if not self._may_capture:
-            return None
+            return self._called_under_capture()
         self._scan()
         found: cst.CSTNode | None = None
         guards = self._guard_words
@@ -150,21 +151,66 @@ class _CaptureRule(Rule):
             if kind is cst.With:
                 for item in parent.items:
                     call = item.item
-                    if type(call) is cst.Call and self.ctx.resolve(call.func) in _GRAPH_CONTEXTS:
+                    if type(call) is cst.Call and self.ctx.resolve(call.func) in GRAPH_CONTEXTS:
                         found = item
             elif id(parent) in self._spans or (
                 kind is cst.FunctionDef and parent.name.value in self._graphed
             ):
                 found = parent
-        return found
+        return found if found is not None else self._called_under_capture()
+
+    def _called_under_capture(self) -> Location | None:
+        """Where a capture that runs the current function by calls starts (project facts)."""
+        facts = self.ctx.facts
+        if facts is None or not facts.captures or not facts.has_captures(self.ctx.module_key):
+            return None
+        function = self.ctx.function_id
+        where = facts.capture_of(function) if function is not None else None
+        if where is None:
+            return None
+        if not self._on_main_path():
+            return None
+        return Location(where[0], where[1], "runs under the CUDA graph capture started here")
+
+    def _on_main_path(self) -> bool:
+        """Whether the current node runs whenever its function does: not under a branch, a
+        handler, a short-circuit or a conditional expression, nor after an early exit. A
+        function reached by calls may take other paths under capture than the ones we see."""
+        parents = self.ctx.parents
+        for index in range(len(parents) - 1, -1, -1):
+            parent = parents[index]
+            kind = type(parent)
+            if kind is cst.FunctionDef:
+                body = parent.body
+                statement = parents[index + 2] if index + 2 < len(parents) else None
+                if isinstance(body, cst.IndentedBlock) and statement is not None:
+                    for earlier in body.body:
+                        if earlier is statement:
+                            break
+                        if isinstance(earlier, cst.If) and _exits(earlier):
+                            return False
+                return True
+            if kind in _CONDITIONAL_TYPES:
+                return False
+        return True
+
+    def inside(self, start: cst.CSTNode | Location) -> str:
+        """ "inside CUDA graph capture", naming the function when the capture calls it."""
+        if isinstance(start, Location) and self.ctx.function is not None:
+            name = self.ctx.function.name.value
+            return f"in `{name}`, which runs inside CUDA graph capture,"
+        return "inside CUDA graph capture"
+
+    def related_to(self, start: cst.CSTNode | Location) -> dict:
+        """The report keywords pointing at the capture's start."""
+        if isinstance(start, Location):
+            return {"related": (start,)}
+        return {"related_nodes": ((start, "capture starts here"),)}
 
 
-def _expr_call(stmt: cst.CSTNode) -> cst.Call | None:
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        small = stmt.body[0]
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-            return small.value
-    return None
+def _exits(node: cst.If) -> bool:
+    """Whether an ``if`` statement may ``return`` or ``raise`` (an early exit)."""
+    return any(isinstance(n, (cst.Return, cst.Raise)) for n in descendants(node))
 
 
 def _ends_with(expr: cst.BaseExpression, name: str) -> bool:
@@ -213,10 +259,10 @@ class HostSyncInCudaGraphCapture(_CaptureRule):
             effect = "makes the capture fail with a CUDA error (GPU, torch 2.11)"
         self.report(
             node,
-            f"`{spelled}` inside CUDA graph capture {what_text(what)}: it {effect}. "
+            f"`{spelled}` {self.inside(start)} {what_text(what)}: it {effect}. "
             "Move it out of the captured region, or guard it with "
             "`torch.cuda.is_current_stream_capturing()`.",
-            related_nodes=((start, "capture starts here"),),
+            **self.related_to(start),
         )
 
     def visit_If(self, node: cst.If) -> None:
@@ -231,10 +277,10 @@ class HostSyncInCudaGraphCapture(_CaptureRule):
             return
         self.report(
             test,
-            "Branching on a tensor inside CUDA graph capture reads the value on the host, a "
+            f"Branching on a tensor {self.inside(start)} reads the value on the host, a "
             "synchronisation that makes the capture fail (GPU, torch 2.11). Use `torch.where` "
             "or compute the condition before capture.",
-            related_nodes=((start, "capture starts here"),),
+            **self.related_to(start),
         )
 
     def _sync_kind(self, call: cst.Call) -> str | None:
@@ -340,19 +386,21 @@ class CollectiveInCudaGraphCapture(_CaptureRule):
             )
             self.report(
                 node,
-                f"`{spelled}` inside CUDA graph capture makes the capture fail (GPU: {how}). "
+                f"`{spelled}` {self.inside(start)} makes the capture fail (GPU: {how}). "
                 "Call it before or after the capture.",
-                related_nodes=((start, "capture starts here"),),
+                **self.related_to(start),
             )
             return
         self.report(
             node,
-            f"`{spelled}` is captured into a CUDA graph: with NCCL this works only if every "
+            f"`{spelled}` is captured into a CUDA graph"
+            + ("" if not isinstance(start, Location) else f" ({self.inside(start)[:-1]})")
+            + ": with NCCL this works only if every "
             "rank captures and replays the same collectives in the same order; a rank that "
             "captures or replays a different sequence deadlocks the others. Keep capture and "
             "replay unconditional on all ranks.",
             severity=Severity.WARNING,
-            related_nodes=((start, "capture starts here"),),
+            **self.related_to(start),
         )
 
 

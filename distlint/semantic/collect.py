@@ -14,6 +14,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from distlint.captures import (
+    GRAPH_CONTEXTS,
+    GRAPHED_CALLABLES,
+    graphed_items,
+    statement_method,
+)
 from distlint.imports import ImportTable, dotted_name
 from distlint.regions import is_literal, literal_value
 from distlint.semantic.collectives import (
@@ -193,6 +199,7 @@ class Collector:
         self.collective_wrappers = frozenset(ctx.settings.collective_wrappers)
         self._rank_depth = 0  # > 0 inside a branch whose condition may depend on the rank
         self._class_wrapping: dict[str, _Scope] = {}  # class id -> its wrapped self attributes
+        self._capture: object | None = None  # (lazy) span where the capture being walked starts
 
     # -- entry ---------------------------------------------------------------------------------
 
@@ -278,13 +285,14 @@ class Collector:
         body = _body_of(node)
         self._declare(scope, self.taint.scan(node), f"{qualname}.<locals>.")
         self._prescan(scope, self.taint.scan(node))
-        saved = self._rank_depth
+        saved, saved_capture = self._rank_depth, self._capture
         rank_only = self._rank_only(node, parent)
         self._rank_depth = 0 if rank_only is None else 1
+        self._capture = None  # a def under capture only defines the function
         summary.effects = self._block(scope, body, f"{qualname}.<locals>.")
         if rank_only is not None and summary.effects:
             summary.effects = (self._rank_only_branch(rank_only, summary.effects),)
-        self._rank_depth = saved
+        self._rank_depth, self._capture = saved, saved_capture
         summary.returns_rank = self.taint.return_kind(node).level == RANK
         for value in self.taint.scan(node).returns:
             summary.returns.append(self._value(scope, value) or ("?",))
@@ -346,6 +354,9 @@ class Collector:
                     continue
                 if attr not in summary.attributes:
                     evaluated = self._value(scope, value)
+                    if evaluated is None and _is_parameter(scope, value):
+                        assert isinstance(value, cst.Name)
+                        evaluated = ("param", scope.summary.id, value.value)  # self.fn = fn
                     if evaluated is not None:
                         summary.attributes[attr] = evaluated
         summary.rank_attributes = self.taint.rank_attributes(node.name.value)
@@ -409,8 +420,15 @@ class Collector:
 
     def _block(self, scope: _Scope, body: Sequence[cst.CSTNode], prefix: str) -> tuple[Effect, ...]:
         effects: list[Effect] = []
+        saved = self._capture
         for stmt in body:
+            method = statement_method(stmt)
+            if method == "capture_begin":
+                self._capture = self.ctx.locate(stmt, lazy=True)
+            elif method == "capture_end":
+                self._capture = saved
             self._statement(scope, stmt, prefix, effects)
+        self._capture = saved
         return tuple(effects)
 
     def _statement(
@@ -438,7 +456,15 @@ class Collector:
                 effects.extend(self._block(scope, suite_body(stmt.orelse.body), prefix))
         elif isinstance(stmt, cst.With):
             self._calls(scope, stmt, effects)
+            saved = self._capture
+            for item in stmt.items:
+                if (
+                    isinstance(item.item, cst.Call)
+                    and self.ctx.resolve_in(scope.table, item.item.func) in GRAPH_CONTEXTS
+                ):
+                    self._capture = self.ctx.locate(item, lazy=True)
             effects.extend(self._block(scope, suite_body(stmt.body), prefix))
+            self._capture = saved
         elif isinstance(stmt, cst.Try | cst.TryStar):
             effects.extend(self._block(scope, suite_body(stmt.body), prefix))
             for handler in stmt.handlers:
@@ -687,7 +713,18 @@ class Collector:
             return
         if resolved is not None and resolved in _NOT_A_COMPILE:
             return
+        if resolved in GRAPHED_CALLABLES:
+            span = self.ctx.locate(call, lazy=True)
+            for item in graphed_items(call):
+                value = self._callable_value(scope, item)
+                if value is not None:
+                    self.summary.capture_sites.append((scope.summary.id, value, span))
+            return
         callee = self._value(scope, func)
+        if self._capture is not None:
+            captured = callee if callee is not None else self._callable_value(scope, func)
+            if captured is not None and not _is_inert(captured) and not _external(captured):
+                self.summary.capture_sites.append((scope.summary.id, captured, self._capture))
         # compile sites: torch.compile(x, ...), x.compile(...), wrapper(x)
         if callee is not None and call.args and self._may_compile_call(callee, func):
             target = self._value(scope, call.args[0].value)
@@ -748,6 +785,9 @@ class Collector:
         if _is_inert(callee):
             return
         scope.summary.calls.append(callee)
+        passes = () if _external(callee) else self._passed_functions(scope, call)
+        if passes:
+            scope.summary.passes.append((callee, passes))
         if callee[0] == "g" and callee[1].startswith(("torch.", "numpy.", "os.", "math.")):
             return
         effects.append(
@@ -875,6 +915,30 @@ class Collector:
             if label is not None:
                 scope.wrapped.add(label)
 
+    # -- functions passed around ---------------------------------------------------------------
+
+    def _callable_value(self, scope: _Scope, expr: cst.BaseExpression) -> Value | None:
+        """What calling ``expr`` runs, as a value; a bare parameter is the callers' argument."""
+        if _is_parameter(scope, expr):
+            assert isinstance(expr, cst.Name)
+            return ("param", scope.summary.id, expr.value)
+        return self._value(scope, expr)
+
+    def _passed_functions(
+        self, scope: _Scope, call: cst.Call
+    ) -> tuple[tuple[int | str, Value], ...]:
+        """Arguments that name a function or a method (``Runner(step)``, ``run(self.step)``),
+        by position or keyword: a callee storing or calling its parameter runs them."""
+        found: list[tuple[int | str, Value]] = []
+        for position, arg in enumerate(call.args):
+            if arg.star or not isinstance(arg.value, (cst.Name, cst.Attribute)):
+                continue
+            value = self._callable_value(scope, arg.value)
+            if value is None or not _names_code(value):
+                continue
+            found.append((arg.keyword.value if arg.keyword else position, value))
+        return tuple(found)
+
     # -- values --------------------------------------------------------------------------------
 
     def _value(self, scope: _Scope, expr: cst.BaseExpression, depth: int = 0) -> Value | None:
@@ -982,6 +1046,36 @@ class Collector:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _is_parameter(scope: _Scope, expr: cst.BaseExpression) -> bool:
+    """A bare parameter of the function (not ``self``)."""
+    return (
+        isinstance(expr, cst.Name)
+        and scope.node is not None
+        and expr.value in scope.params
+        and expr.value != scope.self_name
+        and expr.value not in scope.assigned
+    )
+
+
+_EXTERNAL_PREFIXES = ("torch.", "numpy.", "os.", "math.", "builtins.", "typing.", "functools.")
+
+
+def _external(value: Value) -> bool:
+    """A global of a well-known library (never project code)."""
+    return value[0] == "g" and value[1].startswith(_EXTERNAL_PREFIXES)
+
+
+def _names_code(value: Value) -> bool:
+    """A value that may be a function or method of the project: one of this file, a global
+    outside the well-known libraries, a method of ``self``, or a caller's argument."""
+    kind = value[0]
+    if kind in ("f", "param"):
+        return True
+    if kind == "g":
+        return not _external(value)
+    return kind == "attr" and value[1] == ("self",)
 
 
 def _short(code: str, limit: int = 60) -> str:

@@ -21,6 +21,7 @@ from distlint.semantic.model import (
     MODULE_CODE,
     ClassSummary,
     CompileSite,
+    Effect,
     FunctionSummary,
     ModuleSummary,
     Value,
@@ -58,6 +59,8 @@ class ProjectFacts:
     # compile sites whose compiled code is not known: (path, located site, why)
     unresolved: list[tuple[str, object, str]] = field(default_factory=list)
     regions: dict[str, tuple[RootInfo, ...]] = field(default_factory=dict)
+    # functions run under a CUDA graph capture: where (path, span) the capture starts
+    captures: dict[str, tuple[str, Span]] = field(default_factory=dict)
     rank_functions: set[str] = field(default_factory=set)
     rank_attributes: frozenset[str] = frozenset()
     wrappers: frozenset[str] = frozenset()
@@ -76,6 +79,14 @@ class ProjectFacts:
             return None
         direct = any(r.target == function_id for r in roots)
         return Region(roots, direct)
+
+    def capture_of(self, function_id: str) -> tuple[str, Span] | None:
+        """Where a CUDA graph capture that runs this function (by calls) starts, if any."""
+        return self.captures.get(function_id)
+
+    def has_captures(self, module_key: str) -> bool:
+        """Whether a function of this module runs under a CUDA graph capture started elsewhere."""
+        return module_key in self._modules_with_captures
 
     def has_regions(self, module_key: str) -> bool:
         """Whether this module holds compiled code or compiles some (a compile root's site):
@@ -208,7 +219,37 @@ class ProjectFacts:
             for element in value[1]:
                 found |= self.evaluate(element, cls, depth + 1)
             return frozenset(found)
+        if kind == "param":
+            return self._arguments(value[1], value[2], depth + 1)
         return frozenset()
+
+    def _arguments(self, function_id: str, name: str, depth: int) -> frozenset[AVal]:
+        """What the callers of a function pass as its parameter ``name``: only functions and
+        methods are recorded at call sites (``FunctionSummary.passes``)."""
+        summary = self.functions.get(function_id)
+        if summary is None or name not in summary.params:
+            return frozenset()
+        index = summary.params.index(name)
+        bound = summary.class_id is not None and summary.params[0] in ("self", "cls")
+        position = index - 1 if bound else index
+        found: set[AVal] = set()
+        for caller, passed in self._callers().get(function_id, ()):
+            for key, value in passed:
+                if key in (name, position):
+                    found |= self.evaluate(value, self._class_of(caller), depth + 1)
+        return frozenset(found)
+
+    def _callers(self) -> dict[str, list[tuple[str, tuple]]]:
+        """Function id -> (caller id, functions it passes) for every call passing functions."""
+        index = self._cache.get("<callers>")
+        if index is None:
+            index = {}
+            self._cache["<callers>"] = index  # while building, parameters evaluate to nothing
+            for fid in sorted(self.functions):
+                for callee, passed in self.functions[fid].passes:
+                    for target in self.call_targets(callee, fid):
+                        index.setdefault(target, []).append((fid, passed))
+        return index
 
     def _attribute(self, bases: Iterable[AVal], name: str, depth: int) -> frozenset[AVal]:
         found: set[AVal] = set()
@@ -344,6 +385,7 @@ class ProjectFacts:
     # private state
     _cache: dict = field(default_factory=dict, repr=False)
     _modules_with_regions: set[str] = field(default_factory=set, repr=False)
+    _modules_with_captures: set[str] = field(default_factory=set, repr=False)
 
 
 def link(
@@ -362,6 +404,7 @@ def link(
     _call_graph(facts)
     _roots(facts)
     _regions(facts)
+    _captures(facts)
     _rank_functions(facts)
     facts.rank_attributes = frozenset(
         attr for cls in facts.classes.values() for attr in cls.rank_attributes
@@ -480,6 +523,76 @@ def _regions(facts: ProjectFacts) -> None:
             facts._modules_with_regions.add(module.key)
         unique = {(r.path, r.span.start.line, r.span.start.column, r.target): r for r in roots}
         facts.regions[fid] = tuple(unique[k] for k in sorted(unique))
+
+
+def _captures(facts: ProjectFacts) -> None:
+    """Functions that calls made under a CUDA graph capture run, transitively."""
+    starts: list[tuple[str, str, object]] = []
+    for module in facts.modules.values():
+        for scope, value, span in module.capture_sites:
+            starts.extend((t, module.path, span) for t in facts.call_targets(value, scope))
+    if not starts:
+        return
+    facts.resolve(span for _, _, span in starts)
+    reached: dict[str, tuple[str, Span]] = {}
+    for target, path, lazy in sorted(starts, key=lambda s: (s[0], s[1], _span_key(s[2]))):
+        where = (path, getattr(lazy, "span", None) or _NOWHERE)
+        queue = deque([target])
+        while queue:
+            current = queue.popleft()
+            if current in reached:
+                continue
+            reached[current] = where
+            queue.extend(c for c in _unconditional_callees(facts, current) if c not in reached)
+    facts.captures = reached
+    for fid in reached:
+        module = facts.function_module.get(fid)
+        if module is not None:
+            facts._modules_with_captures.add(module.key)
+
+
+def _unconditional_callees(facts: ProjectFacts, function_id: str) -> list[str]:
+    """Project functions a function always calls when it runs: calls outside any branch and
+    before the first branch that may return or raise (loops and ``with`` bodies count)."""
+    summary = facts.functions.get(function_id)
+    if summary is None:
+        return []
+    found: list[str] = []
+    pending = list(summary.effects)
+    while pending:
+        effect = pending.pop(0)
+        if effect.kind == "branch":
+            if _may_exit(effect.body) or _may_exit(effect.orelse):
+                break
+            continue
+        if effect.kind == "exit":
+            break
+        if effect.kind == "loop":
+            pending[:0] = list(effect.body)
+            continue
+        value = effect.callee
+        if effect.kind == "forward":
+            value = ("param", function_id, effect.name)
+        if effect.kind in ("call", "forward") and value is not None:
+            found.extend(t for t in facts.call_targets(value, function_id) if t not in found)
+    return found
+
+
+def _may_exit(effects: Sequence[Effect]) -> bool:
+    """Whether a path may ``return`` or ``raise`` (``break``/``continue`` stay in the loop)."""
+    for effect in effects:
+        if effect.kind == "exit" and effect.name in ("return", "raise"):
+            return True
+        if effect.kind in ("branch", "loop") and (
+            _may_exit(effect.body) or _may_exit(effect.orelse)
+        ):
+            return True
+    return False
+
+
+def _span_key(lazy: object) -> tuple[int, int]:
+    span = getattr(lazy, "span", None)
+    return (span.start.line, span.start.column) if span is not None else (0, 0)
 
 
 def _rank_functions(facts: ProjectFacts) -> None:

@@ -12,7 +12,9 @@ knowing the other files. The encoding is nested tuples (cheap to build, pickle a
   result, element of an iterable;
 * ``("seq", (value, ...))``: a container built from these elements (``nn.ModuleList([...])``);
 * ``("partial", value, options)``: ``functools.partial(value, **options)``;
-* ``("union", (value, ...))``: one of these.
+* ``("union", (value, ...))``: one of these;
+* ``("param", function_id, "name")``: whatever the callers of the function pass as this
+  parameter (used for ``self.fn = fn`` attributes and calls of a parameter under capture).
 
 Ids: ``"<module key>:<qualname>"`` with Python's qualname (``Net.forward``,
 ``outer.<locals>.inner``); the module-level code of a file is ``"<module key>:<module>"``.
@@ -108,6 +110,8 @@ class FunctionSummary:
     returns: list[Value] = field(default_factory=list)
     returns_rank: bool = False
     return_callees: list[Value] = field(default_factory=list)
+    # calls passing functions or methods: (callee, ((position or keyword, value), ...))
+    passes: list[tuple[Value, tuple[tuple[int | str, Value], ...]]] = field(default_factory=list)
     compiles_param: bool = False  # returns torch.compile(<a parameter>, ...): a compile wrapper
     compile_options: Options = ()  # the options such a wrapper passes
     effects: tuple[Effect, ...] = ()
@@ -134,4 +138,6 @@ class ModuleSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     compile_sites: list[tuple[str, CompileSite]] = field(default_factory=list)  # (scope id, site)
     dynamo_flags: dict[str, object] = field(default_factory=dict)  # torch._dynamo.config.X
+    # calls made while a CUDA graph is captured: (scope id, callee, where the capture starts)
+    capture_sites: list[tuple[str, Value, object]] = field(default_factory=list)  # lazy spans
     enabled: frozenset[str] = frozenset()  # rule codes enabled for this file
