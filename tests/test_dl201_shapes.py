@@ -54,6 +54,11 @@ BAD = [
         "sharded model passed to an evaluation helper on rank 0",
     ),
     ("bad_realworld.py", "ShardedTrainer", "self.model sharded in __init__, used in a method"),
+    (
+        "bad_realworld.py",
+        "train_then_sample_on_rank_zero",
+        "DDP model returned by a factory, sampled on rank 0",
+    ),
 ]
 TRAPS = [
     ("traps.py", "save_then_barrier", "rank-0 save, then a barrier on every rank"),

@@ -699,3 +699,49 @@ def test_docs_example_triggers_the_rule(tmp_path: Path, code: str) -> None:
     source = example.split("```python", 1)[1].split("```", 1)[0]
     results = check_sources(tmp_path, {"example.py": source}, enabled=RANK_RULES)
     assert code in {f.code for f in results["example.py"].findings}
+
+
+# -- wrapped models returned by project functions ------------------------------------------------
+
+BUILD = """\
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def setup_model(net):
+    model = DDP(net)
+    return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def setup_quiet(net):
+    return DDP(net, broadcast_buffers=False)
+
+
+def plain(net):
+    return net, None
+"""
+
+
+@pytest.mark.parametrize(
+    ("made", "expected"),
+    [
+        ("model, opt = setup_model(net)", [("DL201", 11)]),
+        ("model = setup_quiet(net)", []),
+        ("model, opt = plain(net)", []),
+        ("opt, model = setup_model(net)", []),  # element 1 is the optimizer
+        ("model, opt = setup_model(net)\n        model = net", []),  # reassigned
+    ],
+)
+def test_a_wrapped_model_returned_from_another_module(tmp_path: Path, made, expected) -> None:
+    body = f"""
+    from build import plain, setup_model, setup_quiet
+
+    def train(net, batch):
+        {made}
+        if dist.get_rank() == 0:
+            with torch.no_grad():
+                model(batch)
+        dist.barrier()
+    """
+    found = findings(tmp_path, body, {"build.py": BUILD})
+    assert [(code, line - (1 if "\n" in made else 0)) for code, line in found] == expected

@@ -33,7 +33,8 @@ def condition_text(d: Divergence) -> str:
 
 def collective_text(d: Divergence) -> str:
     issued = d.issued
-    return issued.kind if issued.origin.kind in ("implicit", "forward") else f"`{issued.kind}`"
+    implicit = ("implicit", "forward", "made")
+    return issued.kind if issued.origin.kind in implicit else f"`{issued.kind}`"
 
 
 def evidence(d: Divergence) -> str:

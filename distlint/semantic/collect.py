@@ -185,6 +185,8 @@ class _Scope:
         self.quiet: set[str] = set()  # DDP without buffer broadcast: forward issues nothing
         self.raised_on: set[str] = set()  # tests of top-level ``if test: raise`` (every rank)
         self.engines: set[str] = set()  # DeepSpeed engines
+        # names holding what a project function returned: label -> (callee, element or -1)
+        self.made_by: dict[str, tuple[Value, int]] = {}
 
 
 class Collector:
@@ -294,6 +296,7 @@ class Collector:
             summary.effects = (self._rank_only_branch(rank_only, summary.effects),)
         self._rank_depth, self._capture = saved, saved_capture
         summary.returns_rank = self.taint.return_kind(node).level == RANK
+        summary.returns_wrapped = self._returns_wrapped(scope, node)
         for value in self.taint.scan(node).returns:
             summary.returns.append(self._value(scope, value) or ("?",))
             if isinstance(value, cst.Call) and value.args:
@@ -711,6 +714,19 @@ class Collector:
                 )
             )
             return
+        made = _made_by(func, scope)
+        if made is not None:
+            callee, position = made
+            effects.append(
+                Effect(
+                    "made",
+                    self.ctx.locate(call, lazy=True),
+                    _label_of(func) or "",
+                    self._text(call),
+                    callee=callee,
+                    arguments=(("element", position),),
+                )
+            )
         if resolved is not None and resolved in _NOT_A_COMPILE:
             return
         if resolved in GRAPHED_CALLABLES:
@@ -874,6 +890,7 @@ class Collector:
         )
         wrapping = is_wrapping_call(value, scope.table.resolve)
         from_wrapped = _mentions_call_of(value, scope.wrapped)
+        self._track_made(scope, targets, value if wrapping is None else None)
         for target in targets:
             if wrapping == "deepspeed" and isinstance(target, (cst.Tuple, cst.List)):
                 engine = _target_label(target.elements[0].value) if target.elements else None
@@ -914,6 +931,50 @@ class Collector:
             label = _target_label(value.args[0].value)
             if label is not None:
                 scope.wrapped.add(label)
+
+    def _track_made(
+        self, scope: _Scope, targets: list[cst.BaseExpression], value: cst.BaseExpression | None
+    ) -> None:
+        """``model = build(cfg)`` / ``model, opt = setup(...)``: remember which project function
+        made each name (the linker knows whether it returns a wrapped model); any other
+        assignment forgets it."""
+        callee = None
+        if isinstance(value, cst.Call):
+            callee = self._value(scope, value.func)
+            if callee is not None and (not _names_code(callee) or callee[0] == "param"):
+                callee = None
+        for target in targets:
+            elements = (
+                list(enumerate(e.value for e in target.elements))
+                if isinstance(target, (cst.Tuple, cst.List))
+                else [(-1, target)]
+            )
+            for position, element in elements:
+                label = _target_label(element)
+                if label is None:
+                    continue
+                if callee is None:
+                    scope.made_by.pop(label, None)
+                else:
+                    scope.made_by[label] = (callee, position)
+
+    def _returns_wrapped(self, scope: _Scope, node: cst.FunctionDef) -> tuple[int, ...]:
+        """Which of the function's return values are DDP/FSDP-wrapped models (see
+        ``FunctionSummary.returns_wrapped``); DDP without a proven buffer sync is left out."""
+        found: set[int] = set()
+        loud = scope.wrapped - scope.quiet
+        for value in self.taint.scan(node).returns:
+            items = (
+                list(enumerate(e.value for e in value.elements))
+                if isinstance(value, (cst.Tuple, cst.List))
+                else [(-1, value)]
+            )
+            for position, item in items:
+                wrapping = is_wrapping_call(item, scope.table.resolve)
+                wraps = wrapping in ("wrapper", "fully_shard") and not _quiet_ddp(item)
+                if wraps or (isinstance(item, cst.Name) and item.value in loud):
+                    found.add(position)
+        return tuple(sorted(found))
 
     # -- functions passed around ---------------------------------------------------------------
 
@@ -1046,6 +1107,38 @@ class Collector:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _label_of(func: cst.BaseExpression) -> str | None:
+    """``model`` or ``self.model`` as called (``model(x)``)."""
+    if isinstance(func, cst.Name):
+        return func.value
+    return _target_label(func) if isinstance(func, cst.Attribute) else None
+
+
+def _made_by(func: cst.BaseExpression, scope: _Scope) -> tuple[Value, int] | None:
+    """The project function (and element) that made the called name, if it is one."""
+    label = _label_of(func)
+    if label is None:
+        return None
+    current: _Scope | None = scope
+    while current is not None:
+        if label in current.made_by:
+            return current.made_by[label]
+        if label in current.assigned or label in current.params:
+            return None
+        current = current.parent
+    return None
+
+
+def _quiet_ddp(call: cst.BaseExpression) -> bool:
+    """``DDP(m, broadcast_buffers=<not True>)``: its forward syncs nothing we can prove."""
+    if not isinstance(call, cst.Call):
+        return False
+    for arg in call.args:
+        if arg.keyword and arg.keyword.value == "broadcast_buffers":
+            return literal_value(arg.value) is not True
+    return False
 
 
 def _is_parameter(scope: _Scope, expr: cst.BaseExpression) -> bool:

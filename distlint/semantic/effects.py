@@ -173,6 +173,17 @@ class EffectAnalysis:
                 if bound.get(effect.name) == WRAPPED_ARGUMENT:  # the caller passed a wrapped model
                     what = f"forward of the distributed-wrapped model passed as `{effect.name}`"
                     issued.append(Issued(what, effect, path, effect))
+            elif kind == "made":
+                element = dict(effect.arguments).get("element", -1)
+                for target in self.facts.call_targets(effect.callee, function):
+                    made = self.facts.functions.get(target)
+                    if made is not None and element in made.returns_wrapped:
+                        what = (
+                            f"forward of `{effect.name}`, the distributed-wrapped model that "
+                            f"`{made.name}` returns"
+                        )
+                        issued.append(Issued(what, effect, path, effect))
+                        break
             elif kind == "call":
                 arguments = _forward(effect.arguments, bound)
                 for target in self.facts.call_targets(effect.callee, function):

@@ -55,7 +55,9 @@ class Effect:
     ``branch`` (``cond`` is the condition; ``body``/``orelse`` the two paths), ``loop``
     (``body``; ``name`` is for/while), ``def`` (a closure defined here, ``callee``), ``exit``
     (``name`` is return/raise/break/continue), ``forward`` (a call of the parameter ``name``:
-    a forward of whatever model the caller passes). A branch's ``name`` is ``guard`` when its test
+    a forward of whatever model the caller passes), ``made`` (a call of what the project
+    function ``callee`` returned, element ``arguments[0][1]`` of it: a forward if that function
+    returns a wrapped model). A branch's ``name`` is ``guard`` when its test
     reads as "running distributed" (taken on every rank of a distributed job).
     """
 
@@ -112,6 +114,8 @@ class FunctionSummary:
     return_callees: list[Value] = field(default_factory=list)
     # calls passing functions or methods: (callee, ((position or keyword, value), ...))
     passes: list[tuple[Value, tuple[tuple[int | str, Value], ...]]] = field(default_factory=list)
+    # what it returns is a DDP/FSDP-wrapped model: -1 the value itself, n element n of a tuple
+    returns_wrapped: tuple[int, ...] = ()
     compiles_param: bool = False  # returns torch.compile(<a parameter>, ...): a compile wrapper
     compile_options: Options = ()  # the options such a wrapper passes
     effects: tuple[Effect, ...] = ()

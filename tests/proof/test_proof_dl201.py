@@ -67,6 +67,7 @@ REALWORLD_HANGS = {
     "case_rank_zero_breaks_out_of_the_loader_loop": (1, 1),  # rank 0 ran one step
     "case_sharded_model_evaluated_by_a_helper_on_rank_zero": (0, 2),  # rank 1 trained 2 steps
     "case_trainer_validates_its_sharded_model_on_rank_zero": (0, 2),
+    "case_returned_ddp_model_sampled_on_rank_zero": (0, 2),  # DDP broadcasts the BN buffers
 }
 PROJECT_HANGS = {
     "case_evaluate_on_main_process": 0,
