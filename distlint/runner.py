@@ -3,8 +3,11 @@
 Two passes (see :mod:`distlint.engine`): every file's first pass is independent (one parse,
 one walk, one summary), so files are spread over a process pool in chunks; the parent links
 the summaries (cheap), runs the project-scope rules, and sends the files that hold compiled
-regions or project findings through a second pass, again in parallel. Workers are forked
-after the facts are built, so the facts reach them without pickling. If a worker dies (a
+regions or project findings through a second pass, again in parallel. The second pass's
+input (facts and project findings per file) reaches each worker through the pool's
+initializer: inherited without pickling when workers are forked, pickled once per worker when
+they are spawned (macOS, Windows, ``DISTLINT_START_METHOD=spawn``), so both give the same
+result. If a worker dies (a
 parser crash kills the process, not just the file), the files it held are re-checked one
 at a time in isolation so the culprit is reported as DL000 and every other file still gets
 its findings.
@@ -51,11 +54,10 @@ class Task:
     settings: FileSettings
     module_name: str | None = None
     is_package: bool = False
-    second: bool = False  # the second pass: reads the facts set up by run()
+    second: bool = False  # the second pass: its input comes with the pass (see _run_pass)
 
 
-# The second pass's input, set before workers are forked (inherited, never pickled).
-_SECOND: dict[str, SecondPass] = {}
+SecondInputs = dict[str, SecondPass]  # display path -> the second pass's input for that file
 
 
 def default_jobs() -> int:
@@ -150,13 +152,10 @@ def _run_project(
     final = [r.final() for r in first]
     if not again:
         return final + native_results
-    _SECOND.clear()
-    for i in again:
-        _SECOND[tasks[i].display] = SecondPass(facts, tuple(found.get(first[i].path, ())))
-    try:
-        second = _run_pass([_second(tasks[i]) for i in again], jobs)
-    finally:
-        _SECOND.clear()
+    inputs = {
+        tasks[i].display: SecondPass(facts, tuple(found.get(first[i].path, ()))) for i in again
+    }
+    second = _run_pass([_second(tasks[i]) for i in again], jobs, inputs)
     for i, result in zip(again, second, strict=True):
         final[i] = result.final()
     return final + native_results
@@ -172,18 +171,24 @@ def link_results(
 
 def source_lookup(tasks: Sequence[Task]) -> SourceLookup:
     """Read a checked file's text by its display path (to measure lazily located nodes)."""
-    paths = {task.display: task.path for task in tasks}
+    return FileSources({task.display: task.path for task in tasks})
 
-    def lookup(display: str) -> str | None:
-        path = paths.get(display)
+
+@dataclass(frozen=True)
+class FileSources:
+    """A checked file's text by its display path; picklable, so facts can go to spawned
+    workers."""
+
+    paths: dict[str, Path]
+
+    def __call__(self, display: str) -> str | None:
+        path = self.paths.get(display)
         if path is None:
             return None
         try:
             return decode_source(path.read_bytes())
         except (OSError, SourceError):
             return None
-
-    return lookup
 
 
 def first_pass(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
@@ -216,15 +221,21 @@ def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
     ]
 
 
-def _run_pass(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
-    """One pass over ``tasks``, in parallel when worth it; results in order."""
+def _run_pass(
+    tasks: Sequence[Task], jobs: int, inputs: SecondInputs | None = None
+) -> list[FileResult]:
+    """One pass over ``tasks``, in parallel when worth it; results in order. ``inputs``
+    holds the second pass's input of each file (None in the first pass)."""
+    inputs = inputs or {}
     if jobs <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES:
-        return [_check(task) for task in tasks]
+        return [_check(task, inputs.get(task.display)) for task in tasks]
     all_rules()  # import every rule module before forking, so workers inherit them
     chunks = _chunks(list(range(len(tasks))), jobs)
     results: dict[int, FileResult] = {}
     failed: list[int] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=_context(), initializer=_start_worker, initargs=(inputs,)
+    ) as pool:
         futures: list[tuple[list[int], Future]] = []
         for chunk in chunks:
             futures.append((chunk, pool.submit(_check_many, [tasks[i] for i in chunk])))
@@ -235,8 +246,18 @@ def _run_pass(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
             except BrokenProcessPool:
                 failed.extend(chunk)
     for index in failed:
-        results[index] = _check_isolated(tasks[index])
+        results[index] = _check_isolated(tasks[index], inputs.get(tasks[index].display))
     return [results[i] for i in range(len(tasks))]
+
+
+# A worker's second-pass inputs, given by the pool's initializer (in workers only).
+_worker_inputs: SecondInputs = {}
+
+
+def _start_worker(inputs: SecondInputs) -> None:
+    global _worker_inputs
+    _worker_inputs = inputs
+    all_rules()  # spawned workers import the rule modules once, before their first file
 
 
 def _chunks(indices: list[int], jobs: int) -> list[list[int]]:
@@ -245,26 +266,33 @@ def _chunks(indices: list[int], jobs: int) -> list[list[int]]:
     return [indices[i : i + size] for i in range(0, len(indices), size)]
 
 
+START_METHOD_VARIABLE = "DISTLINT_START_METHOD"
+
+
 def _context() -> multiprocessing.context.BaseContext:
+    """fork on Linux (cheapest), spawn elsewhere; ``DISTLINT_START_METHOD`` overrides (tests
+    use it to check that every start method gives the same output)."""
+    chosen = os.environ.get(START_METHOD_VARIABLE)
+    if chosen in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context(chosen)
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")  # pragma: no cover
 
 
-def _check(task: Task) -> FileResult:
+def _check(task: Task, second: SecondPass | None) -> FileResult:
     global _checked
     _checked += 1
     if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
         gc.collect()
     if _may_crash_parser(task.path):
-        return _check_isolated(task)
-    return _check_unguarded(task)
+        return _check_isolated(task, second)
+    return _check_unguarded(task, second)
 
 
-def _check_unguarded(task: Task) -> FileResult:
-    second = _SECOND.get(task.display) if task.second else None
-    if task.second and second is None:  # pragma: no cover - spawn platforms lose the facts
-        return FileResult(task.display)
+def _check_unguarded(task: Task, second: SecondPass | None) -> FileResult:
+    if task.second and second is None:
+        raise RuntimeError(f"{task.display}: the second pass got no project facts")
     return analyze_path(
         task.path, task.display, task.settings, task.module_name, task.is_package, second
     )
@@ -290,16 +318,18 @@ def _may_crash_parser(path: Path) -> bool:
 
 
 def _check_many(tasks: list[Task]) -> list[FileResult]:
-    return [_check(task) for task in tasks]
+    return [_check(task, _worker_inputs.get(task.display)) for task in tasks]
 
 
 ISOLATED_TIMEOUT = 60.0  # seconds for one file that may crash or stall the parser
 
 
-def _check_isolated(task: Task, timeout: float = ISOLATED_TIMEOUT) -> FileResult:
+def _check_isolated(
+    task: Task, second: SecondPass | None = None, timeout: float = ISOLATED_TIMEOUT
+) -> FileResult:
     """Check one file in a fresh process: a crash or a stall there is that file's alone."""
     receiver, sender = _context().Pipe(duplex=False)
-    process = _context().Process(target=_check_and_send, args=(task, sender), daemon=True)
+    process = _context().Process(target=_check_and_send, args=(task, second, sender), daemon=True)
     process.start()
     sender.close()
     try:
@@ -316,6 +346,8 @@ def _check_isolated(task: Task, timeout: float = ISOLATED_TIMEOUT) -> FileResult
     return _unparsable(task.display, reason, 1, 0)
 
 
-def _check_and_send(task: Task, sender: multiprocessing.connection.Connection) -> None:
-    sender.send(_check_unguarded(task))
+def _check_and_send(
+    task: Task, second: SecondPass | None, sender: multiprocessing.connection.Connection
+) -> None:
+    sender.send(_check_unguarded(task, second))
     sender.close()

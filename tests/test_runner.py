@@ -47,3 +47,32 @@ def test_a_file_that_stalls_the_parser_is_reported_after_the_timeout(tmp_path: P
     result = _check_isolated(task, timeout=1.0)
     assert [f.code for f in result.findings] == ["DL000"]
     assert "did not finish within 1 s" in result.findings[0].message
+
+
+# A project whose findings need the second pass in several files (compiled regions reached
+# across modules, a project-scope DL201), spread over more files than are checked in-process.
+_PROJECT_PARTS = ("fixtures/DL201/project", "fixtures/DL104", "fixtures/DL601", "fixtures/DL102")
+
+
+def _check_parts(method: str, jobs: str) -> list[dict]:
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(
+        [sys.executable, "-m", "distlint", "check", "--select", "ALL", "--format", "json"]
+        + ["--exit-zero", "--jobs", jobs, *_PROJECT_PARTS],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "DISTLINT_START_METHOD": method},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_fork_spawn_and_job_counts_give_the_same_findings() -> None:
+    """The second pass's facts reach spawned workers too (they were once silently dropped)."""
+    reference = _check_parts("fork", "1")
+    codes = {f["code"] for f in reference}
+    assert {"DL201", "DL104", "DL601", "DL102"} <= codes  # project- and region-scope findings
+    for method, jobs in (("fork", "3"), ("spawn", "3"), ("spawn", "1")):
+        assert _check_parts(method, jobs) == reference, (method, jobs)

@@ -382,6 +382,12 @@ class ProjectFacts:
             for inner in item[1]:
                 self._compiled_from(inner, found, "block")
 
+    def __getstate__(self) -> dict:
+        """For spawned workers: the evaluation cache is rebuilt there on demand."""
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
+
     # private state
     _cache: dict = field(default_factory=dict, repr=False)
     _modules_with_regions: set[str] = field(default_factory=set, repr=False)
