@@ -12,8 +12,9 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +25,10 @@ from distlint.findings import ToolError
 from distlint.registry import all_rules, get_rule
 from distlint.reporters import FORMATS, Report, render, source_reader
 from distlint.selection import is_valid_selector, normalize_selector, suggest_code
+
+if TYPE_CHECKING:
+    from distlint.discovery import DiscoveredFile
+    from distlint.runner import Task
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -199,7 +204,7 @@ def check(
 
 
 def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object) -> int:
-    from distlint.discovery import DiscoveredFile, Discovery, display_path
+    from distlint.discovery import Discovery, display_path
     from distlint.engine import check_bytes
     from distlint.gitignore import find_repo_root
     from distlint.imports import module_name_for
@@ -241,6 +246,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             enabled_union |= settings.enabled
             tasks.append(Task(file.path, file.display, settings))
         native = native_sources(discovery.native_files(), resolver, overrides)
+        tasks += _context_tasks(files, paths, resolver, overrides, cwd)
         results = run(tasks, opts["jobs"] or default_jobs(), native)  # type: ignore[arg-type]
 
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
@@ -278,6 +284,40 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
     if findings and not opts["exit_zero"]:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _context_tasks(
+    files: list[DiscoveredFile],
+    paths: tuple[Path, ...],
+    resolver: ConfigResolver,
+    overrides: CliOverrides,
+    cwd: Path,
+) -> list[Task]:
+    """The other files of the named files' projects that they import or are imported by,
+    to link with them (not reported on): ``check train.py`` finds what ``check .`` finds in
+    ``train.py``. Only project-scope rules run on them (they record what project rules need)."""
+    from distlint.discovery import Discovery
+    from distlint.project_files import project_root, related_files
+    from distlint.runner import Task
+
+    if not files:
+        return []
+    given = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in paths]
+    roots = sorted({project_root(file.path) for file in files})
+    # a root inside a directory that was named is walked already: nothing to add
+    roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in given)]
+    if not roots:
+        return []
+    named = {file.path for file in files}
+    candidates, _ = Discovery(resolver, cwd).files(roots)
+    by_path = {c.path: c for c in candidates}
+    project_codes = {code for code, rule in all_rules().items() if rule.scope == "project"}
+    tasks = []
+    for path in related_files(named, by_path):
+        settings = settings_for(resolver.for_path(path), overrides, path)
+        settings = replace(settings, enabled=settings.enabled & project_codes)
+        tasks.append(Task(path, by_path[path].display, settings, report=False))
+    return tasks
 
 
 def _emit(report: Report, opts: dict[str, object]) -> None:

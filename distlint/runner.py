@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from distlint.config import CliOverrides, ConfigResolver, FileSettings, settings_for
@@ -55,6 +55,7 @@ class Task:
     module_name: str | None = None
     is_package: bool = False
     second: bool = False  # the second pass: its input comes with the pass (see _run_pass)
+    report: bool = True  # False: a file of the project linked for context, not reported on
 
 
 SecondInputs = dict[str, SecondPass]  # display path -> the second pass's input for that file
@@ -95,7 +96,8 @@ def native_sources(
 
 def run(tasks: Sequence[Task], jobs: int, native: Sequence[NativeSource] = ()) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
-    files checked together as one project."""
+    files checked together as one project; tasks with ``report=False`` are summarised and
+    linked only (no result)."""
     with _collector_paused():
         return _run_project(tasks, jobs, native)
 
@@ -147,18 +149,24 @@ def _run_project(
     again = [
         i
         for i, r in enumerate(first)
-        if r.summary is not None and needs_second_pass(facts, r.summary.key, found.get(r.path))
+        if tasks[i].report
+        and r.summary is not None
+        and needs_second_pass(facts, r.summary.key, found.get(r.path))
     ]
     final = [r.final() for r in first]
     if not again:
-        return final + native_results
+        return _reported(tasks, final) + native_results
     inputs = {
         tasks[i].display: SecondPass(facts, tuple(found.get(first[i].path, ()))) for i in again
     }
     second = _run_pass([_second(tasks[i]) for i in again], jobs, inputs)
     for i, result in zip(again, second, strict=True):
         final[i] = result.final()
-    return final + native_results
+    return _reported(tasks, final) + native_results
+
+
+def _reported(tasks: Sequence[Task], results: list[FileResult]) -> list[FileResult]:
+    return [result for task, result in zip(tasks, results, strict=True) if task.report]
 
 
 def link_results(
@@ -197,7 +205,7 @@ def first_pass(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
 
 
 def _second(task: Task) -> Task:
-    return Task(task.path, task.display, task.settings, task.module_name, task.is_package, True)
+    return replace(task, second=True)
 
 
 def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
@@ -210,12 +218,10 @@ def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
     for _, module_name, _ in named:
         counts[module_name] = counts.get(module_name, 0) + 1
     return [
-        Task(
-            task.path,
-            task.display,
-            task.settings,
-            module_name if counts[module_name] == 1 else None,
-            is_package,
+        replace(
+            task,
+            module_name=module_name if counts[module_name] == 1 else None,
+            is_package=is_package,
         )
         for task, module_name, is_package in named
     ]
