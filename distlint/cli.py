@@ -204,7 +204,7 @@ def check(
 
 
 def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object) -> int:
-    from distlint.discovery import Discovery, display_path
+    from distlint.discovery import DiscoveredFile, Discovery, display_path
     from distlint.engine import check_bytes
     from distlint.gitignore import find_repo_root
     from distlint.imports import module_name_for
@@ -231,7 +231,13 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         settings = settings_for(resolver.for_path(target), overrides, target)
         data = sys.stdin.buffer.read()
         module_name, is_package = module_name_for(target) if name != "-" else (None, False)
-        results = [check_bytes(data, display, settings, module_name, is_package)]
+        if name == "-":
+            results = [check_bytes(data, display, settings, module_name, is_package)]
+        else:  # the buffer stands for that file of its project (as in an editor)
+            buffer = DiscoveredFile(target, display)
+            tasks = [Task(target, display, settings, data=data)]
+            tasks += _context_tasks([buffer], (target,), resolver, overrides, cwd, {target: data})
+            results = run(tasks, 1)
         files: list[DiscoveredFile] = []
         enabled_union = set(settings.enabled)
         with contextlib.suppress(UnicodeDecodeError):
@@ -292,6 +298,7 @@ def _context_tasks(
     resolver: ConfigResolver,
     overrides: CliOverrides,
     cwd: Path,
+    contents: dict[Path, bytes] | None = None,
 ) -> list[Task]:
     """The other files of the named files' projects that they import or are imported by,
     to link with them (not reported on): ``check train.py`` finds what ``check .`` finds in
@@ -313,7 +320,7 @@ def _context_tasks(
     by_path = {c.path: c for c in candidates}
     project_codes = {code for code, rule in all_rules().items() if rule.scope == "project"}
     tasks = []
-    for path in related_files(named, by_path):
+    for path in related_files(named, by_path, contents):
         settings = settings_for(resolver.for_path(path), overrides, path)
         settings = replace(settings, enabled=settings.enabled & project_codes)
         tasks.append(Task(path, by_path[path].display, settings, report=False))

@@ -35,11 +35,14 @@ def project_root(path: Path) -> Path:
     return find_repo_root(start) or start
 
 
-def related_files(named: Iterable[Path], candidates: Iterable[Path]) -> list[Path]:
+def related_files(
+    named: Iterable[Path], candidates: Iterable[Path], contents: dict[Path, bytes] | None = None
+) -> list[Path]:
     """The candidates (files of the project, absolute) that the named files import,
-    transitively, or that import a named file; sorted, the named files left out."""
+    transitively, or that import a named file; sorted, the named files left out.
+    ``contents`` overrides what is on disk (an editor's buffer, stdin)."""
     named_set = {p for p in named}
-    index = _ModuleIndex(candidates)
+    index = _ModuleIndex(candidates, contents or {})
     wanted: set[Path] = set()
     pending = list(named_set)
     while pending:
@@ -61,8 +64,9 @@ def related_files(named: Iterable[Path], candidates: Iterable[Path]) -> list[Pat
 class _ModuleIndex:
     """Project files by the dotted names they may be imported under (any path suffix)."""
 
-    def __init__(self, files: Iterable[Path]) -> None:
+    def __init__(self, files: Iterable[Path], contents: dict[Path, bytes]) -> None:
         self.files = sorted(set(files))
+        self._contents = contents
         self._by_suffix: dict[str, list[Path]] = {}
         for file in self.files:
             parts = list(file.with_suffix("").parts)
@@ -78,7 +82,8 @@ class _ModuleIndex:
             return cached
         found: list[Path] = []
         try:
-            text = decode_source(file.read_bytes())
+            data = self._contents.get(file)
+            text = decode_source(data if data is not None else file.read_bytes())
         except (OSError, SourceError):
             text = ""
         absolute, relative = _imported_names(text, file)

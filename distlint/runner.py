@@ -33,6 +33,7 @@ from distlint.engine import (
     FileResult,
     SecondPass,
     _unparsable,
+    analyze_bytes,
     analyze_path,
     needs_second_pass,
     project_findings,
@@ -56,6 +57,7 @@ class Task:
     is_package: bool = False
     second: bool = False  # the second pass: its input comes with the pass (see _run_pass)
     report: bool = True  # False: a file of the project linked for context, not reported on
+    data: bytes | None = None  # the file's content when it is not read from disk (stdin)
 
 
 SecondInputs = dict[str, SecondPass]  # display path -> the second pass's input for that file
@@ -179,7 +181,10 @@ def link_results(
 
 def source_lookup(tasks: Sequence[Task]) -> SourceLookup:
     """Read a checked file's text by its display path (to measure lazily located nodes)."""
-    return FileSources({task.display: task.path for task in tasks})
+    return FileSources(
+        {task.display: task.path for task in tasks},
+        {task.display: task.data for task in tasks if task.data is not None},
+    )
 
 
 @dataclass(frozen=True)
@@ -188,13 +193,17 @@ class FileSources:
     workers."""
 
     paths: dict[str, Path]
+    contents: dict[str, bytes]  # files not read from disk (stdin)
 
     def __call__(self, display: str) -> str | None:
-        path = self.paths.get(display)
-        if path is None:
-            return None
+        data = self.contents.get(display)
         try:
-            return decode_source(path.read_bytes())
+            if data is None:
+                path = self.paths.get(display)
+                if path is None:
+                    return None
+                data = path.read_bytes()
+            return decode_source(data)
         except (OSError, SourceError):
             return None
 
@@ -291,7 +300,7 @@ def _check(task: Task, second: SecondPass | None) -> FileResult:
     _checked += 1
     if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
         gc.collect()
-    if _may_crash_parser(task.path):
+    if task.data is None and _may_crash_parser(task.path):
         return _check_isolated(task, second)
     return _check_unguarded(task, second)
 
@@ -299,6 +308,10 @@ def _check(task: Task, second: SecondPass | None) -> FileResult:
 def _check_unguarded(task: Task, second: SecondPass | None) -> FileResult:
     if task.second and second is None:
         raise RuntimeError(f"{task.display}: the second pass got no project facts")
+    if task.data is not None:
+        return analyze_bytes(
+            task.data, task.display, task.settings, task.module_name, task.is_package, second
+        )
     return analyze_path(
         task.path, task.display, task.settings, task.module_name, task.is_package, second
     )

@@ -139,3 +139,21 @@ def test_the_project_root(tmp_path: Path, markers, expected) -> None:
     for marker in markers:
         (project / marker).write_text("")
     assert project_root(project / "src" / "a.py") == tmp_path / expected
+
+
+def test_stdin_with_a_file_name_is_that_file_of_its_project(tmp_path: Path) -> None:
+    """An editor piping an unsaved buffer gets the cross-file findings too."""
+    root = _project(tmp_path)
+    buffer = TRAIN + "\n\ndef again(loss):\n    if is_main_process():\n        all_reduce_mean(loss)\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "distlint", "check", "--select", "DL201", "--format", "json"]
+        + ["--exit-zero", "--stdin-filename", "pkg/train.py", "-"],
+        cwd=root,
+        input=buffer,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = [(f["path"], f["code"], f["range"]["start"]["line"]) for f in json.loads(proc.stdout)]
+    assert found == [("pkg/train.py", "DL201", 7), ("pkg/train.py", "DL201", 12)]
