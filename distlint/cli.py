@@ -12,7 +12,6 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +26,8 @@ from distlint.reporters import FORMATS, Report, render, source_reader
 from distlint.selection import is_valid_selector, normalize_selector, suggest_code
 
 if TYPE_CHECKING:
+    from distlint.cache import FirstPassCache
     from distlint.discovery import DiscoveredFile
-    from distlint.runner import Task
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -134,6 +133,18 @@ def main() -> None:
 @click.option(
     "--show-settings", is_flag=True, help="Print the resolved settings for the first path and exit."
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    envvar="DISTLINT_NO_CACHE",
+    help="Neither read nor write the cache of per-file analyses.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where to keep the cache (default: DISTLINT_CACHE_DIR, else .distlint_cache at the "
+    "project root).",
+)
 @_config_before_confirm
 @confirm_options
 def check(
@@ -154,6 +165,8 @@ def check(
     force_exclude: bool,
     stdin_filename: str | None,
     show_settings: bool,
+    no_cache: bool,
+    cache_dir: Path | None,
     confirm: ConfirmRequest | None = None,
 ) -> None:
     """Check PATHS (default: the current directory) for distributed-training bugs.
@@ -183,6 +196,7 @@ def check(
             force_exclude=force_exclude,
             stdin_filename=stdin_filename,
             show_settings=show_settings,
+            cache=None if no_cache else _open_cache(cache_dir),
             confirm=confirm,
         )
     except ConfigError as exc:
@@ -204,11 +218,11 @@ def check(
 
 
 def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object) -> int:
-    from distlint.discovery import DiscoveredFile, Discovery, display_path
+    from distlint.discovery import Discovery, display_path
     from distlint.engine import check_bytes
     from distlint.gitignore import find_repo_root
     from distlint.imports import module_name_for
-    from distlint.runner import Task, default_jobs, native_sources, run
+    from distlint.runner import Task, context_tasks, default_jobs, native_sources, run
 
     cwd = Path.cwd()
     config_file = opts["config_file"]
@@ -234,10 +248,9 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         if name == "-":
             results = [check_bytes(data, display, settings, module_name, is_package)]
         else:  # the buffer stands for that file of its project (as in an editor)
-            buffer = DiscoveredFile(target, display)
             tasks = [Task(target, display, settings, data=data)]
-            tasks += _context_tasks([buffer], (target,), resolver, overrides, cwd, {target: data})
-            results = run(tasks, 1)
+            tasks += context_tasks([target], [target], resolver, overrides, cwd, {target: data})
+            results = run(tasks, 1, cache=opts["cache"])  # type: ignore[arg-type]
         files: list[DiscoveredFile] = []
         enabled_union = set(settings.enabled)
         with contextlib.suppress(UnicodeDecodeError):
@@ -252,8 +265,9 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             enabled_union |= settings.enabled
             tasks.append(Task(file.path, file.display, settings))
         native = native_sources(discovery.native_files(), resolver, overrides)
-        tasks += _context_tasks(files, paths, resolver, overrides, cwd)
-        results = run(tasks, opts["jobs"] or default_jobs(), native)  # type: ignore[arg-type]
+        tasks += context_tasks([f.path for f in files], list(paths), resolver, overrides, cwd)
+        jobs = opts["jobs"] or default_jobs()
+        results = run(tasks, jobs, native, opts["cache"])  # type: ignore[arg-type]
 
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     errors: list[ToolError] = [e for r in results for e in r.errors]
@@ -292,39 +306,14 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
     return EXIT_CLEAN
 
 
-def _context_tasks(
-    files: list[DiscoveredFile],
-    paths: tuple[Path, ...],
-    resolver: ConfigResolver,
-    overrides: CliOverrides,
-    cwd: Path,
-    contents: dict[Path, bytes] | None = None,
-) -> list[Task]:
-    """The other files of the named files' projects that they import or are imported by,
-    to link with them (not reported on): ``check train.py`` finds what ``check .`` finds in
-    ``train.py``. Only project-scope rules run on them (they record what project rules need)."""
-    from distlint.discovery import Discovery
-    from distlint.project_files import project_root, related_files
-    from distlint.runner import Task
+def _open_cache(directory: Path | None) -> FirstPassCache | None:
+    """The first-pass cache (None when it cannot be created: the run goes on without)."""
+    from distlint.cache import FirstPassCache, default_directory
+    from distlint.project_files import project_root
 
-    if not files:
-        return []
-    given = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in paths]
-    roots = sorted({project_root(file.path) for file in files})
-    # a root inside a directory that was named is walked already: nothing to add
-    roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in given)]
-    if not roots:
-        return []
-    named = {file.path for file in files}
-    candidates, _ = Discovery(resolver, cwd).files(roots)
-    by_path = {c.path: c for c in candidates}
-    project_codes = {code for code, rule in all_rules().items() if rule.scope == "project"}
-    tasks = []
-    for path in related_files(named, by_path, contents):
-        settings = settings_for(resolver.for_path(path), overrides, path)
-        settings = replace(settings, enabled=settings.enabled & project_codes)
-        tasks.append(Task(path, by_path[path].display, settings, report=False))
-    return tasks
+    if directory is None:
+        directory = default_directory(project_root(Path.cwd()))
+    return FirstPassCache.open(directory)
 
 
 def _emit(report: Report, opts: dict[str, object]) -> None:

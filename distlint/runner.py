@@ -27,8 +27,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from distlint.cache import FirstPassCache, identity_of
 from distlint.config import CliOverrides, ConfigResolver, FileSettings, settings_for
-from distlint.discovery import DiscoveredFile
+from distlint.discovery import DiscoveredFile, Discovery
 from distlint.engine import (
     FileResult,
     SecondPass,
@@ -40,6 +41,7 @@ from distlint.engine import (
 )
 from distlint.imports import module_name_for
 from distlint.project import FileRecords, Project
+from distlint.project_files import project_root, related_files
 from distlint.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.spans import SourceLookup, lazy_resolution
@@ -96,12 +98,20 @@ def native_sources(
     return found
 
 
-def run(tasks: Sequence[Task], jobs: int, native: Sequence[NativeSource] = ()) -> list[FileResult]:
+def run(
+    tasks: Sequence[Task],
+    jobs: int,
+    native: Sequence[NativeSource] = (),
+    cache: FirstPassCache | None = None,
+) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
     files checked together as one project; tasks with ``report=False`` are summarised and
-    linked only (no result)."""
+    linked only (no result). First passes are taken from ``cache`` where it has them."""
     with _collector_paused():
-        return _run_project(tasks, jobs, native)
+        results = _run_project(tasks, jobs, native, cache)
+    if cache is not None:
+        cache.prune()
+    return results
 
 
 @contextmanager
@@ -127,10 +137,13 @@ _checked = 0
 
 
 def _run_project(
-    tasks: Sequence[Task], jobs: int, native: Sequence[NativeSource]
+    tasks: Sequence[Task],
+    jobs: int,
+    native: Sequence[NativeSource],
+    cache: FirstPassCache | None,
 ) -> list[FileResult]:
     tasks = _with_module_names(tasks)
-    first = _run_pass(tasks, jobs)
+    first = _first_pass_cached(tasks, jobs, cache) if cache is not None else _run_pass(tasks, jobs)
     summaries = [r.summary for r in first if r.summary is not None]
     wrappers = {w for task in tasks for w in task.settings.compile_wrappers}
     facts = link(summaries, wrappers, source_lookup(tasks))
@@ -169,6 +182,72 @@ def _run_project(
 
 def _reported(tasks: Sequence[Task], results: list[FileResult]) -> list[FileResult]:
     return [result for task, result in zip(tasks, results, strict=True) if task.report]
+
+
+def context_tasks(
+    named: Sequence[Path],
+    given: Sequence[Path],
+    resolver: ConfigResolver,
+    overrides: CliOverrides,
+    cwd: Path,
+    contents: dict[Path, bytes] | None = None,
+    absolute: bool = False,
+) -> list[Task]:
+    """The other files of the named files' projects that they import or are imported by, to
+    link with them (not reported on): ``check train.py`` finds what ``check .`` finds in
+    ``train.py``. Only project-scope rules run on them (they record what project rules need).
+    ``given`` are the paths as named (a project inside a named directory is walked already);
+    ``contents`` overrides files on disk (stdin, an editor's buffer); ``absolute`` shows
+    their paths absolute (the language server)."""
+    if not named:
+        return []
+    paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
+    roots = sorted({project_root(path) for path in named})
+    roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
+    if not roots:
+        return []
+    candidates, _ = Discovery(resolver, cwd).files(roots)
+    by_path = {c.path: c for c in candidates}
+    project_codes = {code for code, rule in all_rules().items() if rule.scope == "project"}
+    tasks = []
+    for path in related_files(set(named), by_path, contents):
+        settings = settings_for(resolver.for_path(path), overrides, path)
+        settings = replace(settings, enabled=settings.enabled & project_codes)
+        display = path.as_posix() if absolute else by_path[path].display
+        tasks.append(Task(path, display, settings, report=False))
+    return tasks
+
+
+def _first_pass_cached(tasks: Sequence[Task], jobs: int, cache: FirstPassCache) -> list[FileResult]:
+    """The first pass, reusing cached results of files whose key is unchanged."""
+    keys: list[str | None] = []
+    results: dict[int, FileResult] = {}
+    for index, task in enumerate(tasks):
+        try:
+            data = task.data if task.data is not None else task.path.read_bytes()
+        except OSError:
+            keys.append(None)  # the pass reports the unreadable file
+            continue
+        identity = identity_of(task.display, task.module_name, task.is_package, task.settings)
+        key = cache.key(data, identity)
+        keys.append(key)
+        hit = cache.get(key, task.display)
+        if isinstance(hit, FileResult):
+            results[index] = hit
+    missing = [i for i in range(len(tasks)) if i not in results]
+    for index, result in zip(missing, _run_pass([tasks[i] for i in missing], jobs), strict=True):
+        results[index] = result
+        key = keys[index]
+        if key is not None and _cacheable(result):
+            cache.put(key, result)
+    return [results[i] for i in range(len(tasks))]
+
+
+def _cacheable(result: FileResult) -> bool:
+    """Not a file the isolated check gave up on (a crash or a stall may not happen again)."""
+    return not any(
+        f.code == "DL000" and f.message.startswith("the parser ") for f in result.findings
+    )
 
 
 def link_results(

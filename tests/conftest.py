@@ -7,10 +7,13 @@
   make ``-m "not torch"`` pay for ``import torch``.
 * ``hook_repo``, ``pre_commit_dir`` and ``target`` (tests/precommit_util.py) are available to
   every module.
+* The first-pass cache is off (``DISTLINT_NO_CACHE``): a test that swaps a rule in the test
+  process would otherwise read results cached by another test; tests/test_cache.py turns it on.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Generator
 from pathlib import Path
@@ -22,6 +25,7 @@ from tests.precommit_util import hook_repo, pre_commit_dir, target
 __all__ = ["hook_repo", "pre_commit_dir", "target"]
 
 PROOF = Path(__file__).resolve().parent / "proof"
+os.environ["DISTLINT_NO_CACHE"] = "1"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
