@@ -28,7 +28,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from distlint.cache import FirstPassCache, identity_of
-from distlint.config import CliOverrides, ConfigResolver, FileSettings, settings_for
+from distlint.config import (
+    CliOverrides,
+    ConfigError,
+    ConfigResolver,
+    FileSettings,
+    settings_for,
+)
 from distlint.discovery import DiscoveredFile, Discovery
 from distlint.engine import (
     FileResult,
@@ -198,7 +204,24 @@ def context_tasks(
     ``train.py``. Only project-scope rules run on them (they record what project rules need).
     ``given`` are the paths as named (a project inside a named directory is walked already);
     ``contents`` overrides files on disk (stdin, an editor's buffer); ``absolute`` shows
-    their paths absolute (the language server)."""
+    their paths absolute (the language server). A configuration error met on the way (another
+    folder's broken ``distlint.toml``) leaves out what it governs: the files named were not
+    asked about it."""
+    try:
+        return _context_tasks(named, given, resolver, overrides, cwd, contents, absolute)
+    except ConfigError:
+        return []
+
+
+def _context_tasks(
+    named: Sequence[Path],
+    given: Sequence[Path],
+    resolver: ConfigResolver,
+    overrides: CliOverrides,
+    cwd: Path,
+    contents: dict[Path, bytes] | None,
+    absolute: bool,
+) -> list[Task]:
     if not named:
         return []
     paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
@@ -211,7 +234,10 @@ def context_tasks(
     project_codes = {code for code, rule in all_rules().items() if rule.scope == "project"}
     tasks = []
     for path in related_files(set(named), by_path, contents):
-        settings = settings_for(resolver.for_path(path), overrides, path)
+        try:
+            settings = settings_for(resolver.for_path(path), overrides, path)
+        except ConfigError:
+            continue
         settings = replace(settings, enabled=settings.enabled & project_codes)
         display = path.as_posix() if absolute else by_path[path].display
         tasks.append(Task(path, display, settings, report=False))

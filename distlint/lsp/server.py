@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,15 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from distlint import __version__
-from distlint.config import CliOverrides, Config, ConfigError, ConfigResolver, settings_for
-from distlint.engine import check_source
+from distlint.config import (
+    CliOverrides,
+    Config,
+    ConfigError,
+    ConfigResolver,
+    FileSettings,
+    settings_for,
+)
+from distlint.engine import FileResult, check_source
 from distlint.findings import Applicability, Finding, Severity, Span
 from distlint.lsp.text import (
     LineInfo,
@@ -151,7 +159,10 @@ def _analyse(job: Job, checked: Checked) -> None:
 
         module_name, is_package = module_name_for(path)
     display = str(path) if path is not None else job.uri
-    result = check_source(job.text, display, settings, module_name, is_package)
+    if path is None:
+        result = check_source(job.text, display, settings, module_name, is_package)
+    else:
+        result = _check_in_project(job, path, display, settings)
     checked.tool_errors = tuple(error.message for error in result.errors)
     info: LineInfo | None = None
     for finding in result.findings:
@@ -161,6 +172,27 @@ def _analyse(job: Job, checked: Checked) -> None:
         fix = finding.fix
         if fix is not None and fix.edits and fix.applicability is Applicability.SAFE:
             checked.safe_fixes.append([_code_point_edit(e.span, e.content) for e in fix.edits])
+
+
+def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings) -> FileResult:
+    """The buffer as that file of its project: the files it imports and those importing it
+    are linked with it (open buffers replacing their files), through the first-pass cache at
+    the project root, so cross-file findings reach the editor as they reach ``check .``."""
+    from distlint.cache import FirstPassCache, default_directory
+    from distlint.project_files import project_root
+    from distlint.runner import Task, context_tasks, run
+
+    data = job.text.encode("utf-8", "surrogatepass")
+    contents = {Path(p): t.encode("utf-8", "surrogatepass") for p, t in job.other_texts.items()}
+    contents[path] = data
+    cwd = job.root or path.parent
+    context = context_tasks([path], [path], job.resolver, CliOverrides(), cwd, contents, True)
+    tasks = [Task(path, display, settings, data=data)]
+    tasks += [replace(task, data=contents.get(task.path)) for task in context]
+    cache = None
+    if not os.environ.get("DISTLINT_NO_CACHE"):
+        cache = FirstPassCache.open(default_directory(project_root(path)))
+    return run(tasks, 1, cache=cache)[0]
 
 
 def _excluded(config: Config, path: Path) -> bool:

@@ -13,15 +13,15 @@ from pytest_lsp import LanguageClient, client_capabilities
 
 from tests.lsp.helpers import TIMEOUT, Doc, codes, server_config
 
-# The real server, with check_source failing for buffers that contain "BOOM".
+# The real server, with the check failing for buffers that contain "BOOM".
 BOOT = """
 import distlint.lsp.server as server
-real = server.check_source
-def check_source(text, *args, **kwargs):
-    if "BOOM" in text:
+real = server._check_in_project
+def check_in_project(job, *args, **kwargs):
+    if "BOOM" in job.text:
         raise RuntimeError("injected failure")
-    return real(text, *args, **kwargs)
-server.check_source = check_source
+    return real(job, *args, **kwargs)
+server._check_in_project = check_in_project
 server.main()
 """
 

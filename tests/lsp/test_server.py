@@ -480,3 +480,39 @@ def _parse_time(text: str) -> float:
         libcst.parse_module(text)
         best = min(best, time.perf_counter() - started)
     return best
+
+
+HELPER_SYNC = "import torch.distributed as dist\n\n\ndef save(path):\n    dist.barrier()\n"
+HELPER_QUIET = "def save(path):\n    return path\n"
+TRAIN_CROSS = """\
+import torch.distributed as dist
+from proj.helpers import save
+
+
+def finish(path):
+    if dist.get_rank() == 0:
+        save(path)
+"""
+
+
+async def test_cross_file_findings_reach_the_editor_and_open_buffers_count(client):
+    """The buffer is that file of its project: a helper in another module issues the barrier;
+    an unsaved edit of the helper's buffer is what the check sees."""
+    project = client.root / "crossfile"
+    (project / "proj").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'cross'\n")
+    (project / "proj" / "__init__.py").write_text("")
+    helpers = project / "proj" / "helpers.py"
+    helpers.write_text(HELPER_SYNC)
+    train = Doc(client, project / "proj" / "train.py", TRAIN_CROSS)
+    found = await train.open_and_wait()
+    assert codes(found) == ["DL201"]
+    assert found[0].range.start.line == 6
+    if client.spec != "emacs":  # Emacs 29 cannot show related locations
+        uris = {r.location.uri for r in found[0].related_information or []}
+        assert helpers.as_uri() in uris
+    helper_doc = Doc(client, helpers, HELPER_QUIET)  # open, unsaved: the disk still syncs
+    await helper_doc.open_and_wait()
+    assert codes(await train.change_and_wait(TRAIN_CROSS + "\n")) == []
+    helper_doc.close()
+    train.close()
