@@ -35,6 +35,7 @@ from tests.precommit_util import (
     _commit,
     _explain,
     _git,
+    _init_repo,
     _pre_commit,
     needs_git,
 )
@@ -143,3 +144,37 @@ def test_try_repo_runs_the_working_tree_as_a_hook(hook_repo, target, record_prop
     assert "bad.py:8:30: DL502 " in proc.stdout, _explain(proc)
     record_property("pre_commit_try_repo_s", round(seconds, 1))
     print(f"pre-commit try-repo: {seconds:.1f} s (always builds a fresh environment)")
+
+
+@pytest.mark.slow
+@needs_git
+def test_the_hook_on_one_file_finds_what_a_project_check_finds(
+    hook_repo, pre_commit_dir, tmp_path
+):
+    """pre-commit passes only the changed file; its helper in another module still counts."""
+    repo, sha = hook_repo
+    project = tmp_path / "project"
+    _init_repo(project)
+    (project / "pkg").mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "comm.py").write_text(
+        "import torch.distributed as dist\n\n\ndef synchronize():\n    dist.barrier()\n"
+    )
+    train = project / "pkg" / "train.py"
+    train.write_text("def finish():\n    return 0\n")
+    _commit(project, "start")
+    train.write_text(
+        "import torch.distributed as dist\nfrom pkg.comm import synchronize\n\n\n"
+        "def finish():\n    if dist.get_rank() == 0:\n        synchronize()\n"
+    )
+    _git("add", "pkg/train.py", cwd=project)
+    config = pre_commit_dir / f"config-{sha[:12]}.yaml"
+    config.write_text(
+        json.dumps({"repos": [{"repo": str(repo), "rev": sha, "hooks": [{"id": "distlint"}]}]})
+    )
+    args = ("run", "--color", "never", "--config", str(config), "--files", "pkg/train.py")
+    proc = _pre_commit(*args, cwd=project, home=pre_commit_dir / "home")
+    assert proc.returncode == 1, _explain(proc)
+    assert "pkg/train.py:7:9: DL201 " in proc.stdout, _explain(proc)
+    assert re.search(r"\(1 file checked\)", proc.stdout), _explain(proc)
