@@ -13,6 +13,8 @@ from pathlib import Path
 
 import libcst as cst
 
+from distlint.walker import blocks_of
+
 # Private homes of public torch APIs: report and match them under their public name.
 _CANONICAL_PREFIXES = (
     ("torch.distributed.distributed_c10d.", "torch.distributed."),
@@ -231,27 +233,10 @@ def _scope_statements_nested(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             yield node, nested
         elif isinstance(node, cst.BaseCompoundStatement):
-            for block in reversed(_blocks_of(node)):
+            for block in reversed(blocks_of(node)):
                 pending.extend((child, True) for child in reversed(_statements_of(block)))
         elif isinstance(node, cst.BaseSmallStatement):
             yield node, nested
-
-
-def _blocks_of(node: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
-    body = getattr(node, "body", None)  # `match` has cases instead
-    blocks: list[cst.BaseSuite] = [body] if isinstance(body, cst.BaseSuite) else []
-    orelse = getattr(node, "orelse", None)
-    while orelse is not None:
-        blocks.append(orelse.body)
-        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
-    for handler in getattr(node, "handlers", ()):
-        blocks.append(handler.body)
-    finalbody = getattr(node, "finalbody", None)
-    if finalbody is not None:
-        blocks.append(finalbody.body)
-    for case in getattr(node, "cases", ()):
-        blocks.append(case.body)
-    return blocks
 
 
 def _statements_of(suite: cst.BaseSuite) -> list[cst.CSTNode]:

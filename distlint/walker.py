@@ -183,3 +183,22 @@ def walk(
         kids = children(node)
         for child in reversed(kids):
             stack.append((child, child_depth, None))
+
+
+def blocks_of(node: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
+    """The blocks of a compound statement: body, ``elif``/``else`` chain, handlers, ``finally``
+    and ``match`` cases, in source order."""
+    body = getattr(node, "body", None)  # `match` has cases instead
+    blocks: list[cst.BaseSuite] = [body] if isinstance(body, cst.BaseSuite) else []
+    orelse = getattr(node, "orelse", None)
+    while orelse is not None:
+        blocks.append(orelse.body)
+        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
+    for handler in getattr(node, "handlers", ()):
+        blocks.append(handler.body)
+    finalbody = getattr(node, "finalbody", None)
+    if finalbody is not None:
+        blocks.append(finalbody.body)
+    for case in getattr(node, "cases", ()):
+        blocks.append(case.body)
+    return blocks

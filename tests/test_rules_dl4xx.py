@@ -695,3 +695,34 @@ def test_project_rules_are_silent_on_their_good_and_traps_fixtures(code: str) ->
     for kind in ("good", "traps"):
         text = (folder / f"{kind}.py").read_text(encoding="utf-8")
         assert project({f"{kind}.py": text}, code) == [], kind
+
+
+def test_dl406_module_classes_with_match_statements() -> None:
+    """``match`` has cases, not a body (a crash met in physicsnemo's GALE block)."""
+    source = """
+import torch
+import torch.nn as nn
+
+
+class Mixer(nn.Module):
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        match mode:
+            case "linear":
+                self.proj = nn.Linear(8, 8)
+            case _:
+                self.proj = nn.Identity()
+        self.scale = nn.Parameter(torch.ones(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        match x.dim():
+            case 2:
+                self.scale += 0.01
+            case _:
+                pass
+        return self.proj(x) * self.scale
+"""
+    settings = FileSettings(enabled=frozenset({"DL406", "DL407"}))
+    result = check_source(source, "t.py", settings)
+    assert result.errors == ()
+    assert [(f.code, f.span.start.line) for f in result.findings] == [("DL406", 19)]

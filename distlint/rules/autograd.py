@@ -15,7 +15,7 @@ from distlint.findings import Severity
 from distlint.regions import literal_value
 from distlint.registry import Rule
 from distlint.semantic.rankflow import target_names
-from distlint.walker import descendants
+from distlint.walker import blocks_of, descendants
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
 
@@ -394,16 +394,8 @@ def _statements(body: cst.BaseSuite) -> Iterator[cst.BaseSmallStatement]:
         elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             continue
         elif isinstance(stmt, cst.BaseCompoundStatement):
-            yield from _statements(stmt.body)
-            orelse = getattr(stmt, "orelse", None)
-            while orelse is not None:
-                yield from _statements(orelse.body)
-                orelse = getattr(orelse, "orelse", None)
-            for handler in getattr(stmt, "handlers", ()):
-                yield from _statements(handler.body)
-            final = getattr(stmt, "finalbody", None)
-            if final is not None:
-                yield from _statements(final.body)
+            for block in blocks_of(stmt):  # ``match`` has cases, no body
+                yield from _statements(block)
 
 
 def scan_module_class(node: cst.ClassDef, resolve: Resolver) -> _ModuleClass:
