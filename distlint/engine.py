@@ -233,6 +233,9 @@ def analyze_source(
         return _unparsable(display_path, message, line, column, text)
     except RecursionError:
         return _unparsable(display_path, "too deeply nested to parse", 1, 0, text)
+    except Exception as exc:  # LibCST's validation/logic errors (``'a' b'b'``, ``'a' t'b'``)
+        message, line, column = _syntax_error_details(text, None, exc)
+        return _unparsable(display_path, message, line, column, text)
 
     try:
         ctx = FileContext(display_path, text, module, settings, module_name, is_package)
@@ -488,8 +491,11 @@ def _unparsable(
     return FileResult(path, (finding,))
 
 
-def _syntax_error_details(text: str, exc: cst.ParserSyntaxError) -> tuple[str, int, int]:
-    """Prefer CPython's message and location: they are what users know how to read."""
+def _syntax_error_details(
+    text: str, exc: cst.ParserSyntaxError | None, other: Exception | None = None
+) -> tuple[str, int, int]:
+    """Prefer CPython's message and location: they are what users know how to read. When
+    CPython accepts the file, say that it is valid and only LibCST could not read it."""
     try:
         ast.parse(text)
     except SyntaxError as err:
@@ -498,6 +504,18 @@ def _syntax_error_details(text: str, exc: cst.ParserSyntaxError) -> tuple[str, i
         return f"syntax error: {err.msg}", line, column
     except (RecursionError, MemoryError, ValueError):
         pass
+    else:
+        reason = exc.message.split("\n", 1)[0] if exc is not None else f"{other}"
+        line = exc.raw_line if exc is not None else 1
+        column = exc.raw_column if exc is not None else 0
+        return (
+            "valid Python that distlint's parser (LibCST) cannot read, so it was not checked "
+            f"({reason})",
+            line,
+            column,
+        )
+    if exc is None:
+        return f"cannot parse this file (LibCST: {type(other).__name__}: {other})", 1, 0
     detail = exc.message.split("\n", 1)[0]
     return (
         f"cannot parse this file (LibCST: {detail})",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.walker import descendants
+from distlint.walker import descendants, evaluated
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
 DISABLE_FUNCTIONS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
@@ -156,12 +156,11 @@ def literal_value(expr: cst.BaseExpression) -> object:
     if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[expr.value]
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-        value = expr.evaluated_value
+        value = evaluated(expr)
         return value if isinstance(value, str) else _NO_VALUE
-    if isinstance(expr, cst.Integer):
-        return expr.evaluated_value
-    if isinstance(expr, cst.Float):
-        return expr.evaluated_value
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        value = evaluated(expr)
+        return value if isinstance(value, (int, float)) else _NO_VALUE
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
         inner = literal_value(expr.expression)
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):

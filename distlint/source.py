@@ -58,8 +58,16 @@ def decode_source(data: bytes) -> str:
             f"{exc.start} is invalid",
             line,
         ) from None
+    except (LookupError, UnicodeError):  # ``rot13``, ``hex``, ``zlib``: codecs, not text
+        raise SourceError(
+            f"coding declaration names {encoding!r}, which is not a text encoding"
+        ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
+    nul = text.find("\0")
+    if nul >= 0:  # past the first bytes sniffed above
+        line = text.count("\n", 0, nul) + 1
+        raise SourceError("binary file (contains NUL bytes); not a Python source file", line)
     return text
 
 

@@ -202,3 +202,12 @@ def blocks_of(node: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
     for case in getattr(node, "cases", ()):
         blocks.append(case.body)
     return blocks
+
+
+def evaluated(node: cst.BaseExpression) -> object:
+    """A literal's ``evaluated_value``, or None when Python itself would reject it (``"\\x"``,
+    ``"\\N{NOPE}"``, an integer over the int-to-string digit limit): never raises."""
+    try:
+        return node.evaluated_value  # type: ignore[attr-defined]
+    except Exception:
+        return None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.imports import dotted_name, scope_statements
+from distlint.walker import evaluated
 
 # -- tensor guess --------------------------------------------------------------------------------
 
@@ -202,7 +203,7 @@ def torch_call_returns_tensor(name: str | None) -> bool:
 
 def _is_tensor_annotation(annotation: cst.BaseExpression, resolve) -> bool:  # type: ignore[no-untyped-def]
     if isinstance(annotation, cst.SimpleString):
-        value = annotation.evaluated_value
+        value = evaluated(annotation)
         return isinstance(value, str) and value in ("torch.Tensor", "Tensor")
     name = resolve(annotation)
     if name in ("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"):

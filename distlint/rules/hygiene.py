@@ -17,7 +17,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.imports import dotted_name
 from distlint.registry import Rule
-from distlint.walker import descendants
+from distlint.walker import descendants, evaluated
 
 _C10D = "torch.distributed."
 _FUNCOL = "torch.distributed._functional_collectives."
@@ -381,7 +381,7 @@ def _is_builtin_str(call: cst.Call) -> bool:
 
 def _string(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-        value = expr.evaluated_value
+        value = evaluated(expr)
         return value if isinstance(value, str) else None
     return None
 

@@ -16,6 +16,7 @@ import libcst as cst
 
 from distlint.imports import dotted_name
 from distlint.semantic.packs import knowledge, method_on_receiver
+from distlint.walker import evaluated
 
 _C10D = "torch.distributed."
 _FUNCOL = "torch.distributed._functional_collectives."
@@ -226,7 +227,7 @@ def _dict_item(node: cst.CSTNode, key: str) -> cst.BaseExpression | None:
         if (
             isinstance(element, cst.DictElement)
             and isinstance(element.key, cst.SimpleString)
-            and element.key.evaluated_value == key
+            and evaluated(element.key) == key
         ):
             return element.value
     return None

@@ -34,7 +34,7 @@ from distlint.semantic.ranks import (
     direct_rank_source,
     is_matrix_rank,
 )
-from distlint.walker import children, descendants
+from distlint.walker import children, descendants, evaluated
 
 if TYPE_CHECKING:
     from distlint.context import FileContext
@@ -216,10 +216,7 @@ def _device_string(expr: cst.BaseExpression) -> bool:
             return False
         return False
     if isinstance(expr, cst.SimpleString):
-        try:
-            value = expr.evaluated_value
-        except Exception:
-            return False
+        value = evaluated(expr)
         return isinstance(value, str) and value.lower().startswith(_DEVICE_PREFIXES)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
         return _device_string(expr.left)

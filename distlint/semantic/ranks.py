@@ -13,6 +13,7 @@ import libcst as cst
 
 from distlint.imports import dotted_name
 from distlint.semantic.packs import Names
+from distlint.walker import evaluated
 
 # Resolved call targets that return a rank (or a per-rank boolean).
 RANK_FUNCTIONS = frozenset(
@@ -94,7 +95,7 @@ def is_matrix_rank(expr: cst.Attribute) -> bool:
 
 def _string(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.SimpleString):
-        value = expr.evaluated_value
+        value = evaluated(expr)
         return value if isinstance(value, str) else None
     return None
 

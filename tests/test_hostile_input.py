@@ -1,0 +1,66 @@
+"""Inputs that once ended a whole run (exit 2, nothing on stdout): each is now a DL000 finding
+or a normal check, and the other files of the run keep their findings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD_WITH_FINDING = 'import torch\n\n\ndef f(x):\n    return x\n\n\ng = torch.compile(f, backend="nvfuser")\n'
+
+CASES = {
+    # coding cookies naming codecs that are not text encodings
+    "rot13.py": (b"# -*- coding: rot13 -*-\nx = 1\n", "not a text encoding"),
+    "hexcodec.py": (b"# coding: hex\nx = 1\n", "not a text encoding"),
+    "undefined.py": (b"# coding: undefined\nx = 1\n", "not a text encoding"),
+    # LibCST validation and logic errors
+    "mixed.py": (b"x = 'a' b'b'\n", "syntax error"),
+    "tstring.py": (b"x = 'a' t'b'\n", "syntax error"),
+    # literals Python rejects, evaluated while looking at compile options
+    "escape.py": (b'import torch\n@torch.compile(mode="\\x")\ndef f(x):\n    return x\n', None),
+    "name.py": (b'import torch\n@torch.compile(mode="\\N{NOPE}")\ndef f(x):\n    return x\n', None),
+    "bigint.py": (
+        b"import torch\n@torch.compile(mode=" + b"9" * 4400 + b")\ndef f(x):\n    return x\n",
+        None,
+    ),
+    # a NUL byte after the first 8 KiB
+    "late_nul.py": (b"x = 1\n" * 3000 + b"y = '\0'\n", "NUL bytes"),
+    # valid Python that LibCST does not read: said so, not called a syntax error
+    "annotation.py": (b"(x): int = 1\n", "valid Python"),
+    # a match statement in a module class (DL406/DL407 once crashed on it)
+    "match.py": (
+        b"import torch.nn as nn\n\n\nclass M(nn.Module):\n    def __init__(self, m):\n"
+        b"        super().__init__()\n        match m:\n            case 1:\n"
+        b"                self.l = nn.Linear(2, 2)\n\n    def forward(self, x):\n"
+        b"        return self.l(x)\n",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_one_hostile_file_never_loses_the_run(tmp_path: Path, name: str) -> None:
+    data, dl000 = CASES[name]
+    (tmp_path / name).write_bytes(data)
+    (tmp_path / "good.py").write_text(GOOD_WITH_FINDING)
+    for paths in ([name], [".", "--jobs", "1"], [".", "--jobs", "2"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "distlint", "check", "--select", "ALL", "--format", "json"]
+            + paths,
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=120,
+        )
+        assert proc.returncode in (0, 1), proc.stderr.decode()
+        found = json.loads(proc.stdout)
+        mine = [f for f in found if f["path"] == name]
+        if dl000 is None:
+            assert [f["code"] for f in mine if f["code"] == "DL000"] == []
+        else:
+            assert [f["code"] for f in mine] == ["DL000"] and dl000 in mine[0]["message"]
+        if paths[0] == ".":
+            assert ("good.py", "DL502") in [(f["path"], f["code"]) for f in found]
