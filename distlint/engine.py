@@ -148,11 +148,21 @@ def _alone(
         return first.final()
     facts = link([first.summary], wrappers, source)
     project = Project([FileRecords(first.path, first.summary.key, first.records)], facts)
+    errors: list[ToolError] = []
     with lazy_resolution(source):
-        findings = project_findings(project, {first.path: _enabled_of(first)})
+        findings = project_findings(project, {first.path: _enabled_of(first)}, errors)
     if not needs_second_pass(facts, first.summary.key, findings.get(first.path)):
-        return first.final()
-    return again(SecondPass(facts, tuple(findings.get(first.path, ())))).final()
+        return with_errors(first.final(), errors)
+    result = again(SecondPass(facts, tuple(findings.get(first.path, ())))).final()
+    return with_errors(result, errors)
+
+
+def with_errors(result: FileResult, errors: list[ToolError]) -> FileResult:
+    """The result with the project rules' errors added (a rule crash names itself)."""
+    if not errors:
+        return result
+    merged = result.errors + tuple(errors)
+    return FileResult(result.path, result.findings, merged, result.suppressed)
 
 
 def _enabled_of(result: FileResult) -> frozenset[str]:
@@ -166,15 +176,26 @@ def needs_second_pass(facts: ProjectFacts, module_key: str, findings: list[Findi
 
 
 def project_findings(
-    project: Any, enabled_by_path: dict[str, frozenset[str]]
+    project: Any,
+    enabled_by_path: dict[str, frozenset[str]],
+    errors: list[ToolError] | None = None,
 ) -> dict[str, list[Finding]]:
-    """Findings of project-scope rules, by file, keeping only rules enabled for that file."""
+    """Findings of project-scope rules, by file, keeping only rules enabled for that file. A
+    rule that raises loses its own findings only: the error goes to ``errors``."""
     found: dict[str, list[Finding]] = {}
     codes = set().union(*enabled_by_path.values()) if enabled_by_path else set()
     for code, rule in all_rules().items():
         if rule.scope != "project" or code not in codes:
             continue
-        for finding in rule.check_project(project):
+        try:
+            produced = list(rule.check_project(project))
+        except Exception as exc:  # a bug of ours: report it, keep every other rule's findings
+            if errors is not None:
+                what = f"{type(exc).__name__}: {exc}"
+                message = f"internal error in rule {code} ({rule.name}): {what}"
+                errors.append(ToolError("(project)", message, code))
+            continue
+        for finding in produced:
             if code in enabled_by_path.get(finding.path, frozenset()):
                 found.setdefault(finding.path, []).append(finding)
     return found

@@ -44,7 +44,9 @@ from distlint.engine import (
     analyze_path,
     needs_second_pass,
     project_findings,
+    with_errors,
 )
+from distlint.findings import ToolError
 from distlint.imports import module_name_for
 from distlint.project import FileRecords, Project
 from distlint.project_files import project_root, related_files
@@ -160,8 +162,9 @@ def _run_project(
     )
     enabled = {r.path: r.summary.enabled for r in first if r.summary is not None}
     enabled.update((source.display, source.enabled) for source in native)
+    errors: list[ToolError] = []
     with lazy_resolution(facts.sources):
-        found = project_findings(project, enabled)
+        found = project_findings(project, enabled, errors)
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native
@@ -175,6 +178,10 @@ def _run_project(
         and needs_second_pass(facts, r.summary.key, found.get(r.path))
     ]
     final = [r.final() for r in first]
+    # a project rule crashed: its error is shown once, with the first reported file's result
+    shown = next((i for i, task in enumerate(tasks) if task.report), None)
+    if errors and shown is not None:
+        final[shown] = with_errors(final[shown], errors)
     if not again:
         return _reported(tasks, final) + native_results
     inputs = {
@@ -182,7 +189,7 @@ def _run_project(
     }
     second = _run_pass([_second(tasks[i]) for i in again], jobs, inputs)
     for i, result in zip(again, second, strict=True):
-        final[i] = result.final()
+        final[i] = with_errors(result.final(), errors) if i == shown else result.final()
     return _reported(tasks, final) + native_results
 
 

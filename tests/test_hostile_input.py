@@ -64,3 +64,25 @@ def test_one_hostile_file_never_loses_the_run(tmp_path: Path, name: str) -> None
             assert [f["code"] for f in mine] == ["DL000"] and dl000 in mine[0]["message"]
         if paths[0] == ".":
             assert ("good.py", "DL502") in [(f["path"], f["code"]) for f in found]
+
+
+def test_a_project_rule_that_raises_loses_only_its_own_findings(tmp_path: Path) -> None:
+    """DL201's analysis crashing (a RecursionError once) must not take DL502 with it."""
+    (tmp_path / "good.py").write_text(GOOD_WITH_FINDING)
+    boot = (
+        "import sys\n"
+        "from distlint.registry import all_rules\n"
+        "def boom(project):\n"
+        "    raise RecursionError('injected')\n"
+        "all_rules()['DL201'].check_project = classmethod(lambda cls, project: boom(project))\n"
+        "from distlint.cli import main\n"
+        "sys.argv = ['distlint', 'check', '--format', 'json', '--jobs', '1', '.']\n"
+        "main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", boot], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert [(f["path"], f["code"]) for f in json.loads(proc.stdout)] == [("good.py", "DL502")]
+    assert "internal error in rule DL201 (rank-divergent-collective): RecursionError" in proc.stderr
+    assert "Traceback" not in proc.stderr
