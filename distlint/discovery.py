@@ -49,14 +49,22 @@ class Discovery:
         self._native: dict[Path, DiscoveredFile] = {}
 
     def files(self, paths: list[Path]) -> tuple[list[DiscoveredFile], list[str]]:
-        """Files to check, sorted and unique; and messages for paths that do not exist."""
+        """Files to check, sorted and unique; and messages for paths that do not exist or hold
+        no file to check (a directory a ``.gitignore`` above it ignores, say)."""
         found: dict[Path, DiscoveredFile] = {}
         missing: list[str] = []
         for given in paths:
             path = given if given.is_absolute() else self._cwd / given
             path = Path(os.path.normpath(path))
             if path.is_dir():
-                for file in self._walk(path):
+                walked = self._walk(path)
+                if (
+                    not walked
+                    and not self._force_exclude  # there, excluded means "skip it", as asked
+                    and not any(native.is_relative_to(path) for native in self._native)
+                ):
+                    missing.append(f"{given}: no Python file to check (all excluded or ignored)")
+                for file in walked:
                     found.setdefault(file, DiscoveredFile(file, display_path(file, self._cwd)))
             elif path.is_file() and path.name.endswith(NATIVE_SUFFIXES):
                 self._native.setdefault(path, DiscoveredFile(path, display_path(path, self._cwd)))

@@ -249,3 +249,16 @@ def test_display_path() -> None:
     cwd = Path("/work/project")
     assert display_path(cwd / "a" / "b.py", cwd) == "a/b.py"
     assert display_path(Path("/elsewhere/c.py"), cwd) == "/elsewhere/c.py"
+
+
+def test_a_named_directory_with_nothing_to_check_is_said_and_exits_2(root: Path) -> None:
+    """A directory that a .gitignore above it ignores once gave "No findings (0 files)"."""
+    (root / ".git").mkdir()
+    (root / ".gitignore").write_text("generated/\n")
+    touch(root, "generated/model.py", "keep.py")
+    result = cli(["check", "--jobs", "1", "generated"])
+    assert result.exit_code == 2
+    assert "generated: no Python file to check (all excluded or ignored)" in result.stderr
+    both = cli(["check", "--jobs", "1", "--format", "json", "generated", "keep.py"])
+    assert both.exit_code == 2
+    assert [f["path"] for f in json.loads(both.stdout)] == ["keep.py"]
