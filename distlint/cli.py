@@ -312,7 +312,7 @@ def _open_cache(directory: Path | None) -> FirstPassCache | None:
     from distlint.project_files import project_root
 
     if directory is None:
-        directory = default_directory(project_root(Path.cwd()))
+        directory = default_directory(project_root(Path.cwd()) or Path.cwd())
     return FirstPassCache.open(directory)
 
 

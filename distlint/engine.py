@@ -42,7 +42,7 @@ from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
 from distlint.semantic.spans import SourceLookup, lazy_resolution
-from distlint.source import NEWLINES, SourceError, check_nesting, decode_source
+from distlint.source import NEWLINES, SourceError, check_nesting, decode_source, parse_module
 from distlint.suppressions import SuppressionIndex, scan
 from distlint.walker import walk
 
@@ -246,7 +246,7 @@ def analyze_source(
     """One pass over decoded source: the first (``second`` is None) or the second."""
     try:
         check_nesting(text)
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except SourceError as exc:
         return _unparsable(display_path, str(exc), exc.line, exc.column, text)
     except cst.ParserSyntaxError as exc:

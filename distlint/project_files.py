@@ -3,10 +3,11 @@
 gives it.
 
 The project root is the nearest directory holding ``pyproject.toml`` or ``distlint.toml``,
-else the git work tree, else the file's directory. Within it, the files the named files import
-(transitively) and the files that import a named file are summarised and linked with them;
-findings are reported for the named files only. Imports are read with a regular expression
-(no parse): a file taken in needlessly costs time, never a finding.
+else the git work tree; a file in neither has no project beyond the files named (its directory
+may be a home folder or ``/tmp``, too big to walk for every check). Within it, the files the
+named files import (transitively) and the files that import a named file are summarised and
+linked with them; findings are reported for the named files only. Imports are read with a
+regular expression (no parse): a file taken in needlessly costs time, never a finding.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ _IMPORT = re.compile(
 )
 
 
-def project_root(path: Path) -> Path:
-    """Where the project of ``path`` (a file or a directory, absolute) starts."""
+def project_root(path: Path) -> Path | None:
+    """Where the project of ``path`` (a file or a directory, absolute) starts, if anywhere."""
     start = path if path.is_dir() else path.parent
     for directory in (start, *start.parents):
         if any((directory / marker).is_file() for marker in ROOT_MARKERS):
             return directory
-    return find_repo_root(start) or start
+    return find_repo_root(start)
 
 
 def related_files(

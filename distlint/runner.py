@@ -232,7 +232,7 @@ def _context_tasks(
     if not named:
         return []
     paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
-    roots = sorted({project_root(path) for path in named})
+    roots = sorted({root for path in named if (root := project_root(path)) is not None})
     roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
     if not roots:
         return []

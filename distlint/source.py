@@ -12,7 +12,10 @@ from __future__ import annotations
 import codecs
 import io
 import re
+import threading
 import tokenize
+
+import libcst as cst
 
 # Line breaks as Python and LibCST count them (positions, snippets, LSP ranges).
 NEWLINES = re.compile(r"\r\n|\r|\n")
@@ -114,3 +117,35 @@ def check_nesting(text: str) -> None:
                 )
         elif group == "close":
             depth -= 1
+
+
+# LibCST's native parser recurses once per operand of a long operator chain; on a thread's
+# default stack a chain of a few thousand operands spread over short lines (``x = (`` and
+# 8,000 lines of ``a +``) kills the process with SIGSEGV. On this stack it parses.
+_PARSER_STACK = 512 * 1024 * 1024
+_stack_lock = threading.Lock()
+
+
+def parse_module(text: str) -> cst.Module:
+    """``libcst.parse_module`` on a thread with a large stack (see above); its exceptions are
+    raised here."""
+    outcome: list[object] = []
+
+    def parse() -> None:
+        try:
+            outcome.append(cst.parse_module(text))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+
+    with _stack_lock:
+        previous = threading.stack_size(_PARSER_STACK)
+        try:
+            worker = threading.Thread(target=parse, name="distlint-parse")
+            worker.start()
+        finally:
+            threading.stack_size(previous)
+    worker.join()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result  # type: ignore[return-value]

@@ -15,6 +15,8 @@ import pytest
 
 from distlint.cache import FirstPassCache
 
+DISTLINT = (sys.executable, "-m", "distlint", "check")
+
 HELPER_SYNC = """\
 import torch.distributed as dist
 
@@ -51,8 +53,7 @@ def _check(root: Path, *args: str, env: dict | None = None) -> list[tuple[str, s
     environment["DISTLINT_CACHE_KEY"] = "test-key"
     environment.update(env or {})
     proc = subprocess.run(
-        [sys.executable, "-m", "distlint", "check", "--select", "DL201", "--format", "json"]
-        + ["--exit-zero", "--jobs", "1", *args],
+        [*DISTLINT, "--select", "DL201", "--format", "json", "--exit-zero", "--jobs", "1", *args],
         cwd=root,
         capture_output=True,
         text=True,

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-GOOD_WITH_FINDING = 'import torch\n\n\ndef f(x):\n    return x\n\n\ng = torch.compile(f, backend="nvfuser")\n'
+GOOD_WITH_FINDING = (
+    'import torch\n\n\ndef f(x):\n    return x\n\n\ng = torch.compile(f, backend="nvfuser")\n'
+)
+DISTLINT = (sys.executable, "-m", "distlint", "check")
 
 CASES = {
     # coding cookies naming codecs that are not text encodings
@@ -49,8 +52,7 @@ def test_one_hostile_file_never_loses_the_run(tmp_path: Path, name: str) -> None
     (tmp_path / "good.py").write_text(GOOD_WITH_FINDING)
     for paths in ([name], [".", "--jobs", "1"], [".", "--jobs", "2"]):
         proc = subprocess.run(
-            [sys.executable, "-m", "distlint", "check", "--select", "ALL", "--format", "json"]
-            + paths,
+            [*DISTLINT, "--select", "ALL", "--format", "json", *paths],
             cwd=tmp_path,
             capture_output=True,
             timeout=120,
@@ -86,3 +88,22 @@ def test_a_project_rule_that_raises_loses_only_its_own_findings(tmp_path: Path) 
     assert [(f["path"], f["code"]) for f in json.loads(proc.stdout)] == [("good.py", "DL502")]
     assert "internal error in rule DL201 (rank-divergent-collective): RecursionError" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_long_operator_chain_over_short_lines_parses(tmp_path: Path) -> None:
+    """7,000 lines of ``a +`` once killed distlint itself (SIGSEGV in LibCST's parser) with
+    ``-j1``, with few files, and always through stdin: the parser now runs on a large stack."""
+    chain = "x = (\n" + "a +\n" * 7000 + "a)\n"  # 7,000: SIGSEGV on an 8 MiB stack
+    (tmp_path / "chain.py").write_text(chain)
+    (tmp_path / "good.py").write_text(GOOD_WITH_FINDING)
+    # stdin: the route that always crashed (one run: parsing such a chain takes seconds)
+    proc = subprocess.run(
+        [*DISTLINT, "--format", "json", "-", "--stdin-filename", "x.py"],
+        cwd=tmp_path,
+        input=chain,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 1), (proc.returncode, proc.stderr)
+    assert isinstance(json.loads(proc.stdout), list)

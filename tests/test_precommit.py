@@ -148,9 +148,7 @@ def test_try_repo_runs_the_working_tree_as_a_hook(hook_repo, target, record_prop
 
 @pytest.mark.slow
 @needs_git
-def test_the_hook_on_one_file_finds_what_a_project_check_finds(
-    hook_repo, pre_commit_dir, tmp_path
-):
+def test_the_hook_on_one_file_finds_what_a_project_check_finds(hook_repo, pre_commit_dir, tmp_path):
     """pre-commit passes only the changed file; its helper in another module still counts."""
     repo, sha = hook_repo
     project = tmp_path / "project"

@@ -14,6 +14,8 @@ import pytest
 
 from distlint.project_files import project_root, related_files
 
+DISTLINT = (sys.executable, "-m", "distlint", "check")
+
 COMM = """\
 import torch.distributed as dist
 
@@ -80,8 +82,7 @@ def _project(root: Path) -> Path:
 
 def _check(cwd: Path, *paths: str) -> list[tuple[str, str, int]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "distlint", "check", "--select", "DL201,DL401", "--format"]
-        + ["json", "--exit-zero", "--jobs", "1", *paths],
+        [*DISTLINT, "--select", "DL201,DL401", "--format", "json", "--exit-zero", "-j1", *paths],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -144,10 +145,11 @@ def test_the_project_root(tmp_path: Path, markers, expected) -> None:
 def test_stdin_with_a_file_name_is_that_file_of_its_project(tmp_path: Path) -> None:
     """An editor piping an unsaved buffer gets the cross-file findings too."""
     root = _project(tmp_path)
-    buffer = TRAIN + "\n\ndef again(loss):\n    if is_main_process():\n        all_reduce_mean(loss)\n"
+    again = "\n\ndef again(loss):\n    if is_main_process():\n        all_reduce_mean(loss)\n"
+    buffer = TRAIN + again
+    name = "--stdin-filename=pkg/train.py"
     proc = subprocess.run(
-        [sys.executable, "-m", "distlint", "check", "--select", "DL201", "--format", "json"]
-        + ["--exit-zero", "--stdin-filename", "pkg/train.py", "-"],
+        [*DISTLINT, "--select=DL201", "--format=json", "--exit-zero", name, "-"],
         cwd=root,
         input=buffer,
         capture_output=True,
@@ -157,3 +159,8 @@ def test_stdin_with_a_file_name_is_that_file_of_its_project(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     found = [(f["path"], f["code"], f["range"]["start"]["line"]) for f in json.loads(proc.stdout)]
     assert found == [("pkg/train.py", "DL201", 7), ("pkg/train.py", "DL201", 12)]
+
+
+def test_a_file_outside_any_project_has_no_project_context(tmp_path: Path) -> None:
+    (tmp_path / "alone.py").write_text("x = 1\n")
+    assert project_root(tmp_path / "alone.py") is None

@@ -191,7 +191,9 @@ def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings
     tasks += [replace(task, data=contents.get(task.path)) for task in context]
     cache = None
     if not os.environ.get("DISTLINT_NO_CACHE"):
-        cache = FirstPassCache.open(default_directory(project_root(path)))
+        root = project_root(path)
+        if root is not None:  # a file outside any project leaves no cache behind
+            cache = FirstPassCache.open(default_directory(root))
     return run(tasks, 1, cache=cache)[0]
 
 

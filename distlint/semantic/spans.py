@@ -17,7 +17,7 @@ import libcst as cst
 from distlint.context import LAZY_RESOLVER, ORDINAL_TYPES, NodeSpan
 from distlint.findings import Position, Span, make_position
 from distlint.positions import node_ranges
-from distlint.source import NEWLINES, SourceError, check_nesting
+from distlint.source import NEWLINES, SourceError, check_nesting, parse_module
 from distlint.walker import walk
 
 SourceLookup = Callable[[str], "str | None"]  # display path -> source text
@@ -63,7 +63,7 @@ def _parse(text: str) -> tuple | None:
     """The module, its nodes of ordinal types by type name (walk order), and its lines."""
     try:
         check_nesting(text)
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except (SourceError, cst.ParserSyntaxError, RecursionError):
         return None
     seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
