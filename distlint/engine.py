@@ -15,6 +15,7 @@ every other rule's findings are still reported.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -518,7 +519,9 @@ def _syntax_error_details(
     """Prefer CPython's message and location: they are what users know how to read. When
     CPython accepts the file, say that it is valid and only LibCST could not read it."""
     try:
-        ast.parse(text)
+        with warnings.catch_warnings():  # CPython's SyntaxWarnings are not the user's problem here
+            warnings.simplefilter("ignore")
+            ast.parse(text)
     except SyntaxError as err:
         line = err.lineno or 1
         column = max(0, (err.offset or 1) - 1)

@@ -107,3 +107,23 @@ def test_a_long_operator_chain_over_short_lines_parses(tmp_path: Path) -> None:
     )
     assert proc.returncode in (0, 1), (proc.returncode, proc.stderr)
     assert isinstance(json.loads(proc.stdout), list)
+
+
+def test_catch_warnings_opening_with_a_compound_statement(tmp_path: Path) -> None:
+    """DL504 read the first statements of ``with warnings.catch_warnings():`` as simple ones
+    (a crash met in torchao, apex, Lightning and TransformerEngine tests)."""
+    (tmp_path / "t.py").write_text(
+        "import warnings\nimport torch\n\n\ndef test():\n"
+        "    with warnings.catch_warnings(record=True) as caught:\n"
+        "        for _ in range(2):\n            pass\n"
+        "        torch.cuda.amp.GradScaler()\n"
+    )
+    proc = subprocess.run(
+        [*DISTLINT, "--select", "DL504", "--format", "json", "t.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert [f["code"] for f in json.loads(proc.stdout)] == ["DL504"]

@@ -750,7 +750,9 @@ def _silences_warnings(node: cst.With) -> bool:
         return False
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     for stmt in body[:3]:
-        for small in getattr(stmt, "body", ()):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue  # a compound statement's body is a block, not small statements
+        for small in stmt.body:
             call = small.value if isinstance(small, cst.Expr) else None
             if (
                 isinstance(call, cst.Call)
