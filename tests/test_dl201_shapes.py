@@ -113,6 +113,11 @@ TRAPS = [
     ("traps_realworld.py", "download_on_first_process", "(q) return when local_rank == -1"),
     ("traps_realworld.py", "log_on_first_process", "(r) barriers under `not <function>`"),
     ("traps_realworld.py", "staggered", "(s) even ranks wait on enter, odd ranks on exit"),
+    (
+        "traps_realworld.py",
+        "train_then_test_unwrapped_on_rank_zero",
+        "(t) helper unwraps model.module before its forward",
+    ),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 

@@ -786,7 +786,11 @@ class Collector:
                 )
         if callee is None:
             scope.summary.calls.append(_UNKNOWN)  # recorded, never guessed
-            if isinstance(func, cst.Name) and func.value in scope.params:
+            if (
+                isinstance(func, cst.Name)
+                and func.value in scope.params
+                and not _unwrapped_here(scope, func.value)
+            ):
                 # ``def evaluate(model, ...): model(x)``: a forward of whatever the caller
                 # passed; a wrapped model's issues collectives (decided at the call site)
                 effects.append(
@@ -1107,6 +1111,26 @@ class Collector:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _unwrapped_here(scope: _Scope, name: str) -> bool:
+    """``model = model.module`` (or ``getattr(model, "module", model)``, ``unwrap(model)``)
+    somewhere in the function: the wrapper's forward may not be what ``model(x)`` runs
+    (NeuralSpeech's ``test()``: ``if hasattr(model, "module"): model = model.module``)."""
+    for _, value in scope.assigned.get(name, ()):
+        if isinstance(value, cst.Attribute) and value.attr.value in ("module", "_orig_mod"):
+            return True
+        if isinstance(value, cst.Call):
+            callee = dotted_name(value.func) or ""
+            if "unwrap" in callee.lower():
+                return True
+            if (
+                callee == "getattr"
+                and len(value.args) >= 2
+                and literal_value(value.args[1].value) in ("module", "_orig_mod")
+            ):
+                return True
+    return False
 
 
 def _label_of(func: cst.BaseExpression) -> str | None:
