@@ -12,6 +12,7 @@ from distlint.regions import (
     CompileRoot,
     OwnCompile,
     compile_root_of,
+    eager_only,
     module_compile_receiver,
     own_compile,
 )
@@ -118,6 +119,8 @@ class FileContext:
     ) -> None:
         self.path = path
         self.source = source
+        # cheap gate: without the word, no code of the file is guarded by is_compiling()
+        self._compiling_guards = "compiling" in source
         self.module = module
         self.settings = settings
         self.module_name = module_name
@@ -240,7 +243,10 @@ class FileContext:
         scope = self._functions[-1]
         if scope._region is False:
             scope._region = self._compute_region(scope)
-        return scope._region  # type: ignore[return-value]
+        region = scope._region
+        if region is not None and self._compiling_guards and eager_only(self.parents, self.resolve):
+            return None  # the ``not is_compiling()`` side: Dynamo never traces it
+        return region  # type: ignore[return-value]
 
     def _compute_region(self, scope: _FunctionScope) -> Region | None:
         if self.facts is not None:

@@ -7,7 +7,7 @@ regions through the call graph.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -60,6 +60,72 @@ def is_compile_disabled(func: cst.FunctionDef, resolve: Resolver) -> bool:
 # Factories whose results have a ``compile`` method of their own (not nn.Module.compile):
 # ``deepspeed.initialize`` returns a DeepSpeedEngine whose ``compile(backend=...,
 # compile_kwargs=...)`` compiles the wrapped module with its own keywords (DeepSpeed >= 0.14).
+# ``torch.compiler.is_compiling()`` and its aliases: true while Dynamo traces, false in eager.
+IS_COMPILING = frozenset(
+    {
+        "torch.compiler.is_compiling",
+        "torch.compiler.is_dynamo_compiling",
+        "torch._dynamo.is_compiling",
+        "torch._dynamo.external_utils.is_compiling",
+        "torch._utils.is_compiling",
+    }
+)
+_IS_COMPILING_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling"})
+
+
+def is_compiling_test(expr: cst.BaseExpression, resolve: Resolver) -> bool | None:
+    """True for ``is_compiling()`` (also a project or library wrapper of that name), False for
+    ``not is_compiling()``, None for any other test."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = is_compiling_test(expr.expression, resolve)
+        return None if inner is None else not inner
+    if not isinstance(expr, cst.Call) or expr.args:
+        return None
+    func = expr.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+    if resolve(func) in IS_COMPILING or last in _IS_COMPILING_NAMES:
+        return True
+    return None
+
+
+def eager_only(ancestors: Sequence[cst.CSTNode], resolve: Resolver) -> bool:
+    """Whether the node under ``ancestors`` (outermost first) runs only in eager mode: on the
+    ``not is_compiling()`` side of an ``if`` or conditional expression, or after an
+    ``if is_compiling(): return`` in its function. Dynamo traces the other side only."""
+    for index in range(len(ancestors) - 1, -1, -1):
+        parent = ancestors[index]
+        child = ancestors[index + 1] if index + 1 < len(ancestors) else None
+        kind = type(parent)
+        if kind is cst.FunctionDef or kind is cst.Lambda:
+            return False
+        if kind is cst.If or kind is cst.IfExp:
+            compiling = is_compiling_test(parent.test, resolve)  # type: ignore[attr-defined]
+            if compiling is None or child is None or child is parent.test:  # type: ignore[attr-defined]
+                continue
+            in_body = child is parent.body  # type: ignore[attr-defined]
+            if in_body != compiling:
+                return True
+        elif kind is cst.IndentedBlock and child is not None:
+            for earlier in parent.body:  # type: ignore[attr-defined]
+                if earlier is child:
+                    break
+                if (
+                    type(earlier) is cst.If
+                    and is_compiling_test(earlier.test, resolve) is True
+                    and _ends_in_exit(earlier.body)
+                ):
+                    return True
+    return False
+
+
+def _ends_in_exit(suite: cst.BaseSuite) -> bool:
+    body = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+    last = body[-1] if body else None
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body:
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return False
+
+
 OWN_COMPILE_FACTORIES = frozenset({"deepspeed.initialize", "deepspeed.init_inference"})
 
 

@@ -16,7 +16,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.imports import scope_statements
-from distlint.regions import DISABLE_FUNCTIONS, is_compile_disabled
+from distlint.regions import DISABLE_FUNCTIONS, is_compile_disabled, is_compiling_test
 from distlint.registry import Rule
 from distlint.rules.compile_analysis import (
     Conversion,
@@ -27,6 +27,7 @@ from distlint.rules.compile_analysis import (
     tensor_branches,
     truth_tested,
 )
+from distlint.walker import descendants
 
 GB_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb{}.html"
 
@@ -177,9 +178,28 @@ def host_call(rule: _RegionRule, node: cst.Call) -> tuple[str, str] | None:
         receiver = func.value
         if method in LOGGER_METHODS and isinstance(receiver, (cst.Name, cst.Attribute)):
             last = receiver.value if isinstance(receiver, cst.Name) else receiver.attr.value
-            if last in _logger_names(ctx) or last.lower().endswith("logger"):
+            if (last in _logger_names(ctx) or last.lower().endswith("logger")) and not (
+                isinstance(receiver, cst.Name) and _chosen_by_is_compiling(rule, last)
+            ):
                 return spelled, "0291"
     return None
+
+
+def _chosen_by_is_compiling(rule: _RegionRule, name: str) -> bool:
+    """``logger = _Noop() if is_compiling() else logging.getLogger()`` in the function: what
+    Dynamo traces is the compiling side, which the project chose not to be a logger."""
+    function = rule.ctx.function
+    if function is None:
+        return False
+    for node in descendants(function.body):
+        if (
+            type(node) is cst.Assign
+            and any(type(t.target) is cst.Name and t.target.value == name for t in node.targets)
+            and type(node.value) is cst.IfExp
+            and is_compiling_test(node.value.test, rule.ctx.resolve) is not None
+        ):
+            return True
+    return False
 
 
 def environ_write(rule: _RegionRule, node: cst.CSTNode) -> cst.CSTNode | None:
