@@ -118,6 +118,11 @@ TRAPS = [
         "train_then_test_unwrapped_on_rank_zero",
         "(t) helper unwraps model.module before its forward",
     ),
+    (
+        "traps_realworld.py",
+        "serve_demo_on_rank_zero",
+        "(u) rank 0 registers a callback that mirrors the workers' loop",
+    ),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 

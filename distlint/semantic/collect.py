@@ -786,6 +786,9 @@ class Collector:
                 )
         if callee is None:
             scope.summary.calls.append(_UNKNOWN)  # recorded, never guessed
+            passes = self._passed_functions(scope, call)
+            if passes:  # ``queue.on_request(answer)``: a callback handed to unknown code
+                scope.summary.passes.append((_UNKNOWN, passes))
             if (
                 isinstance(func, cst.Name)
                 and func.value in scope.params

@@ -413,9 +413,14 @@ class EffectAnalysis:
         )
 
     def _defines_collectives(self, effects: Sequence[Effect], function: str) -> bool:
-        """Whether a block defines a closure that issues collectives: passed to a library
-        (``study.optimize(objective)``), it runs where the analysis cannot follow it."""
+        """Whether a block defines a closure that issues collectives, or calls a function that
+        hands one to another call (``button.click(fn=generate)`` in a served demo): given to a
+        library (``study.optimize(objective)``), it runs where the analysis cannot follow."""
         for effect in effects:
+            if effect.kind == "call" and effect.callee is not None:
+                for target in self.facts.call_targets(effect.callee, function):
+                    if self._hands_out_collectives(target):
+                        return True
             if effect.kind == "def" and effect.callee is not None:
                 targets = (
                     (effect.callee[1],)
@@ -429,6 +434,21 @@ class EffectAnalysis:
                 or self._defines_collectives(effect.orelse, function)
             ):
                 return True
+        return False
+
+    def _hands_out_collectives(self, function: str) -> bool:
+        """Whether ``function`` passes a project function that issues collectives to a call
+        (a callback registration)."""
+        summary = self.facts.functions.get(function)
+        if summary is None:
+            return False
+        for _, passed in summary.passes:
+            for _, value in passed:
+                if value[0] == "param":
+                    continue
+                for target in self.facts.call_targets(value, function):
+                    if target != function and self.signature(target):
+                        return True
         return False
 
     def _only_possible(

@@ -246,6 +246,7 @@ def test_realworld_trap_values(outcomes: dict[str, dict[str, tuple[RankOutcome, 
     assert values["case_first_process_barriers_that_never_run"] == [3.0, 0.0]
     assert values["case_even_and_odd_ranks_staggered"] == [[1.0, 1.0]] * 2
     assert values["case_helper_unwraps_the_ddp_model_before_its_forward"] == [2, 2]
+    assert values["case_demo_served_by_rank_zero_callbacks"] == [2, 2]
 
 
 HARNESS_FIXTURE = """
