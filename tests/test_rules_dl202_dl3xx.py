@@ -416,7 +416,7 @@ def test_dl206_reports_exact_float_comparisons_of_received_values() -> None:
         """
         dist.broadcast(stop, src=0)
         a = stop.item() == 1.0
-        b = 0.0 != float(stop[0])
+        b = 2.0 != float(stop[0])
         flag = stop.item()
         c = flag == 1.0
         total = funcol.all_reduce(stop, "sum", group)
@@ -433,6 +433,7 @@ def test_dl206_reports_exact_float_comparisons_of_received_values() -> None:
         ("DL206", 15, 9),
     ]
     assert all(f.severity is Severity.NOTE for f in found)
+    assert dl206("dist.all_reduce(stop)\nz = stop.item() == 0.0\nw = 0.0 != stop[0]") == []
     assert found[0].message == (
         "Exact `==`/`!=` between `stop.item()` (a float received through `dist.broadcast`) "
         "and `1.0`: it holds only while the sender sets exactly that value and nothing "

@@ -205,9 +205,12 @@ def _received_base(expr: cst.BaseExpression) -> str | None:
 
 
 def _is_float_literal(expr: cst.BaseExpression) -> bool:
+    """A non-zero float literal: a sum, mean or scaling of 0/1 flags is exactly ``0.0`` only
+    when every flag is 0, so ``== 0.0`` is the robust "nobody raised it" test (HF generation's
+    ``synced_gpus`` loop, divisor guards), not the fragile one."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
         expr = expr.expression
-    return isinstance(expr, cst.Float)
+    return isinstance(expr, cst.Float) and evaluated(expr) != 0.0
 
 
 def _all_int_literals(expr: cst.BaseExpression) -> bool:
