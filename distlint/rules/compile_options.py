@@ -24,6 +24,11 @@ THIRD_PARTY_BACKENDS = {
     "hidet": "hidet",
     "onnxrt": "onnxruntime",
     "tpu": "torch_xla",
+    "neuron": "torch_neuronx",
+    "neuronx": "torch_neuronx",
+    "hpu_backend": "habana_frameworks.torch",
+    "aot_hpu_training_backend": "habana_frameworks.torch",
+    "npu": "torch_npu",
 }
 _REGISTER_BACKEND = frozenset(
     {"torch._dynamo.register_backend", "torch._dynamo.backends.registry.register_backend"}
