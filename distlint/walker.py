@@ -211,3 +211,14 @@ def evaluated(node: cst.BaseExpression) -> object:
         return node.evaluated_value  # type: ignore[attr-defined]
     except Exception:
         return None
+
+
+def parameters(params: cst.Parameters) -> Iterator[cst.Param]:
+    """Every parameter of a signature, ``*args`` and ``**kwargs`` included, in order."""
+    yield from params.posonly_params
+    yield from params.params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    yield from params.kwonly_params
+    if isinstance(params.star_kwarg, cst.Param):
+        yield params.star_kwarg

@@ -19,7 +19,7 @@ from distlint.captures import GRAPH_CONTEXTS, GRAPHED_CALLABLES, graphed_items, 
 from distlint.findings import Location, Severity
 from distlint.regions import literal_value
 from distlint.registry import Rule
-from distlint.walker import children, descendants
+from distlint.walker import children, descendants, parameters
 
 _CAPTURING = "is_current_stream_capturing"
 _SYNC_FUNCTIONS = frozenset({"torch.cuda.synchronize", "torch.cuda.current_stream"})
@@ -515,18 +515,31 @@ def _is_cudagraph_compile(call: cst.Call, ctx) -> bool:  # type: ignore[no-untyp
 
 
 def _cudagraph_callables(module: cst.Module, ctx) -> set[str]:  # type: ignore[no-untyped-def]
-    """Names bound in this file to CUDA-graph-replaying compiled callables."""
+    """Names bound in this file to CUDA-graph-replaying compiled callables: decorated functions
+    anywhere, and module-level assignments (a function's own assignments are its locals, seen
+    in source order by ``_OutputUse``; peft's tests rebind ``model`` per test)."""
     names: set[str] = set()
 
     class Find(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.depth = 0
+
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
             for decorator in node.decorators:
                 expr = decorator.decorator
                 if isinstance(expr, cst.Call) and _is_cudagraph_compile(expr, ctx):
                     names.add(node.name.value)
+            self.depth += 1
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.depth -= 1
 
         def visit_Assign(self, node: cst.Assign) -> None:
-            if isinstance(node.value, cst.Call) and _is_cudagraph_compile(node.value, ctx):
+            if (
+                self.depth == 0
+                and isinstance(node.value, cst.Call)
+                and _is_cudagraph_compile(node.value, ctx)
+            ):
                 for target in node.targets:
                     if isinstance(target.target, cst.Name):
                         names.add(target.target.value)
@@ -535,19 +548,61 @@ def _cudagraph_callables(module: cst.Module, ctx) -> set[str]:  # type: ignore[n
     return names
 
 
+def _local_cudagraph_names(function: cst.FunctionDef, ctx) -> set[str]:  # type: ignore[no-untyped-def]
+    """Names a function binds itself to CUDA-graph-replaying compiled callables."""
+    return {
+        target.target.value
+        for node in _own_nodes(function.body)
+        if type(node) is cst.Assign
+        and isinstance(node.value, cst.Call)
+        and _is_cudagraph_compile(node.value, ctx)
+        for target in node.targets
+        if isinstance(target.target, cst.Name)
+    }
+
+
+def _locally_bound(function: cst.FunctionDef) -> set[str]:
+    """Parameters and names the function assigns: they shadow module-level bindings."""
+    names = {p.name.value for p in parameters(function.params)}
+    for node in _own_nodes(function.body):
+        if type(node) is cst.Assign:
+            names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+    return names
+
+
+def _own_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
+    """Nodes of a function body, nested functions and classes left out."""
+    found: list[cst.CSTNode] = []
+    pending = list(children(body))
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            pending.extend(children(node))
+    return found
+
+
 class _OutputUse:
     """Source-order scan of each function: outputs kept across a later call of the callable."""
 
     def __init__(self, rule: CudagraphOutputReuse, graphed: set[str]) -> None:
         self.rule = rule
-        self.graphed = graphed
+        self.module_graphed = graphed
+        self.graphed = graphed  # the names that may be graphed in the function scanned
+        self.active: set[str] = set()  # of those, the ones graphed at this point of the scan
 
     def run(self, module: cst.Module) -> None:
         scanner = self
+        ctx = self.rule.ctx
 
         class Bodies(cst.CSTVisitor):
             def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                scanner.scan(node.body)
+                local = _local_cudagraph_names(node, ctx)
+                # a module-level callable unless the function shadows its name
+                scanner.active = scanner.module_graphed - _locally_bound(node)
+                scanner.graphed = scanner.active | local
+                if scanner.graphed:
+                    scanner.scan(node.body)
 
         module.visit(Bodies())
 
@@ -558,7 +613,7 @@ class _OutputUse:
         if (
             isinstance(expr, cst.Call)
             and isinstance(expr.func, cst.Name)
-            and expr.func.value in self.graphed
+            and expr.func.value in self.active
         ):
             return expr
         return None
@@ -598,11 +653,18 @@ class _OutputUse:
                     events.append(("keep", node.args[-1].value, node.func.attr.value))
 
             def leave_Call(self, node: cst.Call) -> None:
-                if isinstance(node.func, cst.Name) and node.func.value in scanner.graphed:
+                if isinstance(node.func, cst.Name) and node.func.value in scanner.active:
                     events.append(("call", node, node.func.value))
 
             def visit_Assign(self, node: cst.Assign) -> None:
                 node.value.visit(self)
+                targets = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+                if isinstance(node.value, cst.Call) and _is_cudagraph_compile(
+                    node.value, scanner.rule.ctx
+                ):
+                    scanner.active.update(targets)  # calls from here on replay graphs
+                else:
+                    scanner.active.difference_update(t for t in targets if t in scanner.graphed)
                 if scanner._graph_call(node.value) is not None:
                     for target in node.targets:
                         if isinstance(target.target, cst.Name):

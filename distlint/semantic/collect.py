@@ -51,7 +51,6 @@ from distlint.semantic.rankflow import (
     Kind,
     distributed_guard,
     is_static,
-    parameters,
     reads_distributed_state,
     single_process_test,
     suite_body,
@@ -64,7 +63,7 @@ from distlint.semantic.taint import (
     file_taint,
     self_attribute,
 )
-from distlint.walker import children, descendants
+from distlint.walker import children, descendants, parameters
 
 if TYPE_CHECKING:
     from distlint.context import FileContext

@@ -34,7 +34,7 @@ from distlint.semantic.ranks import (
     direct_rank_source,
     is_matrix_rank,
 )
-from distlint.walker import children, descendants, evaluated
+from distlint.walker import children, descendants, evaluated, parameters
 
 if TYPE_CHECKING:
     from distlint.context import FileContext
@@ -1215,16 +1215,6 @@ def _expressions(node: cst.CSTNode) -> Iterable[cst.BaseExpression]:
 
 def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     return suite.body if isinstance(suite, cst.IndentedBlock) else (suite,)
-
-
-def parameters(params: cst.Parameters) -> Iterable[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    if isinstance(params.star_arg, cst.Param):
-        yield params.star_arg
-    yield from params.kwonly_params
-    if isinstance(params.star_kwarg, cst.Param):
-        yield params.star_kwarg
 
 
 def is_static(node: cst.FunctionDef) -> bool:
