@@ -164,6 +164,40 @@ def grad_disabled(parents: list[cst.CSTNode], resolve: Resolver) -> bool:
     return False
 
 
+def eval_only(parents: list[cst.CSTNode]) -> bool:
+    """Whether the current node runs only in eval mode: under ``if not self.training:`` (also
+    as an ``and`` operand), or on the ``else`` side of ``if self.training:``. No backward runs
+    through an eval-mode forward in practice (yolov7's and LoFTR's inference decoding)."""
+    for index in range(len(parents) - 1, 0, -1):
+        parent, child = parents[index - 1], parents[index]
+        if isinstance(parent, cst.FunctionDef):
+            return False
+        if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test:
+            training = _training_test(parent.test)
+            if training is not None and (child is parent.body) != training:
+                return True
+    return False
+
+
+def _training_test(test: cst.BaseExpression) -> bool | None:
+    """True for ``self.training``, False for ``not self.training`` or a conjunction holding
+    it; None otherwise."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        sides = (_training_test(test.left), _training_test(test.right))
+        return False if False in sides else None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _training_test(test.expression)
+        return None if inner is None else not inner
+    if (
+        isinstance(test, cst.Attribute)
+        and test.attr.value == "training"
+        and isinstance(test.value, cst.Name)
+        and test.value.value == "self"
+    ):
+        return True
+    return None
+
+
 def _grad_state(expr: cst.BaseExpression, resolve: Resolver) -> bool | None:
     """True: enables grad, False: disables it, None: unrelated."""
     target = expr.func if isinstance(expr, cst.Call) else expr
@@ -686,7 +720,7 @@ class InplaceOnSavedOutput(_ModuleClassRule):
         )
 
     def _check(self, node: cst.CSTNode, receiver: cst.BaseExpression, how: str) -> None:
-        if not self.in_training_forward():
+        if not self.in_training_forward() or eval_only(self.ctx.parents):
             return
         op = self._saving_op(receiver)
         if op is None:
