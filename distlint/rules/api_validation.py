@@ -204,7 +204,9 @@ class UnknownCompilerConfig(_TableRule):
         if not isinstance(target, cst.Attribute):
             return
         resolved = self.ctx.resolve(target)
-        if resolved is None:
+        if resolved is None or is_feature_guarded(self.ctx.parents):
+            return  # ``try: ...config.new_flag = True`` / ``except AttributeError``
+        if self._rebound_locally(target):
             return
         for module in _CONFIG_MODULES:
             if resolved.startswith(module + "."):
@@ -212,6 +214,22 @@ class UnknownCompilerConfig(_TableRule):
                     target, module, resolved[len(module) + 1 :], "the assignment raises"
                 )
                 return
+
+    def _rebound_locally(self, target: cst.Attribute) -> bool:
+        """``from torch._dynamo import config`` in a function that also assigns ``config =
+        PretrainedConfig()``: which one a line sees depends on the order (LMOps' tests)."""
+        base = target.value
+        while isinstance(base, cst.Attribute):
+            base = base.value
+        function = self.ctx.function
+        if not isinstance(base, cst.Name) or function is None:
+            return False
+        name = base.value
+        return any(
+            type(node) is cst.Assign
+            and any(type(t.target) is cst.Name and t.target.value == name for t in node.targets)
+            for node in descendants(function.body)
+        )
 
     def _check_patch(self, call: cst.Call, module: str) -> None:
         where = "the patch raises, when entered or when a function it decorates is called,"
