@@ -158,6 +158,11 @@ class FileContext:
         value = cache[key] = self._table().resolve(expr)
         return value
 
+    def bound_several_ways(self, name: str) -> bool:
+        """Whether ``name`` is bound to different objects on different paths in the current
+        scope (see ``ImportTable.from_several_libraries``)."""
+        return self._table().from_several_libraries(name)
+
     def resolve_in(self, table: ImportTable, expr: cst.BaseExpression) -> str | None:
         """``resolve`` for an explicit scope table (the summary's walk), sharing the memo."""
         key = id(expr)

@@ -116,8 +116,9 @@ class ImportTable:
         return canonical_name(f"{target}.{rest}" if rest else target)
 
     def from_several_libraries(self, name: str) -> bool:
-        """Whether ``name`` is imported from another library on some path (which one runs is
-        decided at run time, so the resolved import is only one of them)."""
+        """Whether ``name`` is bound to different objects on different paths (imported from
+        another library, or assigned another API on another branch): which one runs is
+        decided at run time, so the resolved one is only one of them."""
         scope: ImportTable | None = self
         while scope is not None:
             if name in scope._bindings:
@@ -163,9 +164,16 @@ class ImportTable:
             elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 self._bindings[stmt.name.value] = None
         imported_here = {name for name, target in self._bindings.items() if target is not None}
+        assigned: dict[str, str] = {}
         for name, value, nested in aliases:
             resolved = self.resolve(value) if value is not None else None
             if resolved is not None:
+                earlier = assigned.get(name) or self._bindings.get(name)
+                if earlier is not None and earlier != resolved:
+                    # ``if apex: from apex... import DDP`` / ``else: DDP = torch...DDP``, or
+                    # ``fn = torch.optim.SGD`` on one branch and ``AdamW`` on another
+                    self._several.add(name)
+                assigned[name] = resolved
                 self._bindings[name] = resolved
             elif not (nested and name in imported_here):
                 # Rebinding a name to something else shadows it, except a conditional rebinding

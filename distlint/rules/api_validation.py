@@ -23,7 +23,7 @@ from distlint.imports import ImportTable, dotted_name, scope_statements
 from distlint.regions import literal_value
 from distlint.registry import Rule
 from distlint.torch_tables import Signature, TorchTable, closest, load_table
-from distlint.walker import children, descendants
+from distlint.walker import children, descendants, parameters
 
 _PARTIAL = frozenset({"functools.partial"})
 _CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config")
@@ -80,7 +80,7 @@ class UnknownKeywordArgument(_TableRule):
             self._check_module_compile(node)
             return
         head = dotted_name(callee)
-        if head is not None and self.ctx.imports.from_several_libraries(head.split(".", 1)[0]):
+        if head is not None and self.ctx.bound_several_ways(head.split(".", 1)[0]):
             return  # `DDP` from apex when installed, else from torch: its keywords may be apex's
         self._check(callee, signature, args)
 
@@ -155,7 +155,26 @@ class UnknownKeywordArgument(_TableRule):
         public = [k for k in signature.keywords if not k.startswith("_")]
         if not (set(keywords) & known) and not all(closest(k, public) for k in unknown):
             return
+        if any(set(unknown) <= params for params in self._own_compile_methods()):
+            return  # a project class's own compile(..., compile_model=True) (timm's tasks)
         self._check(func, signature, node.args, via_method=True)
+
+    def _own_compile_methods(self) -> list[set[str]]:
+        """Parameter names of the ``compile`` methods the project's classes define (this file's,
+        and with project facts every module's)."""
+        found = [
+            {p.name.value for p in parameters(node.params)}
+            for node in descendants(self.ctx.module)
+            if type(node) is cst.FunctionDef and node.name.value == "compile"
+        ]
+        facts = self.ctx.facts
+        if facts is not None:
+            found += [
+                set(summary.params)
+                for summary in facts.functions.values()
+                if summary.name == "compile" and summary.class_id is not None
+            ]
+        return found
 
 
 # -- DL503 ----------------------------------------------------------------------------------------
