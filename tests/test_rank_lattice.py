@@ -300,7 +300,12 @@ def test_uniform_tests_are_silent(tmp_path: Path, condition: str) -> None:
 
 @pytest.mark.parametrize(
     "condition",
-    ["args.local_rank == -1", "args.local_rank == -1 and args.evaluate", "cfg.eval and rank < 0"],
+    [
+        "args.local_rank == -1",
+        "args.local_rank == -1 and args.evaluate",
+        "cfg.eval and rank < 0",
+        "args.world_size == 1 and args.local_rank != 0",
+    ],
 )
 def test_a_raise_only_single_process_runs_reach_is_silent(tmp_path: Path, condition: str) -> None:
     """unilm's fine-tuning scripts: ``local_rank == -1`` (and anything) is false in a job."""
@@ -745,3 +750,17 @@ def test_a_wrapped_model_returned_from_another_module(tmp_path: Path, made, expe
     """
     found = findings(tmp_path, body, {"build.py": BUILD})
     assert [(code, line - (1 if "\n" in made else 0)) for code, line in found] == expected
+
+
+def test_a_raise_for_a_one_process_world_is_silent(tmp_path: Path) -> None:
+    """waveglow/flowtron: ``if n_gpus == 1 and rank != 0: raise``: with one process in the
+    world no other rank waits, and in a real job the test is false."""
+    body = """
+    def main(t):
+        rank = int(os.getenv("RANK", "0"))
+        n_gpus = int(os.getenv("WORLD_SIZE", "1"))
+        if n_gpus == 1 and rank != 0:
+            raise RuntimeError("single GPU training on rank > 0")
+        dist.broadcast(t, src=0)
+    """
+    assert findings(tmp_path, body) == []

@@ -240,7 +240,7 @@ class EffectAnalysis:
             rest = effects[index + 1 :]
             if effect.kind == "branch":
                 test = self.rank_test(effect.cond, function)
-                if test is not None:
+                if test is not None and effect.name != "never":  # never runs in a job
                     self._branch(summary, effect, test, rest, after, loop, partitions, found)
                     # ``if rank == 0: ... else: if rank > 0: ...`` (an elif, also under a
                     # guard): compared as one if/else above, since the inner test's empty

@@ -1028,10 +1028,14 @@ def reads_distributed_state(value: cst.BaseExpression) -> bool:
     return False
 
 
+_ONE_PROCESS_NAMES = ("world_size", "n_gpus", "num_gpus", "ngpus", "n_procs", "nprocs")
+
+
 def single_process_test(test: cst.BaseExpression) -> bool:
     """``local_rank == -1`` (``rank < 0``): the convention for "not launched distributed", false
-    on every rank of a distributed job, so its body runs in single-process runs only. So does
-    ``local_rank == -1 and <anything>``: the conjunction is false wherever the test is."""
+    on every rank of a distributed job, so its body runs in single-process runs only; likewise
+    ``world_size == 1`` (``n_gpus == 1``). So does ``<such a test> and <anything>``: the
+    conjunction is false wherever the test is."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return single_process_test(test.left) or single_process_test(test.right)
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
@@ -1039,14 +1043,19 @@ def single_process_test(test: cst.BaseExpression) -> bool:
     target = test.comparisons[0]
     number = _int_literal(target.comparator)
     operator = target.operator
+    left = test.left
+    name = left.attr.value if isinstance(left, cst.Attribute) else getattr(left, "value", "")
+    if not isinstance(name, str):
+        return False
+    if number == 1 and isinstance(operator, cst.Equal):
+        # ``world_size == 1`` / ``n_gpus == 1``: one process, nobody to wait (waveglow)
+        return name.lower().endswith(_ONE_PROCESS_NAMES)
     if number is None or not (
         (number == -1 and isinstance(operator, cst.Equal))
         or (number == 0 and isinstance(operator, cst.LessThan))
     ):
         return False
-    left = test.left
-    name = left.attr.value if isinstance(left, cst.Attribute) else getattr(left, "value", "")
-    return isinstance(name, str) and name.lower().endswith("rank")
+    return name.lower().endswith("rank")
 
 
 def _constant_false(expr: cst.BooleanOperation) -> bool:
