@@ -386,8 +386,12 @@ class _OpFacts(Rule):
                 return
             qualname = f"{self._libs[lib][0]}::{schema_name(op_name)}"
             types_arg = positional(node, 2) or keyword(node, "dispatch_key")
-        types = literal_value(types_arg.value) if types_arg is not None else None
-        keys = [types] if isinstance(types, str) else list(types or ())
+        types_expr = types_arg.value if types_arg is not None else None
+        if isinstance(types_expr, (cst.List, cst.Tuple)):  # ["cpu", "cuda"]
+            keys = [literal_value(element.value) for element in types_expr.elements]
+        else:
+            types = literal_value(types_expr) if types_expr is not None else None
+            keys = [types] if isinstance(types, str) else []
         for key in keys:
             if isinstance(key, str) and qualname is not None:
                 self._add("kernel", node, qualname=qualname, py_ref=None, key=normalize_key(key))
@@ -677,7 +681,14 @@ class LibraryOpMissingKernels(_OpFacts):
             if op.kind != "define" or op.tensor_free:
                 continue
             missing_fake = not index.has_fake(op, native)
-            missing_autograd = not op.no_outputs and not index.has_autograd(op, native)
+            # the Autograd half needs a backward through the op: a call in a module's forward
+            # with grad on (ops only called inside an autograd.Function, in export or
+            # inference code, or by other packages are left alone)
+            missing_autograd = (
+                not op.no_outputs
+                and not index.has_autograd(op, native)
+                and any(use.training for _, use in index.uses_of(op))
+            )
             span = _span(op) if missing_fake or missing_autograd else None
             if span is None:
                 continue
