@@ -187,6 +187,7 @@ class _OpFacts(Rule):
         self._codes = codes if self.code in codes else [self.code]
         self._collects = self._codes[0] == self.code
         self._library_words = "Library" in ctx.source  # torch.library.Library, any alias
+        self._fake_helpers: set[str] | None = None  # see _registers_fake_for_its_argument
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -277,8 +278,37 @@ class _OpFacts(Rule):
                 self._use(node, qualname=qualname, py_ref=None, shown=f"torch.ops.{qualname}")
         elif isinstance(func, cst.Attribute):
             self._method_call(node, func, name)
+        elif isinstance(func, cst.Name) and func.value in self._fake_registering_helpers():
+            # ``@register_custom_op("ns::op")`` where the helper registers a fake for its
+            # argument (torchao's ops.py)
+            qualname, _ = self._op_arg(positional(node, 0))
+            if qualname is not None:
+                self._add("fake", node, qualname=qualname, py_ref=None, key="device")
         elif isinstance(func, cst.Name) and self.ctx.function is not None:
             self._maybe_use(node, func, name)
+
+    def _fake_registering_helpers(self) -> set[str]:
+        """Module-level functions of this file that register a fake for the op named by their
+        first parameter: ``def reg(name): def deco(f): return register_fake(f"{name}")(f)``."""
+        if self._fake_helpers is None:
+            self._fake_helpers = set()
+            for stmt in self.ctx.module.body:
+                if not isinstance(stmt, cst.FunctionDef) or not stmt.params.params:
+                    continue
+                param = stmt.params.params[0].name.value
+                for inner in descendants(stmt.body):
+                    if (
+                        isinstance(inner, cst.Call)
+                        and self.ctx.resolve(inner.func) in REGISTER_FAKE
+                        and inner.args
+                        and any(
+                            isinstance(n, cst.Name) and n.value == param
+                            for n in descendants(inner.args[0].value)
+                        )
+                    ):
+                        self._fake_helpers.add(stmt.name.value)
+                        break
+        return self._fake_helpers
 
     def _maybe_use(self, node: cst.Call, func: cst.BaseExpression, name: str | None) -> None:
         if name is None:
