@@ -30,11 +30,21 @@ class DiscoveredFile:
 
 
 def display_path(path: Path, cwd: Path) -> str:
-    """Relative posix path under ``cwd``; other paths are shown as given."""
+    """Relative posix path under ``cwd``; other paths are shown as given. Bytes of a file name
+    that are not UTF-8 are shown escaped (``bad\\xff.py``), so every report can be written."""
     try:
-        return path.relative_to(cwd).as_posix()
+        shown = path.relative_to(cwd).as_posix()
     except ValueError:
-        return path.as_posix()
+        shown = path.as_posix()
+    return _printable(shown)
+
+
+def _printable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: undecodable bytes of the file system
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text
 
 
 class Discovery:

@@ -127,3 +127,21 @@ def test_catch_warnings_opening_with_a_compound_statement(tmp_path: Path) -> Non
     )
     assert proc.returncode == 1, proc.stderr
     assert [f["code"] for f in json.loads(proc.stdout)] == ["DL504"]
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_in_every_format(tmp_path: Path) -> None:
+    """Reports written to a file (-o, --sarif-output) once failed on the name's lone
+    surrogates; the name is shown with its undecodable byte escaped."""
+    import os
+
+    (tmp_path / os.fsdecode(b"bad\xff.py")).write_text(GOOD_WITH_FINDING)
+    out, sarif = tmp_path / "out.txt", tmp_path / "out.sarif"
+    proc = subprocess.run(
+        [*DISTLINT, "-o", str(out), "--sarif-output", str(sarif), "bad\udcff.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr.decode()
+    assert out.read_text(encoding="utf-8").startswith("bad\\xff.py:8:30: DL502 ")
+    assert json.loads(sarif.read_text(encoding="utf-8"))["runs"][0]["results"]
