@@ -16,6 +16,11 @@ from distlint.walker import descendants, evaluated
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
 DISABLE_FUNCTIONS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
+# A custom op's Python body is opaque to Dynamo: the call is one node of the graph, its body is
+# never traced (so it is not part of the region either; unlike a disabled function, no break).
+OPAQUE_OP_DECORATORS = frozenset(
+    {"torch.library.custom_op", "torch._library.custom_ops.custom_op", "torch.library.triton_op"}
+)
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
 

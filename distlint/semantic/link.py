@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from distlint.findings import Position, Span
-from distlint.regions import DISABLE_FUNCTIONS
+from distlint.regions import DISABLE_FUNCTIONS, OPAQUE_OP_DECORATORS
 from distlint.semantic.model import (
     MODULE_CODE,
     ClassSummary,
@@ -109,11 +109,18 @@ class ProjectFacts:
         return tuple(found)
 
     def is_disabled(self, function_id: str) -> bool:
+        return self._decorated_by(function_id, DISABLE_FUNCTIONS)
+
+    def is_opaque(self, function_id: str) -> bool:
+        """A custom op's body (``@torch.library.custom_op``): Dynamo never traces it."""
+        return self._decorated_by(function_id, OPAQUE_OP_DECORATORS)
+
+    def _decorated_by(self, function_id: str, decorators: frozenset[str]) -> bool:
         summary = self.functions.get(function_id)
         if summary is None:
             return False
         return any(
-            v[0] == "ext" and v[1] in DISABLE_FUNCTIONS
+            v[0] == "ext" and v[1] in decorators
             for d in summary.decorators
             for v in self.evaluate(d, None)
         )
@@ -519,7 +526,7 @@ def _regions(facts: ProjectFacts) -> None:
             current = queue.popleft()
             reached.setdefault(current, []).append(root.info)
             for callee in facts.edges.get(current, ()):
-                if callee in visited or facts.is_disabled(callee):
+                if callee in visited or facts.is_disabled(callee) or facts.is_opaque(callee):
                     continue
                 visited.add(callee)
                 queue.append(callee)
