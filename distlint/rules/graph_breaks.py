@@ -191,15 +191,28 @@ def _chosen_by_is_compiling(rule: _RegionRule, name: str) -> bool:
     function = rule.ctx.function
     if function is None:
         return False
+    resolve = rule.ctx.resolve
     for node in descendants(function.body):
         if (
             type(node) is cst.Assign
-            and any(type(t.target) is cst.Name and t.target.value == name for t in node.targets)
+            and _assigns(node, name)
             and type(node.value) is cst.IfExp
-            and is_compiling_test(node.value.test, rule.ctx.resolve) is not None
+            and is_compiling_test(node.value.test, resolve) is not None
         ):
             return True
+        if type(node) is cst.If and is_compiling_test(node.test, resolve) is not None:
+            # ``if is_compiling(): logger = no_op_logger`` / ``else: logger = getLogger()``
+            compiled_side = node.body if is_compiling_test(node.test, resolve) else node.orelse
+            if compiled_side is not None and any(
+                type(inner) is cst.Assign and _assigns(inner, name)
+                for inner in descendants(compiled_side)
+            ):
+                return True
     return False
+
+
+def _assigns(node: cst.Assign, name: str) -> bool:
+    return any(type(t.target) is cst.Name and t.target.value == name for t in node.targets)
 
 
 def environ_write(rule: _RegionRule, node: cst.CSTNode) -> cst.CSTNode | None:

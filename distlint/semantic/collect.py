@@ -21,7 +21,7 @@ from distlint.captures import (
     statement_method,
 )
 from distlint.imports import ImportTable, dotted_name
-from distlint.regions import is_literal, literal_value
+from distlint.regions import is_compiling_test, is_literal, literal_value
 from distlint.semantic.collectives import (
     DDP,
     FULLY_SHARD,
@@ -201,6 +201,7 @@ class Collector:
         self._rank_depth = 0  # > 0 inside a branch whose condition may depend on the rank
         self._class_wrapping: dict[str, _Scope] = {}  # class id -> its wrapped self attributes
         self._capture: object | None = None  # (lazy) span where the capture being walked starts
+        self._eager = 0  # > 0 on the eager side of ``is_compiling()``: calls there are not traced
 
     # -- entry ---------------------------------------------------------------------------------
 
@@ -290,10 +291,12 @@ class Collector:
         rank_only = self._rank_only(node, parent)
         self._rank_depth = 0 if rank_only is None else 1
         self._capture = None  # a def under capture only defines the function
+        saved_eager, self._eager = self._eager, 0
         summary.effects = self._block(scope, body, f"{qualname}.<locals>.")
         if rank_only is not None and summary.effects:
             summary.effects = (self._rank_only_branch(rank_only, summary.effects),)
         self._rank_depth, self._capture = saved, saved_capture
+        self._eager = saved_eager
         summary.returns_rank = self.taint.return_kind(node).level == RANK
         summary.returns_wrapped = self._returns_wrapped(scope, node)
         for value in self.taint.scan(node).returns:
@@ -422,7 +425,7 @@ class Collector:
 
     def _block(self, scope: _Scope, body: Sequence[cst.CSTNode], prefix: str) -> tuple[Effect, ...]:
         effects: list[Effect] = []
-        saved = self._capture
+        saved, saved_eager = self._capture, self._eager
         for stmt in body:
             method = statement_method(stmt)
             if method == "capture_begin":
@@ -430,7 +433,13 @@ class Collector:
             elif method == "capture_end":
                 self._capture = saved
             self._statement(scope, stmt, prefix, effects)
-        self._capture = saved
+            if (
+                isinstance(stmt, cst.If)
+                and is_compiling_test(stmt.test, scope.table.resolve) is True
+                and _raises_or_returns(stmt.body)
+            ):
+                self._eager += 1  # after ``if is_compiling(): return``: eager only
+        self._capture, self._eager = saved, saved_eager
         return tuple(effects)
 
     def _statement(
@@ -522,7 +531,11 @@ class Collector:
         )
         if maybe_rank:
             self._rank_depth += 1
+        compiling = is_compiling_test(node.test, scope.table.resolve)
+        self._eager += compiling is False  # ``if not is_compiling():`` body: eager only
         body = self._block(scope, suite_body(node.body), prefix)
+        self._eager -= compiling is False
+        self._eager += compiling is True  # ``if is_compiling(): ... else:`` eager only
         orelse: tuple[Effect, ...] = ()
         if isinstance(node.orelse, cst.If):
             elif_effects: list[Effect] = []
@@ -530,6 +543,7 @@ class Collector:
             orelse = tuple(elif_effects)
         elif node.orelse is not None:
             orelse = self._block(scope, suite_body(node.orelse.body), prefix)
+        self._eager -= compiling is True
         if maybe_rank:
             self._rank_depth -= 1
         if body or orelse:
@@ -806,7 +820,8 @@ class Collector:
             return
         if _is_inert(callee):
             return
-        scope.summary.calls.append(callee)
+        if not self._eager:  # Dynamo never traces a call on the eager side of is_compiling()
+            scope.summary.calls.append(callee)
         passes = () if _external(callee) else self._passed_functions(scope, call)
         if passes:
             scope.summary.passes.append((callee, passes))
@@ -1113,6 +1128,14 @@ class Collector:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _raises_or_returns(suite: cst.BaseSuite) -> bool:
+    body = suite_body(suite)
+    last = body[-1] if body else None
+    return isinstance(last, cst.SimpleStatementLine) and any(
+        isinstance(small, (cst.Return, cst.Raise)) for small in last.body
+    )
 
 
 def _unwrapped_here(scope: _Scope, name: str) -> bool:
