@@ -15,7 +15,14 @@ import libcst as cst
 from distlint.walker import descendants, evaluated
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
-DISABLE_FUNCTIONS = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
+DISABLE_FUNCTIONS = frozenset(
+    {
+        "torch.compiler.disable",
+        "torch._dynamo.disable",
+        "torch._dynamo.eval_frame.disable",
+        "torch._disable_dynamo",  # torch's own lazy spelling (TransformerEngine's checkpoint)
+    }
+)
 # A custom op's Python body is opaque to Dynamo: the call is one node of the graph, its body is
 # never traced (so it is not part of the region either; unlike a disabled function, no break).
 OPAQUE_OP_DECORATORS = frozenset(

@@ -200,17 +200,30 @@ def test_regions_follow_calls_and_stop_at_disabled_functions(tmp_path: Path) -> 
             @torch._dynamo.disable
             def logged2(x): return x
 
+            @torch._disable_dynamo
+            def logged3(x): return leaf2(x)
+
+            @torch.library.custom_op("t::op", mutates_args=())
+            def op(x: torch.Tensor) -> torch.Tensor:
+                return leaf2(x)
+
             def leaf2(x): return x
             """,
             "main.py": """
             import torch
-            from util import helper, logged, logged2
+            from util import helper, logged, logged2, logged3, op
 
             @torch.compile
             def step(x):
                 y = helper(x)
                 logged(y)
-                return logged2(y)
+                logged3(y)
+                if not torch.compiler.is_compiling():
+                    helper2(y)
+                return logged2(op(y))
+
+            def helper2(x):
+                return x
 
             def eager(x):
                 return helper(x)
