@@ -124,13 +124,14 @@ def eager_only(ancestors: Sequence[cst.CSTNode], resolve: Resolver) -> bool:
                 if (
                     type(earlier) is cst.If
                     and is_compiling_test(earlier.test, resolve) is True
-                    and _ends_in_exit(earlier.body)
+                    and ends_in_exit(earlier.body)
                 ):
                     return True
     return False
 
 
-def _ends_in_exit(suite: cst.BaseSuite) -> bool:
+def ends_in_exit(suite: cst.BaseSuite) -> bool:
+    """Whether a block ends in ``return`` or ``raise`` (an early exit)."""
     body = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
     last = body[-1] if body else None
     if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body:

@@ -222,3 +222,15 @@ def parameters(params: cst.Parameters) -> Iterator[cst.Param]:
     yield from params.kwonly_params
     if isinstance(params.star_kwarg, cst.Param):
         yield params.star_kwarg
+
+
+def scope_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below ``node`` in source order, not entering nested functions, classes or
+    lambdas (the nodes of one scope)."""
+    stack = list(reversed(children(node)))
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        yield current
+        stack.extend(reversed(children(current)))

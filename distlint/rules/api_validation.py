@@ -20,7 +20,7 @@ import libcst as cst
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.guards import is_feature_guarded, is_version_test
 from distlint.imports import ImportTable, dotted_name, scope_statements
-from distlint.regions import literal_value
+from distlint.regions import ends_in_exit, literal_value
 from distlint.registry import Rule
 from distlint.torch_tables import Signature, TorchTable, closest, load_table
 from distlint.walker import children, descendants, parameters
@@ -757,24 +757,11 @@ def _after_early_exit_guard(block: cst.IndentedBlock | cst.Module) -> frozenset[
         if (
             type(stmt) is cst.If
             and stmt.orelse is None
-            and _exits(stmt.body)
+            and ends_in_exit(stmt.body)
             and is_version_test(stmt.test)
         ):
             return frozenset(id(later) for later in body[i + 1 :])
     return frozenset()
-
-
-def _exits(suite: cst.BaseSuite) -> bool:
-    """Whether a suite always ends in ``return`` or ``raise``."""
-    if isinstance(suite, cst.SimpleStatementSuite):
-        last = suite.body[-1] if suite.body else None
-    else:
-        statements = suite.body  # type: ignore[attr-defined]
-        line = statements[-1] if statements else None
-        if not isinstance(line, cst.SimpleStatementLine):
-            return False
-        last = line.body[-1] if line.body else None
-    return isinstance(last, (cst.Return, cst.Raise))
 
 
 def _silences_warnings(node: cst.With) -> bool:

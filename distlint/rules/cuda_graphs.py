@@ -19,7 +19,7 @@ from distlint.captures import GRAPH_CONTEXTS, GRAPHED_CALLABLES, graphed_items, 
 from distlint.findings import Location, Severity
 from distlint.regions import literal_value
 from distlint.registry import Rule
-from distlint.walker import children, descendants, parameters
+from distlint.walker import children, descendants, parameters, scope_nodes
 
 _CAPTURING = "is_current_stream_capturing"
 _SYNC_FUNCTIONS = frozenset({"torch.cuda.synchronize", "torch.cuda.current_stream"})
@@ -552,7 +552,7 @@ def _local_cudagraph_names(function: cst.FunctionDef, ctx) -> set[str]:  # type:
     """Names a function binds itself to CUDA-graph-replaying compiled callables."""
     return {
         target.target.value
-        for node in _own_nodes(function.body)
+        for node in scope_nodes(function.body)
         if type(node) is cst.Assign
         and isinstance(node.value, cst.Call)
         and _is_cudagraph_compile(node.value, ctx)
@@ -564,22 +564,10 @@ def _local_cudagraph_names(function: cst.FunctionDef, ctx) -> set[str]:  # type:
 def _locally_bound(function: cst.FunctionDef) -> set[str]:
     """Parameters and names the function assigns: they shadow module-level bindings."""
     names = {p.name.value for p in parameters(function.params)}
-    for node in _own_nodes(function.body):
+    for node in scope_nodes(function.body):
         if type(node) is cst.Assign:
             names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
     return names
-
-
-def _own_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
-    """Nodes of a function body, nested functions and classes left out."""
-    found: list[cst.CSTNode] = []
-    pending = list(children(body))
-    while pending:
-        node = pending.pop()
-        found.append(node)
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            pending.extend(children(node))
-    return found
 
 
 class _OutputUse:

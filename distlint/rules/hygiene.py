@@ -9,7 +9,6 @@ are notes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -17,7 +16,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.imports import dotted_name
 from distlint.registry import Rule
-from distlint.walker import descendants, evaluated
+from distlint.walker import descendants, evaluated, scope_nodes
 
 _C10D = "torch.distributed."
 _FUNCOL = "torch.distributed._functional_collectives."
@@ -137,7 +136,7 @@ class FloatFlagEquality(Rule):
     def _scan(self, body: cst.CSTNode) -> _Received:
         found = _Received()
         assignments: list[tuple[str, cst.BaseExpression]] = []
-        for node in _scope_nodes(body):
+        for node in scope_nodes(body):
             if isinstance(node, cst.Call):
                 name = self.ctx.resolve(node.func)
                 if name in RECEIVING_COLLECTIVES and node.args and node.args[0].keyword is None:
@@ -223,17 +222,6 @@ def _all_int_literals(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.List, cst.Tuple)):
         return bool(expr.elements) and all(_all_int_literals(e.value) for e in expr.elements)
     return False
-
-
-def _scope_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node of a scope, not entering nested functions, classes or lambdas."""
-    stack = list(reversed(node.children))
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        yield current
-        stack.extend(reversed(current.children))
 
 
 # -- DL207 -----------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from distlint.captures import (
     statement_method,
 )
 from distlint.imports import ImportTable, dotted_name
-from distlint.regions import is_compiling_test, is_literal, literal_value
+from distlint.regions import ends_in_exit, is_compiling_test, is_literal, literal_value
 from distlint.semantic.collectives import (
     DDP,
     FULLY_SHARD,
@@ -436,7 +436,7 @@ class Collector:
             if (
                 isinstance(stmt, cst.If)
                 and is_compiling_test(stmt.test, scope.table.resolve) is True
-                and _raises_or_returns(stmt.body)
+                and ends_in_exit(stmt.body)
             ):
                 self._eager += 1  # after ``if is_compiling(): return``: eager only
         self._capture, self._eager = saved, saved_eager
@@ -1128,14 +1128,6 @@ class Collector:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _raises_or_returns(suite: cst.BaseSuite) -> bool:
-    body = suite_body(suite)
-    last = body[-1] if body else None
-    return isinstance(last, cst.SimpleStatementLine) and any(
-        isinstance(small, (cst.Return, cst.Raise)) for small in last.body
-    )
 
 
 def _unwrapped_here(scope: _Scope, name: str) -> bool:
