@@ -345,6 +345,8 @@ def test_dl502_far_backend_name_gets_no_fix() -> None:
         'import torch\ntorch.compile(m, backend="aot_eager_decomp_partition")\n',
         'import torch\ntorch.compile(m, backend="tensorrt")\n',
         'import torch\ntorch.compile(m, backend="openvino")\n',
+        'import torch\ntorch.compile(m, backend="neuron")\n',
+        'import torch\ntorch.compile(m, backend="hpu_backend")\n',
         "import torch\nname = 'nvfuser'\ntorch.compile(m, backend=name)\n",
         "import torch\ndef my_backend(gm, ex):\n    return gm\n"
         "torch.compile(m, backend=my_backend)\n",
@@ -361,6 +363,8 @@ def test_dl502_far_backend_name_gets_no_fix() -> None:
         "hidden-in-tree",
         "tensorrt",
         "openvino",
+        "neuron",
+        "hpu",
         "variable",
         "callable",
         "registered-decorator",
