@@ -59,6 +59,11 @@ BAD = [
         "train_then_sample_on_rank_zero",
         "DDP model returned by a factory, sampled on rank 0",
     ),
+    (
+        "bad_realworld.py",
+        "train_then_sample_with_a_helper",
+        "DDP of a project class with buffers (its own and a base's), sampled by a helper",
+    ),
 ]
 TRAPS = [
     ("traps.py", "save_then_barrier", "rank-0 save, then a barrier on every rank"),
@@ -122,6 +127,11 @@ TRAPS = [
         "traps_realworld.py",
         "serve_demo_on_rank_zero",
         "(u) rank 0 registers a callback that mirrors the workers' loop",
+    ),
+    (
+        "traps_realworld.py",
+        "train_and_sample_buffer_free_models_on_rank_zero",
+        "(v) DDP forward on rank 0 of models that own no buffers",
     ),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]

@@ -32,6 +32,7 @@ from distlint.semantic.collectives import (
     zero_stage,
 )
 from distlint.semantic.model import (
+    DDP_ARGUMENT,
     MODULE_CODE,
     WRAPPED_ARGUMENT,
     ClassSummary,
@@ -182,6 +183,9 @@ class _Scope:
         self.outputs: set[str] = set()  # names computed from a wrapped model's forward
         self.ddp: set[str] = set()  # wrapped by DDP: other attributes are not forwarded
         self.quiet: set[str] = set()  # DDP without buffer broadcast: forward issues nothing
+        # DDP-wrapped names -> the wrapped module's value (None: not known): DDP's forward
+        # broadcasts the module's buffers, so it is a collective only if it has some
+        self.ddp_models: dict[str, Value | None] = {}
         self.raised_on: set[str] = set()  # tests of top-level ``if test: raise`` (every rank)
         self.engines: set[str] = set()  # DeepSpeed engines
         # names holding what a project function returned: label -> (callee, element or -1)
@@ -284,6 +288,7 @@ class Collector:
                 scope.wrapped |= inherited.wrapped
                 scope.ddp |= inherited.ddp
                 scope.quiet |= inherited.quiet
+                scope.ddp_models.update(inherited.ddp_models)
         body = _body_of(node)
         self._declare(scope, self.taint.scan(node), f"{qualname}.<locals>.")
         self._prescan(scope, self.taint.scan(node))
@@ -298,7 +303,8 @@ class Collector:
         self._rank_depth, self._capture = saved, saved_capture
         self._eager = saved_eager
         summary.returns_rank = self.taint.return_kind(node).level == RANK
-        summary.returns_wrapped = self._returns_wrapped(scope, node)
+        summary.returns_wrapped, summary.returns_ddp = self._returns_wrapped(scope, node)
+        summary.ddp_models = scope.ddp_models
         for value in self.taint.scan(node).returns:
             summary.returns.append(self._value(scope, value) or ("?",))
             if isinstance(value, cst.Call) and value.args:
@@ -340,7 +346,7 @@ class Collector:
         bases = tuple(v for arg in node.bases if (v := self._value(parent, arg.value)) is not None)
         summary = ClassSummary(cid, node.name.value, self.ctx.path, None, bases)
         self.summary.classes[cid] = summary
-        self._class_wrapping[cid] = self._wrapped_attributes(node, parent, cid)
+        self._class_wrapping[cid] = self._wrapped_attributes(node, parent, cid, qualname)
         for stmt in _body_of(node):
             for inner in _unwrap(stmt):
                 if isinstance(inner, cst.FunctionDef):
@@ -353,6 +359,8 @@ class Collector:
         methods.sort(key=lambda f: f.name.value != "__init__")
         for method in methods:
             scope = self._method_scope(method, parent, cid, qualname)
+            if method.name.value == "__init__":
+                summary.submodules, summary.registers_buffer = self._always_built(scope, method)
             for target, value, _ in self.taint.scan(method).assignments:
                 attr = self_attribute(target)
                 if attr is None or not isinstance(value, cst.BaseExpression):
@@ -366,7 +374,51 @@ class Collector:
                         summary.attributes[attr] = evaluated
         summary.rank_attributes = self.taint.rank_attributes(node.name.value)
 
-    def _wrapped_attributes(self, node: cst.ClassDef, parent: _Scope, cid: str) -> _Scope:
+    def _always_built(self, scope: _Scope, init: cst.FunctionDef) -> tuple[tuple[Value, ...], bool]:
+        """The modules ``__init__`` assigns to ``self`` (or adds) on every run, and whether
+        it always registers a buffer: statements at its top level (or in a ``with``), never
+        under a branch, a loop or a ``try`` (nanoGPT registers its mask only without flash
+        attention). A BatchNorm with ``track_running_stats`` not literally True is left out."""
+        modules: list[Value] = []
+        registers = False
+        pending = list(_body_of(init))
+        while pending:
+            stmt = pending.pop(0)
+            if isinstance(stmt, cst.With):
+                pending[:0] = _body_of(stmt)
+                continue
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                built: cst.BaseExpression | None = None
+                if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                    targets = (
+                        [t.target for t in small.targets]
+                        if isinstance(small, cst.Assign)
+                        else [small.target]
+                    )
+                    if any(self_attribute(t) is not None for t in targets):
+                        built = small.value
+                elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                    call = small.value
+                    method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+                    on_self = isinstance(call.func, cst.Attribute) and (
+                        isinstance(call.func.value, cst.Name)
+                        and call.func.value.value == scope.self_name
+                    )
+                    if on_self and method == "register_buffer":
+                        registers = True
+                    elif on_self and method == "add_module" and len(call.args) >= 2:
+                        built = call.args[1].value
+                if isinstance(built, cst.Call) and not _untracked_statistics(built):
+                    value = self._value(scope, built)
+                    if value is not None and value[0] in ("call", "seq"):
+                        modules.append(value)
+        return tuple(modules), registers
+
+    def _wrapped_attributes(
+        self, node: cst.ClassDef, parent: _Scope, cid: str, qualname: str
+    ) -> _Scope:
         """A scope holding the ``self.<attr>`` labels that some method of the class assigns a
         distributed-wrapped model to (its ``wrapped``/``ddp``/``quiet`` sets)."""
         attributes = FunctionSummary(f"{cid}.<attributes>", "", self.ctx.path, None)
@@ -377,11 +429,14 @@ class Collector:
                 for target, _, _ in self.taint.scan(method).assignments
             ):
                 continue
+            locals_scope: _Scope | None = None  # the method's names, for what a DDP wraps
             for inner in descendants(method.body):
                 if isinstance(inner, cst.Assign) and any(
                     self_attribute(t.target) is not None for t in inner.targets
                 ):
-                    self._track_wrapping(found, inner, inner.value)
+                    if locals_scope is None and is_wrapping_call(inner.value, found.table.resolve):
+                        locals_scope = self._method_scope(method, parent, cid, qualname)
+                    self._track_wrapping(found, inner, inner.value, locals_scope)
                 elif (
                     isinstance(inner, cst.Call)
                     and inner.args
@@ -392,6 +447,7 @@ class Collector:
                         found.wrapped.add(label)
         for labels in (found.wrapped, found.ddp, found.quiet):
             labels.intersection_update({x for x in labels if x.startswith("self.")})
+        found.ddp_models = {k: v for k, v in found.ddp_models.items() if k.startswith("self.")}
         return found
 
     def _method_scope(
@@ -399,7 +455,8 @@ class Collector:
     ) -> _Scope:
         """A light scope to evaluate ``self.x = ...`` values of a method (locals resolve)."""
         fid = f"{cid}.{node.name.value}"
-        summary = self.summary.functions[fid]
+        # before the class's methods are collected (``_wrapped_attributes``): a stand-in
+        summary = self.summary.functions.get(fid) or FunctionSummary(fid, "", self.ctx.path, None)
         table = self.ctx.table_for(node, parent.table)
         scope = _Scope(summary, node, table, parent, cid)
         params = [p.name.value for p in parameters(node.params)]
@@ -718,12 +775,18 @@ class Collector:
             func, resolved, scope.wrapped - scope.quiet, scope.outputs, scope.engines, scope.ddp
         )
         if implicit is not None:
+            label = _target_label(func)
+            ddp = label is not None and label in scope.ddp_models
             effects.append(
                 Effect(
                     "implicit",
                     self.ctx.locate(call, lazy=True),
                     implicit,
                     self._text(call),
+                    # a DDP forward: a collective only if the module has buffers (decided
+                    # when linked: the module's class may be in another file)
+                    callee=scope.ddp_models[label] if ddp else None,
+                    arguments=(("ddp", True),) if ddp else (),
                 )
             )
             return
@@ -833,7 +896,9 @@ class Collector:
                 self._maybe_locate(call),
                 text=self._text(call) if self._rank_depth else "",
                 callee=callee,
-                arguments=_call_arguments(call, scope.params, scope.wrapped - scope.quiet),
+                arguments=_call_arguments(
+                    call, scope.params, scope.wrapped - scope.quiet, scope.ddp_models
+                ),
             )
         )
 
@@ -905,7 +970,11 @@ class Collector:
         scope: _Scope,
         stmt: cst.Assign | cst.AnnAssign | cst.AugAssign,
         value: cst.BaseExpression,
+        modules_scope: _Scope | None = None,
     ) -> None:
+        """Record the names a statement binds to wrapped models, engines and forward outputs;
+        ``modules_scope`` evaluates what a DDP wraps (for ``self.model = DDP(net)`` collected
+        class-wide: the method's own locals)."""
         targets = (
             [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
         )
@@ -934,18 +1003,14 @@ class Collector:
                 continue
             if wrapping in ("wrapper", "fully_shard"):
                 scope.wrapped.add(label)
+                scope.ddp_models.pop(label, None)
                 if isinstance(value, cst.Call) and scope.table.resolve(value.func) in DDP:
                     scope.ddp.add(label)
-                    broadcast = next(
-                        (
-                            a
-                            for a in value.args
-                            if a.keyword and a.keyword.value == "broadcast_buffers"
-                        ),
-                        None,
-                    )
-                    if broadcast is not None and literal_value(broadcast.value) is not True:
+                    if _quiet_ddp(value):
                         scope.quiet.add(label)  # set (or computed): no proven forward sync
+                    else:
+                        module = self._wrapped_module(modules_scope or scope, value)
+                        scope.ddp_models[label] = module
             elif from_wrapped:
                 scope.outputs.add(label)
         if isinstance(value, cst.Call) and wrapping == "fully_shard" and value.args:
@@ -979,10 +1044,14 @@ class Collector:
                 else:
                     scope.made_by[label] = (callee, position)
 
-    def _returns_wrapped(self, scope: _Scope, node: cst.FunctionDef) -> tuple[int, ...]:
-        """Which of the function's return values are DDP/FSDP-wrapped models (see
-        ``FunctionSummary.returns_wrapped``); DDP without a proven buffer sync is left out."""
+    def _returns_wrapped(
+        self, scope: _Scope, node: cst.FunctionDef
+    ) -> tuple[tuple[int, ...], tuple[tuple[int, Value | None], ...]]:
+        """Which of the function's return values are DDP/FSDP-wrapped models, and of those
+        the DDP ones with the module they wrap (see ``FunctionSummary.returns_wrapped``);
+        DDP with ``broadcast_buffers`` off is left out."""
         found: set[int] = set()
+        ddp: dict[int, Value | None] = {}
         loud = scope.wrapped - scope.quiet
         for value in self.taint.scan(node).returns:
             items = (
@@ -992,10 +1061,25 @@ class Collector:
             )
             for position, item in items:
                 wrapping = is_wrapping_call(item, scope.table.resolve)
-                wraps = wrapping in ("wrapper", "fully_shard") and not _quiet_ddp(item)
-                if wraps or (isinstance(item, cst.Name) and item.value in loud):
+                if wrapping in ("wrapper", "fully_shard") and not _quiet_ddp(item):
                     found.add(position)
-        return tuple(sorted(found))
+                    assert isinstance(item, cst.Call)
+                    if scope.table.resolve(item.func) in DDP:
+                        ddp[position] = self._wrapped_module(scope, item)
+                elif isinstance(item, cst.Name) and item.value in loud:
+                    found.add(position)
+                    if item.value in scope.ddp_models:
+                        ddp[position] = scope.ddp_models[item.value]
+        return tuple(sorted(found)), tuple(sorted(ddp.items(), key=lambda pair: pair[0]))
+
+    def _wrapped_module(self, scope: _Scope, call: cst.Call) -> Value | None:
+        """What ``DDP(module, ...)`` wraps, as a value (None: not known)."""
+        module = next((a.value for a in call.args if a.keyword is None), None)
+        if module is None:
+            module = next(
+                (a.value for a in call.args if a.keyword and a.keyword.value == "module"), None
+            )
+        return self._value(scope, module) if module is not None else None
 
     # -- functions passed around ---------------------------------------------------------------
 
@@ -1170,6 +1254,16 @@ def _made_by(func: cst.BaseExpression, scope: _Scope) -> tuple[Value, int] | Non
             return None
         current = current.parent
     return None
+
+
+def _untracked_statistics(call: cst.Call) -> bool:
+    """``nn.BatchNorm2d(c, track_running_stats=False)`` (or computed): it owns no buffers."""
+    return any(
+        arg.keyword is not None
+        and arg.keyword.value == "track_running_stats"
+        and literal_value(arg.value) is not True
+        for arg in call.args
+    )
 
 
 def _quiet_ddp(call: cst.BaseExpression) -> bool:
@@ -1397,10 +1491,16 @@ def _keyword_literal(call: cst.Call, keyword: str) -> object:
     return None
 
 
-def _call_arguments(call: cst.Call, params: set[str], wrapped: Collection[str] = ()) -> Options:
+def _call_arguments(
+    call: cst.Call,
+    params: set[str],
+    wrapped: Collection[str] = (),
+    ddp_models: Collection[str] = (),
+) -> Options:
     """What a call passes, by keyword or as ``#<position>``: literal booleans, None, integers
     and strings as they are, a parameter of the caller as ``("param", name)`` (its value at
-    the caller's call site, if known), a distributed-wrapped model as ``WRAPPED_ARGUMENT``,
+    the caller's call site, if known), a distributed-wrapped model as ``WRAPPED_ARGUMENT``
+    (a DDP one as ``DDP_ARGUMENT`` + its name, see ``FunctionSummary.ddp_models``),
     anything else as ``"<expr>"`` (passed, value unknown)."""
     found: list[tuple[str, object]] = []
     for position, arg in enumerate(call.args):
@@ -1410,8 +1510,9 @@ def _call_arguments(call: cst.Call, params: set[str], wrapped: Collection[str] =
         if isinstance(arg.value, cst.Name) and arg.value.value in params:
             found.append((key, ("param", arg.value.value)))
             continue
-        if wrapped and _target_label(arg.value) in wrapped:
-            found.append((key, WRAPPED_ARGUMENT))
+        label = _target_label(arg.value) if wrapped else None
+        if label is not None and label in wrapped:
+            found.append((key, DDP_ARGUMENT + label if label in ddp_models else WRAPPED_ARGUMENT))
             continue
         value = literal_value(arg.value)
         if not is_literal(value) or not (value is None or isinstance(value, (bool, int, str))):

@@ -74,6 +74,21 @@ DDP = frozenset(
         "torch.nn.parallel.distributed.DistributedDataParallel",
     }
 )
+# torch.nn modules that own buffers as built by default (their running statistics): a DDP
+# forward of a model holding one broadcasts them from rank 0 (``broadcast_buffers=True``).
+# tests/proof/test_proof_ddp_buffers.py builds each one on the installed torch.
+_BATCH_NORMS = ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")
+_LAZY_BATCH_NORMS = ("LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d")
+BUFFERED_MODULES = frozenset(
+    f"{prefix}.{name}"
+    for name in (*_BATCH_NORMS, *_LAZY_BATCH_NORMS)
+    for prefix in ("torch.nn", "torch.nn.modules.batchnorm")
+)
+# ``SyncBatchNorm.convert_sync_batchnorm(model)``: written for a model with BatchNorm layers
+CONVERTS_BATCH_NORM = frozenset(
+    f"{prefix}.SyncBatchNorm.convert_sync_batchnorm"
+    for prefix in ("torch.nn", "torch.nn.modules.batchnorm")
+)
 WRAPPERS = frozenset(
     {
         "torch.nn.parallel.DistributedDataParallel",

@@ -17,10 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from distlint.semantic.collectives import POINT_TO_POINT
 from distlint.semantic.link import ProjectFacts
 from distlint.semantic.model import (
+    DDP_ARGUMENT,
+    UNPROVEN_DDP_ARGUMENT,
     WRAPPED_ARGUMENT,
     Condition,
     Effect,
@@ -43,7 +46,9 @@ class Issued:
     origin_path: str
     step: Effect  # the effect in the function being analysed that leads to it
     looped: bool = False  # issued in a ``while`` loop: how many times is not known
-    cached: bool = False  # in a memoised function (``functools.cache``): a hit runs nothing
+    # why it may not be issued at all: "cached" (in a memoised function: a cache hit runs
+    # nothing), "buffers" (a DDP forward of a model not proven to own buffers), "" (it is)
+    doubt: str = ""
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,8 @@ class Divergence:
 
 
 _Loop = tuple[Sequence[Effect], list[Sequence[Effect]], str]  # body, after-in-loop, for/while
+_Compared = tuple  # what a comparison of two paths found; its last item the first difference
+_T = TypeVar("_T")
 
 
 class EffectAnalysis:
@@ -87,10 +94,13 @@ class EffectAnalysis:
 
     def __init__(self, facts: ProjectFacts) -> None:
         self.facts = facts
-        self._signatures: dict[tuple[str, Options, bool], tuple[Issued, ...]] = {}
+        self._signatures: dict[tuple[str, Options, bool, bool], tuple[Issued, ...]] = {}
         # False: a branch the call site does not decide issues its longer side ("may issue");
         # True: its shorter side, except distributed-mode guards (see ``_sequence``).
         self._shortest = False
+        # True: collectives in doubt (``Issued.doubt``) are left out, so that a difference
+        # found is one among collectives certainly issued
+        self._certain = False
 
     # -- rank conditions -------------------------------------------------------------------------
 
@@ -134,7 +144,7 @@ class EffectAnalysis:
     # -- signatures ----------------------------------------------------------------------------
 
     def signature(self, function: str, arguments: Options = ()) -> tuple[Issued, ...]:
-        key = (function, arguments, self._shortest)
+        key = (function, arguments, self._shortest, self._certain)
         cached = self._signatures.get(key)
         if cached is not None:
             return cached
@@ -168,11 +178,18 @@ class EffectAnalysis:
                     continue  # a group passed in: presumed to be the ranks that get here
                 issued.append(Issued(effect.name, effect, path, effect))
             elif kind == "implicit":
-                issued.append(Issued(effect.name, effect, path, effect))
+                doubt = ""
+                if dict(effect.arguments).get("ddp") and not self.facts.has_buffers(
+                    effect.callee, function
+                ):
+                    doubt = "buffers"
+                issued.append(Issued(effect.name, effect, path, effect, doubt=doubt))
             elif kind == "forward":
-                if bound.get(effect.name) == WRAPPED_ARGUMENT:  # the caller passed a wrapped model
+                passed = bound.get(effect.name)
+                if passed in (WRAPPED_ARGUMENT, UNPROVEN_DDP_ARGUMENT):  # a wrapped model
                     what = f"forward of the distributed-wrapped model passed as `{effect.name}`"
-                    issued.append(Issued(what, effect, path, effect))
+                    doubt = "buffers" if passed == UNPROVEN_DDP_ARGUMENT else ""
+                    issued.append(Issued(what, effect, path, effect, doubt=doubt))
             elif kind == "made":
                 element = dict(effect.arguments).get("element", -1)
                 for target in self.facts.call_targets(effect.callee, function):
@@ -182,16 +199,21 @@ class EffectAnalysis:
                             f"forward of `{effect.name}`, the distributed-wrapped model that "
                             f"`{made.name}` returns"
                         )
-                        issued.append(Issued(what, effect, path, effect))
+                        ddp = dict(made.returns_ddp)
+                        doubt = ""
+                        if element in ddp and not self.facts.has_buffers(ddp[element], target):
+                            doubt = "buffers"
+                        issued.append(Issued(what, effect, path, effect, doubt=doubt))
                         break
             elif kind == "call":
-                arguments = _forward(effect.arguments, bound)
+                arguments = self._settle_ddp(_forward(effect.arguments, bound), function)
                 for target in self.facts.call_targets(effect.callee, function):
                     inner = self.signature(target, arguments)
                     if inner:
                         memo = self._memoised(target)
                         issued.extend(
-                            replace(i, step=effect, cached=i.cached or memo) for i in inner
+                            replace(i, step=effect, doubt=i.doubt or ("cached" if memo else ""))
+                            for i in inner
                         )
                         break
             elif kind == "branch":
@@ -215,6 +237,8 @@ class EffectAnalysis:
                 issued.extend(inner)
             elif kind == "exit":
                 break  # the rest of this block does not run
+        if self._certain:
+            return [i for i in issued if not i.doubt]
         return issued
 
     # -- divergences ---------------------------------------------------------------------------
@@ -341,20 +365,19 @@ class EffectAnalysis:
         name = exit_effect.name
         if name in ("break", "continue") and loop is None:
             return
-        leaving, issued_leaving, staying, own = self._paths(
-            side, other, name, rest, after, loop, function
-        )
-        position = _first_difference(leaving, staying)
-        if position is None:
-            return
 
-        def again() -> int | None:  # the same comparison, in the mode now set
-            again_leaving, _, again_staying, _ = self._paths(
+        def compare() -> tuple[list[Issued], int, list[Issued], int, int | None]:
+            leaving, issued_leaving, staying, own = self._paths(
                 side, other, name, rest, after, loop, function
             )
-            return _first_difference(again_leaving, again_staying)
+            return leaving, issued_leaving, staying, own, _first_difference(leaving, staying)
 
-        if self._only_possible(leaving, staying, position, again):
+        found_in_doubt = self._certain_first(compare)
+        if found_in_doubt is None:
+            return
+        (leaving, issued_leaving, staying, own, position), certain = found_in_doubt
+        assert position is not None
+        if not certain or self._certainly(self._matches_on_some_path, lambda: compare()[4]):
             test = replace(test, proven=False)
         if position < issued_leaving:  # the leaving ranks issue one the others do not
             at, issued, when, kind = leaving[position].step, leaving[position], taken, "branch"
@@ -404,6 +427,21 @@ class EffectAnalysis:
             leaving = (leaving + self.sequence(loop[0], function))[: max(len(staying), 1)]
         return leaving, before_leaving, staying, own
 
+    def _settle_ddp(self, arguments: Options, function: str) -> Options:
+        """A call's arguments with each DDP model of the caller (``DDP_ARGUMENT`` + name)
+        replaced by whether its forward is proven to broadcast buffers."""
+        if not any(isinstance(v, str) and v.startswith(DDP_ARGUMENT) for _, v in arguments):
+            return arguments
+        models = self.facts.functions[function].ddp_models
+        settled: list[tuple[str, object]] = []
+        for key, value in arguments:
+            if isinstance(value, str) and value.startswith(DDP_ARGUMENT):
+                module = models.get(value[len(DDP_ARGUMENT) :])
+                proven = self.facts.has_buffers(module, function)
+                value = WRAPPED_ARGUMENT if proven else UNPROVEN_DDP_ARGUMENT
+            settled.append((key, value))
+        return tuple(settled)
+
     def _memoised(self, function_id: str) -> bool:
         """Whether a function is wrapped in ``functools.cache``/``lru_cache``: a call that hits
         the cache issues none of its collectives."""
@@ -451,18 +489,24 @@ class EffectAnalysis:
                         return True
         return False
 
-    def _only_possible(
-        self,
-        first: Sequence[Issued],
-        second: Sequence[Issued],
-        position: int,
-        difference: Callable[[], int | None],
-    ) -> bool:
-        """Whether a difference found at ``position`` is only possible, not proven: what
-        differs runs in a memoised helper (a cache hit issues nothing), or the paths match
-        in some configuration (``_matches_on_some_path``)."""
-        differing = [seq[position] for seq in (first, second) if position < len(seq)]
-        return any(i.cached for i in differing) or self._matches_on_some_path(difference)
+    def _certain_first(self, compare: Callable[[], _Compared]) -> tuple[_Compared, bool] | None:
+        """The comparison among collectives certainly issued, if the paths differ there (and
+        True); else the comparison with those in doubt too, if they differ there (and False:
+        only possible, as a memoised helper or a DDP forward of a model without proven
+        buffers may issue nothing); else None."""
+        certain = self._certainly(compare)
+        if certain[-1] is not None:
+            return certain, True
+        loose = compare()
+        return (loose, False) if loose[-1] is not None else None
+
+    def _certainly(self, run: Callable[..., _T], *args: object) -> _T:
+        """``run(*args)`` with collectives in doubt left out."""
+        saved, self._certain = self._certain, True
+        try:
+            return run(*args)
+        finally:
+            self._certain = saved
 
     def _matches_on_some_path(self, difference: Callable[[], int | None]) -> bool:
         """Whether the two paths issue the same collectives when every branch that nothing
@@ -478,24 +522,24 @@ class EffectAnalysis:
         self, summary: FunctionSummary, branch: Effect, test: RankTest, found: dict
     ) -> None:
         function = summary.id
-        body = self.sequence(branch.body, function)
-        orelse = self.sequence(branch.orelse, function)
-        position = _first_difference(body, orelse)
-        if position is None:
+
+        def compare() -> tuple[list[Issued], list[Issued], int | None]:
+            body = self.sequence(branch.body, function)
+            orelse = self.sequence(branch.orelse, function)
+            return body, orelse, _first_difference(body, orelse)
+
+        found_in_doubt = self._certain_first(compare)
+        if found_in_doubt is None:
             return
+        (body, orelse, position), certain = found_in_doubt
+        assert position is not None
         if (
+            not certain
             # its collectives may run in a callback, or be a served loop's answers
-            self._defines_collectives(branch.body, function)
+            or self._defines_collectives(branch.body, function)
             or self._defines_collectives(branch.orelse, function)
             or _receive_loop(body, orelse)
-            or self._only_possible(
-                body,
-                orelse,
-                position,
-                lambda: _first_difference(
-                    self.sequence(branch.body, function), self.sequence(branch.orelse, function)
-                ),
-            )
+            or self._certainly(self._matches_on_some_path, lambda: compare()[2])
         ):
             test = replace(test, proven=False)
         taken = position < len(body)

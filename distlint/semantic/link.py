@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from distlint.findings import Position, Span
 from distlint.regions import DISABLE_FUNCTIONS, OPAQUE_OP_DECORATORS
+from distlint.semantic.collectives import BUFFERED_MODULES, CONVERTS_BATCH_NORM
 from distlint.semantic.model import (
     MODULE_CODE,
     ClassSummary,
@@ -26,6 +27,7 @@ from distlint.semantic.model import (
     ModuleSummary,
     Value,
 )
+from distlint.semantic.packs import knowledge
 from distlint.semantic.regions_model import Region, RootInfo
 from distlint.semantic.spans import SourceLookup, resolve_spans
 
@@ -337,6 +339,74 @@ class ProjectFacts:
     def _class_of(self, function_id: str) -> str | None:
         summary = self.functions.get(function_id)
         return summary.class_id if summary is not None else None
+
+    # -- module buffers ------------------------------------------------------------------------
+
+    def has_buffers(self, module: Value | None, scope_id: str) -> bool:
+        """Whether a module (a value of ``scope_id``) is proven to own buffers: built by a
+        known buffered constructor (BatchNorm, a torchvision ResNet, a pack entry), or of a
+        project class whose ``__init__`` always builds such a submodule or registers a
+        buffer. Every alternative must own some; anything unknown is not proven."""
+        if module is None:
+            return False
+        key = ("<buffers>", module, scope_id)
+        if key not in self._cache:
+            self._cache[key] = False  # cycle guard
+            self._cache[key] = self._buffered(module, self._class_of(scope_id), 0)
+        return bool(self._cache[key])
+
+    def _buffered(self, module: Value, cls: str | None, depth: int) -> bool:
+        if depth > 8:
+            return False
+        if module[0] == "seq":  # nn.Sequential(...): any element's buffers
+            return any(self._buffered(item, cls, depth + 1) for item in module[1])
+        if module[0] == "call":
+            made = self.evaluate(module[1], cls)
+            return bool(made) and all(self._builds_buffered(item, depth + 1) for item in made)
+        held = self.evaluate(module, cls)
+        return bool(held) and all(self._holds_buffers(item, depth + 1) for item in held)
+
+    def _builds_buffered(self, constructor: AVal, depth: int) -> bool:
+        """Whether calling ``constructor`` returns a module that owns buffers."""
+        kind = constructor[0]
+        if kind == "ext":
+            return (
+                constructor[1] in BUFFERED_MODULES
+                or constructor[1] in CONVERTS_BATCH_NORM
+                or constructor[1] in knowledge().buffered_modules
+            )
+        if kind == "class":
+            return self._class_buffered(constructor[1], depth)
+        if kind == "func":
+            summary = self.functions.get(constructor[1])
+            return (
+                summary is not None
+                and bool(summary.returns)
+                and all(self._buffered(v, summary.class_id, depth + 1) for v in summary.returns)
+            )
+        return False
+
+    def _holds_buffers(self, item: AVal, depth: int) -> bool:
+        if item[0] == "inst":
+            return self._class_buffered(item[1], depth)
+        if item[0] == "seqv":
+            return any(self._holds_buffers(inner, depth + 1) for inner in item[1])
+        return False
+
+    def _class_buffered(self, class_id: str, depth: int) -> bool:
+        for owner in self.mro(class_id):
+            summary = self.classes[owner]
+            if summary.registers_buffer or any(
+                self._buffered(v, owner, depth + 1) for v in summary.submodules
+            ):
+                return True
+            for base in summary.bases:
+                if any(
+                    item[0] == "ext" and self._builds_buffered(item, depth + 1)
+                    for item in self.evaluate(base, None)
+                ):
+                    return True  # class Net(torchvision.models.ResNet)
+        return False
 
     # -- compile roots -------------------------------------------------------------------------
 

@@ -32,6 +32,10 @@ MODULE_CODE = "<module>"
 
 
 WRAPPED_ARGUMENT = "<wrapped>"  # an argument value: a DDP/FSDP-wrapped model
+# an argument value: the DDP model held by the caller's name that follows (see ``ddp_models``),
+# whose forward issues a collective only if the model has buffers
+DDP_ARGUMENT = "<ddp>"
+UNPROVEN_DDP_ARGUMENT = "<ddp?>"  # the same, once the buffers are known not to be proven
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,10 @@ class FunctionSummary:
     passes: list[tuple[Value, tuple[tuple[int | str, Value], ...]]] = field(default_factory=list)
     # what it returns is a DDP/FSDP-wrapped model: -1 the value itself, n element n of a tuple
     returns_wrapped: tuple[int, ...] = ()
+    # of those, the DDP-wrapped ones: (element, the wrapped module's value or None)
+    returns_ddp: tuple[tuple[int, Value | None], ...] = ()
+    # names holding a DDP-wrapped model here -> the wrapped module's value (None: not known)
+    ddp_models: dict[str, Value | None] = field(default_factory=dict)
     compiles_param: bool = False  # returns torch.compile(<a parameter>, ...): a compile wrapper
     compile_options: Options = ()  # the options such a wrapper passes
     effects: tuple[Effect, ...] = ()
@@ -131,6 +139,9 @@ class ClassSummary:
     methods: dict[str, str] = field(default_factory=dict)  # name -> function id
     attributes: dict[str, Value] = field(default_factory=dict)  # self.<name> = value
     rank_attributes: tuple[str, ...] = ()
+    # modules ``__init__`` always builds (``self.bn = nn.BatchNorm2d(c)`` outside any branch)
+    submodules: tuple[Value, ...] = ()
+    registers_buffer: bool = False  # ``__init__`` always calls ``self.register_buffer(...)``
 
 
 @dataclass

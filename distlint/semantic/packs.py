@@ -35,12 +35,13 @@ KINDS = (
     "engine-call",
     "rank-only-decorator",
     "balanced-context",
+    "buffered-module",
 )
 _RECEIVER_KINDS = frozenset(
     {"collective-method", "wrapper-method", "rank-only-decorator", "balanced-context"}
 )
 _QUALIFIED_KINDS = frozenset(
-    {"collective-module", "wrapper-call", "engine-call", "rank-only-decorator"}
+    {"collective-module", "wrapper-call", "engine-call", "rank-only-decorator", "buffered-module"}
 )
 
 
@@ -82,6 +83,8 @@ class Knowledge:
     rank_only_decorators: frozenset[str] = frozenset()  # resolved names
     rank_only_methods: dict[str, tuple[str, ...]] = field(default_factory=dict)
     balanced_contexts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # constructors of models that always own buffers (a DDP forward broadcasts them)
+    buffered_modules: frozenset[str] = frozenset()
 
 
 def _load() -> tuple[Entry, ...]:
@@ -170,6 +173,7 @@ def index(items: Iterable[Entry]) -> Knowledge:
     wrapper_calls: dict[str, bool] = {}
     engines: set[str] = set()
     decorators: set[str] = set()
+    buffered: set[str] = set()
     for entry in items:
         kind = entry.kind
         if kind == "rank-attribute":
@@ -185,6 +189,8 @@ def index(items: Iterable[Entry]) -> Knowledge:
             engines.update(entry.names)
         elif kind == "rank-only-decorator" and "." in entry.name:
             decorators.update(entry.names)
+        elif kind == "buffered-module":
+            buffered.update(entry.names)
         if kind in _RECEIVER_KINDS and entry.receivers:
             for table in (methods[kind], methods["uniform"] if entry.uniform_result else {}):
                 known = table.get(entry.name, ())
@@ -201,6 +207,7 @@ def index(items: Iterable[Entry]) -> Knowledge:
         rank_only_decorators=frozenset(decorators),
         rank_only_methods=methods["rank-only-decorator"],
         balanced_contexts=methods["balanced-context"],
+        buffered_modules=frozenset(buffered),
     )
 
 

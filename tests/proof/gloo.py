@@ -93,14 +93,17 @@ class RankOutcome:
     def timed_out(self, pg_timeout: float) -> bool:
         """Whether the rank gave up waiting in a collective after the process-group timeout,
         with gloo's own text ("...unbound_buffer.cc:78] Timed out waiting 3000ms for recv
-        operation to complete"; 129 and "send" for the sending side)."""
+        operation to complete"; 129 and "send" for the sending side). Under load a sending
+        rank may instead see the pair closed by that same timeout ("Application timeout caused
+        pair closure"), still after the process-group timeout."""
         pattern = re.compile(
             rf"^\[[^\]]*gloo/transport/tcp/unbound_buffer\.cc:\d+\] "
             rf"Timed out waiting {int(pg_timeout * 1000)}ms for (recv|send) operation to complete$"
         )
+        closed = self.message.strip() == "Application timeout caused pair closure"
         return (
             self.type == "builtins.RuntimeError"
-            and pattern.match(self.message) is not None
+            and (pattern.match(self.message) is not None or closed)
             and self.seconds is not None
             and self.seconds >= pg_timeout * 0.9
         )

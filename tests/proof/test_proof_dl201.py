@@ -68,6 +68,7 @@ REALWORLD_HANGS = {
     "case_sharded_model_evaluated_by_a_helper_on_rank_zero": (0, 2),  # rank 1 trained 2 steps
     "case_trainer_validates_its_sharded_model_on_rank_zero": (0, 2),
     "case_returned_ddp_model_sampled_on_rank_zero": (0, 2),  # DDP broadcasts the BN buffers
+    "case_project_model_with_buffers_sampled_by_a_helper_on_rank_zero": (0, 2),
 }
 PROJECT_HANGS = {
     "case_evaluate_on_main_process": 0,
@@ -247,6 +248,7 @@ def test_realworld_trap_values(outcomes: dict[str, dict[str, tuple[RankOutcome, 
     assert values["case_even_and_odd_ranks_staggered"] == [[1.0, 1.0]] * 2
     assert values["case_helper_unwraps_the_ddp_model_before_its_forward"] == [2, 2]
     assert values["case_demo_served_by_rank_zero_callbacks"] == [2, 2]
+    assert values["case_buffer_free_ddp_models_sampled_on_rank_zero"] == [2, 2]
 
 
 HARNESS_FIXTURE = """
