@@ -350,6 +350,10 @@ def _rank_main(spec: dict[str, Any], conn: Any) -> None:
         }
     )
     os.environ.update(spec["env"])
+    # scratch files a case writes (tempfile.gettempdir()) go to the case's own folder, shared
+    # by its ranks and removed with it
+    os.environ["TMPDIR"] = str(workdir)
+    tempfile.tempdir = None
     result: dict[str, Any]
     started = time.monotonic()
     try:
