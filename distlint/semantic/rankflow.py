@@ -61,6 +61,11 @@ UNIFORM_KIND = Kind(UNIFORM)
 RECEIVED_KIND = Kind(UNIFORM, Why("received from a collective"))
 _RECEIVED_WHY = RECEIVED_KIND.why
 UNKNOWN_KIND = Kind(UNKNOWN)
+# A Lightning ``Trainer``/``Fabric`` built for one process (``devices=1`` on one node): its
+# rank attributes (``trainer.is_global_zero``) are the same everywhere, there is no other rank.
+ONE_PROCESS_KIND = Kind(UNIFORM, Why("a one-process trainer (devices=1)"))
+_ONE_PROCESS_WHY = ONE_PROCESS_KIND.why
+_ONE_PROCESS_RUNNERS = frozenset({"Trainer", "Fabric"})
 PLACEMENT_KIND = Kind(PLACEMENT)
 _EMPTY: frozenset[str] = frozenset()
 
@@ -814,6 +819,8 @@ class RankFlow:
                 return self._source(expr)
             return UNKNOWN_KIND
         if attr in RANK_ATTRIBUTES:
+            if type(base) is cst.Name and self._name(base.value, env).why is _ONE_PROCESS_WHY:
+                return UNIFORM_KIND  # ``Trainer(devices=1)``: the only rank
             return UNIFORM_KIND if is_matrix_rank(expr) else self._source(expr)
         if resolved is not None:
             return UNIFORM_KIND  # a module constant (torch.float32, os.sep)
@@ -842,6 +849,8 @@ class RankFlow:
             last = func.value
         if last in UNIFORM_NAMES:
             return UNIFORM_KIND
+        if last in _ONE_PROCESS_RUNNERS and _one_process_run(call):
+            return ONE_PROCESS_KIND
         if collective_kind(resolved) is not None or (
             last in _RECEIVING_HELPERS and resolved is not None
         ):
@@ -1029,6 +1038,19 @@ def reads_distributed_state(value: cst.BaseExpression) -> bool:
 
 
 _ONE_PROCESS_NAMES = ("world_size", "n_gpus", "num_gpus", "ngpus", "n_procs", "nprocs")
+
+
+def _one_process_run(call: cst.Call) -> bool:
+    """``Trainer(devices=1, ...)`` / ``Fabric(devices=1)`` (``num_nodes`` absent or 1)."""
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    devices = keywords.get("devices")
+    nodes = keywords.get("num_nodes")
+    return devices is not None and _is_one(devices) and (nodes is None or _is_one(nodes))
+
+
+def _is_one(node: cst.BaseExpression) -> bool:
+    value = evaluated(node) if isinstance(node, (cst.Integer, cst.SimpleString)) else None
+    return value in (1, "1") and not isinstance(value, bool)
 
 
 def single_process_test(test: cst.BaseExpression) -> bool:
