@@ -772,3 +772,73 @@ def test_a_raise_for_a_one_process_world_is_silent(tmp_path: Path) -> None:
         dist.broadcast(t, src=0)
     """
     assert findings(tmp_path, body) == []
+
+
+# -- DL209 says why a divergence on a rank-varying condition is only possible ---------------------
+
+MAYBE_CASES = {
+    "buffers": (
+        """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def sample(net, x):
+        model = DDP(net)
+        if dist.get_rank() == 0:
+            model(x)
+        dist.barrier()
+    """,
+        "cannot prove that this model has some",
+    ),
+    "configuration": (
+        """
+    def save(models, path):
+        if any(getattr(m, "sharded", False) for m in models):
+            dist.barrier()
+        torch.save(models, path)
+
+    def train(models, path):
+        if dist.get_rank() == 0:
+            save(models, path)
+        dist.all_reduce(torch.ones(1))
+    """,
+        "issued only in some configurations",
+    ),
+    "cached": (
+        """
+    import functools
+
+    @functools.cache
+    def world_total():
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        return t.item()
+
+    def log():
+        if dist.get_rank() == 0:
+            print(world_total())
+    """,
+        "a cache hit issues nothing",
+    ),
+    "condition": (
+        """
+    def resume(ckpt_dir):
+        rank = dist.get_rank()
+        if not os.path.exists(os.path.join(ckpt_dir, f"rank{rank}.pt")):
+            return None
+        dist.barrier()
+    """,
+        "through code the analysis cannot see through",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MAYBE_CASES))
+def test_a_note_says_why_the_divergence_is_only_possible(tmp_path: Path, case: str) -> None:
+    body, phrase = MAYBE_CASES[case]
+    sources = {"m.py": HEADER + textwrap.dedent(body)}
+    result = check_sources(tmp_path, sources, enabled=RANK_RULES)["m.py"]
+    notes = [f.message for f in result.findings]
+    assert [f.code for f in result.findings] == ["DL209"], notes
+    assert phrase in notes[0]
+    others = {p for c, (_, p) in MAYBE_CASES.items() if c != case}
+    assert not any(p in notes[0] for p in others)

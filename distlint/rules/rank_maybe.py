@@ -40,9 +40,12 @@ class PossiblyRankDivergentCollective(Rule):
 
 
 def _message(d: Divergence) -> str:
+    doubt = d.test.doubt if d.test is not None else ""
+    if doubt == "issued":
+        doubt = d.issued.doubt
+    if doubt in _WHY_ONLY_POSSIBLY:
+        return f"{_where(d)}. {_WHY_ONLY_POSSIBLY[doubt]}"
     what = collective_text(d)
-    if d.issued.doubt == "buffers":
-        return _buffers_message(d)
     if d.kind == "branch":
         effect = f"{what} runs only where it is {'true' if d.taken else 'false'}"
     else:
@@ -56,20 +59,43 @@ def _message(d: Divergence) -> str:
     )
 
 
-def _buffers_message(d: Divergence) -> str:
-    """The condition differs between ranks, but the collective is a DDP forward of a model
-    the analysis cannot prove to own buffers (with none, DDP's forward issues nothing)."""
+def _where(d: Divergence) -> str:
+    """What runs (or is skipped) on the ranks where a rank-varying condition holds."""
     if d.kind == "branch":
-        where = what_runs(d)
-    else:
-        truth = "true" if d.taken else "false"
-        where = (
-            f"`{d.at.name}` on ranks where {condition_text(d)} is {truth}{evidence(d)} skips "
-            f"{collective_text(d)}, which the other ranks still run"
-        )
+        return what_runs(d)
+    truth = "true" if d.taken else "false"
     return (
-        f"{where}. DDP's forward broadcasts the model's buffers (BatchNorm statistics, "
-        "registered buffers) from rank 0 when it has any, and the analysis cannot prove that "
-        "this model has some: if it does, the other ranks hang in their next collective; if "
-        "it has none, nothing is wrong. Run the unwrapped module (`model.module`) on one rank."
+        f"`{d.at.name}` on ranks where {condition_text(d)} is {truth}{evidence(d)} skips "
+        f"{collective_text(d)}, which the other ranks still issue"
     )
+
+
+# The condition does differ between ranks; why the collective itself is only possible.
+_WHY_ONLY_POSSIBLY = {
+    "buffers": (
+        "DDP's forward broadcasts the model's buffers (BatchNorm statistics, registered "
+        "buffers) from rank 0 when it has any, and the analysis cannot prove that this model "
+        "has some: if it does, the other ranks hang in their next collective; if it has none, "
+        "nothing is wrong. Run the unwrapped module (`model.module`) on one rank."
+    ),
+    "cached": (
+        "The collective is in a memoised function (`functools.cache`/`lru_cache`): a cache "
+        "hit issues nothing, so the ranks diverge only when the call misses the cache on some "
+        "ranks and hits on others. Make sure every rank calls it with the same arguments."
+    ),
+    "configuration": (
+        "The collective is issued only in some configurations (a helper that synchronises "
+        "only for sharded models, one backend or one flag), so the ranks hang only in those. "
+        "Check the configurations that reach this line, or issue the collective on every rank."
+    ),
+    "callback": (
+        "The collectives run in a function handed to other code (a callback, a UI handler), "
+        "which the analysis cannot follow: check that the other ranks issue the matching "
+        "collectives while it runs."
+    ),
+    "served": (
+        "One side only receives broadcasts in a loop (a server and its workers): check that "
+        "the serving rank issues one matching broadcast per message and a final one that "
+        "ends the workers' loop."
+    ),
+}

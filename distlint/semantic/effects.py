@@ -59,6 +59,17 @@ class RankTest:
     why: str  # the rank source as a reader checks it: "`rank` from `dist.get_rank()`"
     why_path: str = ""
     why_span: object = None  # a (lazily measured) span, when the source has one
+    # why a divergence on a proven rank-varying condition is only possible: "issued" (the
+    # collective may not be issued, ``Issued.doubt`` says why), "configuration" (the paths
+    # match in some configuration), "callback" (collectives in a function handed to other
+    # code), "served" (one side receives broadcasts in a loop); "" when the condition itself
+    # is only possibly rank-varying (or the divergence is proven)
+    doubt: str = ""
+
+    def doubted(self, doubt: str) -> RankTest:
+        """This test, no longer proven because of ``doubt`` (a doubt on the condition, which
+        is not proven to vary, stays the only one)."""
+        return replace(self, proven=False, doubt=doubt if self.proven else self.doubt)
 
 
 @dataclass(frozen=True)
@@ -377,8 +388,10 @@ class EffectAnalysis:
             return
         (leaving, issued_leaving, staying, own, position), certain = found_in_doubt
         assert position is not None
-        if not certain or self._certainly(self._matches_on_some_path, lambda: compare()[4]):
-            test = replace(test, proven=False)
+        if not certain:
+            test = test.doubted("issued")
+        elif self._certainly(self._matches_on_some_path, lambda: compare()[4]):
+            test = test.doubted("configuration")
         if position < issued_leaving:  # the leaving ranks issue one the others do not
             at, issued, when, kind = leaving[position].step, leaving[position], taken, "branch"
         elif position < own:  # the other side issues one of its own
@@ -533,15 +546,19 @@ class EffectAnalysis:
             return
         (body, orelse, position), certain = found_in_doubt
         assert position is not None
-        if (
-            not certain
-            # its collectives may run in a callback, or be a served loop's answers
-            or self._defines_collectives(branch.body, function)
-            or self._defines_collectives(branch.orelse, function)
-            or _receive_loop(body, orelse)
-            or self._certainly(self._matches_on_some_path, lambda: compare()[2])
+        doubt = ""
+        if not certain:
+            doubt = "issued"  # the differing collective's own doubt (``Issued.doubt``)
+        elif self._defines_collectives(branch.body, function) or self._defines_collectives(
+            branch.orelse, function
         ):
-            test = replace(test, proven=False)
+            doubt = "callback"
+        elif _receive_loop(body, orelse):
+            doubt = "served"
+        elif self._certainly(self._matches_on_some_path, lambda: compare()[2]):
+            doubt = "configuration"
+        if doubt:
+            test = test.doubted(doubt)
         taken = position < len(body)
         issued = body[position] if taken else orelse[position]
         assert branch.cond is not None
