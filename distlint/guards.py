@@ -3,7 +3,9 @@
 A deprecated or unknown API used under ``if torch.__version__ < ...``, ``if hasattr(dist,
 "...")``, ``is_torch_min_version(...)``, a ``packaging.version`` comparison, or inside a
 ``try`` whose handler catches ``ImportError``/``AttributeError``/``TypeError`` is the project
-supporting several torch versions on purpose. Rules about API validity stay silent there.
+supporting several torch versions on purpose. So is a keyword whose support the file probes
+(``"no_copy" in inspect.getfullargspec(dist.all_gather).args``, apex). Rules about API
+validity stay silent there.
 """
 
 from __future__ import annotations
@@ -68,3 +70,33 @@ def _catches_fallback(handler: cst.ExceptHandler) -> bool:
         if name in _FALLBACK_ERRORS:
             return True
     return False
+
+
+_SIGNATURE_READERS = frozenset({"getfullargspec", "getargspec", "signature"})
+
+
+def probed_keywords(module: cst.Module) -> frozenset[str]:
+    """Keywords a file tests for in a signature (``"k" in inspect.signature(f).parameters``):
+    the file passes them only where the installed torch accepts them."""
+    found: set[str] = set()
+    for node in descendants(module):
+        if not isinstance(node, cst.Comparison) or not isinstance(node.left, cst.SimpleString):
+            continue
+        if not any(isinstance(t.operator, cst.In) for t in node.comparisons):
+            continue
+        reads_signature = any(
+            isinstance(inner, cst.Call)
+            and (
+                (
+                    isinstance(inner.func, cst.Attribute)
+                    and inner.func.attr.value in _SIGNATURE_READERS
+                )
+                or (isinstance(inner.func, cst.Name) and inner.func.value in _SIGNATURE_READERS)
+            )
+            for t in node.comparisons
+            for inner in (t.comparator, *descendants(t.comparator))
+        )
+        value = node.left.evaluated_value
+        if reads_signature and isinstance(value, str):
+            found.add(value)
+    return frozenset(found)

@@ -778,3 +778,24 @@ def test_dl504_silent_on_the_fallback_after_an_early_return_guard() -> None:
         """
     )
     assert where(found) == [(17, 22)]
+
+
+def test_dl501_silent_on_a_keyword_the_file_probes_in_the_signature() -> None:
+    """apex: ``no_copy`` is passed only when ``inspect`` found it in torch's signature; the
+    same keyword passed in a file that never probes for it is still reported."""
+    probed = """\
+        import inspect
+        import torch.distributed as dist
+
+        HAS_NO_COPY = "no_copy" in inspect.getfullargspec(dist.all_gather).args
+        HAS_ASYNC = "async_op" in inspect.signature(dist.reduce_scatter).parameters
+
+        def gather(out, t):
+            if HAS_NO_COPY:
+                dist.all_gather(out, t, no_copy=True)
+            else:
+                dist.all_gather(out, t)
+        """
+    assert dl501(probed) == []
+    unprobed = probed.replace('"no_copy" in inspect', '"other" in inspect')
+    assert [(f.span.start.line, "no_copy" in f.message) for f in dl501(unprobed)] == [(14, True)]

@@ -18,7 +18,7 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.guards import is_feature_guarded, is_version_test
+from distlint.guards import is_feature_guarded, is_version_test, probed_keywords
 from distlint.imports import ImportTable, dotted_name, scope_statements
 from distlint.regions import ends_in_exit, literal_value
 from distlint.registry import Rule
@@ -66,6 +66,14 @@ class UnknownKeywordArgument(_TableRule):
     tags = ("correctness", "api")
     precision = "very-high"
 
+    _probes: frozenset[str] | None = None
+
+    def _probed(self) -> frozenset[str]:
+        """Keywords this file probes torch's signatures for (computed once, when needed)."""
+        if self._probes is None:
+            self._probes = probed_keywords(self.ctx.module)
+        return self._probes
+
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.resolve(node.func)
         args: tuple[cst.Arg, ...] | list[cst.Arg] = node.args
@@ -98,7 +106,7 @@ class UnknownKeywordArgument(_TableRule):
             if arg.keyword is None:
                 continue  # positional, *args or **kwargs (keys we cannot see)
             keyword = arg.keyword.value
-            if keyword in signature.keywords:
+            if keyword in signature.keywords or keyword in self._probed():
                 continue
             self._report(arg.keyword, signature, keyword, spelled, via_method)
 
