@@ -156,6 +156,31 @@ def test_dl403_silent_on_forward_only_functions_by_design() -> None:
     assert found == []
 
 
+INFERENCE_SCRIPT = """
+import torch
+
+class Bits(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (x > 0).float()
+
+if __name__ == "__main__":
+    with torch.inference_mode():
+        print(Bits.apply(torch.randn(3)))
+"""
+
+
+def test_dl403_silent_in_an_inference_script_but_not_where_a_backward_runs() -> None:
+    assert findings(INFERENCE_SCRIPT, "DL403") == []
+    trained = (
+        INFERENCE_SCRIPT + "\nBits.apply(torch.randn(3, requires_grad=True)).sum().backward()\n"
+    )
+    assert [f.code for f in findings(trained, "DL403")] == ["DL403"]
+    eager = INFERENCE_SCRIPT.replace("with torch.inference_mode():", "if True:")
+    assert [f.code for f in findings(eager, "DL403")] == ["DL403"]
+
+
 def test_dl403_traps() -> None:
     assert (
         findings(

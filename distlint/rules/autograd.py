@@ -6,7 +6,7 @@ autograd.Function without backward), re-observed by tests/proof/test_proof_dl4xx
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -301,6 +301,8 @@ class AutogradFunctionMissingBackward(Rule):
             # ``symbolic``: an ONNX-export function; a forward that keeps nothing on ``ctx``
             # for a backward is forward-only by design (inference kernels, logged metrics)
             return
+        if self._inference_script():
+            return  # an inference script (RWKV's ``*_run.py`` demos): no backward ever runs
         self.report(
             node.name,
             f"`{node.name.value}` subclasses `torch.autograd.Function` and defines `forward` "
@@ -310,6 +312,36 @@ class AutogradFunctionMissingBackward(Rule):
             "`torch.compile(fullgraph=True)` compiling the forward already fails "
             "(`Unsupported: Observed exception`, GB0088). Define a `@staticmethod backward`.",
         )
+
+    _inference: bool | None = None
+
+    def _inference_script(self) -> bool:
+        """Whether the file runs its own code under ``torch.no_grad()``/``inference_mode()``
+        at module level and never calls ``.backward(...)`` or ``torch.autograd.grad``."""
+        if self._inference is None:
+            module = self.ctx.module
+            runs_without_grad = any(
+                isinstance(stmt, cst.With)
+                and any(_grad_state(i.item, self.ctx.resolve) is False for i in stmt.items)
+                for stmt in _module_level(module.body)
+            )
+            self._inference = runs_without_grad and not any(
+                isinstance(node, cst.Call)
+                and (
+                    (isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward")
+                    or self.ctx.resolve(node.func) == "torch.autograd.grad"
+                )
+                for node in descendants(module)
+            )
+        return self._inference
+
+
+def _module_level(body: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    """Module-level statements, also inside ``if __name__ == "__main__":`` blocks."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
+            yield from _module_level(stmt.body.body)
 
 
 def _prepares_backward(node: cst.ClassDef) -> bool:
