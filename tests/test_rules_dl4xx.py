@@ -341,6 +341,7 @@ def test_dl407_inplace_on_saved_outputs() -> None:
                 self.seq = nn.Sequential(nn.Tanh(), nn.ReLU(inplace=True))
 
             def forward(self, x):
+                x = self.l1(x)
                 a = torch.sigmoid(x)
                 a.mul_(2)
                 b = x.tanh()
@@ -361,14 +362,14 @@ def test_dl407_inplace_on_saved_outputs() -> None:
     )
     assert where(found) == [
         ("DL407", 12, 45),
-        ("DL407", 16, 9),
-        ("DL407", 18, 9),
-        ("DL407", 20, 9),
-        ("DL407", 22, 9),
-        ("DL407", 24, 9),
-        ("DL407", 26, 9),
-        ("DL407", 28, 9),
-        ("DL407", 29, 16),
+        ("DL407", 17, 9),
+        ("DL407", 19, 9),
+        ("DL407", 21, 9),
+        ("DL407", 23, 9),
+        ("DL407", 25, 9),
+        ("DL407", 27, 9),
+        ("DL407", 29, 9),
+        ("DL407", 30, 16),
     ]
     assert "the output of `sigmoid`" in found[1].message
     assert "modified by an inplace operation" in found[1].message
@@ -762,3 +763,47 @@ class Mixer(nn.Module):
     result = check_source(source, "t.py", settings)
     assert result.errors == ()
     assert [(f.code, f.span.start.line) for f in result.findings] == [("DL406", 19)]
+
+
+def test_dl407_binding_made_in_a_branch_holds_only_inside_it() -> None:
+    found = findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l1 = nn.Linear(4, 4)
+
+            def forward(self, x, last: bool):
+                h = self.l1(x)
+                if not last:
+                    h = torch.relu(h)
+                    h *= 2
+                h += 1
+                return h
+        """,
+        "DL407",
+    )
+    assert where(found) == [("DL407", 14, 13)]
+
+
+def test_dl407_silent_on_the_activation_of_forward_own_input() -> None:
+    source = """
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l1 = nn.Linear(4, 4)
+
+            def forward(self, x):
+                tmp = torch.relu(x)
+                tmp += self.l1(x)
+                return tmp
+        """
+    assert findings(source, "DL407") == []
+    computed = source.replace("tmp = torch.relu(x)", "tmp = torch.relu(self.l1(x))")
+    assert [f.code for f in findings(computed, "DL407")] == ["DL407"]

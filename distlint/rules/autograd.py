@@ -15,7 +15,7 @@ from distlint.findings import Severity
 from distlint.regions import literal_value
 from distlint.registry import Rule
 from distlint.semantic.rankflow import target_names
-from distlint.walker import blocks_of, descendants
+from distlint.walker import blocks_of, descendants, parameters
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
 
@@ -334,6 +334,21 @@ class AutogradFunctionMissingBackward(Rule):
                 for node in descendants(module)
             )
         return self._inference
+
+
+def _branch_body(parents: Sequence[cst.CSTNode]) -> cst.CSTNode | None:
+    """The innermost ``if``/``else``/``try`` body (below the enclosing function) the current
+    node is in: a name bound there may not hold that value after the branch (OmegaFold's
+    ``if layer is not last: x = relu(x)``). None outside any branch."""
+    for index in range(len(parents) - 1, 0, -1):
+        parent, child = parents[index - 1], parents[index]
+        if isinstance(parent, cst.FunctionDef):
+            return None
+        if isinstance(parent, (cst.If, cst.Else, cst.Try, cst.ExceptHandler)) and (
+            child is parent.body
+        ):
+            return child
+    return None
 
 
 def _module_level(body: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
@@ -704,25 +719,42 @@ class InplaceOnSavedOutput(_ModuleClassRule):
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        self._saved: dict[str, str] = {}  # local name -> op whose saved output it holds
+        # local name -> (op whose saved output it holds, the branch body that bound it or None)
+        self._saved: dict[str, tuple[str, cst.CSTNode | None]] = {}
         self._detached: set[str] = set()  # local names holding ``x.detach()``: no history
+        # forward's own inputs, not yet rebound: whether they require grad is not known (a
+        # test model's input does not; the activation then saves nothing)
+        self._inputs: set[str] = set()
         self._sequential_words = "Sequential" in ctx.source  # torch.nn.Sequential, any alias
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value == "forward":
             self._saved = {}
             self._detached = set()
+            self._inputs = {p.name.value for p in parameters(node.params)}
+
+    def _bound_here(self, bound_in: cst.CSTNode | None) -> bool:
+        """Whether a binding made in branch body ``bound_in`` holds at the current node:
+        made outside any branch, or in a branch the current node is also in."""
+        return bound_in is None or any(parent is bound_in for parent in self.ctx.parents)
+
+    def _unknown_input(self, expr: cst.BaseExpression | None) -> bool:
+        return isinstance(expr, cst.Name) and expr.value in self._inputs
 
     def _saving_op(self, expr: cst.BaseExpression) -> str | None:
         """The op whose saved output ``expr`` is (or is a view of), if any."""
         base = strip_views(expr)
         if isinstance(base, cst.Name):
-            return self._saved.get(base.value)
+            op, bound_in = self._saved.get(base.value, (None, None))
+            return op if op is not None and self._bound_here(bound_in) else None
         if not isinstance(base, cst.Call):
             return None
         func = base.func
         if is_true(base, "inplace"):
             return None
+        first = positional(base, 0)
+        if first is not None and self._unknown_input(first.value):
+            return None  # relu(x) of forward's own input x: saved only if x requires grad
         attr = self_attribute(func)
         facts = self.current
         if attr is not None and facts is not None and attr in facts.saving:
@@ -730,13 +762,13 @@ class InplaceOnSavedOutput(_ModuleClassRule):
         name = self.ctx.resolve(func)
         if name is not None:
             op = SAVING_FUNCTIONS.get(name)
-            first = positional(base, 0)
             return None if op is None or (first and self._is_detached(first.value)) else op
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value in SAVING_METHODS
             and attribute_chain(func.value) != ("self",)
             and not self._is_detached(func.value)
+            and not self._unknown_input(func.value)
         ):
             return SAVING_METHODS[func.attr.value]  # a tensor method: h.sigmoid()
         return None
@@ -842,7 +874,10 @@ class InplaceOnSavedOutput(_ModuleClassRule):
         if not self.maybe_forward() or not self.in_forward():
             return
         op = self._saving_op(node.value)
+        bound_in = _branch_body(self.ctx.parents)
         for target in node.targets:
+            for name in target_names(target.target):
+                self._inputs.discard(name)  # rebound: no longer forward's input
             if isinstance(target.target, (cst.Tuple, cst.List)):
                 for name in target_names(target.target):  # `w, idx = torch.topk(w, k)`
                     self._saved.pop(name, None)
@@ -852,6 +887,6 @@ class InplaceOnSavedOutput(_ModuleClassRule):
                 else:
                     self._detached.discard(target.target.value)
                 if op is not None:
-                    self._saved[target.target.value] = op
+                    self._saved[target.target.value] = (op, bound_in)
                 else:
                     self._saved.pop(target.target.value, None)
