@@ -64,6 +64,11 @@ BAD = [
         "train_then_sample_with_a_helper",
         "DDP of a project class with buffers (its own and a base's), sampled by a helper",
     ),
+    (
+        "bad_realworld.py",
+        "train_until_rank_zero_loses_patience",
+        "rank 0 returns before the next backward (loss from the outputs, scaled in a with)",
+    ),
 ]
 TRAPS = [
     ("traps.py", "save_then_barrier", "rank-0 save, then a barrier on every rank"),

@@ -531,6 +531,16 @@ class Collector:
                     and self.ctx.resolve_in(scope.table, item.item.func) in GRAPH_CONTEXTS
                 ):
                     self._capture = self.ctx.locate(item, lazy=True)
+                if (
+                    item.asname is not None
+                    and isinstance(item.asname.name, cst.Name)
+                    and (
+                        _mentions_call_of(item.item, scope.wrapped)
+                        or _mentions_name(item.item, scope.outputs)
+                    )
+                ):
+                    # ``with amp.scale_loss(loss, opt) as scaled: scaled.backward()``
+                    scope.outputs.add(item.asname.name.value)
             effects.extend(self._block(scope, suite_body(stmt.body), prefix))
             self._capture = saved
         elif isinstance(stmt, cst.Try | cst.TryStar):
@@ -979,7 +989,11 @@ class Collector:
             [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
         )
         wrapping = is_wrapping_call(value, scope.table.resolve)
-        from_wrapped = _mentions_call_of(value, scope.wrapped)
+        # ``outputs = model(x)``, and what is computed from those (``loss = outputs[0]``):
+        # a backward through them all-reduces the gradients
+        from_wrapped = _mentions_call_of(value, scope.wrapped) or _mentions_name(
+            value, scope.outputs
+        )
         self._track_made(scope, targets, value if wrapping is None else None)
         for target in targets:
             if wrapping == "deepspeed" and isinstance(target, (cst.Tuple, cst.List)):
@@ -1362,6 +1376,14 @@ def _mentions_call_of(expr: cst.BaseExpression, labels: set[str]) -> bool:
         if label in labels:
             return True
     return False
+
+
+def _mentions_name(expr: cst.BaseExpression, names: set[str]) -> bool:
+    if not names:
+        return False
+    return any(
+        isinstance(node, cst.Name) and node.value in names for node in (expr, *descendants(expr))
+    )
 
 
 _GROUP_KEYWORDS = frozenset({"group", "process_group", "pg"})
