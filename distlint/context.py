@@ -31,10 +31,9 @@ class NodeSpan:
 
     Eager ones (the default) get ``span`` right after the file's walk. Lazy ones only get a
     ``key`` (node type, its ordinal among nodes of that type in walk order, and an optional
-    field such as ``"test"``): :mod:`distlint.semantic.spans` re-finds the node and computes
-    the span only if a finding points at it — in a batch, or on first access of ``span``
-    while the project's findings are computed. Either way the node reference is dropped after
-    the walk, so summaries and records stay picklable.
+    field such as ``"test"``): ``ProjectFacts.resolve`` re-finds the node and computes the
+    span when a finding is about to point at it (``span`` is None until then). Either way the
+    node reference is dropped after the walk, so summaries and records stay picklable.
     """
 
     __slots__ = ("_span", "eager", "key", "node", "part", "path")
@@ -51,8 +50,6 @@ class NodeSpan:
 
     @property
     def span(self) -> Span | None:
-        if self._span is None and self.key is not None and LAZY_RESOLVER:
-            LAZY_RESOLVER[-1]([self])
         return self._span
 
     @span.setter
@@ -67,10 +64,6 @@ class NodeSpan:
         self.eager = True
         self.part = None
         self.path, self._span, self.key = state
-
-
-# The resolver of lazy spans in effect (see distlint.semantic.spans.lazy_resolution).
-LAZY_RESOLVER: list = []
 
 
 # Node types whose walk-order ordinal identifies them for lazy spans.

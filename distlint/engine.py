@@ -42,7 +42,7 @@ from distlint.registry import Rule, all_rules
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
-from distlint.semantic.spans import SourceLookup, lazy_resolution
+from distlint.semantic.spans import SourceLookup
 from distlint.source import NEWLINES, SourceError, check_nesting, decode_source, parse_module
 from distlint.suppressions import SuppressionIndex, scan
 from distlint.walker import walk
@@ -150,8 +150,7 @@ def _alone(
     facts = link([first.summary], wrappers, source)
     project = Project([FileRecords(first.path, first.summary.key, first.records)], facts)
     errors: list[ToolError] = []
-    with lazy_resolution(source):
-        findings = project_findings(project, {first.path: _enabled_of(first)}, errors)
+    findings = project_findings(project, {first.path: _enabled_of(first)}, errors)
     if not needs_second_pass(facts, first.summary.key, findings.get(first.path)):
         return with_errors(first.final(), errors)
     result = again(SecondPass(facts, tuple(findings.get(first.path, ())))).final()

@@ -52,7 +52,7 @@ from distlint.project import FileRecords, Project
 from distlint.project_files import project_root, related_files
 from distlint.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
-from distlint.semantic.spans import SourceLookup, lazy_resolution
+from distlint.semantic.spans import SourceLookup
 from distlint.source import SourceError, decode_source
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
@@ -163,8 +163,7 @@ def _run_project(
     enabled = {r.path: r.summary.enabled for r in first if r.summary is not None}
     enabled.update((source.display, source.enabled) for source in native)
     errors: list[ToolError] = []
-    with lazy_resolution(facts.sources):
-        found = project_findings(project, enabled, errors)
+    found = project_findings(project, enabled, errors)
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native

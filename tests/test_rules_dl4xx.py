@@ -19,7 +19,6 @@ from distlint.findings import Finding, Severity
 from distlint.project import FileRecords, Project
 from distlint.registry import get_rule
 from distlint.semantic.link import link
-from distlint.semantic.spans import lazy_resolution
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -54,11 +53,10 @@ def project(
         native,
     )
     found: list[Finding] = []
-    with lazy_resolution(texts.get):  # spans of records are measured on demand
-        for code in sorted(codes):
-            rule = get_rule(code)
-            assert rule is not None and rule.scope == "project"
-            found.extend(rule.check_project(proj))
+    for code in sorted(codes):  # spans of records are measured when reported
+        rule = get_rule(code)
+        assert rule is not None and rule.scope == "project"
+        found.extend(rule.check_project(proj))
     return sorted(found, key=lambda f: f.sort_key)
 
 

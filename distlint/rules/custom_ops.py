@@ -576,17 +576,27 @@ def _region_of(project: Project, use: OpRecord) -> tuple[bool, bool, tuple[Locat
         if region is None:
             return False, False, ()
         return True, region.fullgraph, region.related
-    if use.root is not None and use.root.span is not None:
-        return True, use.fullgraph, (Location(use.root.path, use.root.span, "compiled here"),)
+    root = _measured(project, use.root)
+    if use.root is not None and root is not None:
+        return True, use.fullgraph, (Location(use.root.path, root, "compiled here"),)
     return False, False, ()
 
 
-def _span(record: OpRecord) -> Span | None:
-    return record.span.span if record.span is not None else None
+def _span(project: Project, record: OpRecord) -> Span | None:
+    """Where a record is, measured now if it was located lazily (most are never reported)."""
+    return _measured(project, record.span)
 
 
-def _where(path: str, record: OpRecord) -> str:
-    span = _span(record)
+def _measured(project: Project, located: NodeSpan | None) -> Span | None:
+    if located is None:
+        return None
+    if located.span is None and project.facts is not None:
+        project.facts.resolve([located])
+    return located.span
+
+
+def _where(project: Project, path: str, record: OpRecord) -> str:
+    span = _span(project, record)
     return f"{path}:{span.start.line}" if span is not None else path
 
 
@@ -608,7 +618,7 @@ class CustomOpMissingFake(_OpFacts):
         for path, op in index.ops:
             if op.kind != "custom_op" or index.has_fake(op):
                 continue
-            span = _span(op)  # measured only now (lazy): most ops are never reported
+            span = _span(project, op)  # measured only now (lazy): most ops are never reported
             if span is None:
                 continue
             if op.mutates and (op.returns_none or op.inplace_or_out):
@@ -617,9 +627,11 @@ class CustomOpMissingFake(_OpFacts):
             related: list[Location] = []
             for use_path, use in index.uses_of(op):
                 compiled, _, roots = _region_of(project, use)
-                if compiled and _span(use) is not None:
+                if compiled and _span(project, use) is not None:
                     compiled_uses.append((use_path, use))
-                    related.append(Location(use_path, _span(use), "called in a compiled region"))
+                    related.append(
+                        Location(use_path, _span(project, use), "called in a compiled region")
+                    )
                     related.extend(roots)
             shown = op.shown or op.qualname
             message = (
@@ -631,7 +643,9 @@ class CustomOpMissingFake(_OpFacts):
             )
             if compiled_uses:
                 use_path, use = compiled_uses[0]
-                message += f" It is called in a compiled region at {_where(use_path, use)}."
+                message += (
+                    f" It is called in a compiled region at {_where(project, use_path, use)}."
+                )
             yield project.finding(
                 cls,
                 path,
@@ -665,10 +679,10 @@ class CustomOpMissingAutograd(_OpFacts):
             training = [(p, u) for p, u in index.uses_of(op) if u.training]
             if not training:
                 continue
-            span = _span(op)
+            span = _span(project, op)
             if span is None:
                 continue
-            training = [(p, u) for p, u in training if _span(u)]
+            training = [(p, u) for p, u in training if _span(project, u)]
             if not training:
                 continue
             use_path, use = training[0]
@@ -678,14 +692,14 @@ class CustomOpMissingAutograd(_OpFacts):
                 path,
                 span,
                 f"Custom op `{op.qualname}` has no autograd formula but is called in a module's "
-                f"`forward` ({_where(use_path, use)}): `backward()` raises `RuntimeError: "
+                f"`forward` ({_where(project, use_path, use)}): `backward()` raises `RuntimeError: "
                 f"Trying to backward through {op.qualname.replace('::', '.')}.default but no "
                 "autograd formula was "
                 "registered. Please use register_autograd to add one.` (under `torch.compile`, "
                 f"at the first compiled call). Add `{shown}.register_autograd(backward, "
                 "setup_context=...)`.",
                 related=tuple(
-                    Location(p, _span(u), "called in forward")  # type: ignore[arg-type]
+                    Location(p, _span(project, u), "called in forward")  # type: ignore[arg-type]
                     for p, u in training[:5]
                 ),
             )
@@ -719,7 +733,7 @@ class LibraryOpMissingKernels(_OpFacts):
                 and not index.has_autograd(op, native)
                 and any(use.training for _, use in index.uses_of(op))
             )
-            span = _span(op) if missing_fake or missing_autograd else None
+            span = _span(project, op) if missing_fake or missing_autograd else None
             if span is None:
                 continue
             problems = []

@@ -70,8 +70,9 @@ class ProjectFacts:
     derived: dict[str, object] = field(default_factory=dict)  # analyses shared by rules
 
     def resolve(self, items: Iterable[object]) -> None:
-        """Measure lazily located nodes (see :mod:`distlint.semantic.spans`)."""
-        resolve_spans(items, self.sources)
+        """Measure lazily located nodes (see :mod:`distlint.semantic.spans`); a file parsed
+        for that is kept, so measuring several of its nodes one by one parses it once."""
+        resolve_spans(items, self.sources, self._parsed)
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -463,10 +464,12 @@ class ProjectFacts:
         """For spawned workers: the evaluation cache is rebuilt there on demand."""
         state = dict(self.__dict__)
         state["_cache"] = {}
+        state["_parsed"] = {}
         return state
 
     # private state
     _cache: dict = field(default_factory=dict, repr=False)
+    _parsed: dict = field(default_factory=dict, repr=False)  # files parsed to measure spans
     _modules_with_regions: set[str] = field(default_factory=set, repr=False)
     _modules_with_captures: set[str] = field(default_factory=set, repr=False)
 

@@ -9,12 +9,11 @@ measured.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 
 import libcst as cst
 
-from distlint.context import LAZY_RESOLVER, ORDINAL_TYPES, NodeSpan
+from distlint.context import ORDINAL_TYPES, NodeSpan
 from distlint.findings import Position, Span, make_position
 from distlint.positions import node_ranges
 from distlint.source import NEWLINES, SourceError, check_nesting, parse_module
@@ -22,21 +21,6 @@ from distlint.walker import walk
 
 SourceLookup = Callable[[str], "str | None"]  # display path -> source text
 _NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))
-
-
-@contextmanager
-def lazy_resolution(lookup: SourceLookup | None) -> Iterator[None]:
-    """While active, reading a lazy NodeSpan's ``span`` measures it (project-scope rules).
-
-    Files parsed for that are kept until the end, so reading several spans of one file one
-    by one parses it once.
-    """
-    cache: dict[str, tuple] = {}
-    LAZY_RESOLVER.append(lambda items: resolve_spans(items, lookup, cache))
-    try:
-        yield
-    finally:
-        LAZY_RESOLVER.pop()
 
 
 def resolve_spans(
