@@ -138,6 +138,11 @@ TRAPS = [
         "train_and_sample_buffer_free_models_on_rank_zero",
         "(v) DDP forward on rank 0 of models that own no buffers",
     ),
+    (
+        "traps_realworld.py",
+        "wait_for_the_master",
+        "(w) master-first pair with `not dist.is_initialized(): return` guards",
+    ),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 

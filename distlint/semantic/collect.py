@@ -625,6 +625,7 @@ class Collector:
             if (
                 switched_off(node.test)
                 or single_process_test(node.test)
+                or _not_distributed(node.test)
                 or self._negates_a_function(scope, node.test)
                 or self._raised_before(scope, node)
             ):
@@ -1268,6 +1269,23 @@ def _made_by(func: cst.BaseExpression, scope: _Scope) -> tuple[Value, int] | Non
             return None
         current = current.parent
     return None
+
+
+# Calls that say a process group is up: false on no rank of a running distributed job.
+_GROUP_STATE_CALLS = frozenset({"is_available", "is_initialized", "is_dist_avail_and_initialized"})
+
+
+def _not_distributed(test: cst.BaseExpression) -> bool:
+    """``not dist.is_initialized()`` / ``not dist.is_available()``: never true on a rank of a
+    distributed job (YOLOX's ``wait_for_the_master`` returns under it before its barrier)."""
+    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+        return False
+    call = test.expression
+    if not isinstance(call, cst.Call) or call.args:
+        return False
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    return name in _GROUP_STATE_CALLS
 
 
 def _untracked_statistics(call: cst.Call) -> bool:

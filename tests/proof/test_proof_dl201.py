@@ -250,6 +250,7 @@ def test_realworld_trap_values(outcomes: dict[str, dict[str, tuple[RankOutcome, 
     assert values["case_helper_unwraps_the_ddp_model_before_its_forward"] == [2, 2]
     assert values["case_demo_served_by_rank_zero_callbacks"] == [2, 2]
     assert values["case_buffer_free_ddp_models_sampled_on_rank_zero"] == [2, 2]
+    assert values["case_master_first_with_group_state_guards"] == ["built by the master"] * 2
 
 
 HARNESS_FIXTURE = """
