@@ -237,6 +237,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         return EXIT_CLEAN
 
     notices: list[str] = []
+    unreadable: list[str] = []  # directories skipped (warnings: the rest is still checked)
     overrides_text: dict[str, str] = {}
     if stdin_mode:
         name = opts["stdin_filename"] or "-"
@@ -258,6 +259,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
     else:
         discovery = Discovery(resolver, cwd, force_exclude=bool(opts["force_exclude"]))
         files, notices = discovery.files(list(paths))
+        unreadable = discovery.unreadable
         tasks = []
         enabled_union = set()
         for file in files:
@@ -293,6 +295,8 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         confirm=confirm_run,
     )
     _emit(report, opts)
+    for warning in unreadable:
+        click.echo(f"distlint: warning: {warning}", err=True)
     for notice in notices:
         click.echo(f"distlint: {notice}", err=True)
     for error in errors:
@@ -438,6 +442,8 @@ def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render_text(data))
+    for warning in discovery.unreadable:
+        click.echo(f"distlint: warning: {warning}", err=True)
     for notice in notices:
         click.echo(f"distlint: {notice}", err=True)
     for error in (e for r in results for e in r.errors):

@@ -57,6 +57,8 @@ class Discovery:
         self._gitignores: dict[Path, GitIgnore] = {}  # by repository root
         self._gitignore_of_dir: dict[Path, GitIgnore] = {}  # by directory, saves stat calls
         self._native: dict[Path, DiscoveredFile] = {}
+        # directories that could not be read (no permission): reported as warnings, skipped
+        self.unreadable: list[str] = []
 
     def files(self, paths: list[Path]) -> tuple[list[DiscoveredFile], list[str]]:
         """Files to check, sorted and unique; and messages for paths that do not exist or hold
@@ -99,7 +101,10 @@ class Discovery:
             directory = stack.pop()
             try:
                 entries = sorted(os.scandir(directory), key=lambda e: e.name)
-            except OSError:
+            except OSError as exc:
+                reason = exc.strerror or type(exc).__name__
+                shown = display_path(directory, self._cwd)
+                self.unreadable.append(f"{shown}: cannot read the directory ({reason}); skipped")
                 continue
             for entry in entries:
                 path = Path(entry.path)
@@ -134,7 +139,7 @@ class Discovery:
             return True
         if not explicit and patterns.matches_name(path.name, path.as_posix()):
             return True
-        if is_dir and (path / "pyvenv.cfg").is_file():
+        if is_dir and _is_file(path / "pyvenv.cfg"):
             return True
         if explicit:
             return self._ignored_with_parents(path, is_dir)
@@ -163,6 +168,14 @@ class Discovery:
             for parent in path.parents
             if _is_under(parent, self._cwd) and parent != self._cwd
         )
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False where it cannot be known (a directory without permission)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _is_under(path: Path, root: Path) -> bool:

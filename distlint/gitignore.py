@@ -165,8 +165,11 @@ def find_repo_root(start: Path) -> Path | None:
     """
     here = Path(os.path.abspath(start))
     for directory in (here, *here.parents):
-        if (directory / ".git").exists():
-            return directory
+        try:
+            if (directory / ".git").exists():
+                return directory
+        except OSError:  # a directory we may not look into
+            continue
     return None
 
 

@@ -262,3 +262,36 @@ def test_a_named_directory_with_nothing_to_check_is_said_and_exits_2(root: Path)
     both = cli(["check", "--jobs", "1", "--format", "json", "generated", "keep.py"])
     assert both.exit_code == 2
     assert [f["path"] for f in json.loads(both.stdout)] == ["keep.py"]
+
+
+def test_an_unreadable_directory_is_reported_and_skipped(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subdirectory without read permission (simulated: the test may run as root, for whom
+    permissions do not apply): a warning names it, the other files are still checked, and the
+    exit code is the findings' (not 2)."""
+    import distlint.discovery as discovery_module
+
+    touch(root, "a.py", "locked/b.py")
+    locked = root / "locked"
+    real_scandir = discovery_module.os.scandir
+    real_is_file = Path.is_file
+
+    def scandir(path):  # type: ignore[no-untyped-def]
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    def is_file(self: Path) -> bool:
+        if self.parent == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_is_file(self)
+
+    monkeypatch.setattr(discovery_module.os, "scandir", scandir)
+    monkeypatch.setattr(Path, "is_file", is_file)
+    result = cli(["check", "--jobs", "1", "--no-cache", "."])
+    assert result.exit_code == 1, result.output  # a.py's finding
+    assert "a.py" in result.stdout and "b.py" not in result.stdout
+    assert "distlint: warning: locked: cannot read the directory (Permission denied); skipped" in (
+        result.stderr
+    )
