@@ -17,18 +17,12 @@ import tokenize
 
 import libcst as cst
 
+from distlint.lexing import tokens
+
 # Line breaks as Python and LibCST count them (positions, snippets, LSP ranges).
 NEWLINES = re.compile(r"\r\n|\r|\n")
 MAX_BRACKET_DEPTH = 200  # CPython's tokenizer limit (MAXLEVEL)
 _BINARY_SNIFF = 8192
-
-_BRACKETS = re.compile(
-    r"""[rRbBuUfFtT]{0,2}(?:\"\"\"(?:\\.|[^\\])*?\"\"\"|'''(?:\\.|[^\\])*?'''
-        |"(?:\\.|[^"\\\r\n])*"|'(?:\\.|[^'\\\r\n])*')
-      |\#[^\r\n]*
-      |(?P<open>[(\[{])|(?P<close>[)\]}])""",
-    re.VERBOSE | re.DOTALL,
-)
 
 
 class SourceError(Exception):
@@ -103,19 +97,18 @@ def check_nesting(text: str) -> None:
     if _shallow(text):
         return
     depth = 0
-    for match in _BRACKETS.finditer(text):
-        group = match.lastgroup
-        if group == "open":
+    for kind, start, _ in tokens(text):
+        if kind == "open":
             depth += 1
             if depth > MAX_BRACKET_DEPTH:
-                line = text.count("\n", 0, match.start()) + 1
-                column = match.start() - (text.rfind("\n", 0, match.start()) + 1)
+                line = text.count("\n", 0, start) + 1
+                column = start - (text.rfind("\n", 0, start) + 1)
                 raise SourceError(
                     f"too many nested parentheses (more than {MAX_BRACKET_DEPTH} levels)",
                     line,
                     column,
                 )
-        elif group == "close":
+        elif kind == "close":
             depth -= 1
 
 

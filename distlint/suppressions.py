@@ -1,8 +1,9 @@
 """Inline suppressions: ``# noqa``, ``# distlint: ignore[...]``, ``# distlint: file-ignore[...]``.
 
-Comments are found with a regex scanner over the source text (strings, comments, brackets,
-line continuations), which also gives the logical lines that a suppression covers: a
-suppression anywhere on a multi-line statement applies to findings that start in it. The
+Comments are found with a linear scan of the source text (:mod:`distlint.lexing`: strings,
+comments, brackets, line continuations), which also gives the logical lines that a
+suppression covers: a suppression anywhere on a multi-line statement applies to findings
+that start in it. The
 scan only runs for files whose text mentions ``noqa`` or ``distlint:``.
 """
 
@@ -11,20 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from distlint.lexing import tokens
+
 _MAY_SUPPRESS = re.compile(r"#.*?(?:noqa|distlint\s*:)", re.IGNORECASE)
 
-_TOKEN = re.compile(
-    r"""
-    (?P<string>[rRbBuUfFtT]{0,2}(?:\"\"\"(?:\\.|[^\\])*?\"\"\"|'''(?:\\.|[^\\])*?'''
-        |"(?:\\.|[^"\\\r\n])*"|'(?:\\.|[^'\\\r\n])*'))
-    |(?P<comment>\#[^\r\n]*)
-    |(?P<open>[(\[{])
-    |(?P<close>[)\]}])
-    |(?P<continuation>\\(?:\r\n|\r|\n))
-    |(?P<newline>\r\n|\r|\n)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
 _NOQA = re.compile(
     r"#\s*noqa(?![\w-])(?::\s*(?P<codes>[A-Za-z]+\d*(?:[\s,]+[A-Za-z]+\d*)*))?", re.I
 )
@@ -100,17 +91,16 @@ def scan(source: str) -> SuppressionIndex | None:
     line_offset = 0  # index in source where the current physical line starts
     depth = 0
     start_line = 1
-    for match in _TOKEN.finditer(source):
-        kind = match.lastgroup
+    for kind, begin, end in tokens(source):
         if kind == "string":
-            newlines = _count_newlines(match.group())
+            text = source[begin:end]
+            newlines = _count_newlines(text)
             if newlines:
                 line += newlines
-                text = match.group()
-                line_offset = match.start() + max(text.rfind("\n"), text.rfind("\r")) + 1
+                line_offset = begin + max(text.rfind("\n"), text.rfind("\r")) + 1
         elif kind == "comment":
-            prefix = source[line_offset : match.start()]
-            supp = _parse_comment(match.group(), line, len(prefix), not prefix.strip())
+            prefix = source[line_offset:begin]
+            supp = _parse_comment(source[begin:end], line, len(prefix), not prefix.strip())
             if supp is not None:
                 suppressions.append(supp)
         elif kind == "open":
@@ -125,7 +115,7 @@ def scan(source: str) -> SuppressionIndex | None:
                         logical_end[covered] = line
                 start_line = line + 1
             line += 1
-            line_offset = match.end()
+            line_offset = end
     if start_line < line:
         for covered in range(start_line, line + 1):
             logical_start[covered] = start_line

@@ -12,6 +12,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from distlint.lexing import tokens
 from distlint.source import NEWLINES
 
 # The engine's line breaks (and the LSP's): \r\n, \r and \n only, never \f or \u2028.
@@ -72,22 +73,12 @@ class TextEdit:
     new_text: str
 
 
-_SCAN = re.compile(
-    r"""
-    (?P<string>[rRbBuUfFtT]{0,2}(?:\"\"\"(?:\\.|[^\\])*?\"\"\"|'''(?:\\.|[^\\])*?'''
-        |"(?:\\.|[^"\\\r\n])*"|'(?:\\.|[^'\\\r\n])*'))
-    |(?P<comment>\#[^\r\n]*)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-
-
 class LineInfo:
     """Per-line facts for placing a noqa comment: each line's comment, and where a statement's
     physical line continues (inside a multi-line string or after a backslash).
 
-    A regex scan of strings and comments (as in :mod:`distlint.suppressions`) rather than
-    ``tokenize``: many times faster on large files, and it accepts any text.
+    A linear scan of strings and comments (:mod:`distlint.lexing`, as for suppressions)
+    rather than ``tokenize``: many times faster on large files, and it accepts any text.
     """
 
     def __init__(self, text: str, lines: Sequence[str]) -> None:
@@ -95,12 +86,12 @@ class LineInfo:
         self.comments: dict[int, tuple[int, str]] = {}  # 0-based line -> (column, comment)
         self.moves: dict[int, int] = {}  # 0-based line -> the line a comment must go on
         starts = [0] + [match.end() for match in NEWLINES.finditer(text)]
-        for match in _SCAN.finditer(text):
-            row = bisect_right(starts, match.start()) - 1
-            if match.lastgroup == "comment":
-                self.comments[row] = (match.start() - starts[row], match.group())
+        for kind, begin, end in tokens(text, structure=False):
+            row = bisect_right(starts, begin) - 1
+            if kind == "comment":
+                self.comments[row] = (begin - starts[row], text[begin:end])
                 continue
-            last = bisect_right(starts, match.end() - 1, lo=row) - 1
+            last = bisect_right(starts, end - 1, lo=row) - 1
             for covered in range(row, last):  # a multi-line string: comments go after it
                 self.moves[covered] = last
 
