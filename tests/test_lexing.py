@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -17,7 +18,7 @@ def kinds(text: str, structure: bool = True) -> list[tuple[str, str]]:
 
 
 def test_strings_comments_brackets_and_line_ends() -> None:
-    text = 'f(a, "x)#", \'\'\'doc\n(\'\'\')  # c(\nb = r"\\"" \\\n+ [1]\n'
+    text = "f(a, \"x)#\", '''doc\n(''')  # c(\nb = r\"\\\"\" \\\n+ [1]\n"
     assert kinds(text) == [
         ("open", "("),
         ("string", '"x)#"'),
@@ -66,10 +67,8 @@ def test_adversarial_inputs_take_linear_time(make) -> None:  # type: ignore[no-u
         step()
         assert time.perf_counter() - started < 2.0
     started = time.perf_counter()
-    try:
+    with contextlib.suppress(SourceError):  # deep or not: only the time is checked here
         check_nesting(text)
-    except SourceError:
-        pass
     assert time.perf_counter() - started < 2.0
 
 
