@@ -805,3 +805,26 @@ def test_dl407_silent_on_the_activation_of_forward_own_input() -> None:
     assert findings(source, "DL407") == []
     computed = source.replace("tmp = torch.relu(x)", "tmp = torch.relu(self.l1(x))")
     assert [f.code for f in findings(computed, "DL407")] == ["DL407"]
+
+
+def test_custom_op_places_are_measured_in_one_pass_per_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A file defining many ops: one position pass for all of them (one per op was
+    quadratic: a 400 KB file with 200 ``lib.define`` calls took minutes)."""
+    import distlint.semantic.spans as spans
+
+    calls: list[int] = []
+    real = spans.node_ranges
+
+    def counting(module, nodes):  # type: ignore[no-untyped-def]
+        nodes = list(nodes)
+        calls.append(len(nodes))
+        return real(module, nodes)
+
+    monkeypatch.setattr(spans, "node_ranges", counting)
+    ops = "\n".join(f"lib.define('op{i}(Tensor x) -> Tensor')" for i in range(30))
+    source = f"import torch\nlib = torch.library.Library('ns', 'DEF')\n{ops}\n"
+    found = project({"ops.py": source}, "DL404")
+    assert len(found) == 30
+    assert calls == [30]
