@@ -4,8 +4,11 @@ Default corpus: the installed torch package's own ``torch/distributed`` sources 
 download; torch is located without being imported). Both sides run in fresh subprocesses and
 are measured by CPU time (user + sys) and wall time; the best of ``--repeat`` runs counts.
 
-    python bench/run.py                     # torch/distributed, 1 job
-    python bench/run.py --corpus src/ --jobs 2 --select ALL
+    python bench/run.py                     # torch/distributed, 1 job, cold (--no-cache)
+    python bench/run.py --corpus src/ --jobs 1,2 --select ";ALL" --warm
+
+Cold runs pass ``--no-cache``; ``--warm`` also times a re-check of unchanged files with a cache
+filled by one run before (a fresh temporary cache directory).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -60,9 +64,14 @@ def best(command: list[str], repeat: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, help="directory of Python files")
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--jobs", default="1", help="job counts, comma-separated (1,2,16)")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--select", default=None, help="rule selection for distlint")
+    parser.add_argument(
+        "--select", default="", help="rule selections, ';'-separated ('' is the default rules)"
+    )
+    parser.add_argument(
+        "--warm", action="store_true", help="also time a re-check with a warm cache"
+    )
     args = parser.parse_args()
 
     root = args.corpus or torch_distributed_dir()
@@ -70,22 +79,38 @@ def main() -> None:
     size = sum(os.path.getsize(f) for f in files)
     print(f"corpus: {root.name}/ ({len(files)} files, {size / 1e6:.1f} MB)")
 
-    parse_cmd = [sys.executable, "-c", PARSE_ONLY, *files]
-    check_cmd = [sys.executable, "-m", "distlint", "check", "--jobs", str(args.jobs), "-q"]
-    check_cmd += ["--no-show-source", "--exit-zero", "--config", os.devnull]
-    if args.select:
-        check_cmd += ["--select", args.select]
-    check_cmd += files
+    parse_cpu, parse_wall = best([sys.executable, "-c", PARSE_ONLY, *files], args.repeat)
+    print(f"parse only      : {parse_cpu:7.2f} s CPU  {parse_wall:7.2f} s wall")
+    for selection in args.select.split(";"):
+        for jobs in (int(j) for j in args.jobs.split(",")):
+            command = _check_command(files, jobs, selection)
+            cold_cpu, cold_wall = best([*command, "--no-cache"], args.repeat)
+            what = f"jobs={jobs} select={selection or 'default'}"
+            _report(f"cold, {what}", cold_cpu, cold_wall, parse_cpu, parse_wall)
+            if args.warm:
+                with tempfile.TemporaryDirectory() as cache:
+                    warm = [*command, "--cache-dir", cache]
+                    measure(warm)  # fills the cache
+                    warm_cpu, warm_wall = best(warm, args.repeat)
+                _report(f"warm, {what}", warm_cpu, warm_wall, cold_cpu, cold_wall, "cold")
+    print(f"throughput (last cold run): {len(files) / cold_cpu:.1f} files per CPU-second")
 
-    parse_cpu, parse_wall = best(parse_cmd, args.repeat)
-    check_cpu, check_wall = best(check_cmd, args.repeat)
-    print(f"parse only     : {parse_cpu:7.2f} s CPU  {parse_wall:7.2f} s wall")
-    print(f"distlint check : {check_cpu:7.2f} s CPU  {check_wall:7.2f} s wall (jobs={args.jobs})")
+
+def _check_command(files: list[str], jobs: int, selection: str) -> list[str]:
+    command = [sys.executable, "-m", "distlint", "check", "--jobs", str(jobs), "-q"]
+    command += ["--no-show-source", "--exit-zero", "--config", os.devnull]
+    if selection:
+        command += ["--select", selection]
+    return [*command, *files]
+
+
+def _report(
+    what: str, cpu: float, wall: float, base_cpu: float, base_wall: float, base: str = "parse"
+) -> None:
     print(
-        f"ratio (check / parse): {check_cpu / parse_cpu:.2f}x CPU, "
-        f"{check_wall / parse_wall:.2f}x wall"
+        f"{what}: {cpu:7.2f} s CPU {wall:7.2f} s wall; "
+        f"{cpu / base_cpu:.2f}x CPU, {wall / base_wall:.2f}x wall of the {base}"
     )
-    print(f"throughput: {len(files) / check_cpu:.1f} files per CPU-second")
 
 
 if __name__ == "__main__":
