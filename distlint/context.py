@@ -292,6 +292,9 @@ class FileContext:
 
     def module_compile_receiver(self, call: cst.Call) -> cst.BaseExpression | None:
         """The receiver of ``x.compile(...)`` if it may be ``nn.Module.compile``, else None."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "compile"):
+            return None  # most calls: the file's own compile methods are looked up only here
         if self._own_compile is None:
             self._own_compile = own_compile(self.module, self.resolve)
         return module_compile_receiver(

@@ -538,12 +538,16 @@ class _OpIndex:
                 index.uses.append((path, record))
         return index
 
-    def measure(self, project: Project) -> None:
-        """Measure every op's and use's place in one go: one position pass per file (one per
-        record took quadratic time on a file defining hundreds of ops)."""
-        if project.facts is not None:
-            records = [r for _, r in (*self.ops, *self.uses)]
-            project.facts.resolve([*(r.span for r in records), *(r.root for r in records)])
+    def measure(self, project: Project, ops: Iterable[OpRecord]) -> None:
+        """Measure where ``ops`` (the ones a rule may report) and their uses are, in one go:
+        one position pass per file (one per record took quadratic time on a file defining
+        hundreds of ops; measuring every use of the project, most never reported, costs a
+        pass over each file that calls an op)."""
+        if project.facts is None:
+            return
+        wanted = list(ops)
+        records = [*wanted, *(use for op in wanted for _, use in self.uses_of(op))]
+        project.facts.resolve([*(r.span for r in records), *(r.root for r in records)])
 
     @staticmethod
     def names(op: OpRecord) -> set[str]:
@@ -574,6 +578,39 @@ class _OpIndex:
             by_ref = use.py_ref is not None and use.py_ref == op.py_ref
             if by_name or by_ref:
                 yield path, use
+
+
+def _lacks_fake(index: _OpIndex, op: OpRecord) -> bool:
+    """A ``custom_op`` with no fake registered anywhere (DL401's candidates)."""
+    return op.kind == "custom_op" and not index.has_fake(op)
+
+
+def _lacks_autograd(index: _OpIndex, op: OpRecord) -> bool:
+    """A ``custom_op`` with outputs, no autograd formula, called in training (DL402's)."""
+    return (
+        op.kind == "custom_op"
+        and not op.returns_none
+        and not index.has_autograd(op)
+        and any(use.training for _, use in index.uses_of(op))
+    )
+
+
+def _missing_kernels(
+    index: _OpIndex, op: OpRecord, native: dict[str, set[str]]
+) -> tuple[bool, bool]:
+    """(no fake/Meta kernel, no Autograd kernel though a backward runs through it) of a
+    ``Library.define`` op (DL404). The Autograd half needs a call in a module's forward with
+    grad on: ops only called inside an autograd.Function, in export or inference code, or by
+    other packages are left alone."""
+    if op.kind != "define" or op.tensor_free:
+        return False, False
+    missing_fake = not index.has_fake(op, native)
+    missing_autograd = (
+        not op.no_outputs
+        and not index.has_autograd(op, native)
+        and any(use.training for _, use in index.uses_of(op))
+    )
+    return missing_fake, missing_autograd
 
 
 def _region_of(project: Project, use: OpRecord) -> tuple[bool, bool, tuple[Location, ...]]:
@@ -622,11 +659,11 @@ class CustomOpMissingFake(_OpFacts):
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index = _OpIndex.build(project.records(cls.code))
-        index.measure(project)
+        index.measure(project, (op for _, op in index.ops if _lacks_fake(index, op)))
         for path, op in index.ops:
-            if op.kind != "custom_op" or index.has_fake(op):
+            if not _lacks_fake(index, op):
                 continue
-            span = _span(project, op)  # measured only now (lazy): most ops are never reported
+            span = _span(project, op)
             if span is None:
                 continue
             if op.mutates and (op.returns_none or op.inplace_or_out):
@@ -679,11 +716,9 @@ class CustomOpMissingAutograd(_OpFacts):
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index = _OpIndex.build(project.records(cls.code))
-        index.measure(project)
+        index.measure(project, (op for _, op in index.ops if _lacks_autograd(index, op)))
         for path, op in index.ops:
-            if op.kind != "custom_op" or op.returns_none:
-                continue
-            if index.has_autograd(op):
+            if not _lacks_autograd(index, op):
                 continue
             training = [(p, u) for p, u in index.uses_of(op) if u.training]
             if not training:
@@ -729,20 +764,12 @@ class LibraryOpMissingKernels(_OpFacts):
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index = _OpIndex.build(project.records(cls.code))
-        index.measure(project)
         native = native_kernels(project)
+        index.measure(
+            project, (op for _, op in index.ops if any(_missing_kernels(index, op, native)))
+        )
         for path, op in index.ops:
-            if op.kind != "define" or op.tensor_free:
-                continue
-            missing_fake = not index.has_fake(op, native)
-            # the Autograd half needs a backward through the op: a call in a module's forward
-            # with grad on (ops only called inside an autograd.Function, in export or
-            # inference code, or by other packages are left alone)
-            missing_autograd = (
-                not op.no_outputs
-                and not index.has_autograd(op, native)
-                and any(use.training for _, use in index.uses_of(op))
-            )
+            missing_fake, missing_autograd = _missing_kernels(index, op, native)
             span = _span(project, op) if missing_fake or missing_autograd else None
             if span is None:
                 continue
@@ -945,7 +972,6 @@ class NativeOpMissingRegistration(_OpFacts):
         if not project.native_sources:
             return
         index = _OpIndex.build(project.records(cls.code))
-        index.measure(project)
         scanned = [(path, text, scan_native(text)) for path, text in project.native_sources]
         native: dict[str, set[str]] = defaultdict(set)
         wildcard: dict[str, set[str]] = defaultdict(set)  # op name -> keys (unknown namespace)
