@@ -151,14 +151,26 @@ class OwnCompile:
 
 
 def own_compile(module: cst.Module, resolve: Resolver) -> OwnCompile:
-    """Classes of this file that define ``compile``, and the names bound to their instances."""
+    """Classes of this file that define ``compile`` (or may inherit one: a base imported from
+    outside torch, open_clip's ``TrainingTask.compile(target=...)``), and the names bound to
+    their instances."""
     classes: dict[str, cst.ClassDef] = {}
-    for node in descendants(module):
-        if isinstance(node, cst.ClassDef) and any(
+    defined = [node for node in descendants(module) if isinstance(node, cst.ClassDef)]
+    for node in defined:
+        if any(
             isinstance(item, cst.FunctionDef) and item.name.value == "compile"
             for item in node.body.body
-        ):
+        ) or any(_foreign_base(arg.value, resolve) for arg in node.bases if arg.keyword is None):
             classes[node.name.value] = node
+    grown = True
+    while grown:  # subclasses of those, in this file
+        grown = False
+        for node in defined:
+            if node.name.value not in classes and any(
+                isinstance(arg.value, cst.Name) and arg.value.value in classes for arg in node.bases
+            ):
+                classes[node.name.value] = node
+                grown = True
     self_calls: set[int] = set()
     for cls in classes.values():
         for node in descendants(cls):
@@ -187,6 +199,13 @@ def own_compile(module: cst.Module, resolve: Resolver) -> OwnCompile:
                 if isinstance(item, cst.Name):
                     names.add(item.value)
     return OwnCompile(frozenset(names), frozenset(self_calls))
+
+
+def _foreign_base(base: cst.BaseExpression, resolve: Resolver) -> bool:
+    """A base class imported from another package or module than torch: it may define its
+    own ``compile``."""
+    name = resolve(base)
+    return name is not None and name != "object" and not name.startswith("torch.")
 
 
 def module_compile_receiver(

@@ -799,3 +799,30 @@ def test_dl501_silent_on_a_keyword_the_file_probes_in_the_signature() -> None:
     assert dl501(probed) == []
     unprobed = probed.replace('"no_copy" in inspect', '"other" in inspect')
     assert [(f.span.start.line, "no_copy" in f.message) for f in dl501(unprobed)] == [(14, True)]
+
+
+def test_dl501_silent_on_compile_of_a_class_with_a_base_from_another_package() -> None:
+    """open_clip's tests: ``TinyTask(TrainingTask)``, whose ``compile(target=...)`` is the base
+    class's own method, not ``nn.Module.compile``; a module of this file is still checked."""
+    found = dl501(
+        """\
+        import torch.nn as nn
+        from open_clip.task import TrainingTask
+
+        class TinyTask(TrainingTask):
+            pass
+
+        class Tinier(TinyTask):
+            pass
+
+        class Net(nn.Module):
+            pass
+
+        task = TinyTask()
+        task.compile(target="model")
+        Tinier().compile(target="model")
+        net = Net()
+        net.compile(fullgrph=True)
+        """
+    )
+    assert [("fullgrph" in f.message) for f in found] == [True]

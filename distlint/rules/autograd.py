@@ -504,6 +504,9 @@ def _collect_call(facts: _ModuleClass, call: cst.Call) -> None:
     if func.attr.value == "register_parameter" and attribute_chain(func.value) == ("self",):
         name_arg = positional(call, 0)
         value = literal_value(name_arg.value) if name_arg is not None else None
+        param = positional(call, 1) or keyword(call, "param")
+        if param is not None and isinstance(param.value, cst.Name) and param.value.value == "None":
+            return  # ``register_parameter("num_batches_tracked", None)``: no parameter
         if isinstance(value, str):
             facts.params.add(value)
     elif func.attr.value == "requires_grad_":
