@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from distlint.imports import dotted_name
 from distlint.walker import descendants
 
 # Names that read a version or probe a feature: ``torch.__version__``, ``TORCH_VERSION``,
@@ -32,9 +33,16 @@ _FALLBACK_ERRORS = frozenset(
 
 
 def is_feature_guarded(ancestors: Sequence[cst.CSTNode]) -> bool:
-    """Whether a node below ``ancestors`` (outermost first) runs under a version/feature guard."""
+    """Whether a node below ``ancestors`` (outermost first) runs under a version/feature guard,
+    or never runs: in a test that is always skipped (``@pytest.mark.skipif(True, ...)``,
+    ``@pytest.mark.skip``, ``@unittest.skip``), its decorators included."""
     for node in ancestors:
         kind = type(node)
+        if kind is cst.FunctionDef and any(
+            _always_skips(d.decorator)
+            for d in node.decorators  # type: ignore[attr-defined]
+        ):
+            return True
         if kind is cst.If or kind is cst.IfExp:
             if is_version_test(node.test):  # type: ignore[attr-defined]
                 return True
@@ -100,3 +108,18 @@ def probed_keywords(module: cst.Module) -> frozenset[str]:
         if reads_signature and isinstance(value, str):
             found.add(value)
     return frozenset(found)
+
+
+def _always_skips(decorator: cst.BaseExpression) -> bool:
+    """``pytest.mark.skip``/``unittest.skip`` (called or not), or ``skipif`` with a literal
+    true condition (xformers: ``@pytest.mark.skipif(True, reason="broken on nightly")``)."""
+    call = decorator if isinstance(decorator, cst.Call) else None
+    func = call.func if call is not None else decorator
+    name = dotted_name(func) or ""
+    last = name.rsplit(".", 1)[-1]
+    if last == "skip" and ("mark" in name or "unittest" in name):
+        return True
+    if last == "skipif" and call is not None and call.args and call.args[0].keyword is None:
+        condition = call.args[0].value
+        return isinstance(condition, cst.Name) and condition.value == "True"
+    return False

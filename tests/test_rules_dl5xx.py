@@ -826,3 +826,26 @@ def test_dl501_silent_on_compile_of_a_class_with_a_base_from_another_package() -
         """
     )
     assert [("fullgrph" in f.message) for f in found] == [True]
+
+
+def test_api_rules_silent_in_a_test_that_is_always_skipped() -> None:
+    """xformers: a removed dynamo flag patched on a test marked ``skipif(True, ...)`` never
+    runs; the same test without the mark, or with a computed condition, is reported."""
+    skipped = """\
+        import pytest
+        import torch._dynamo
+
+        @pytest.mark.skipif(True, reason="broken on nightly")
+        @torch._dynamo.config.patch("a_flag_that_is_gone", True)
+        def test_compile():
+            torch.compile(print, fullgrph=True)
+
+        @pytest.mark.skip
+        def test_other():
+            torch.compile(print, fullgrph=True)
+        """
+    assert findings(HEADER + textwrap.dedent(skipped), "DL503") == []
+    assert dl501(skipped) == []
+    live = skipped.replace("skipif(True,", "skipif(torch.cuda.device_count() < 2,")
+    assert [f.code for f in findings(HEADER + textwrap.dedent(live), "DL503")] == ["DL503"]
+    assert [f.code for f in dl501(live)] == ["DL501"]

@@ -224,7 +224,8 @@ class UnknownCompilerConfig(_TableRule):
         name = self.ctx.resolve(func)
         for module in _CONFIG_MODULES:
             if name == f"{module}.patch":
-                self._check_patch(node, module)
+                if not is_feature_guarded(self.ctx.parents):
+                    self._check_patch(node, module)
                 return
 
     def _check_target(self, target: cst.BaseExpression) -> None:
