@@ -353,3 +353,73 @@ def test_function_compiled_through_a_global_declaration(tmp_path: Path) -> None:
         """
     }
     assert roots(tmp_path, files) == {"step": ("call", True, None, None)}
+
+
+ARGUMENT_REGIONS = {
+    "kernels.py": """
+    import torch
+
+    def fill_cpu(counts):
+        return [c.item() for c in counts]
+
+    def fill_gpu(counts):
+        return torch.cumsum(counts, 0)
+
+    def fill_sorted(counts):
+        return torch.sort(counts).values
+
+    def permute(counts, use_cpu: bool = False, mode: str = "plain"):
+        if use_cpu:
+            return fill_cpu(counts)
+        if mode == "sorted":
+            return fill_sorted(counts)
+        return fill_gpu(counts)
+    """,
+    "train.py": """
+    import torch
+    from kernels import permute
+
+    @torch.compile(fullgraph=True)
+    def step(counts):
+        return permute(counts)
+
+    def eager_reference(counts):
+        return permute(counts, use_cpu=True)
+    """,
+}
+
+
+def test_a_helper_called_only_under_a_branch_the_arguments_rule_out_is_not_compiled(
+    tmp_path: Path,
+) -> None:
+    """torchao: ``fill_indices_cpu`` runs only under ``if use_cpu:``, and no compiled caller
+    passes ``use_cpu=True`` (the default is False): it is not in the region."""
+    found = region_names(tmp_path, ARGUMENT_REGIONS)
+    assert {"step", "permute", "fill_gpu"} <= found
+    assert "fill_cpu" not in found and "fill_sorted" not in found
+
+
+def test_arguments_that_select_the_branch_keep_the_helper_compiled(tmp_path: Path) -> None:
+    files = dict(ARGUMENT_REGIONS)
+    files["train.py"] = files["train.py"].replace(
+        "return permute(counts)\n", 'return permute(counts, True) + permute(counts, mode="sorted")\n'
+    )
+    assert {"fill_cpu", "fill_sorted", "fill_gpu"} <= region_names(tmp_path, files)
+
+
+def test_an_unpacked_call_or_a_compiled_function_own_parameter_decides_nothing(
+    tmp_path: Path,
+) -> None:
+    """``permute(counts, **options)`` may pass ``use_cpu``; a root's own ``use_cpu`` comes
+    from its compiled callers, which are not followed."""
+    files = dict(ARGUMENT_REGIONS)
+    files["train.py"] = files["train.py"].replace(
+        "def step(counts):\n        return permute(counts)\n",
+        "def step(counts, **options):\n        return permute(counts, **options)\n",
+    )
+    assert "fill_cpu" in region_names(tmp_path, files)
+    files["train.py"] = ARGUMENT_REGIONS["train.py"].replace(
+        "def step(counts):\n        return permute(counts)\n",
+        "def step(counts, use_cpu=False):\n        return permute(counts, use_cpu)\n",
+    )
+    assert "fill_cpu" in region_names(tmp_path, files)

@@ -22,6 +22,7 @@ from distlint.captures import (
 )
 from distlint.imports import ImportTable, dotted_name
 from distlint.regions import ends_in_exit, is_compiling_test, is_literal, literal_value
+from distlint.semantic.bindings import STARRED
 from distlint.semantic.collectives import (
     DDP,
     FULLY_SHARD,
@@ -1545,6 +1546,7 @@ def _call_arguments(
     found: list[tuple[str, object]] = []
     for position, arg in enumerate(call.args):
         if arg.star:
+            found.append((STARRED, "<expr>"))  # anything may be passed from here on
             break
         key = arg.keyword.value if arg.keyword is not None else f"#{position}"
         if isinstance(arg.value, cst.Name) and arg.value.value in params:

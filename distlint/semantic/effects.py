@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from distlint.semantic.bindings import bind, decided_side, forward_arguments
 from distlint.semantic.collectives import POINT_TO_POINT
 from distlint.semantic.link import ProjectFacts
 from distlint.semantic.model import (
@@ -163,14 +164,14 @@ class EffectAnalysis:
         summary = self.facts.functions.get(function)
         if summary is None:
             return ()
-        bound = _bind(summary, arguments)
+        bound = bind(summary, arguments)
         result = tuple(self._sequence(summary.effects, function, bound, summary.path))
         self._signatures[key] = result
         return result
 
     def sequence(self, effects: Sequence[Effect], function: str) -> list[Issued]:
         summary = self.facts.functions[function]
-        return self._sequence(effects, function, _bind(summary, ()), summary.path)
+        return self._sequence(effects, function, bind(summary, ()), summary.path)
 
     def _sequence(
         self,
@@ -217,7 +218,7 @@ class EffectAnalysis:
                         issued.append(Issued(what, effect, path, effect, doubt=doubt))
                         break
             elif kind == "call":
-                arguments = self._settle_ddp(_forward(effect.arguments, bound), function)
+                arguments = self._settle_ddp(forward_arguments(effect.arguments, bound), function)
                 for target in self.facts.call_targets(effect.callee, function):
                     inner = self.signature(target, arguments)
                     if inner:
@@ -228,7 +229,7 @@ class EffectAnalysis:
                         )
                         break
             elif kind == "branch":
-                side = False if effect.name == "never" else _decided_side(effect.cond, bound)
+                side = False if effect.name == "never" else decided_side(effect.cond, bound)
                 if side is not None:
                     chosen = effect.body if side else effect.orelse
                     issued.extend(self._sequence(chosen, function, bound, path))
@@ -685,83 +686,6 @@ def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int 
     if shorter and longer[shorter].looped:
         return None  # both sides talk; the loop's count decides
     return shorter
-
-
-def _bind(summary: FunctionSummary, arguments: Options) -> dict[str, object]:
-    """Parameter values known at a call site: literal arguments over literal defaults."""
-    bound: dict[str, object] = dict(summary.defaults)
-    params = summary.params
-    offset = 1 if summary.class_id is not None and params and params[0] in ("self", "cls") else 0
-    for key, value in arguments:
-        if key.startswith("#"):
-            position = int(key[1:]) + offset
-            if position < len(params):
-                bound[params[position]] = value
-        else:
-            bound[key] = value
-    return bound
-
-
-def _forward(arguments: Options, bound: dict[str, object]) -> Options:
-    """A call's arguments with the caller's parameters replaced by what the caller was given
-    (``torch_distributed_zero_first(rank)`` inside ``create_dataloader(..., rank=-1)``)."""
-    if not any(isinstance(value, tuple) for _, value in arguments):
-        return arguments
-    return tuple(
-        (key, bound.get(value[1], "<expr>") if isinstance(value, tuple) else value)
-        for key, value in arguments
-    )
-
-
-def _decided_side(cond: Condition | None, bound: dict[str, object]) -> bool | None:
-    """Which side a parameter test takes given the known argument, if it is known: a bare
-    flag (``if use_barrier:``) or a comparison with literals (``if rank not in (-1, 0):``)."""
-    if cond is None:
-        return None
-    if cond.compare is not None:
-        param, operator, values = cond.compare
-        if param not in bound:
-            return None
-        value = bound[param]
-        if value == "<expr>" and operator in ("is", "is not") and values == (None,):
-            return operator == "is not"  # an expression passed explicitly is a value
-        if value == "<expr>" or not (value is None or isinstance(value, (bool, int, str))):
-            return None
-        return _compare_literals(value, operator, values)
-    if cond.param is None or cond.param not in bound:
-        return None
-    value = bound[cond.param]
-    if not isinstance(value, bool) and value is not None:
-        return None
-    truth = bool(value)
-    return (not truth) if cond.negated else truth
-
-
-def _compare_literals(value: object, operator: str, values: tuple[object, ...]) -> bool | None:
-    try:
-        if operator == "in":
-            return value in values
-        if operator == "not in":
-            return value not in values
-        other = values[0]
-        if operator == "is":
-            return value is other
-        if operator == "is not":
-            return value is not other
-        if operator == "==":
-            return value == other
-        if operator == "!=":
-            return value != other
-        if isinstance(value, int) and isinstance(other, int):
-            return {
-                "<": value < other,
-                "<=": value <= other,
-                ">": value > other,
-                ">=": value >= other,
-            }.get(operator)
-    except (TypeError, IndexError):
-        return None
-    return None
 
 
 def _first_exit(effects: Sequence[Effect], in_loop: bool) -> Effect | None:

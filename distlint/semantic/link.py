@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from distlint.findings import Position, Span
 from distlint.regions import DISABLE_FUNCTIONS, OPAQUE_OP_DECORATORS
+from distlint.semantic.bindings import bind, decided_side, forward_arguments
 from distlint.semantic.collectives import BUFFERED_MODULES, CONVERTS_BATCH_NORM
 from distlint.semantic.model import (
     MODULE_CODE,
@@ -25,6 +26,7 @@ from distlint.semantic.model import (
     Effect,
     FunctionSummary,
     ModuleSummary,
+    Options,
     Value,
 )
 from distlint.semantic.packs import knowledge
@@ -589,26 +591,83 @@ def _root_info(
 
 
 def _regions(facts: ProjectFacts) -> None:
+    """The compile roots that reach each function by calls, following what each call site
+    binds: a helper called only under a branch its callers' arguments decide against (``if
+    use_cpu: fill_indices_cpu(...)`` with ``use_cpu`` never passed) is not compiled. A root's
+    own parameters are unknown (its compiled callers are not followed)."""
     reached: dict[str, list[RootInfo]] = {}
     for root in facts.roots:
         if facts.is_disabled(root.function):
             continue
-        queue = deque([root.function])
-        visited = {root.function}
+        queue: deque[tuple[str, Options | None]] = deque([(root.function, None)])
+        seen: set[tuple[str, Options | None]] = set()
+        bindings: dict[str, int] = {}
+        visited: set[str] = set()
         while queue:
-            current = queue.popleft()
-            reached.setdefault(current, []).append(root.info)
+            current, arguments = queue.popleft()
+            if arguments is not None and bindings.get(current, 0) >= _MAX_BINDINGS:
+                arguments = None  # called many ways: what is bound no longer decides anything
+            if (current, arguments) in seen:
+                continue
+            seen.add((current, arguments))
+            if arguments is not None:
+                bindings[current] = bindings.get(current, 0) + 1
+            if current not in visited:
+                visited.add(current)
+                reached.setdefault(current, []).append(root.info)
+            live, dead = _calls_under(facts, current, arguments)
             for callee in facts.edges.get(current, ()):
-                if callee in visited or facts.is_disabled(callee) or facts.is_opaque(callee):
+                if facts.is_disabled(callee) or facts.is_opaque(callee):
                     continue
-                visited.add(callee)
-                queue.append(callee)
+                passed = live.get(callee)
+                if passed is None and callee in dead:
+                    continue  # called only on a side no call here takes
+                for argument in passed or (None,):
+                    queue.append((callee, argument))
     for fid, roots in reached.items():
         module = facts.function_module.get(fid)
         if module is not None:
             facts._modules_with_regions.add(module.key)
         unique = {(r.path, r.span.start.line, r.span.start.column, r.target): r for r in roots}
         facts.regions[fid] = tuple(unique[k] for k in sorted(unique))
+
+
+_MAX_BINDINGS = 8  # distinct argument bindings followed per function, per root
+
+
+def _calls_under(
+    facts: ProjectFacts, function_id: str, arguments: Options | None
+) -> tuple[dict[str, list[Options]], set[str]]:
+    """The project functions a function calls given what is bound to its parameters
+    (``arguments``; None: nothing known), with what each call binds; and those it calls only
+    on branch sides the bound values rule out."""
+    summary = facts.functions.get(function_id)
+    live: dict[str, list[Options]] = {}
+    dead: set[str] = set()
+    if summary is None:
+        return live, dead
+    bound = bind(summary, arguments, strict=True) if arguments is not None else {}
+
+    def visit(effects: Sequence[Effect], alive: bool) -> None:
+        for effect in effects:
+            if effect.kind == "call" and effect.callee is not None:
+                passed = forward_arguments(effect.arguments, bound)
+                for target in facts.call_targets(effect.callee, function_id):
+                    if alive:
+                        found = live.setdefault(target, [])
+                        if passed not in found:
+                            found.append(passed)
+                    else:
+                        dead.add(target)
+            elif effect.kind == "branch":
+                side = decided_side(effect.cond, bound) if alive else None
+                visit(effect.body, alive and side is not False)
+                visit(effect.orelse, alive and side is not True)
+            elif effect.kind == "loop":
+                visit(effect.body, alive)
+
+    visit(summary.effects, True)
+    return live, dead
 
 
 def _captures(facts: ProjectFacts) -> None:
