@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from distlint.imports import dotted_name
-from distlint.walker import descendants
+from distlint.walker import descendants, evaluated
 
 # Names that read a version or probe a feature: ``torch.__version__``, ``TORCH_VERSION``,
 # ``version.parse``, ``is_torch_min_version``, ``_TORCH_GREATER_EQUAL_2_1``,
@@ -104,7 +104,7 @@ def probed_keywords(module: cst.Module) -> frozenset[str]:
             for t in node.comparisons
             for inner in (t.comparator, *descendants(t.comparator))
         )
-        value = node.left.evaluated_value
+        value = evaluated(node.left)
         if reads_signature and isinstance(value, str):
             found.add(value)
     return frozenset(found)

@@ -42,7 +42,7 @@ class PossiblyRankDivergentCollective(Rule):
 def _message(d: Divergence) -> str:
     doubt = d.test.doubt if d.test is not None else ""
     if doubt == "issued":
-        doubt = d.issued.doubt
+        doubt = d.issued.doubt or "issued"  # the doubtful collective is not the one shown
     if doubt in _WHY_ONLY_POSSIBLY:
         return f"{_where(d)}. {_WHY_ONLY_POSSIBLY[doubt]}"
     what = collective_text(d)
@@ -82,6 +82,11 @@ _WHY_ONLY_POSSIBLY = {
         "The collective is in a memoised function (`functools.cache`/`lru_cache`): a cache "
         "hit issues nothing, so the ranks diverge only when the call misses the cache on some "
         "ranks and hits on others. Make sure every rank calls it with the same arguments."
+    ),
+    "issued": (
+        "What differs between the paths may not be issued at all (a memoised helper, the "
+        "forward of a DDP model not proven to own buffers): check whether it runs a "
+        "collective here."
     ),
     "configuration": (
         "The collective is issued only in some configurations (a helper that synchronises "
