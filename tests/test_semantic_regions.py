@@ -401,9 +401,8 @@ def test_a_helper_called_only_under_a_branch_the_arguments_rule_out_is_not_compi
 
 def test_arguments_that_select_the_branch_keep_the_helper_compiled(tmp_path: Path) -> None:
     files = dict(ARGUMENT_REGIONS)
-    files["train.py"] = files["train.py"].replace(
-        "return permute(counts)\n", 'return permute(counts, True) + permute(counts, mode="sorted")\n'
-    )
+    both = 'return permute(counts, True) + permute(counts, mode="sorted")\n'
+    files["train.py"] = files["train.py"].replace("return permute(counts)\n", both)
     assert {"fill_cpu", "fill_sorted", "fill_gpu"} <= region_names(tmp_path, files)
 
 
