@@ -659,10 +659,9 @@ class CustomOpMissingFake(_OpFacts):
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index = _OpIndex.build(project.records(cls.code))
-        index.measure(project, (op for _, op in index.ops if _lacks_fake(index, op)))
-        for path, op in index.ops:
-            if not _lacks_fake(index, op):
-                continue
+        candidates = [(path, op) for path, op in index.ops if _lacks_fake(index, op)]
+        index.measure(project, (op for _, op in candidates))
+        for path, op in candidates:
             span = _span(project, op)
             if span is None:
                 continue
@@ -716,10 +715,9 @@ class CustomOpMissingAutograd(_OpFacts):
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index = _OpIndex.build(project.records(cls.code))
-        index.measure(project, (op for _, op in index.ops if _lacks_autograd(index, op)))
-        for path, op in index.ops:
-            if not _lacks_autograd(index, op):
-                continue
+        candidates = [(path, op) for path, op in index.ops if _lacks_autograd(index, op)]
+        index.measure(project, (op for _, op in candidates))
+        for path, op in candidates:
             training = [(p, u) for p, u in index.uses_of(op) if u.training]
             if not training:
                 continue
@@ -765,11 +763,9 @@ class LibraryOpMissingKernels(_OpFacts):
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index = _OpIndex.build(project.records(cls.code))
         native = native_kernels(project)
-        index.measure(
-            project, (op for _, op in index.ops if any(_missing_kernels(index, op, native)))
-        )
-        for path, op in index.ops:
-            missing_fake, missing_autograd = _missing_kernels(index, op, native)
+        missing = [(path, op, *_missing_kernels(index, op, native)) for path, op in index.ops]
+        index.measure(project, (op for _, op, fake, autograd in missing if fake or autograd))
+        for path, op, missing_fake, missing_autograd in missing:
             span = _span(project, op) if missing_fake or missing_autograd else None
             if span is None:
                 continue

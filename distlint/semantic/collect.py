@@ -1289,24 +1289,25 @@ def _not_distributed(test: cst.BaseExpression) -> bool:
     return name in _GROUP_STATE_CALLS
 
 
-def _untracked_statistics(call: cst.Call) -> bool:
-    """``nn.BatchNorm2d(c, track_running_stats=False)`` (or computed): it owns no buffers."""
+def _switched_off(call: cst.Call, keyword: str) -> bool:
+    """Whether ``keyword`` is passed with a value that is not literally True (False, or
+    computed: then it is not known to be on)."""
     return any(
         arg.keyword is not None
-        and arg.keyword.value == "track_running_stats"
+        and arg.keyword.value == keyword
         and literal_value(arg.value) is not True
         for arg in call.args
     )
 
 
+def _untracked_statistics(call: cst.Call) -> bool:
+    """``nn.BatchNorm2d(c, track_running_stats=False)`` (or computed): it owns no buffers."""
+    return _switched_off(call, "track_running_stats")
+
+
 def _quiet_ddp(call: cst.BaseExpression) -> bool:
     """``DDP(m, broadcast_buffers=<not True>)``: its forward syncs nothing we can prove."""
-    if not isinstance(call, cst.Call):
-        return False
-    for arg in call.args:
-        if arg.keyword and arg.keyword.value == "broadcast_buffers":
-            return literal_value(arg.value) is not True
-    return False
+    return isinstance(call, cst.Call) and _switched_off(call, "broadcast_buffers")
 
 
 def _is_parameter(scope: _Scope, expr: cst.BaseExpression) -> bool:
