@@ -161,7 +161,11 @@ class ImportTable:
                 for target in targets:
                     if isinstance(target, cst.Name):
                         aliases.append((target.value, stmt.value, nested))
-            elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and not (
+                # ``except ImportError: def disable(fn): return fn``: a fallback for an import
+                # of this scope, which is what the code means (as for assignments below)
+                nested and self._bindings.get(stmt.name.value) is not None
+            ):
                 self._bindings[stmt.name.value] = None
         imported_here = {name for name, target in self._bindings.items() if target is not None}
         assigned: dict[str, str] = {}

@@ -23,10 +23,18 @@ DISABLE_FUNCTIONS = frozenset(
         "torch._disable_dynamo",  # torch's own lazy spelling (TransformerEngine's checkpoint)
     }
 )
-# A custom op's Python body is opaque to Dynamo: the call is one node of the graph, its body is
-# never traced (so it is not part of the region either; unlike a disabled function, no break).
-OPAQUE_OP_DECORATORS = frozenset(
-    {"torch.library.custom_op", "torch._library.custom_ops.custom_op", "torch.library.triton_op"}
+# Bodies Dynamo never traces, without a break (so they are not part of the region): a custom
+# op's Python body is one node of the graph; an ``assume_constant_result`` function runs at trace
+# time and its result is baked in as a constant (torch 2.13: a ``warnings.warn`` inside one
+# compiles under fullgraph=True).
+UNTRACED_DECORATORS = frozenset(
+    {
+        "torch.library.custom_op",
+        "torch._library.custom_ops.custom_op",
+        "torch.library.triton_op",
+        "torch.compiler.assume_constant_result",
+        "torch._dynamo.assume_constant_result",
+    }
 )
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
@@ -100,10 +108,28 @@ def is_compiling_test(expr: cst.BaseExpression, resolve: Resolver) -> bool | Non
     return None
 
 
+def compiling_sides(expr: cst.BaseExpression, resolve: Resolver) -> tuple[bool | None, bool | None]:
+    """What ``is_compiling()`` is known to be where ``expr`` holds and where it does not
+    (None: unknown). ``not is_compiling() and x`` holds only in eager mode; ``is_compiling()
+    or x`` fails only in eager mode."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        holds, fails = compiling_sides(expr.expression, resolve)
+        return fails, holds
+    if isinstance(expr, cst.BooleanOperation):
+        left = compiling_sides(expr.left, resolve)
+        right = compiling_sides(expr.right, resolve)
+        side = 0 if isinstance(expr.operator, cst.And) else 1  # the side every operand shares
+        known = left[side] if left[side] is not None else right[side]
+        return (known, None) if side == 0 else (None, known)
+    test = is_compiling_test(expr, resolve)
+    return (None, None) if test is None else (test, not test)
+
+
 def eager_only(ancestors: Sequence[cst.CSTNode], resolve: Resolver) -> bool:
     """Whether the node under ``ancestors`` (outermost first) runs only in eager mode: on the
-    ``not is_compiling()`` side of an ``if`` or conditional expression, or after an
-    ``if is_compiling(): return`` in its function. Dynamo traces the other side only."""
+    ``not is_compiling()`` side of an ``if`` or conditional expression (also ``not
+    is_compiling() and x``), or after an ``if is_compiling(): return`` in its function.
+    Dynamo traces the other side only."""
     for index in range(len(ancestors) - 1, -1, -1):
         parent = ancestors[index]
         child = ancestors[index + 1] if index + 1 < len(ancestors) else None
@@ -111,23 +137,23 @@ def eager_only(ancestors: Sequence[cst.CSTNode], resolve: Resolver) -> bool:
         if kind is cst.FunctionDef or kind is cst.Lambda:
             return False
         if kind is cst.If or kind is cst.IfExp:
-            compiling = is_compiling_test(parent.test, resolve)  # type: ignore[attr-defined]
-            if compiling is None or child is None or child is parent.test:  # type: ignore[attr-defined]
+            if child is None or child is parent.test:  # type: ignore[attr-defined]
                 continue
-            in_body = child is parent.body  # type: ignore[attr-defined]
-            if in_body != compiling:
+            holds, fails = compiling_sides(parent.test, resolve)  # type: ignore[attr-defined]
+            if (holds if child is parent.body else fails) is False:  # type: ignore[attr-defined]
                 return True
         elif kind is cst.IndentedBlock and child is not None:
             for earlier in parent.body:  # type: ignore[attr-defined]
                 if earlier is child:
                     break
-                if (
-                    type(earlier) is cst.If
-                    and is_compiling_test(earlier.test, resolve) is True
-                    and ends_in_exit(earlier.body)
-                ):
+                if type(earlier) is cst.If and exits_when_compiling(earlier, resolve):
                     return True
     return False
+
+
+def exits_when_compiling(node: cst.If, resolve: Resolver) -> bool:
+    """``if is_compiling(): return`` (or ``if is_compiling() or x:``): what follows is eager."""
+    return compiling_sides(node.test, resolve)[1] is False and ends_in_exit(node.body)
 
 
 def ends_in_exit(suite: cst.BaseSuite) -> bool:

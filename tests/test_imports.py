@@ -107,6 +107,30 @@ def test_optional_import_fallback_does_not_shadow_the_import() -> None:
     assert resolve(source, "dist.barrier") == "torch.distributed.barrier"
 
 
+def test_optional_import_fallback_def_does_not_shadow_the_import() -> None:
+    source = """
+        try:
+            from torch.compiler import disable as compiler_disable
+        except ImportError:
+            def compiler_disable(fn=None):
+                return fn
+    """
+    assert resolve(source, "compiler_disable") == "torch.compiler.disable"
+
+
+def test_a_def_after_a_conditional_import_still_shadows_it() -> None:
+    source = """
+        try:
+            from torch.compiler import disable
+        except ImportError:
+            pass
+
+        def disable(fn):
+            return fn
+    """
+    assert resolve(source, "disable") is None
+
+
 def test_function_local_import() -> None:
     source = """
         def f():

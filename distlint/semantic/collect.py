@@ -21,7 +21,7 @@ from distlint.captures import (
     statement_method,
 )
 from distlint.imports import ImportTable, dotted_name
-from distlint.regions import ends_in_exit, is_compiling_test, is_literal, literal_value
+from distlint.regions import compiling_sides, exits_when_compiling, is_literal, literal_value
 from distlint.semantic.bindings import STARRED
 from distlint.semantic.collectives import (
     DDP,
@@ -223,7 +223,8 @@ class Collector:
             if value is not None and entries:
                 self.summary.exports[name] = value
         for name, def_id in scope.defs.items():
-            self.summary.exports[name] = ("f", def_id)
+            if self.ctx.imports.resolve_name(name) is None:  # else an import's fallback def
+                self.summary.exports[name] = ("f", def_id)
         for name in _imported_names(module.body):
             resolved = self.ctx.imports.resolve_name(name)
             if resolved is not None:
@@ -491,11 +492,7 @@ class Collector:
             elif method == "capture_end":
                 self._capture = saved
             self._statement(scope, stmt, prefix, effects)
-            if (
-                isinstance(stmt, cst.If)
-                and is_compiling_test(stmt.test, scope.table.resolve) is True
-                and ends_in_exit(stmt.body)
-            ):
+            if isinstance(stmt, cst.If) and exits_when_compiling(stmt, scope.table.resolve):
                 self._eager += 1  # after ``if is_compiling(): return``: eager only
         self._capture, self._eager = saved, saved_eager
         return tuple(effects)
@@ -599,11 +596,11 @@ class Collector:
         )
         if maybe_rank:
             self._rank_depth += 1
-        compiling = is_compiling_test(node.test, scope.table.resolve)
-        self._eager += compiling is False  # ``if not is_compiling():`` body: eager only
+        holds, fails = compiling_sides(node.test, scope.table.resolve)
+        self._eager += holds is False  # ``if not is_compiling():`` body: eager only
         body = self._block(scope, suite_body(node.body), prefix)
-        self._eager -= compiling is False
-        self._eager += compiling is True  # ``if is_compiling(): ... else:`` eager only
+        self._eager -= holds is False
+        self._eager += fails is False  # ``if is_compiling(): ... else:`` eager only
         orelse: tuple[Effect, ...] = ()
         if isinstance(node.orelse, cst.If):
             elif_effects: list[Effect] = []
@@ -611,7 +608,7 @@ class Collector:
             orelse = tuple(elif_effects)
         elif node.orelse is not None:
             orelse = self._block(scope, suite_body(node.orelse.body), prefix)
-        self._eager -= compiling is True
+        self._eager -= fails is False
         if maybe_rank:
             self._rank_depth -= 1
         if body or orelse:
@@ -1188,7 +1185,10 @@ class Collector:
             if name in current.values:
                 return current.values[name]
             if name in current.defs and name not in current.assigned:
-                return ("f", current.defs[name])
+                # at module level, a def that is only the ``except ImportError`` fallback of
+                # an import stands for the import (the table keeps it)
+                resolved = current.table.resolve_name(name) if current.node is None else None
+                return ("g", resolved) if resolved is not None else ("f", current.defs[name])
             if name in current.assigned:
                 current.values[name] = None  # guards against self-referencing assignments
                 value = self._evaluate_assigned(current, name, depth)

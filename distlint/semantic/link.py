@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from distlint.findings import Position, Span
-from distlint.regions import DISABLE_FUNCTIONS, OPAQUE_OP_DECORATORS
+from distlint.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS
 from distlint.semantic.bindings import bind, decided_side, forward_arguments
 from distlint.semantic.collectives import BUFFERED_MODULES, CONVERTS_BATCH_NORM
 from distlint.semantic.model import (
@@ -117,8 +117,9 @@ class ProjectFacts:
         return self._decorated_by(function_id, DISABLE_FUNCTIONS)
 
     def is_opaque(self, function_id: str) -> bool:
-        """A custom op's body (``@torch.library.custom_op``): Dynamo never traces it."""
-        return self._decorated_by(function_id, OPAQUE_OP_DECORATORS)
+        """A custom op's body (``@torch.library.custom_op``) or an ``assume_constant_result``
+        function: Dynamo never traces it."""
+        return self._decorated_by(function_id, UNTRACED_DECORATORS)
 
     def _decorated_by(self, function_id: str, decorators: frozenset[str]) -> bool:
         summary = self.functions.get(function_id)

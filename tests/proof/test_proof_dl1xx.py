@@ -311,6 +311,7 @@ DL110_BAD = {
     "case_dynamo_disable": (39, DISABLED, "gb0098"),
     "case_disable_as_a_call": (44, DISABLED, "gb0098"),
     "case_disabled_method": (59, DISABLED_METHOD, "gb0099"),
+    "case_disable_imported_with_a_fallback_def": (78, DISABLED, "gb0098"),
 }
 
 
