@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ from distlint.regions import (
     own_compile,
 )
 from distlint.semantic.regions_model import Region
-from distlint.walker import subclasses_of
+from distlint.walker import subclasses_of, walk
 
 if TYPE_CHECKING:
     from distlint.config import FileSettings
@@ -135,6 +136,7 @@ class FileContext:
         self._own_compile: OwnCompile | None = None
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
         self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
+        self._taken_sides: dict[int, bool] | None = None  # id(if) -> the side compiled calls take
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -242,9 +244,42 @@ class FileContext:
         if scope._region is False:
             scope._region = self._compute_region(scope)
         region = scope._region
-        if region is not None and self._compiling_guards and eager_only(self.parents, self.resolve):
-            return None  # the ``not is_compiling()`` side: Dynamo never traces it
+        if region is not None and not self.traced(self.parents):
+            return None
         return region  # type: ignore[return-value]
+
+    def traced(self, ancestors: Sequence[cst.CSTNode]) -> bool:
+        """Whether Dynamo may trace the node under ``ancestors`` (outermost first) when its
+        function is compiled: not on the eager side of ``is_compiling()``, nor on a side of a
+        parameter test that no compiled call takes (``if use_cpu:``, never passed True)."""
+        if self._compiling_guards and eager_only(ancestors, self.resolve):
+            return False
+        return not self._on_untaken_side(ancestors)
+
+    def _on_untaken_side(self, parents: Sequence[cst.CSTNode]) -> bool:
+        """``ProjectFacts.decided_branches``, keyed by the ``if``'s walk-order ordinal."""
+        if self._taken_sides is None:
+            decided = self.facts.decided_branches.get(self.path) if self.facts else None
+            self._taken_sides = {}
+            if decided:
+                ifs: list[cst.CSTNode] = []
+                walk(self.module, {cst.If: [ifs.append]}, {}, [])
+                self._taken_sides = {
+                    id(ifs[ordinal]): taken
+                    for ordinal, taken in decided.items()
+                    if ordinal < len(ifs)
+                }
+        if not self._taken_sides:
+            return False
+        for index in range(len(parents) - 1):
+            taken = self._taken_sides.get(id(parents[index]))
+            if taken is None:
+                continue
+            branch, child = parents[index], parents[index + 1]
+            untaken = branch.orelse if taken else branch.body  # type: ignore[attr-defined]
+            if child is untaken:
+                return True
+        return False
 
     def _compute_region(self, scope: _FunctionScope) -> Region | None:
         if self.facts is not None:

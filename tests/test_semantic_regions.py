@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.project_util import facts_of
+from tests.project_util import check_sources, facts_of
 
 
 def roots(tmp_path: Path, files: dict[str, str], **extra: object) -> dict[str, tuple]:
@@ -422,3 +422,75 @@ def test_an_unpacked_call_or_a_compiled_function_own_parameter_decides_nothing(
         "def step(counts, use_cpu=False):\n        return permute(counts, use_cpu)\n",
     )
     assert "fill_cpu" in region_names(tmp_path, files)
+
+
+# -- statements on a side of a parameter test that no compiled call takes ---------------------
+
+SIDE_REGIONS = {
+    "mesh.py": """
+    import torch
+
+    def smooth(points, n_iter, convergence: float = 0.0, use_cpu=False, max_len=None):
+        for _ in range(n_iter):
+            points = points * 0.5
+            if convergence > 0:
+                if points.abs().max() < convergence:
+                    break
+        if not use_cpu:
+            points = points + 1
+        else:
+            print("host path")
+        if max_len is None:
+            max_len = int(points.sum().item())
+        return points * max_len
+    """,
+    "train.py": """
+    import torch
+    from mesh import smooth
+
+    @torch.compile
+    def step(points):
+        return smooth(points, 3, max_len=points.shape[0])
+    """,
+}
+
+
+def side_findings(tmp_path: Path, files: dict[str, str]) -> list[tuple[str, int]]:
+    results = check_sources(tmp_path, files, ["DL101", "DL102", "DL104", "DL105"])
+    return sorted((f.code, f.span.start.line) for f in results["mesh.py"].findings)
+
+
+def test_statements_on_a_side_no_compiled_call_takes_are_not_compiled(tmp_path: Path) -> None:
+    """physicsnemo: ``if convergence > 0:`` with the default 0.0 from the only compiled
+    caller; ``if not use_cpu:`` … ``else``; ``if max_len is None:`` when every compiled caller
+    passes it (TransformerEngine's ``max_seqlen_q``)."""
+    assert side_findings(tmp_path, SIDE_REGIONS) == []
+
+
+def test_a_compiled_call_that_takes_the_side_keeps_it_compiled(tmp_path: Path) -> None:
+    files = dict(SIDE_REGIONS)
+    files["train.py"] += """
+    @torch.compile
+    def careful(points):
+        return smooth(points, 3, convergence=0.1, use_cpu=True)
+    """
+    assert side_findings(tmp_path, files) == [
+        ("DL101", 8),
+        ("DL102", 15),
+        ("DL104", 13),
+        ("DL105", 5),
+    ]
+
+
+def test_unknown_bindings_decide_no_statement(tmp_path: Path) -> None:
+    """The helper compiled itself (its parameters come from its compiled callers), or called
+    with ``**options``: nothing is decided."""
+    files = dict(SIDE_REGIONS)
+    files["train.py"] += "\n    smooth_compiled = torch.compile(smooth)\n"
+    assert len(side_findings(tmp_path, files)) == 4
+    files = dict(SIDE_REGIONS)
+    files["train.py"] = files["train.py"].replace(
+        "def step(points):\n        return smooth(points, 3, max_len=points.shape[0])",
+        "def step(points, **options):\n        return smooth(points, 3, **options)",
+    )
+    assert len(side_findings(tmp_path, files)) == 4

@@ -673,8 +673,9 @@ class GraphBreakInLoop(_RegionRule):
             if found:
                 return found[0]
         for node, parents in own_nodes(loop.body):
-            found = breaks_in(self, node, (*prefix, loop, *parents))
-            if found:
+            ancestors = (*prefix, loop, *parents)
+            found = breaks_in(self, node, ancestors)
+            if found and self.ctx.traced(ancestors):
                 return found[0]
         return None
 

@@ -12,6 +12,8 @@ from distlint.semantic.model import Condition, FunctionSummary, Options
 
 # an argument key: the call also unpacks ``*args``/``**kwargs``, so any parameter may be passed
 STARRED = "**"
+# the literal values a summary keeps for arguments and compared constants
+LITERAL_TYPES = (bool, int, float, str)
 
 
 def bind(
@@ -58,10 +60,12 @@ def decided_side(cond: Condition | None, bound: dict[str, object]) -> bool | Non
             return None
         value = bound[param]
         if value == "<expr>" and operator in ("is", "is not") and values == (None,):
-            return operator == "is not"  # an expression passed explicitly is a value
-        if value == "<expr>" or not (value is None or isinstance(value, (bool, int, str))):
+            outcome: bool | None = operator == "is not"  # an expression passed is a value
+        elif value == "<expr>" or not (value is None or isinstance(value, LITERAL_TYPES)):
             return None
-        return compare_literals(value, operator, values)
+        else:
+            outcome = compare_literals(value, operator, values)
+        return outcome if outcome is None or not cond.negated else not outcome
     if cond.param is None or cond.param not in bound:
         return None
     value = bound[cond.param]
@@ -86,7 +90,7 @@ def compare_literals(value: object, operator: str, values: tuple[object, ...]) -
             return value == other
         if operator == "!=":
             return value != other
-        if isinstance(value, int) and isinstance(other, int):
+        if isinstance(value, (int, float)) and isinstance(other, (int, float)):
             return {
                 "<": value < other,
                 "<=": value <= other,

@@ -22,7 +22,7 @@ from distlint.captures import (
 )
 from distlint.imports import ImportTable, dotted_name
 from distlint.regions import compiling_sides, exits_when_compiling, is_literal, literal_value
-from distlint.semantic.bindings import STARRED
+from distlint.semantic.bindings import LITERAL_TYPES, STARRED
 from distlint.semantic.collectives import (
     DDP,
     FULLY_SHARD,
@@ -588,6 +588,13 @@ class Collector:
     def _if(self, scope: _Scope, node: cst.If, prefix: str, effects: list[Effect]) -> None:
         self._calls(scope, node, effects)
         condition = self._condition(scope, node)
+        if (
+            condition is not None
+            and (condition.param or condition.compare)
+            and scope.node is not None
+        ):
+            located = self.ctx.locate(node, lazy=True)
+            scope.summary.param_tests = (*scope.summary.param_tests, (located, condition))
         maybe_rank = condition is not None and (
             condition.level >= MAYBE
             or condition.callees
@@ -1518,7 +1525,7 @@ def _parameter_comparison(
         values = tuple(literal_value(e.value) for e in comparator.elements)
     else:
         values = (literal_value(comparator),)
-    if not all(v is None or isinstance(v, (bool, int, str)) for v in values):
+    if not all(v is None or isinstance(v, LITERAL_TYPES) for v in values):
         return None
     if any(not is_literal(v) for v in values):
         return None
@@ -1558,7 +1565,7 @@ def _call_arguments(
             found.append((key, DDP_ARGUMENT + label if label in ddp_models else WRAPPED_ARGUMENT))
             continue
         value = literal_value(arg.value)
-        if not is_literal(value) or not (value is None or isinstance(value, (bool, int, str))):
+        if not is_literal(value) or not (value is None or isinstance(value, LITERAL_TYPES)):
             value = "<expr>"
         elif isinstance(value, str) and len(value) > 40:
             value = "<expr>"  # long strings decide nothing here; keep summaries small

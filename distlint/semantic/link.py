@@ -65,6 +65,9 @@ class ProjectFacts:
     regions: dict[str, tuple[RootInfo, ...]] = field(default_factory=dict)
     # functions run under a CUDA graph capture: where (path, span) the capture starts
     captures: dict[str, tuple[str, Span]] = field(default_factory=dict)
+    # display path -> ordinal of an ``if`` among the file's ``if``s -> the only side compiled
+    # calls take (True: the body); see _decided_branches
+    decided_branches: dict[str, dict[int, bool]] = field(default_factory=dict)
     rank_functions: set[str] = field(default_factory=set)
     rank_attributes: frozenset[str] = frozenset()
     wrappers: frozenset[str] = frozenset()
@@ -597,6 +600,7 @@ def _regions(facts: ProjectFacts) -> None:
     use_cpu: fill_indices_cpu(...)`` with ``use_cpu`` never passed) is not compiled. A root's
     own parameters are unknown (its compiled callers are not followed)."""
     reached: dict[str, list[RootInfo]] = {}
+    bound_by: dict[str, set[Options | None]] = {}  # every binding a compiled call makes
     for root in facts.roots:
         if facts.is_disabled(root.function):
             continue
@@ -611,6 +615,7 @@ def _regions(facts: ProjectFacts) -> None:
             if (current, arguments) in seen:
                 continue
             seen.add((current, arguments))
+            bound_by.setdefault(current, set()).add(arguments)
             if arguments is not None:
                 bindings[current] = bindings.get(current, 0) + 1
             if current not in visited:
@@ -631,6 +636,28 @@ def _regions(facts: ProjectFacts) -> None:
             facts._modules_with_regions.add(module.key)
         unique = {(r.path, r.span.start.line, r.span.start.column, r.target): r for r in roots}
         facts.regions[fid] = tuple(unique[k] for k in sorted(unique))
+    _decided_branches(facts, bound_by)
+
+
+def _decided_branches(facts: ProjectFacts, bound_by: dict[str, set[Options | None]]) -> None:
+    """The sides of parameter tests no compiled call takes: ``if convergence > 0:`` in a
+    function every compiled caller calls without ``convergence`` (default 0). Region rules
+    skip them. Only when every binding is known (a root's own parameters are not)."""
+    for fid, bound in bound_by.items():
+        summary = facts.functions.get(fid)
+        if summary is None or not summary.param_tests or None in bound:
+            continue
+        values = [bind(summary, arguments, strict=True) for arguments in bound if arguments]
+        if len(values) != len(bound):
+            continue  # a call passing nothing: only defaults (strict bind) -- handled below
+        for located, cond in summary.param_tests:
+            key = getattr(located, "key", None)
+            if key is None:
+                continue
+            sides = {decided_side(cond, value) for value in values}
+            if len(sides) == 1 and None not in sides:
+                taken = sides.pop()
+                facts.decided_branches.setdefault(summary.path, {})[key[1]] = bool(taken)
 
 
 _MAX_BINDINGS = 8  # distinct argument bindings followed per function, per root

@@ -127,6 +127,10 @@ class FunctionSummary:
     compiles_param: bool = False  # returns torch.compile(<a parameter>, ...): a compile wrapper
     compile_options: Options = ()  # the options such a wrapper passes
     effects: tuple[Effect, ...] = ()
+    # ``if`` statements testing a parameter (``if use_cpu:``, ``if n > 0:``): the located
+    # ``if`` (a lazy key: its ordinal among the file's ``if``s) and the test, so the linker can
+    # tell which side every compiled caller's arguments rule out
+    param_tests: tuple[tuple[object, Condition], ...] = ()
 
 
 @dataclass
