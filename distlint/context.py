@@ -14,6 +14,7 @@ from distlint.regions import (
     OwnCompile,
     compile_root_of,
     eager_only,
+    ends_in_exit,
     module_compile_receiver,
     own_compile,
 )
@@ -137,6 +138,7 @@ class FileContext:
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
         self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
         self._taken_sides: dict[int, bool] | None = None  # id(if) -> the side compiled calls take
+        self._after_exit: set[int] = set()  # statements after an ``if`` whose taken side exits
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -257,29 +259,45 @@ class FileContext:
         return not self._on_untaken_side(ancestors)
 
     def _on_untaken_side(self, parents: Sequence[cst.CSTNode]) -> bool:
-        """``ProjectFacts.decided_branches``, keyed by the ``if``'s walk-order ordinal."""
+        """``ProjectFacts.decided_branches``, keyed by the ``if``'s walk-order ordinal; also
+        what follows an ``if`` whose taken side returns or raises."""
         if self._taken_sides is None:
-            decided = self.facts.decided_branches.get(self.path) if self.facts else None
-            self._taken_sides = {}
-            if decided:
-                ifs: list[cst.CSTNode] = []
-                walk(self.module, {cst.If: [ifs.append]}, {}, [])
-                self._taken_sides = {
-                    id(ifs[ordinal]): taken
-                    for ordinal, taken in decided.items()
-                    if ordinal < len(ifs)
-                }
-        if not self._taken_sides:
+            self._settle_taken_sides()
+        if not self._taken_sides and not self._after_exit:
             return False
         for index in range(len(parents) - 1):
-            taken = self._taken_sides.get(id(parents[index]))
-            if taken is None:
-                continue
-            branch, child = parents[index], parents[index + 1]
-            untaken = branch.orelse if taken else branch.body  # type: ignore[attr-defined]
-            if child is untaken:
+            parent, child = parents[index], parents[index + 1]
+            if id(child) in self._after_exit:
+                return True
+            taken = self._taken_sides.get(id(parent))  # type: ignore[union-attr]
+            if taken is not None and child is (parent.orelse if taken else parent.body):  # type: ignore[attr-defined]
                 return True
         return False
+
+    def _settle_taken_sides(self) -> None:
+        decided = self.facts.decided_branches.get(self.path) if self.facts else None
+        self._taken_sides, self._after_exit = {}, set()
+        if not decided:
+            return
+        ifs: list[tuple[cst.If, cst.CSTNode | None]] = []
+        stack: list[cst.CSTNode] = []
+        walk(
+            self.module,
+            {cst.If: [lambda n: ifs.append((n, stack[-1] if stack else None))]},
+            {},
+            stack,
+        )
+        for ordinal, taken in decided.items():
+            if ordinal >= len(ifs):
+                continue
+            branch, block = ifs[ordinal]
+            self._taken_sides[id(branch)] = taken
+            side = branch.body if taken else branch.orelse
+            if isinstance(side, cst.Else):
+                side = side.body
+            if isinstance(block, cst.IndentedBlock) and side is not None and ends_in_exit(side):
+                later = block.body[block.body.index(branch) + 1 :]
+                self._after_exit.update(id(stmt) for stmt in later)
 
     def _compute_region(self, scope: _FunctionScope) -> Region | None:
         if self.facts is not None:

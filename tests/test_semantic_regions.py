@@ -494,3 +494,31 @@ def test_unknown_bindings_decide_no_statement(tmp_path: Path) -> None:
         "def step(points, **options):\n        return smooth(points, 3, **options)",
     )
     assert len(side_findings(tmp_path, files)) == 4
+
+
+def test_statements_after_a_taken_early_return_are_not_compiled(tmp_path: Path) -> None:
+    """physicsnemo: the only compiled caller passes ``assume_convex=True``, and the helper
+    returns under ``if assume_convex:`` before the host check."""
+    files = {
+        "mesh.py": """
+        import torch
+
+        def triangulate(points, assume_convex=False):
+            if assume_convex:
+                return points * 2
+            if bool((points < 0).any()):
+                print("non-convex")
+            return points
+        """,
+        "train.py": """
+        import torch
+        from mesh import triangulate
+
+        @torch.compile
+        def fan(points):
+            return triangulate(points, assume_convex=True)
+        """,
+    }
+    assert side_findings(tmp_path, files) == []
+    files["train.py"] = files["train.py"].replace("assume_convex=True", "assume_convex=False")
+    assert side_findings(tmp_path, files) == [("DL102", 7), ("DL104", 8)]
