@@ -592,6 +592,32 @@ def test_dl401_use_in_torch_compile_of_a_function_from_another_module() -> None:
     assert severities[4] is Severity.ERROR
 
 
+def test_custom_op_rules_leave_ops_a_test_defines_and_never_compiles() -> None:
+    """ao's quantize tests, torch_xla's export tests: a test module defines ops to run them
+    eagerly or export them; only a compiled use makes the missing registration a hazard."""
+    library = """
+lib = torch.library.Library("testlib", "FRAGMENT")
+lib.define("scale(Tensor x) -> Tensor")
+"""
+    model = """
+    import torch
+    import torch.nn as nn
+    from tests.test_ops import nofake
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return nofake(x) + torch.ops.testlib.scale(x)
+    """
+    files = {"tests/test_ops.py": OPS + library, "tests/test_model.py": model}
+    for code in ("DL401", "DL402", "DL404"):
+        assert project(files, code) == [], code
+    files["tests/test_model.py"] += "\n    step = torch.compile(Net())\n"
+    assert [f.span.start.line for f in project(files, "DL401")] == [4]
+    assert [f.span.start.line for f in project(files, "DL402")] == [4]
+    assert [f.span.start.line for f in project(files, "DL404")] == [25]
+    assert len(project({"src/ops.py": OPS}, "DL401")) == 4  # outside tests: library API
+
+
 def test_dl402_training_use_without_autograd() -> None:
     found = project({"pkg/ops.py": OPS, "pkg/fakes.py": FAKES, "pkg/model.py": MODEL}, "DL402")
     assert [(f.path, f.span.start.line) for f in found] == [("pkg/ops.py", 8)]

@@ -613,6 +613,24 @@ def _missing_kernels(
     return missing_fake, missing_autograd
 
 
+def _test_path(path: str) -> bool:
+    """A pytest module (``test_*.py``, ``*_test.py``, or under ``test``/``tests``)."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or any(part in ("test", "tests") for part in parts[:-1])
+    )
+
+
+def _test_fixture_op(project: Project, index: _OpIndex, path: str, op: OpRecord) -> bool:
+    """An op a test defines and never compiles: tests define ops to exercise them eagerly or to
+    export them, where the missing registration costs nothing (ao's quantize tests, torch_xla's
+    StableHLO export tests). Ops outside tests stay library API that users may compile."""
+    return _test_path(path) and not any(_region_of(project, use)[0] for _, use in index.uses_of(op))
+
+
 def _region_of(project: Project, use: OpRecord) -> tuple[bool, bool, tuple[Location, ...]]:
     """(in a compiled region, under fullgraph, related locations) of a use."""
     if project.facts is not None and use.function_id is not None:
@@ -659,7 +677,11 @@ class CustomOpMissingFake(_OpFacts):
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index = _OpIndex.build(project.records(cls.code))
-        candidates = [(path, op) for path, op in index.ops if _lacks_fake(index, op)]
+        candidates = [
+            (path, op)
+            for path, op in index.ops
+            if _lacks_fake(index, op) and not _test_fixture_op(project, index, path, op)
+        ]
         index.measure(project, (op for _, op in candidates))
         for path, op in candidates:
             span = _span(project, op)
@@ -715,7 +737,11 @@ class CustomOpMissingAutograd(_OpFacts):
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index = _OpIndex.build(project.records(cls.code))
-        candidates = [(path, op) for path, op in index.ops if _lacks_autograd(index, op)]
+        candidates = [
+            (path, op)
+            for path, op in index.ops
+            if _lacks_autograd(index, op) and not _test_fixture_op(project, index, path, op)
+        ]
         index.measure(project, (op for _, op in candidates))
         for path, op in candidates:
             training = [(p, u) for p, u in index.uses_of(op) if u.training]
@@ -763,7 +789,11 @@ class LibraryOpMissingKernels(_OpFacts):
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index = _OpIndex.build(project.records(cls.code))
         native = native_kernels(project)
-        missing = [(path, op, *_missing_kernels(index, op, native)) for path, op in index.ops]
+        missing = [
+            (path, op, *_missing_kernels(index, op, native))
+            for path, op in index.ops
+            if not _test_fixture_op(project, index, path, op)
+        ]
         index.measure(project, (op for _, op, fake, autograd in missing if fake or autograd))
         for path, op, missing_fake, missing_autograd in missing:
             span = _span(project, op) if missing_fake or missing_autograd else None
