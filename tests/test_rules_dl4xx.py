@@ -373,6 +373,41 @@ def test_dl407_inplace_on_saved_outputs() -> None:
     assert "modified by an inplace operation" in found[1].message
 
 
+def test_dl407_optional_input_paths_are_warnings() -> None:
+    """A write only on the path where an optional input (default None/False) is passed: the
+    rule cannot tell whether a training call passes it (LMOps passes cached keys only when
+    generating). On the always-run path it stays an error."""
+    found = findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+
+            def forward(self, x, key_val=None, scale=1.0, use_cache=False):
+                e = torch.exp(self.proj(x))
+                if key_val is not None and scale > 0:
+                    e *= 2
+                if use_cache:
+                    e.mul_(3)
+                if scale > 1:
+                    e.add_(1)
+                return e
+        """,
+        "DL407",
+    )
+    assert [(f.span.start.line, f.severity) for f in found] == [
+        (13, Severity.WARNING),
+        (15, Severity.WARNING),
+        (17, Severity.ERROR),
+    ]
+    assert "runs only when `key_val` is passed" in found[0].message
+    assert "runs only when `use_cache` is passed" in found[1].message
+
+
 def test_dl407_traps() -> None:
     assert (
         findings(

@@ -179,6 +179,51 @@ def eval_only(parents: list[cst.CSTNode]) -> bool:
     return False
 
 
+def optional_input(parents: Sequence[cst.CSTNode]) -> str | None:
+    """The parameter of the enclosing function (default ``None``/``False``) whose presence the
+    current node depends on: ``if key_val is not None:`` / ``if use_cache:``, also as an ``and``
+    operand. Such optional paths are often taken only by inference callers (LMOps' structured
+    prompting passes cached keys only when generating under no_grad)."""
+    function = next((p for p in reversed(parents) if isinstance(p, cst.FunctionDef)), None)
+    if function is None:
+        return None
+    optional = {
+        p.name.value
+        for p in parameters(function.params)
+        if p.default is not None and literal_value(p.default) in (None, False)
+    }
+    if not optional:
+        return None
+    for index in range(len(parents) - 1, 0, -1):
+        parent, child = parents[index - 1], parents[index]
+        if parent is function:
+            return None
+        if isinstance(parent, cst.If) and child is parent.body:
+            found = _present(parent.test, optional)
+            if found:
+                return found
+    return None
+
+
+def _present(test: cst.BaseExpression, names: set[str]) -> str | None:
+    """``name is not None`` or a bare ``name`` (or an ``and`` operand of one) for a name."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _present(test.left, names) or _present(test.right, names)
+    if isinstance(test, cst.Name) and test.value in names:
+        return test.value
+    if (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value in names
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.IsNot)
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        return test.left.value
+    return None
+
+
 def _training_test(test: cst.BaseExpression) -> bool | None:
     """True for ``self.training``, False for ``not self.training`` or a conjunction holding
     it; None otherwise."""
@@ -793,12 +838,20 @@ class InplaceOnSavedOutput(_ModuleClassRule):
         if op is None:
             return
         spelled = self.ctx.module.code_for_node(receiver)
+        optional = optional_input(self.ctx.parents)
+        where = (
+            f" This runs only when `{optional}` is passed: if only inference passes it, no "
+            "backward runs through it."
+            if optional
+            else ""
+        )
         self.report(
             node,
             f"{how} on `{spelled}`, the output of `{op}`, which autograd saves for backward: "
             "`backward()` raises `RuntimeError: one of the variables needed for gradient "
             "computation has been modified by an inplace operation` (under `torch.compile`, "
-            "already at the first compiled call). Use the out-of-place form.",
+            f"already at the first compiled call). Use the out-of-place form.{where}",
+            severity=Severity.WARNING if optional else None,
         )
 
     def visit_Call(self, node: cst.Call) -> None:
