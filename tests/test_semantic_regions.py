@@ -522,3 +522,43 @@ def test_statements_after_a_taken_early_return_are_not_compiled(tmp_path: Path) 
     assert side_findings(tmp_path, files) == []
     files["train.py"] = files["train.py"].replace("assume_convex=True", "assume_convex=False")
     assert side_findings(tmp_path, files) == [("DL102", 7), ("DL104", 8)]
+
+
+def test_a_lambda_handed_to_a_compile_wrapper_is_a_root_with_its_arguments(tmp_path: Path) -> None:
+    """TransformerEngine's tests: ``_maybe_compile(lambda inp, p: unpermute(inp, p,
+    map_type="index"), flag)``. The lambda is compiled, so what it calls is, with the
+    arguments it passes (here they select the ``index`` side)."""
+    files = {
+        "perm.py": """
+        import warnings
+        import torch
+
+        def unpermute(inp, probs=None, map_type="mask", old_probs=None):
+            if old_probs is not None:
+                warnings.warn("old_probs is deprecated")
+            if map_type == "index":
+                if probs is not None:
+                    print("index map with probs")
+            return inp
+        """,
+        "test_perm.py": """
+        import torch
+        from perm import unpermute
+
+        def maybe_compile(fn, use_compile):
+            if use_compile:
+                return torch.compile(fn, fullgraph=True)
+            return fn
+
+        def test_index(use_compile=True):
+            run = maybe_compile(lambda inp, p: unpermute(inp, p, map_type="index"), use_compile)
+            return run
+
+        direct = torch.compile(lambda x: unpermute(x) + 1)
+        """,
+    }
+    results = check_sources(tmp_path, files, ["DL104"])
+    assert [(f.code, f.span.start.line) for f in results["perm.py"].findings] == [("DL104", 10)]
+    assert {"test_index.<locals>.<lambda0>", "<lambda1>", "unpermute"} <= region_names(
+        tmp_path, files
+    )

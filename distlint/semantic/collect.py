@@ -835,7 +835,12 @@ class Collector:
                 self.summary.capture_sites.append((scope.summary.id, captured, self._capture))
         # compile sites: torch.compile(x, ...), x.compile(...), wrapper(x)
         if callee is not None and call.args and self._may_compile_call(callee, func):
-            target = self._value(scope, call.args[0].value)
+            first = call.args[0].value
+            target = (
+                self._lambda_value(scope, first)
+                if isinstance(first, cst.Lambda)
+                else self._value(scope, first)
+            )
             if target is None and self._certainly_compile(callee):
                 target = ()  # compiled, but what is not known (explain-regions says so)
             if target is not None:
@@ -1150,6 +1155,34 @@ class Collector:
             base = self._value(scope, expr.value, depth + 1)
             return ("elem", base) if base is not None else None
         return None
+
+    def _lambda_value(self, scope: _Scope, node: cst.Lambda) -> Value:
+        """A lambda handed to ``torch.compile`` or a compile wrapper (``_maybe_compile(lambda
+        inp, probs: unpermute(inp, probs, map_type="index"), ...)``): a function of its own,
+        whose calls (with the arguments they pass) make its compiled region."""
+        number = sum(1 for fid in self.summary.functions if "<lambda" in fid)
+        fid = (
+            f"{scope.summary.id}.<locals>.<lambda{number}>"
+            if scope.node is not None
+            else f"{self.key}:<lambda{number}>"
+        )
+        params = tuple(p.name.value for p in parameters(node.params))
+        summary = FunctionSummary(fid, "<lambda>", self.ctx.path, None, None, params)
+        summary.defaults = tuple(
+            (p.name.value, literal_value(p.default))
+            for p in parameters(node.params)
+            if p.default is not None and is_literal(literal_value(p.default))
+        )
+        self.summary.functions[fid] = summary
+        inner = _Scope(summary, scope.node, scope.table, scope, scope.class_id)
+        inner.params = set(params)
+        effects: list[Effect] = []
+        saved, self._rank_depth = self._rank_depth, 0
+        for call in _calls_in(node.body):
+            self._call(inner, call, effects)
+        self._rank_depth = saved
+        summary.effects = tuple(effects)
+        return ("f", fid)
 
     def _call_value(self, scope: _Scope, call: cst.Call, depth: int) -> Value | None:
         func = call.func
