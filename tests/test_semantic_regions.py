@@ -562,3 +562,59 @@ def test_a_lambda_handed_to_a_compile_wrapper_is_a_root_with_its_arguments(tmp_p
     assert {"test_index.<locals>.<lambda0>", "<lambda1>", "unpermute"} <= region_names(
         tmp_path, files
     )
+
+
+def test_a_class_valued_config_field_builds_one_of_the_classes_it_is_given(
+    tmp_path: Path,
+) -> None:
+    """``self.mlp = config.mlp_class(config)``: the classes the field gets as a dataclass
+    default or a keyword argument anywhere are the candidates; a field also given something
+    that is not a class decides nothing."""
+    files = {
+        "model.py": """
+        import torch
+        from torch import nn
+
+        class MLP(nn.Module):
+            def forward(self, x):
+                return x
+
+        class SwiGLU(nn.Module):
+            def forward(self, x):
+                return x
+
+        class Block(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.mlp = config.mlp_class(config)
+                self.norm = config.norm_class(4)
+
+            def forward(self, x):
+                return self.norm(self.mlp(x))
+        """,
+        "config.py": """
+        from dataclasses import dataclass
+        from model import MLP, SwiGLU, helper_factory
+
+        @dataclass
+        class Config:
+            mlp_class: type = MLP
+            norm_class: type = MLP
+
+        LARGE = Config(mlp_class=SwiGLU, norm_class=helper_factory)
+        """,
+        "train.py": """
+        import torch
+        from model import Block
+
+        def main(cfg):
+            return torch.compile(Block(cfg).cuda())
+        """,
+    }
+    files["model.py"] += """
+        def helper_factory(n):
+            return n
+    """
+    found = region_names(tmp_path, files)
+    assert {"Block.forward", "MLP.forward", "SwiGLU.forward"} <= found
+    assert "helper_factory" not in found

@@ -348,6 +348,13 @@ class Collector:
         bases = tuple(v for arg in node.bases if (v := self._value(parent, arg.value)) is not None)
         summary = ClassSummary(cid, node.name.value, self.ctx.path, None, bases)
         self.summary.classes[cid] = summary
+        for stmt in _body_of(node):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and small.value is not None:
+                        self._note_field(parent, small.target, small.value)
+                    elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        self._note_field(parent, small.targets[0].target, small.value)
         self._class_wrapping[cid] = self._wrapped_attributes(node, parent, cid, qualname)
         for stmt in _body_of(node):
             for inner in _unwrap(stmt):
@@ -375,6 +382,21 @@ class Collector:
                     if evaluated is not None:
                         summary.attributes[attr] = evaluated
         summary.rank_attributes = self.taint.rank_attributes(node.name.value)
+
+    def _note_field(
+        self, scope: _Scope, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> None:
+        """Remember a reference (not a literal or a call) given to a class-valued field (one
+        named ``*class``/``*cls``, as ``_call_value`` reads them)."""
+        if not isinstance(target, cst.Name) or not isinstance(value, (cst.Name, cst.Attribute)):
+            return
+        if not target.value.lower().endswith(("class", "cls")):
+            return
+        evaluated = self._value(scope, value)
+        if evaluated is not None and evaluated[0] in ("f", "g"):
+            found = self.summary.fields.setdefault(target.value, [])
+            if evaluated not in found:
+                found.append(evaluated)
 
     def _always_built(self, scope: _Scope, init: cst.FunctionDef) -> tuple[tuple[Value, ...], bool]:
         """The modules ``__init__`` assigns to ``self`` (or adds) on every run, and whether
@@ -768,6 +790,9 @@ class Collector:
 
     def _call(self, scope: _Scope, call: cst.Call, effects: list[Effect]) -> None:
         func = call.func
+        for arg in call.args:
+            if arg.keyword is not None and isinstance(arg.value, (cst.Name, cst.Attribute)):
+                self._note_field(scope, arg.keyword, arg.value)
         if self._rank_depth:
             self._callbacks(scope, call, effects)
         resolved = self.ctx.resolve_in(scope.table, func)
@@ -1198,6 +1223,13 @@ class Collector:
             if receiver is not None and receiver[0] in ("call", "self", "attr", "elem"):
                 return receiver
         callee = self._value(scope, func, depth + 1)
+        if (
+            callee is None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value.lower().endswith(("class", "cls"))
+        ):
+            # ``config.mlp_class(config)``: one of the classes that field is given anywhere
+            return ("call", ("field", func.attr.value))
         if callee is None:
             if isinstance(func, cst.Name) and func.value in _BUILTIN_CONTAINERS and call.args:
                 inner = self._value(scope, call.args[0].value, depth + 1)

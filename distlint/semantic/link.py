@@ -237,7 +237,22 @@ class ProjectFacts:
             return frozenset(found)
         if kind == "param":
             return self._arguments(value[1], value[2], depth + 1)
+        if kind == "field":
+            return self._field_classes(value[1], depth + 1)
         return frozenset()
+
+    def _field_classes(self, name: str, depth: int) -> frozenset[AVal]:
+        """The project classes a named field is given anywhere (class-body defaults, keyword
+        arguments): ``config.mlp_class(config)`` builds one of them. Only classes: a field
+        that also holds other things decides nothing."""
+        found: set[AVal] = set()
+        for module in self.modules.values():
+            for value in module.fields.get(name, ()):
+                for item in self.evaluate(value, None, depth + 1):
+                    if item[0] != "class":
+                        return frozenset()
+                    found.add(item)
+        return frozenset(found)
 
     def _arguments(self, function_id: str, name: str, depth: int) -> frozenset[AVal]:
         """What the callers of a function pass as its parameter ``name``: only functions and

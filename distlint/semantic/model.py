@@ -160,3 +160,7 @@ class ModuleSummary:
     # calls made while a CUDA graph is captured: (scope id, callee, where the capture starts)
     capture_sites: list[tuple[str, Value, object]] = field(default_factory=list)  # lazy spans
     enabled: frozenset[str] = frozenset()  # rule codes enabled for this file
+    # what named fields may hold, for ``config.mlp_class(config)``: class-body defaults
+    # (``mlp_class: type = MLP``) and keyword arguments (``Config(mlp_class=SwiGLU)``), as
+    # references to project or library objects
+    fields: dict[str, list[Value]] = field(default_factory=dict)
