@@ -653,6 +653,28 @@ lib.define("scale(Tensor x) -> Tensor")
     assert len(project({"src/ops.py": OPS}, "DL401")) == 4  # outside tests: library API
 
 
+def test_dl402_uses_only_on_optional_or_eval_paths_are_not_training() -> None:
+    """TransformerEngine converts its KV cache with a custom op only when ``inference_params``
+    is passed; a use under ``if not self.training:`` is evaluation."""
+    model = """
+    import torch
+    import torch.nn as nn
+    from pkg.ops import faked_elsewhere
+
+    class Attention(nn.Module):
+        def forward(self, x, inference_params=None):
+            if inference_params is not None:
+                x = faked_elsewhere(x)
+            if not self.training:
+                x = faked_elsewhere(x)
+            return x
+    """
+    sources = {"pkg/ops.py": OPS, "pkg/fakes.py": FAKES, "pkg/model.py": model}
+    assert project(sources, "DL402") == []
+    sources["pkg/model.py"] = model.replace("return x", "return faked_elsewhere(x)")
+    assert [f.span.start.line for f in project(sources, "DL402")] == [8]
+
+
 def test_dl402_training_use_without_autograd() -> None:
     found = project({"pkg/ops.py": OPS, "pkg/fakes.py": FAKES, "pkg/model.py": MODEL}, "DL402")
     assert [(f.path, f.span.start.line) for f in found] == [("pkg/ops.py", 8)]

@@ -21,10 +21,12 @@ from distlint.imports import dotted_name
 from distlint.regions import literal_value
 from distlint.registry import Rule
 from distlint.rules.autograd import (
+    eval_only,
     grad_disabled,
     inplace_method,
     is_forward,
     keyword,
+    optional_input,
     positional,
     strip_views,
 )
@@ -480,8 +482,13 @@ class _OpFacts(Rule):
 
     def _use(self, node: cst.Call, qualname: str | None, py_ref: str | None, shown: str) -> None:
         ctx = self.ctx
-        training = is_forward(ctx.function, ctx.parents) and not grad_disabled(
-            ctx.parents, ctx.resolve
+        # a training use: in a module's forward, with grad on, not on an eval-only side nor
+        # only when an optional input is passed (TransformerEngine's KV-cache conversions)
+        training = (
+            is_forward(ctx.function, ctx.parents)
+            and not grad_disabled(ctx.parents, ctx.resolve)
+            and not eval_only(ctx.parents)
+            and optional_input(ctx.parents) is None
         )
         root = ctx.compile_root
         self._add(
