@@ -69,6 +69,11 @@ BAD = [
         "train_until_rank_zero_loses_patience",
         "rank 0 returns before the next backward (loss from the outputs, scaled in a with)",
     ),
+    (
+        "bad_realworld.py",
+        "train_then_probe_through_the_workspace",
+        "sharded model kept on an object (workspace.model), called through it on rank 0",
+    ),
 ]
 TRAPS = [
     ("traps.py", "save_then_barrier", "rank-0 save, then a barrier on every rank"),

@@ -842,3 +842,42 @@ def test_a_note_says_why_the_divergence_is_only_possible(tmp_path: Path, case: s
     assert phrase in notes[0]
     others = {p for c, (_, p) in MAYBE_CASES.items() if c != case}
     assert not any(p in notes[0] for p in others)
+
+
+def test_a_wrapped_model_kept_on_an_object_of_another_module(tmp_path: Path) -> None:
+    """``trainer.model(x)`` on rank 0, where ``Trainer`` (another module) keeps an FSDP model in
+    ``self.model``: a certain all-gather. A DDP without proven buffers is only possible
+    (DL209); an attribute the class does not wrap is nothing."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/trainer.py": """
+        import torch.distributed as dist
+        from torch import nn
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        class Trainer:
+            def __init__(self, model):
+                self.model = FSDP(model)
+                self.plain = nn.Linear(4, 4)
+                self.replica = DDP(nn.Linear(4, 4))
+        """,
+        "pkg/evaluate.py": """
+        import torch.distributed as dist
+        from pkg.trainer import Trainer
+
+        def main(model, batch):
+            trainer = Trainer(model)
+            if dist.get_rank() == 0:
+                trainer.model(batch)
+            if dist.get_rank() == 0:
+                trainer.plain(batch)
+            if dist.get_rank() == 0:
+                trainer.replica(batch)
+        """,
+    }
+    results = check_sources(tmp_path, files, ["DL201", "DL209"])
+    found = [(f.code, f.span.start.line) for f in results["pkg/evaluate.py"].findings]
+    assert found == [("DL201", 8), ("DL209", 12)]
+    message = results["pkg/evaluate.py"].findings[0].message
+    assert "the distributed-wrapped model `Trainer` keeps in `self.model`" in message

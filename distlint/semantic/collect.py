@@ -355,7 +355,14 @@ class Collector:
                         self._note_field(parent, small.target, small.value)
                     elif isinstance(small, cst.Assign) and len(small.targets) == 1:
                         self._note_field(parent, small.targets[0].target, small.value)
-        self._class_wrapping[cid] = self._wrapped_attributes(node, parent, cid, qualname)
+        wrapping = self._wrapped_attributes(node, parent, cid, qualname)
+        self._class_wrapping[cid] = wrapping
+        summary.wrapped_attributes = tuple(
+            sorted(label[5:] for label in wrapping.wrapped - wrapping.quiet)
+        )
+        summary.ddp_attributes = {
+            label[5:]: value for label, value in sorted(wrapping.ddp_models.items())
+        }
         for stmt in _body_of(node):
             for inner in _unwrap(stmt):
                 if isinstance(inner, cst.FunctionDef):
@@ -831,6 +838,17 @@ class Collector:
                 )
             )
             return
+        member = self._member_of(scope, func)
+        if member is not None:
+            effects.append(
+                Effect(
+                    "member",
+                    self.ctx.locate(call, lazy=True),
+                    func.attr.value,  # type: ignore[attr-defined]
+                    self._text(call),
+                    callee=member,
+                )
+            )
         made = _made_by(func, scope)
         if made is not None:
             callee, position = made
@@ -1180,6 +1198,17 @@ class Collector:
             base = self._value(scope, expr.value, depth + 1)
             return ("elem", base) if base is not None else None
         return None
+
+    def _member_of(self, scope: _Scope, func: cst.BaseExpression) -> Value | None:
+        """``trainer.model(x)``: the value of ``trainer`` when it is an object this code made
+        (a call's result, here or at module level); its class may keep a wrapped model in
+        ``model`` (decided when linked, the class may be in another file)."""
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return None
+        if func.value.value == scope.self_name:
+            return None  # ``self.model(x)``: the class's own wrapped attributes (above)
+        value = self._name_value(scope, func.value.value)
+        return value if value is not None and value[0] == "call" else None
 
     def _lambda_value(self, scope: _Scope, node: cst.Lambda) -> Value:
         """A lambda handed to ``torch.compile`` or a compile wrapper (``_maybe_compile(lambda

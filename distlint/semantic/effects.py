@@ -202,6 +202,11 @@ class EffectAnalysis:
                     what = f"forward of the distributed-wrapped model passed as `{effect.name}`"
                     doubt = "buffers" if passed == UNPROVEN_DDP_ARGUMENT else ""
                     issued.append(Issued(what, effect, path, effect, doubt=doubt))
+            elif kind == "member":
+                found = self._wrapped_member(effect, function)
+                if found is not None:
+                    what, doubt = found
+                    issued.append(Issued(what, effect, path, effect, doubt=doubt))
             elif kind == "made":
                 element = dict(effect.arguments).get("element", -1)
                 for target in self.facts.call_targets(effect.callee, function):
@@ -252,6 +257,29 @@ class EffectAnalysis:
         if self._certain:
             return [i for i in issued if not i.doubt]
         return issued
+
+    def _wrapped_member(self, effect: Effect, function: str) -> tuple[str, str] | None:
+        """(what, doubt) when ``obj.<name>(...)`` is the forward of a wrapped model that the
+        class of ``obj`` keeps in ``name`` (``self.model = FSDP(net)`` in its ``__init__``)."""
+        facts = self.facts
+        for item in sorted(facts.evaluate(effect.callee, facts._class_of(function))):  # type: ignore[arg-type]
+            if item[0] != "inst":
+                continue
+            for owner in facts.mro(item[1]):
+                summary = facts.classes.get(owner)
+                if summary is None or effect.name not in summary.wrapped_attributes:
+                    continue
+                what = (
+                    f"forward of `{effect.text.split('(', 1)[0]}`, the distributed-wrapped model "
+                    f"`{summary.name}` keeps in `self.{effect.name}`"
+                )
+                doubt = ""
+                if effect.name in summary.ddp_attributes:
+                    context = next(iter(summary.methods.values()), function)
+                    if not facts.has_buffers(summary.ddp_attributes[effect.name], context):
+                        doubt = "buffers"
+                return what, doubt
+        return None
 
     # -- divergences ---------------------------------------------------------------------------
 

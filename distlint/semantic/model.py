@@ -61,7 +61,9 @@ class Effect:
     (``name`` is return/raise/break/continue), ``forward`` (a call of the parameter ``name``:
     a forward of whatever model the caller passes), ``made`` (a call of what the project
     function ``callee`` returned, element ``arguments[0][1]`` of it: a forward if that function
-    returns a wrapped model). A branch's ``name`` is ``guard`` when its test
+    returns a wrapped model), ``member`` (a call of attribute ``name`` of an object whose value
+    is ``callee``: a forward if that object's class keeps a wrapped model there). A branch's
+    ``name`` is ``guard`` when its test
     reads as "running distributed" (taken on every rank of a distributed job).
     """
 
@@ -146,6 +148,11 @@ class ClassSummary:
     # modules ``__init__`` always builds (``self.bn = nn.BatchNorm2d(c)`` outside any branch)
     submodules: tuple[Value, ...] = ()
     registers_buffer: bool = False  # ``__init__`` always calls ``self.register_buffer(...)``
+    # ``self.<name>`` attributes some method assigns a distributed-wrapped model to (not a DDP
+    # without buffer broadcast), for ``trainer.model(x)`` in other code; of those, the DDP ones
+    # with the wrapped module's value (None: not known), whose forward needs buffers
+    wrapped_attributes: tuple[str, ...] = ()
+    ddp_attributes: dict[str, Value | None] = field(default_factory=dict)
 
 
 @dataclass

@@ -70,6 +70,7 @@ REALWORLD_HANGS = {
     "case_returned_ddp_model_sampled_on_rank_zero": (0, 2),  # DDP broadcasts the BN buffers
     "case_project_model_with_buffers_sampled_by_a_helper_on_rank_zero": (0, 2),
     "case_rank_zero_loses_patience_before_the_next_backward": (1, 1),  # rank 0 left at step 1
+    "case_sharded_model_called_through_the_object_that_keeps_it_on_rank_zero": (0, 2),
 }
 PROJECT_HANGS = {
     "case_evaluate_on_main_process": 0,
