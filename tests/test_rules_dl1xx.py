@@ -168,13 +168,26 @@ def test_dl102_fullgraph_arithmetic_and_size_uses_are_captured() -> None:
         ("t = x.sum().item()\nif t > 0:\n    return x\nreturn -x\n", "Could not guard"),
         ("for _ in range(x.sum().item()):\n    x = x * 2\nreturn x\n", "specialized integer"),
         ("n = int(x.sum())\nfor _ in range(n):\n    x = x * 2\nreturn x\n", "specialized integer"),
-        ("return x.tolist()\n", "Tensor.tolist() with non-integer tensor` (GB0109)"),
+        ("return x.float().tolist()\n", "Tensor.tolist() with non-integer tensor` (GB0109)"),
+        ("y = torch.softmax(x, 0)\nreturn y.tolist()\n", "non-integer tensor` (GB0109)"),
     ],
 )
 def test_dl102_fullgraph_errors(body: str, text: str) -> None:
     (finding,) = run(compiled(body, fullgraph=True), frozenset({"DL102"}))
     assert finding.severity is Severity.ERROR
     assert text in finding.message
+
+
+def test_dl102_fullgraph_list_of_a_tensor_of_unknown_dtype_is_a_warning() -> None:
+    """torch 2.13 captures an integer tensor's ``.tolist()`` under fullgraph=True and fails
+    on a floating-point one: without knowing which, the finding says both (physicsnemo's
+    ``mesh.mesh.cpu().flatten().tolist()`` holds ranks)."""
+    (finding,) = run(
+        compiled("return x.flatten().tolist()\n", fullgraph=True), frozenset({"DL102"})
+    )
+    assert finding.severity is Severity.WARNING
+    assert "fails if it holds floating-point values" in finding.message
+    assert "an integer tensor's list is captured" in finding.message
 
 
 def test_dl102_capture_scalar_outputs_keeps_only_failing_cases() -> None:

@@ -163,6 +163,25 @@ INTEGER_DTYPES = frozenset(
     }
 )
 
+# Floating-point results (``.tolist()`` of these fails under fullgraph=True: GB0109).
+FLOAT_METHODS = frozenset(
+    {"float", "half", "double", "bfloat16", "softmax", "log_softmax", "sigmoid", "mean", "std"}
+)
+FLOAT_FUNCTIONS = frozenset(
+    {"rand", "randn", "rand_like", "randn_like", "softmax", "log_softmax", "sigmoid", "linspace"}
+)
+FLOAT_DTYPES = frozenset(
+    {
+        "torch.float",
+        "torch.float32",
+        "torch.float64",
+        "torch.float16",
+        "torch.bfloat16",
+        "torch.half",
+        "torch.double",
+    }
+)
+
 _TENSOR_MODULES = frozenset(
     {"torch", "torch.nn.functional", "torch.linalg", "torch.special", "torch.fft"}
 )
@@ -421,6 +440,34 @@ class TensorGuess:
                 return self.module_guess.is_bool_mask(expr)
         return False
 
+    def is_float_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Known to hold floating-point values (``.float()``, ``dtype=torch.float32``,
+        ``torch.randn``, ``softmax``), the case where ``.tolist()`` fails under fullgraph."""
+        if isinstance(expr, cst.Name):
+            values = self.assigned.get(expr.value)
+            return bool(values) and all(v is not None and self.is_float_tensor(v) for v in values)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_float_tensor(expr.left) or self.is_float_tensor(expr.right)
+        if not isinstance(expr, cst.Call):
+            return False
+        for arg in expr.args:
+            if arg.keyword is not None and arg.keyword.value == "dtype":
+                return self.resolve(arg.value) in FLOAT_DTYPES
+        func = expr.func
+        if isinstance(func, cst.Attribute) and self.resolve(func) is None:
+            method = func.attr.value
+            if method in FLOAT_METHODS:
+                return True
+            if method == "to":
+                return any(
+                    arg.keyword is None and self.resolve(arg.value) in FLOAT_DTYPES
+                    for arg in expr.args
+                )
+            if method in ("flatten", "view", "reshape", "detach", "clone", "cpu", "contiguous"):
+                return self.is_float_tensor(func.value)
+        name = self.resolve(func)
+        return name is not None and name.rsplit(".", 1)[-1] in FLOAT_FUNCTIONS
+
     def is_integer_tensor(self, expr: cst.BaseExpression) -> bool:
         """Known to hold integers (``.long()``, ``.to(torch.int64)``, ``dtype=torch.long``)."""
         if isinstance(expr, cst.Name):
@@ -518,6 +565,7 @@ class Conversion:
     kind: str  # item | tolist | int | float | bool
     use: str  # control | range | value
     integer: bool  # tolist of a known integer tensor
+    floating: bool = False  # tolist of a known floating-point tensor
 
     @property
     def breaks_with_capture(self) -> bool:
@@ -549,9 +597,10 @@ def classify_conversion(
     guess: TensorGuess,
     is_builtin,  # type: ignore[no-untyped-def]
 ) -> Conversion:
-    integer = False
+    integer = floating = False
     if kind == "tolist" and isinstance(call.func, cst.Attribute):
         integer = guess.is_integer_tensor(call.func.value)
+        floating = not integer and guess.is_float_tensor(call.func.value)
     use = "value"
     if in_test(call, parents):
         use = "control"
@@ -561,7 +610,7 @@ def classify_conversion(
         name = _assigned_name(call, parents)
         if name is not None and guess.func is not None:
             use = _name_use(name, guess.func, is_builtin)
-    return Conversion(call, kind, use, integer)
+    return Conversion(call, kind, use, integer, floating)
 
 
 _PASS_THROUGH_BUILTINS = ("int", "float", "round", "abs", "bool", "min", "max")

@@ -391,6 +391,8 @@ class TensorToPython(_RegionRule):
         captured = self.config.get("capture_scalar_outputs") is True
         if region.fullgraph:
             message, severity = self._fullgraph_message(conversion, spelled), Severity.ERROR
+            if conversion.use == "value" and not conversion.floating:
+                severity = Severity.WARNING  # a list of an integer tensor is captured
         else:
             message, severity = self._break_message(conversion, spelled, captured), None
         self.report(node, message, severity=severity, related=region.related)
@@ -410,6 +412,13 @@ class TensorToPython(_RegionRule):
                 "torch 2.13 with `UserError: ... Could not extract specialized integer from "
                 "data-dependent expression`. Pass the count as a Python int argument, or "
                 "compute without a Python loop."
+            )
+        if not conversion.floating:
+            return (
+                f"`{spelled}` converts a tensor to a list: under fullgraph=True torch 2.13 fails "
+                "if it holds floating-point values (`Unsupported: Tensor.tolist() with "
+                "non-integer tensor`, GB0109); an integer tensor's list is captured. Return the "
+                "tensor and call `.tolist()` after the compiled call."
             )
         return (
             f"`{spelled}` converts a float tensor to a list: under fullgraph=True this fails "
