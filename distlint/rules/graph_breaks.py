@@ -443,6 +443,20 @@ class TensorToPython(_RegionRule):
                     "operator). Keep the tensor, or set "
                     "`torch._dynamo.config.capture_scalar_outputs = True`."
                 )
+            if captured and not conversion.floating:
+                return (
+                    f"`{spelled}` graph-breaks on torch 2.13 if the tensor holds floating-point "
+                    "values (GB0109, `Tensor.tolist() with non-integer tensor`), even with "
+                    "`capture_scalar_outputs=True`; an integer tensor's list is captured. "
+                    "Return the tensor and call `.tolist()` after the compiled call."
+                )
+            if not conversion.floating:
+                return (
+                    f"`{spelled}` graph-breaks on torch 2.13: GB0109 (`Tensor.tolist() with "
+                    "non-integer tensor`) for a floating-point tensor, GB0033 (`Data dependent "
+                    "operator`) for an integer one. Return the tensor and call `.tolist()` "
+                    "after the compiled call."
+                )
             return (
                 f"`{spelled}` graph-breaks on torch 2.13 (GB0109, `Tensor.tolist() with "
                 "non-integer tensor`), even with `capture_scalar_outputs=True`. Return the "
