@@ -456,8 +456,12 @@ SIDE_REGIONS = {
 
 
 def side_findings(tmp_path: Path, files: dict[str, str]) -> list[tuple[str, int]]:
+    return side_findings_of(tmp_path, files, "mesh.py")
+
+
+def side_findings_of(tmp_path: Path, files: dict[str, str], path: str) -> list[tuple[str, int]]:
     results = check_sources(tmp_path, files, ["DL101", "DL102", "DL104", "DL105"])
-    return sorted((f.code, f.span.start.line) for f in results["mesh.py"].findings)
+    return sorted((f.code, f.span.start.line) for f in results[path].findings)
 
 
 def test_statements_on_a_side_no_compiled_call_takes_are_not_compiled(tmp_path: Path) -> None:
@@ -618,3 +622,34 @@ def test_a_class_valued_config_field_builds_one_of_the_classes_it_is_given(
     found = region_names(tmp_path, files)
     assert {"Block.forward", "MLP.forward", "SwiGLU.forward"} <= found
     assert "helper_factory" not in found
+
+
+def test_a_junction_of_parameter_tests_is_decided_part_by_part(tmp_path: Path) -> None:
+    """physicsnemo's ``scatter_tensor``: ``if global_shape is None or dtype is None:`` (the
+    metadata broadcast) when every compiled caller passes both; an ``and`` with one part
+    ruled out is ruled out."""
+    files = {
+        "ops.py": """
+        import torch
+
+        def scatter(t, global_shape=None, dtype=None, verbose=False, level=0):
+            if global_shape is None or dtype is None:
+                print("broadcasting metadata")
+            if verbose and level > 1:
+                print("verbose")
+            if verbose or level > 1:
+                print("either")
+            return t
+        """,
+        "train.py": """
+        import torch
+        from ops import scatter
+
+        @torch.compile
+        def step(t):
+            return scatter(t, t.shape, t.dtype, level=2)
+        """,
+    }
+    assert side_findings_of(tmp_path, files, "ops.py") == [("DL104", 10)]
+    files["train.py"] = files["train.py"].replace("t.shape, t.dtype, level=2", "t.shape")
+    assert side_findings_of(tmp_path, files, "ops.py") == [("DL104", 6)]

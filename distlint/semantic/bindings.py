@@ -54,6 +54,16 @@ def decided_side(cond: Condition | None, bound: dict[str, object]) -> bool | Non
     flag (``if use_barrier:``) or a comparison with literals (``if rank not in (-1, 0):``)."""
     if cond is None:
         return None
+    if cond.junction:
+        sides = [_decided_part(part, bound) for part in cond.parts]
+        wanted = cond.junction == "or"  # one True decides an ``or``, one False an ``and``
+        if wanted in sides:
+            outcome: bool | None = wanted
+        elif None in sides:
+            return None
+        else:
+            outcome = not wanted
+        return outcome if not cond.negated else not outcome
     if cond.compare is not None:
         param, operator, values = cond.compare
         if param not in bound:
@@ -73,6 +83,18 @@ def decided_side(cond: Condition | None, bound: dict[str, object]) -> bool | Non
         return None
     truth = bool(value)
     return (not truth) if cond.negated else truth
+
+
+def _decided_part(
+    part: tuple[str, str, tuple[object, ...]], bound: dict[str, object]
+) -> bool | None:
+    param, operator, _ = part
+    if operator == "truthy":
+        value = bound.get(param, "<unbound>")
+        if value is None or isinstance(value, bool):
+            return bool(value)
+        return None
+    return decided_side(Condition(0, compare=part), bound)
 
 
 def compare_literals(value: object, operator: str, values: tuple[object, ...]) -> bool | None:

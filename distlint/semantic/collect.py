@@ -619,7 +619,7 @@ class Collector:
         condition = self._condition(scope, node)
         if (
             condition is not None
-            and (condition.param or condition.compare)
+            and (condition.param or condition.compare or condition.parts)
             and scope.node is not None
         ):
             located = self.ctx.locate(node, lazy=True)
@@ -741,6 +741,7 @@ class Collector:
         if isinstance(inner, cst.Name) and inner.value in scope.params:
             param = inner.value
         compare = _parameter_comparison(inner, scope.params)
+        junction, parts = _parameter_junction(inner, scope.params)
         kind: Kind | None = self.taint.test_kind(test) if self.taint.active else None
         level = kind.level if kind is not None else UNKNOWN  # no rank word: nothing known
         deferred = tuple(sorted(kind.deferred)) if kind is not None else ()
@@ -764,7 +765,7 @@ class Collector:
             and not _is_inert(v)
             and v[0] in ("f", "self_method", "g", "attr")
         )
-        if not (level >= MAYBE or callees or self_attrs or param or deferred or compare):
+        if not (level >= MAYBE or callees or self_attrs or param or deferred or compare or parts):
             return None
         why = kind.why if kind is not None and level >= MAYBE else None
         return Condition(
@@ -782,6 +783,8 @@ class Collector:
             ),
             deferred=deferred,
             compare=compare,
+            junction=junction,
+            parts=parts,
         )
 
     # -- expressions ---------------------------------------------------------------------------
@@ -1624,6 +1627,32 @@ def _parameter_comparison(
     if any(not is_literal(v) for v in values):
         return None
     return left.value, operator, values
+
+
+def _parameter_junction(
+    test: cst.BaseExpression, params: set[str]
+) -> tuple[str, tuple[tuple[str, str, tuple[object, ...]], ...]]:
+    """``a is None or b is None`` / ``use_cpu and n > 0``: one kind of junction over
+    parameter tests only (bare parameters or comparisons with literals), else ("", ())."""
+    if not isinstance(test, cst.BooleanOperation):
+        return "", ()
+    junction = "and" if isinstance(test.operator, cst.And) else "or"
+    parts: list[tuple[str, str, tuple[object, ...]]] = []
+    pending: list[cst.BaseExpression] = [test]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.BooleanOperation):
+            if ("and" if isinstance(node.operator, cst.And) else "or") != junction:
+                return "", ()
+            pending.extend((node.right, node.left))
+        elif isinstance(node, cst.Name) and node.value in params:
+            parts.append((node.value, "truthy", ()))
+        else:
+            compare = _parameter_comparison(node, params)
+            if compare is None:
+                return "", ()
+            parts.append(compare)
+    return junction, tuple(parts)
 
 
 def _keyword_literal(call: cst.Call, keyword: str) -> object:

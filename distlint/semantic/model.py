@@ -102,6 +102,10 @@ class Condition:
     why_span: Span | None = None
     deferred: tuple[str, ...] = ()  # dotted project functions whose result decides the level
     compare: tuple[str, str, tuple[object, ...]] | None = None  # (param, op, literals)
+    # ``a is None or b is None``: the junction ("and"/"or") of parameter tests, each a compare
+    # triple (a bare parameter ``a`` is (``a``, "truthy", ()))
+    junction: str = ""
+    parts: tuple[tuple[str, str, tuple[object, ...]], ...] = ()
 
 
 @dataclass
