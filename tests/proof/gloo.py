@@ -57,6 +57,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
@@ -137,9 +138,17 @@ class _Run:
 # -- the parent side ----------------------------------------------------------------------------
 
 
+_AST_LOCK = threading.Lock()  # CPython 3.11's ast.parse is not safe in concurrent threads
+
+
 def case_names(fixture: Path) -> list[str]:
-    """Names of the ``case_*`` functions a fixture defines, in source order (no import)."""
-    tree = ast.parse(Path(fixture).read_text(encoding="utf-8"))
+    """Names of the ``case_*`` functions a fixture defines, in source order (no import).
+
+    Proof modules run fixtures from worker threads; on CPython 3.11 concurrent ``ast.parse``
+    calls can fail with ``SystemError: AST constructor recursion depth mismatch``
+    (python/cpython#106905), so parses are serialised."""
+    with _AST_LOCK:
+        tree = ast.parse(Path(fixture).read_text(encoding="utf-8"))
     return [
         node.name
         for node in tree.body
