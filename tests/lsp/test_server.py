@@ -289,6 +289,23 @@ async def test_fix_all_applies_every_safe_fix(client):
     assert await doc.code_actions([], only=[FIX_ALL]) == []
 
 
+async def test_fix_all_applies_a_deprecated_api_drop_in(client):
+    """DL504's drop-in replacements are safe fixes: fix-all applies them (and nothing unsafe)."""
+    text = (
+        "import torch\nimport torch.distributed as dist\n\n\n"
+        "def gather(out, t):\n"
+        "    dist._all_gather_base(out, t)\n"
+        "    with torch.cuda.amp.autocast():\n"
+        "        return out\n"
+    )
+    doc = Doc(client, client.root / "fixall504" / "train.py", text)
+    assert codes(await doc.open_and_wait()) == ["DL504", "DL504"]
+    (action,) = await doc.code_actions([], only=[FIX_ALL])
+    fixed = doc.edited(action)
+    assert fixed == text.replace("dist._all_gather_base", "dist.all_gather_single")
+    assert codes(await doc.change_and_wait(fixed)) == ["DL504"]  # autocast: no drop-in
+
+
 # -- hover ---------------------------------------------------------------------------------------
 
 
