@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from distlint import __version__
+from distlint.baseline import BaselineError
 from distlint.config import CliOverrides, ConfigError, ConfigResolver, settings_for
 from distlint.confirm.cli import ConfirmRequest, confirm_options, register
 from distlint.findings import Finding, ToolError
@@ -169,6 +170,13 @@ def main() -> None:
     help="Add '# noqa: CODE' to every line with a finding (keeps existing comments).",
 )
 @click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help='Write every current finding to FILE; with baseline = "FILE" in the config, later '
+    "runs report only findings it does not hold.",
+)
+@click.option(
     "--force-exclude",
     is_flag=True,
     help="Apply excludes and .gitignore to files named on the command line too.",
@@ -214,6 +222,7 @@ def check(
     show_fixes: bool,
     exit_non_zero_on_fix: bool,
     add_noqa: bool,
+    baseline_file: Path | None,
     force_exclude: bool,
     stdin_filename: str | None,
     show_settings: bool,
@@ -239,6 +248,8 @@ def check(
         raise UsageFailure("--add-noqa cannot be combined with --fix, --fix-only or --diff")
     if confirm is not None and (modes.only or add_noqa):
         raise UsageFailure("--confirm cannot be combined with --fix-only, --diff or --add-noqa")
+    if baseline_file is not None and (modes.only or add_noqa):
+        raise UsageFailure("--baseline cannot be combined with --fix-only, --diff or --add-noqa")
     overrides = CliOverrides(
         select=_selectors(select, "--select") if select else None,
         extend_select=_selectors(extend_select, "--extend-select"),
@@ -260,6 +271,7 @@ def check(
             quiet=quiet,
             statistics=statistics,
             modes=modes,
+            baseline_file=baseline_file,
             force_exclude=force_exclude,
             stdin_filename=stdin_filename,
             show_settings=show_settings,
@@ -268,6 +280,9 @@ def check(
         )
     except ConfigError as exc:
         click.echo(f"distlint: configuration error: {exc}", err=True)
+        code = EXIT_ERROR
+    except BaselineError as exc:
+        click.echo(f"distlint: {exc}", err=True)
         code = EXIT_ERROR
     except OSError as exc:
         click.echo(f"distlint: {exc.filename or ''}: {exc.strerror or exc}", err=True)
@@ -350,6 +365,14 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         findings = session.check()
     if modes.add_noqa:
         return _add_noqa(session, findings, stdin_mode)
+    overrides_text = session.source_texts()
+    if fix_run is not None and session.stdin_display in fix_run.texts:
+        overrides_text[session.stdin_display] = fix_run.texts[session.stdin_display]  # type: ignore[index]
+    reader = source_reader({f.display: f.path for f in session.files}, overrides_text)
+    baseline_file = opts.get("baseline_file")
+    if isinstance(baseline_file, Path):
+        return _write_baseline(session, findings, baseline_file, reader, problems)
+    findings, known = _apart_from_baseline(findings, resolver, cwd, reader)
 
     errors: list[ToolError] = session.errors
     confirm_run = None
@@ -362,9 +385,6 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         )
         enabled_union |= {f.code for f in findings}  # DL901/DL902 rules for SARIF
     rules = [rule for code, rule in all_rules().items() if code in enabled_union]
-    overrides_text = session.source_texts()
-    if fix_run is not None and session.stdin_display in fix_run.texts:
-        overrides_text[session.stdin_display] = fix_run.texts[session.stdin_display]  # type: ignore[index]
     report = Report(
         findings=findings,
         errors=errors,
@@ -372,12 +392,13 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         rules=rules,
         root=find_repo_root(cwd) or cwd,
         cwd=cwd,
-        read_source=source_reader({f.display: f.path for f in session.files}, overrides_text),
+        read_source=reader,
         suppressed=session.suppressed,
         notices=session.notices,
         confirm=confirm_run,
         fixed=fix_run.fixed if fix_run is not None else None,
         unsafe_fixes=modes.unsafe,
+        baselined=len(known) if known is not None else None,
     )
     if fix_run is not None and session.stdin_display is not None:
         # the fixed source goes to stdout (as from a formatter); the report to stderr
@@ -463,6 +484,49 @@ def _emit_fix_summary(report: Report, opts: dict[str, object]) -> None:
         return
     lines = fix_summary_lines(report, show_fixes=bool(opts["modes"].show_fixes))  # type: ignore[attr-defined]
     click.echo("\n".join(lines))
+
+
+def _apart_from_baseline(
+    findings: list[Finding],
+    resolver: ConfigResolver,
+    cwd: Path,
+    read: Callable[[str], str | None],
+) -> tuple[list[Finding], list[Finding] | None]:
+    """(findings to report, findings a configured baseline holds; None when none is set)."""
+    from distlint.baseline import split
+
+    by_display: dict[str, Path | None] = {}
+
+    def baseline_of(finding: Finding) -> Path | None:
+        if finding.path not in by_display:
+            config = resolver.for_path(Path(os.path.normpath(cwd / finding.path)))
+            by_display[finding.path] = config.baseline_path
+        return by_display[finding.path]
+
+    new, known = split(findings, baseline_of, read, cwd)
+    used = any(by_display.values()) or resolver.for_path(cwd).baseline_path is not None
+    return new, known if used else None
+
+
+def _write_baseline(
+    session: CheckSession,
+    findings: list[Finding],
+    target: Path,
+    read: Callable[[str], str | None],
+    problems: list[str],
+) -> int:
+    """``--baseline FILE``: record every current finding; exit 0 unless something failed."""
+    from distlint.baseline import write
+
+    count = write(target, findings, read, Path.cwd())
+    click.echo(f"Wrote {_plural(count, 'finding')} to the baseline {target}.", err=True)
+    for error in session.errors:
+        click.echo(f"distlint: {error.path}: {error.message}", err=True)
+    for notice in session.notices:
+        click.echo(f"distlint: {notice}", err=True)
+    for problem in problems:
+        click.echo(f"distlint: {problem}", err=True)
+    return EXIT_ERROR if session.errors or session.notices or problems else EXIT_CLEAN
 
 
 def _add_noqa(session: CheckSession, findings: list[Finding], stdin_mode: bool) -> int:

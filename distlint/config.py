@@ -53,7 +53,7 @@ _LIST_KEYS = (
     "collective-wrappers",
     "rank-predicates",
 )
-VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version", "confirm")
+VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version", "baseline", "confirm")
 
 
 class ConfigError(Exception):
@@ -76,12 +76,18 @@ class Config:
     collective_wrappers: tuple[str, ...] = ()
     rank_predicates: tuple[str, ...] = ()
     confirm: tuple[tuple[str, Any], ...] = ()  # the validated [tool.distlint.confirm] table
+    baseline: str | None = None  # report only findings this file does not hold (see baseline.py)
     has_table: bool = True  # False for a pyproject.toml without [tool.distlint]
 
     @property
     def base(self) -> Path:
         """Directory that relative patterns in this config are anchored at."""
         return self.path.parent if self.path is not None else Path.cwd()
+
+    @property
+    def baseline_path(self) -> Path | None:
+        """The baseline file, relative to the configuration file's folder."""
+        return self.base / self.baseline if self.baseline is not None else None
 
     def exclude_patterns(self) -> PathPatterns:
         return PathPatterns((*self.exclude, *self.extend_exclude), self.base.as_posix())
@@ -97,6 +103,7 @@ class Config:
             "exclude": list(self.exclude),
             "extend-exclude": list(self.extend_exclude),
             "torch-version": self.torch_version,
+            "baseline": str(self.baseline_path) if self.baseline_path is not None else None,
             "compile-wrappers": list(self.compile_wrappers),
             "collective-wrappers": list(self.collective_wrappers),
             "rank-predicates": list(self.rank_predicates),
@@ -203,6 +210,13 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
             values[key] = _per_file_ignores(where, value, known_codes)
         elif key == "torch-version":
             values[key] = _torch_version(where, value)
+        elif key == "baseline":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(
+                    f'{where} must be a file name such as "distlint-baseline.json", '
+                    f"got {_describe(value)}"
+                )
+            values[key] = value
         elif key == "confirm":
             values[key] = _confirm_table(path, prefix, value)
     for key in ("select", "extend-select", "ignore"):
@@ -221,6 +235,7 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
         collective_wrappers=tuple(values.get("collective-wrappers", ())),
         rank_predicates=tuple(values.get("rank-predicates", ())),
         confirm=values.get("confirm", ()),
+        baseline=values.get("baseline"),
     )
 
 

@@ -32,6 +32,7 @@ class Report:
     # with --fix / --fix-only: (path, code, name) -> how many findings were fixed
     fixed: Counter[tuple[str, str, str]] | None = None
     unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes count as applicable
+    baselined: int | None = None  # with a configured baseline: the findings it held (not shown)
 
     def counts(self) -> dict[Severity, int]:
         tally = dict.fromkeys(Severity, 0)

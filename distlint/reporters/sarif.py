@@ -194,6 +194,8 @@ class _SarifBuilder:
             from distlint.confirm.report import json_properties
 
             result.properties = {**(result.properties or {}), **json_properties(finding)}
+        if self.report.baselined is not None:  # a baseline left out the findings it holds
+            result.baseline_state = "new"
         line_hash = self.line_hash(finding.path, finding.span.start.line)
         if line_hash is not None:
             result.partial_fingerprints = {"primaryLocationLineHash": line_hash}

@@ -64,6 +64,8 @@ def render_text(
         hint = fixable_hint(report)
         if hint:
             out.append(hint)
+        if report.baselined:
+            out.append(f"{_plural(report.baselined, 'finding')} in the baseline not shown.")
         out.append(summary_line(report))
         if report.fixed is not None and not show_fixes:
             out.extend(fix_summary_lines(report, show_fixes=False))
