@@ -79,7 +79,8 @@ def _config_before_confirm(command: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 ConfigResolver(forced=kwargs.get("config_file")).for_path(Path.cwd())
             except ConfigError as exc:
-                click.echo(f"distlint: configuration error: {exc}", err=True)
+                for problem in exc.problems:
+                    click.echo(f"distlint: configuration error: {problem}", err=True)
                 sys.exit(EXIT_ERROR)
         return command(*args, **kwargs)
 
@@ -279,7 +280,8 @@ def check(
             confirm=confirm,
         )
     except ConfigError as exc:
-        click.echo(f"distlint: configuration error: {exc}", err=True)
+        for problem in exc.problems:
+            click.echo(f"distlint: configuration error: {problem}", err=True)
         code = EXIT_ERROR
     except BaselineError as exc:
         click.echo(f"distlint: {exc}", err=True)
@@ -318,12 +320,13 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
 
     cwd = Path.cwd()
     config_file = opts["config_file"]
-    resolver = ConfigResolver(forced=config_file)  # type: ignore[arg-type]
+    resolver = ConfigResolver(forced=config_file, collect=True)  # type: ignore[arg-type]
     stdin_mode = paths == (Path("-"),)
     modes: _Modes = opts["modes"]  # type: ignore[assignment]
     if opts["show_settings"]:
         target = Path(opts["stdin_filename"] or ".") if stdin_mode else paths[0]  # type: ignore[arg-type]
         config = resolver.for_path(target.resolve())
+        resolver.raise_problems()
         settings = settings_for(config, overrides, target.resolve())
         shown = config.as_dict() | {"enabled-rules": sorted(settings.enabled)}
         click.echo(json.dumps(shown, indent=2))
@@ -348,6 +351,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             jobs=opts["jobs"],  # type: ignore[arg-type]
             cache=cache,
         )
+    resolver.raise_problems()  # every broken config file met, each bad key, in one run
 
     fix_run = None
     problems: list[str] = []  # files a fix or a noqa could not be written to, and why

@@ -57,7 +57,15 @@ VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version", "baseline", "con
 
 
 class ConfigError(Exception):
-    """A configuration problem the user must fix; the message names file and key."""
+    """Configuration problems the user must fix; each message names the file and the key.
+
+    One error may hold several problems (every bad key of a file is reported in one run); its
+    text is one problem per line.
+    """
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -195,33 +203,29 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
 
     known_codes = tuple(all_rules())
     values: dict[str, Any] = {}
+    problems: list[str] = []
     for key, value in table.items():
         if key not in VALID_KEYS:
             hint = difflib.get_close_matches(key, VALID_KEYS, n=1)
             suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
             valid = ", ".join(VALID_KEYS)
-            raise ConfigError(
+            problems.append(
                 f"{path}: unknown key '{key}' in {prefix}{suggestion} (valid keys: {valid})"
             )
+            continue
         where = f"{path}: key '{key}' in {prefix}"
-        if key in _LIST_KEYS:
-            values[key] = _string_list(where, value)
-        elif key == "per-file-ignores":
-            values[key] = _per_file_ignores(where, value, known_codes)
-        elif key == "torch-version":
-            values[key] = _torch_version(where, value)
-        elif key == "baseline":
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(
-                    f'{where} must be a file name such as "distlint-baseline.json", '
-                    f"got {_describe(value)}"
-                )
-            values[key] = value
-        elif key == "confirm":
-            values[key] = _confirm_table(path, prefix, value)
+        try:
+            values[key] = _value(key, value, where, path, prefix, known_codes)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
     for key in ("select", "extend-select", "ignore"):
         for selector in values.get(key, ()):
-            _check_selector(f"{path}: key '{key}' in {prefix}", selector, known_codes)
+            try:
+                _check_selector(f"{path}: key '{key}' in {prefix}", selector, known_codes)
+            except ConfigError as exc:
+                problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(*problems)
     return Config(
         path=path,
         select=_norm(values["select"]) if "select" in values else None,
@@ -237,6 +241,26 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
         confirm=values.get("confirm", ()),
         baseline=values.get("baseline"),
     )
+
+
+def _value(
+    key: str, value: Any, where: str, path: Path, prefix: str, known_codes: tuple[str, ...]
+) -> Any:
+    """One key's validated value; raises ConfigError naming the file and the key."""
+    if key in _LIST_KEYS:
+        return _string_list(where, value)
+    if key == "per-file-ignores":
+        return _per_file_ignores(where, value, known_codes)
+    if key == "torch-version":
+        return _torch_version(where, value)
+    if key == "baseline":
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(
+                f'{where} must be a file name such as "distlint-baseline.json", '
+                f"got {_describe(value)}"
+            )
+        return value
+    return _confirm_table(path, prefix, value)  # "confirm"
 
 
 def _confirm_table(path: Path, prefix: str, value: Any) -> tuple[tuple[str, Any], ...]:
@@ -279,11 +303,21 @@ def _per_file_ignores(
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must be a table of glob = [codes], got {_describe(value)}")
     entries = []
+    problems: list[str] = []
     for glob, codes in value.items():
-        codes = _string_list(f"{where}, entry '{glob}',", codes)
+        try:
+            codes = _string_list(f"{where}, entry '{glob}',", codes)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
         for selector in codes:
-            _check_selector(f"{where}, entry '{glob}'", selector, known_codes)
+            try:
+                _check_selector(f"{where}, entry '{glob}'", selector, known_codes)
+            except ConfigError as exc:
+                problems.extend(exc.problems)
         entries.append((glob, _norm(codes)))
+    if problems:
+        raise ConfigError(*problems)
     return tuple(entries)
 
 
@@ -319,10 +353,21 @@ def _describe(value: Any) -> str:
 class ConfigResolver:
     """Finds the config that governs each path; caches per directory."""
 
-    def __init__(self, forced: Path | None = None) -> None:
+    def __init__(self, forced: Path | None = None, collect: bool = False) -> None:
+        """``collect``: a broken config file does not raise; its problems go to
+        :attr:`problems` and its folder gets the defaults, so that a run can report every
+        broken file at once (and then stop)."""
         self._forced = load_config_file(forced) if forced is not None else None
         self._by_dir: dict[Path, Config] = {}
         self._loaded: dict[Path, Config] = {}
+        self._collect = collect
+        self.problems: list[str] = []
+
+    def raise_problems(self) -> None:
+        """Raise every problem collected so far as one ConfigError (nothing if none)."""
+        if self.problems:  # by file (each file's own problems in table order)
+            unique = dict.fromkeys(self.problems)
+            raise ConfigError(*sorted(unique, key=lambda problem: problem.split(": ", 1)[0]))
 
     def for_path(self, path: Path) -> Config:
         if self._forced is not None:
@@ -347,7 +392,13 @@ class ConfigResolver:
             if candidate.is_file():
                 config = self._loaded.get(candidate)
                 if config is None:
-                    config = load_config_file(candidate)
+                    try:
+                        config = load_config_file(candidate)
+                    except ConfigError as exc:
+                        if not self._collect:
+                            raise
+                        self.problems.extend(exc.problems)
+                        config = Config(path=candidate)
                     self._loaded[candidate] = config
                 if config.has_table:
                     return config
