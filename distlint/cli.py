@@ -22,7 +22,7 @@ import click
 
 from distlint import __version__
 from distlint.baseline import BaselineError
-from distlint.config import CliOverrides, ConfigError, ConfigResolver, settings_for
+from distlint.config import CliOverrides, ConfigError, ConfigResolver, settings_for, torch_floor
 from distlint.confirm.cli import ConfirmRequest, confirm_options, register
 from distlint.findings import Finding, ToolError
 from distlint.registry import all_rules, get_rule
@@ -328,7 +328,12 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         config = resolver.for_path(target.resolve())
         resolver.raise_problems()
         settings = settings_for(config, overrides, target.resolve())
-        shown = config.as_dict() | {"enabled-rules": sorted(settings.enabled)}
+        floor, source = torch_floor(config, target.resolve())
+        shown = config.as_dict() | {
+            "lowest-torch": floor,
+            "lowest-torch-from": source,
+            "enabled-rules": sorted(settings.enabled),
+        }
         click.echo(json.dumps(shown, indent=2))
         return EXIT_CLEAN
 

@@ -138,6 +138,9 @@ class FileSettings:
     collective_wrappers: tuple[str, ...] = ()
     rank_predicates: tuple[str, ...] = ()
     extra: tuple[tuple[str, Any], ...] = field(default=())
+    # The lowest torch the project supports: the configured torch-version, else the lower bound
+    # of the project's own torch requirement (distlint/torch_version.py); None: not known.
+    torch_floor: str | None = None
 
 
 def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> FileSettings:
@@ -159,11 +162,27 @@ def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> Fi
             enabled = {c for c in enabled if c == "DL000" or not _covered(c, codes)}
     return FileSettings(
         enabled=frozenset(enabled),
+        torch_floor=torch_floor(config, file_path)[0],
         torch_version=config.torch_version,
         compile_wrappers=config.compile_wrappers,
         collective_wrappers=config.collective_wrappers,
         rank_predicates=config.rank_predicates,
     )
+
+
+def torch_floor(config: Config, path: Path) -> tuple[str | None, str]:
+    """(the lowest torch the project of ``path`` supports, where that comes from)."""
+    if config.torch_version is not None:
+        return config.torch_version, f"torch-version in {config.path}"
+    from distlint.torch_version import requirement_for_dir
+
+    directory = path if path.is_dir() else path.parent
+    found = requirement_for_dir(directory.resolve())
+    if found is None:
+        return None, "no torch-version and no torch requirement found: the newest known torch"
+    if found.lowest is None:
+        return None, f"{found.describe()}, no lower bound: the newest known torch"
+    return found.lowest, found.describe()
 
 
 def _covered(code: str, selectors: tuple[str, ...]) -> bool:
@@ -357,6 +376,9 @@ class ConfigResolver:
         """``collect``: a broken config file does not raise; its problems go to
         :attr:`problems` and its folder gets the defaults, so that a run can report every
         broken file at once (and then stop)."""
+        from distlint.torch_version import clear_caches
+
+        clear_caches()  # project metadata is read again for each new view of the configuration
         self._forced = load_config_file(forced) if forced is not None else None
         self._by_dir: dict[Path, Config] = {}
         self._loaded: dict[Path, Config] = {}

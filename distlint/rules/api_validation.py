@@ -449,7 +449,12 @@ class DeprecatedTorchApi(Rule):
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        configured = ctx.settings.torch_version or load_table(None).torch_version
+        # Judged against the lowest torch the project supports (configured, or inferred from
+        # its requirements): a deprecation newer than that is one it cannot act on yet.
+        settings = ctx.settings
+        configured = (
+            settings.torch_floor or settings.torch_version or load_table(None).torch_version
+        )
         wanted = _version_key(configured)
         self._names: dict[str, DeprecatedApi] = {}
         self._modules: list[DeprecatedApi] = []
