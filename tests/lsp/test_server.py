@@ -345,6 +345,32 @@ async def test_hover_on_noqa_code_shows_rule_docs(client):
     assert await hover(position_of(text, "noqa", encoding)) is None
 
 
+async def test_hover_on_a_flagged_range_shows_the_finding(client):
+    text = HEADER + 'label = "🚀"; c = torch.compile(f, backend="nvfuser")\n'
+    doc = Doc(client, client.root / "hover-finding" / "train.py", text)
+    (diagnostic,) = await doc.open_and_wait()
+    encoding = client.encoding
+
+    async def hover(position: types.Position):
+        return await asyncio.wait_for(
+            client.text_document_hover_async(
+                types.HoverParams(
+                    text_document=types.TextDocumentIdentifier(doc.uri), position=position
+                )
+            ),
+            TIMEOUT,
+        )
+
+    inside = position_of(text, "nvfuser", encoding)
+    result = await hover(types.Position(line=inside.line, character=inside.character + 3))
+    value = result.contents.value
+    assert value.startswith("**DL502 invalid-compile-option**: ")
+    assert diagnostic.message in value  # the whole message, not only the headline
+    assert "DL502.md" in value  # the rule's page
+    assert result.range == diagnostic.range
+    assert await hover(position_of(text, "label", encoding)) is None
+
+
 # -- configuration -------------------------------------------------------------------------------
 
 
