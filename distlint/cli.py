@@ -1,33 +1,38 @@
 """The ``distlint`` command line.
 
-Exit codes follow Ruff: 0 no findings, 1 findings, 2 usage, configuration or internal error.
+Exit codes follow Ruff: 0 no findings (none left after ``--fix``), 1 findings (left after
+``--fix``; with ``--diff``: something to fix; with ``--exit-non-zero-on-fix``: something was
+fixed), 2 usage, configuration or internal error (or a fixed file that could not be written).
+``--fix-only`` and ``--add-noqa`` exit 0 unless something failed; ``--exit-zero`` turns 1 into 0.
 Bad input never produces a traceback: it is a DL000 finding or a one-line message on stderr.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from distlint import __version__
-from distlint.config import CliOverrides, ConfigError, ConfigResolver, settings_for
+from distlint.baseline import BaselineError
+from distlint.config import CliOverrides, ConfigError, ConfigResolver, settings_for, torch_floor
 from distlint.confirm.cli import ConfirmRequest, confirm_options, register
-from distlint.findings import ToolError
+from distlint.findings import Finding, ToolError
 from distlint.registry import all_rules, get_rule
-from distlint.reporters import FORMATS, Report, render, source_reader
+from distlint.reporters import FORMATS, OUTPUT_FORMATS, Report, render, source_reader
 from distlint.selection import is_valid_selector, normalize_selector, suggest_code
 
 if TYPE_CHECKING:
     from distlint.cache import FirstPassCache
-    from distlint.discovery import DiscoveredFile
+    from distlint.fixes import FixRun
+    from distlint.session import CheckSession
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -74,7 +79,8 @@ def _config_before_confirm(command: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 ConfigResolver(forced=kwargs.get("config_file")).for_path(Path.cwd())
             except ConfigError as exc:
-                click.echo(f"distlint: configuration error: {exc}", err=True)
+                for problem in exc.problems:
+                    click.echo(f"distlint: configuration error: {problem}", err=True)
                 sys.exit(EXIT_ERROR)
         return command(*args, **kwargs)
 
@@ -122,8 +128,55 @@ def main() -> None:
 @click.option(
     "--show-source/--no-show-source", default=True, help="Show the source line of each finding."
 )
+@click.option(
+    "--output-format",
+    type=click.Choice(OUTPUT_FORMATS),
+    default="full",
+    show_default=True,
+    help="Text format: 'full' (message, source line, fix) or 'concise' (one line each).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
-@click.option("--statistics", is_flag=True, help="Print the number of findings per rule.")
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Print the number of findings per rule (most frequent first) instead of the findings.",
+)
+@click.option("--fix/--no-fix", default=False, help="Apply safe fixes, then report what is left.")
+@click.option(
+    "--unsafe-fixes/--no-unsafe-fixes",
+    default=False,
+    help="Also apply (with --fix) or offer unsafe fixes, which may change behaviour.",
+)
+@click.option(
+    "--fix-only/--no-fix-only",
+    default=False,
+    help="Apply fixes and report only what was fixed, not what is left (implies --fix).",
+)
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Print the fixes as a unified diff instead of writing them (implies --fix-only).",
+)
+@click.option(
+    "--show-fixes/--no-show-fixes", default=False, help="List the fixes applied, per file."
+)
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="Exit 1 when something was fixed, even if nothing is left.",
+)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Add '# noqa: CODE' to every line with a finding (keeps existing comments).",
+)
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help='Write every current finding to FILE; with baseline = "FILE" in the config, later '
+    "runs report only findings it does not hold.",
+)
 @click.option(
     "--force-exclude",
     is_flag=True,
@@ -160,8 +213,17 @@ def check(
     config_file: Path | None,
     jobs: int | None,
     show_source: bool,
+    output_format: str,
     quiet: bool,
     statistics: bool,
+    fix: bool,
+    unsafe_fixes: bool,
+    fix_only: bool,
+    diff: bool,
+    show_fixes: bool,
+    exit_non_zero_on_fix: bool,
+    add_noqa: bool,
+    baseline_file: Path | None,
     force_exclude: bool,
     stdin_filename: str | None,
     show_settings: bool,
@@ -174,6 +236,21 @@ def check(
     With --confirm (never on by default) it also runs the compiled code under Dynamo on CPU,
     which executes your code, and marks each finding confirmed / not observed / not reached.
     """
+    modes = _Modes(
+        fix=fix or fix_only or diff,
+        only=fix_only or diff,
+        diff=diff,
+        unsafe=unsafe_fixes,
+        show_fixes=show_fixes,
+        exit_non_zero_on_fix=exit_non_zero_on_fix,
+        add_noqa=add_noqa,
+    )
+    if add_noqa and modes.fix:
+        raise UsageFailure("--add-noqa cannot be combined with --fix, --fix-only or --diff")
+    if confirm is not None and (modes.only or add_noqa):
+        raise UsageFailure("--confirm cannot be combined with --fix-only, --diff or --add-noqa")
+    if baseline_file is not None and (modes.only or add_noqa):
+        raise UsageFailure("--baseline cannot be combined with --fix-only, --diff or --add-noqa")
     overrides = CliOverrides(
         select=_selectors(select, "--select") if select else None,
         extend_select=_selectors(extend_select, "--extend-select"),
@@ -191,8 +268,11 @@ def check(
             config_file=config_file,
             jobs=jobs,
             show_source=show_source,
+            output_format=output_format,
             quiet=quiet,
             statistics=statistics,
+            modes=modes,
+            baseline_file=baseline_file,
             force_exclude=force_exclude,
             stdin_filename=stdin_filename,
             show_settings=show_settings,
@@ -200,7 +280,11 @@ def check(
             confirm=confirm,
         )
     except ConfigError as exc:
-        click.echo(f"distlint: configuration error: {exc}", err=True)
+        for problem in exc.problems:
+            click.echo(f"distlint: configuration error: {problem}", err=True)
+        code = EXIT_ERROR
+    except BaselineError as exc:
+        click.echo(f"distlint: {exc}", err=True)
         code = EXIT_ERROR
     except OSError as exc:
         click.echo(f"distlint: {exc.filename or ''}: {exc.strerror or exc}", err=True)
@@ -217,97 +301,283 @@ def check(
     sys.exit(code)
 
 
+@dataclass
+class _Modes:
+    """What ``check`` does besides reporting: fixing, diffing, noqa, baselines."""
+
+    fix: bool = False  # apply fixes (--fix, --fix-only, --diff)
+    only: bool = False  # --fix-only / --diff: no report of what is left
+    diff: bool = False
+    unsafe: bool = False
+    show_fixes: bool = False
+    exit_non_zero_on_fix: bool = False
+    add_noqa: bool = False
+
+
 def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object) -> int:
-    from distlint.discovery import Discovery, display_path
-    from distlint.engine import check_bytes
     from distlint.gitignore import find_repo_root
-    from distlint.imports import module_name_for
-    from distlint.runner import Task, context_tasks, default_jobs, native_sources, run
+    from distlint.session import CheckSession
 
     cwd = Path.cwd()
     config_file = opts["config_file"]
-    resolver = ConfigResolver(forced=config_file)  # type: ignore[arg-type]
+    resolver = ConfigResolver(forced=config_file, collect=True)  # type: ignore[arg-type]
     stdin_mode = paths == (Path("-"),)
+    modes: _Modes = opts["modes"]  # type: ignore[assignment]
     if opts["show_settings"]:
         target = Path(opts["stdin_filename"] or ".") if stdin_mode else paths[0]  # type: ignore[arg-type]
         config = resolver.for_path(target.resolve())
+        resolver.raise_problems()
         settings = settings_for(config, overrides, target.resolve())
-        shown = config.as_dict() | {"enabled-rules": sorted(settings.enabled)}
+        floor, source = torch_floor(config, target.resolve())
+        shown = config.as_dict() | {
+            "lowest-torch": floor,
+            "lowest-torch-from": source,
+            "enabled-rules": sorted(settings.enabled),
+        }
         click.echo(json.dumps(shown, indent=2))
         return EXIT_CLEAN
 
-    notices: list[str] = []
-    unreadable: list[str] = []  # directories skipped (warnings: the rest is still checked)
-    overrides_text: dict[str, str] = {}
+    cache: FirstPassCache | None = opts["cache"]  # type: ignore[assignment]
     if stdin_mode:
-        name = opts["stdin_filename"] or "-"
-        target = (cwd / name).resolve()
-        display = display_path(target, cwd) if name != "-" else "-"
-        settings = settings_for(resolver.for_path(target), overrides, target)
-        data = sys.stdin.buffer.read()
-        module_name, is_package = module_name_for(target) if name != "-" else (None, False)
-        if name == "-":
-            results = [check_bytes(data, display, settings, module_name, is_package)]
-        else:  # the buffer stands for that file of its project (as in an editor)
-            tasks = [Task(target, display, settings, data=data)]
-            tasks += context_tasks([target], [target], resolver, overrides, cwd, {target: data})
-            results = run(tasks, 1, cache=opts["cache"])  # type: ignore[arg-type]
-        files: list[DiscoveredFile] = []
-        enabled_union = set(settings.enabled)
-        with contextlib.suppress(UnicodeDecodeError):
-            overrides_text[display] = data.decode("utf-8-sig")
+        session = CheckSession.for_stdin(
+            opts["stdin_filename"],  # type: ignore[arg-type]
+            resolver,
+            overrides,
+            cwd,
+            cache,
+        )
     else:
-        discovery = Discovery(resolver, cwd, force_exclude=bool(opts["force_exclude"]))
-        files, notices = discovery.files(list(paths))
-        unreadable = discovery.unreadable
-        tasks = []
-        enabled_union = set()
-        for file in files:
-            settings = settings_for(resolver.for_path(file.path), overrides, file.path)
-            enabled_union |= settings.enabled
-            tasks.append(Task(file.path, file.display, settings))
-        native = native_sources(discovery.native_files(), resolver, overrides)
-        tasks += context_tasks([f.path for f in files], list(paths), resolver, overrides, cwd)
-        jobs = opts["jobs"] or default_jobs()
-        results = run(tasks, jobs, native, opts["cache"])  # type: ignore[arg-type]
+        session = CheckSession.for_paths(
+            list(paths),
+            resolver,
+            overrides,
+            cwd,
+            force_exclude=bool(opts["force_exclude"]),
+            jobs=opts["jobs"],  # type: ignore[arg-type]
+            cache=cache,
+        )
+    resolver.raise_problems()  # every broken config file met, each bad key, in one run
 
-    findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
-    errors: list[ToolError] = [e for r in results for e in r.errors]
+    fix_run = None
+    problems: list[str] = []  # files a fix or a noqa could not be written to, and why
+    if modes.fix:
+        from distlint.fixes import fix_project
+
+        fix_run = fix_project(session.check, session.read, unsafe=modes.unsafe)
+        findings = fix_run.findings
+        if not modes.diff and session.stdin_display is None:
+            for display in fix_run.changed():
+                reason = session.write(display, fix_run.texts[display])
+                if reason is not None:
+                    problems.append(f"{display}: fixes not written: {reason}")
+    else:
+        findings = session.check()
+    if modes.add_noqa:
+        return _add_noqa(session, findings, stdin_mode)
+    overrides_text = session.source_texts()
+    if fix_run is not None and session.stdin_display in fix_run.texts:
+        overrides_text[session.stdin_display] = fix_run.texts[session.stdin_display]  # type: ignore[index]
+    reader = source_reader({f.display: f.path for f in session.files}, overrides_text)
+    baseline_file = opts.get("baseline_file")
+    if isinstance(baseline_file, Path):
+        return _write_baseline(session, findings, baseline_file, reader, problems)
+    findings, known = _apart_from_baseline(findings, resolver, cwd, reader)
+
+    errors: list[ToolError] = session.errors
     confirm_run = None
     request = opts.get("confirm")
+    enabled_union = session.enabled_union
     if isinstance(request, ConfirmRequest):  # only with --confirm / `distlint confirm`
         enabled = frozenset(enabled_union)
         findings, confirm_run = request.run(
-            findings, cwd=cwd, enabled=enabled.__contains__, files=[f.path for f in files]
+            findings, cwd=cwd, enabled=enabled.__contains__, files=[f.path for f in session.files]
         )
         enabled_union |= {f.code for f in findings}  # DL901/DL902 rules for SARIF
     rules = [rule for code, rule in all_rules().items() if code in enabled_union]
     report = Report(
         findings=findings,
         errors=errors,
-        files_checked=len(results),
+        files_checked=len(session.results),
         rules=rules,
         root=find_repo_root(cwd) or cwd,
         cwd=cwd,
-        read_source=source_reader({f.display: f.path for f in files}, overrides_text),
-        suppressed=sum(r.suppressed for r in results),
-        notices=notices,
+        read_source=reader,
+        suppressed=session.suppressed,
+        notices=session.notices,
         confirm=confirm_run,
+        fixed=fix_run.fixed if fix_run is not None else None,
+        unsafe_fixes=modes.unsafe,
+        baselined=len(known) if known is not None else None,
     )
-    _emit(report, opts)
-    for warning in unreadable:
+    if fix_run is not None and session.stdin_display is not None:
+        # the fixed source goes to stdout (as from a formatter); the report to stderr
+        if modes.diff:
+            _echo_diffs(fix_run, session)
+        else:
+            fixed_text = fix_run.texts.get(session.stdin_display)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(session.encoded(session.stdin_display, fixed_text))
+            sys.stdout.buffer.flush()
+        if not modes.only:
+            _emit(report, opts, err=True)
+    elif modes.diff:
+        _echo_diffs(fix_run, session)  # type: ignore[arg-type]
+    elif modes.only:
+        _emit_fix_summary(report, opts)
+    else:
+        _emit(report, opts)
+    if modes.diff and fix_run is not None:
+        total = fix_run.total
+        click.echo(
+            f"Would fix {_plural(total, 'finding')}." if total else "No fixes available.", err=True
+        )
+    for warning in session.unreadable:
         click.echo(f"distlint: warning: {warning}", err=True)
-    for notice in notices:
+    if fix_run is not None:
+        for path, why in sorted(fix_run.rolled_back.items()):
+            click.echo(f"distlint: warning: {path}: {why}; left unfixed", err=True)
+        for path in fix_run.unconverged:
+            click.echo(
+                f"distlint: warning: {path}: fixes did not settle after {MAX_FIX_ROUNDS} rounds",
+                err=True,
+            )
+    for notice in session.notices:
         click.echo(f"distlint: {notice}", err=True)
     for error in errors:
         click.echo(f"distlint: {error.path}: {error.message}", err=True)
-    if errors or notices:
+    for problem in problems:
+        click.echo(f"distlint: {problem}", err=True)
+    return _exit_code(report, modes, fix_run, bool(opts["exit_zero"]), bool(problems))
+
+
+MAX_FIX_ROUNDS = 10
+
+
+def _exit_code(
+    report: Report, modes: _Modes, fix_run: FixRun | None, exit_zero: bool, failed: bool
+) -> int:
+    """Ruff's exit codes (README, *Exit codes*)."""
+    if report.errors or report.notices or failed:
         return EXIT_ERROR
-    if confirm_run is not None and not confirm_run.successful:
+    if report.confirm is not None and not report.confirm.successful:
         return EXIT_ERROR  # a confirm target timed out, crashed or raised (reported above)
-    if findings and not opts["exit_zero"]:
+    if exit_zero:
+        return EXIT_CLEAN
+    fixed = fix_run is not None and fix_run.total > 0
+    if modes.diff:
+        return EXIT_FINDINGS if fixed else EXIT_CLEAN
+    if modes.only:
+        return EXIT_FINDINGS if fixed and modes.exit_non_zero_on_fix else EXIT_CLEAN
+    if report.findings or (fixed and modes.exit_non_zero_on_fix):
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _echo_diffs(fix_run: FixRun, session: CheckSession) -> None:
+    from distlint.fixes import unified_diff
+
+    for display in fix_run.changed():
+        sys.stdout.write(unified_diff(display, fix_run.originals[display], fix_run.texts[display]))
+    sys.stdout.flush()
+
+
+def _emit_fix_summary(report: Report, opts: dict[str, object]) -> None:
+    """``--fix-only``: what was fixed, not what is left."""
+    from distlint.reporters.text import fix_summary_lines
+
+    if opts["quiet"] or str(opts["fmt"]) != "text":
+        return
+    lines = fix_summary_lines(report, show_fixes=bool(opts["modes"].show_fixes))  # type: ignore[attr-defined]
+    click.echo("\n".join(lines))
+
+
+def _apart_from_baseline(
+    findings: list[Finding],
+    resolver: ConfigResolver,
+    cwd: Path,
+    read: Callable[[str], str | None],
+) -> tuple[list[Finding], list[Finding] | None]:
+    """(findings to report, findings a configured baseline holds; None when none is set)."""
+    from distlint.baseline import split
+
+    by_display: dict[str, Path | None] = {}
+
+    def baseline_of(finding: Finding) -> Path | None:
+        if finding.path not in by_display:
+            config = resolver.for_path(Path(os.path.normpath(cwd / finding.path)))
+            by_display[finding.path] = config.baseline_path
+        return by_display[finding.path]
+
+    new, known = split(findings, baseline_of, read, cwd)
+    used = any(by_display.values()) or resolver.for_path(cwd).baseline_path is not None
+    return new, known if used else None
+
+
+def _write_baseline(
+    session: CheckSession,
+    findings: list[Finding],
+    target: Path,
+    read: Callable[[str], str | None],
+    problems: list[str],
+) -> int:
+    """``--baseline FILE``: record every current finding; exit 0 unless something failed."""
+    from distlint.baseline import write
+
+    count = write(target, findings, read, Path.cwd())
+    click.echo(f"Wrote {_plural(count, 'finding')} to the baseline {target}.", err=True)
+    for error in session.errors:
+        click.echo(f"distlint: {error.path}: {error.message}", err=True)
+    for notice in session.notices:
+        click.echo(f"distlint: {notice}", err=True)
+    for problem in problems:
+        click.echo(f"distlint: {problem}", err=True)
+    return EXIT_ERROR if session.errors or session.notices or problems else EXIT_CLEAN
+
+
+def _add_noqa(session: CheckSession, findings: list[Finding], stdin_mode: bool) -> int:
+    """``--add-noqa``: write the comments, say how many; exit 0 unless something failed."""
+    from distlint.fixes import parse_error
+    from distlint.noqa import add_noqa
+
+    by_path: dict[str, list[Finding]] = {}
+    for finding in findings:
+        by_path.setdefault(finding.path, []).append(finding)
+    added = 0
+    failed = False
+    stdin_text: str | None = None
+    for display in sorted(by_path):
+        text = session.read(display)
+        if text is None:
+            continue
+        new_text, count = add_noqa(text, by_path[display])
+        if not count:
+            continue
+        error = parse_error(new_text)
+        if error is not None:  # pragma: no cover - noqa comments go after code, never into it
+            click.echo(f"distlint: {display}: noqa comments not added: {error}", err=True)
+            failed = True
+            continue
+        if stdin_mode:
+            stdin_text = new_text
+        else:
+            reason = session.write(display, new_text)
+            if reason is not None:
+                click.echo(f"distlint: {display}: noqa comments not added: {reason}", err=True)
+                failed = True
+                continue
+        added += count
+    if stdin_mode:  # the source, with the comments, goes to stdout
+        sys.stdout.write(stdin_text if stdin_text is not None else session.stdin_text())
+    click.echo(f"Added {_plural(added, 'noqa directive')}.", err=True)
+    for error in session.errors:
+        click.echo(f"distlint: {error.path}: {error.message}", err=True)
+    for notice in session.notices:
+        click.echo(f"distlint: {notice}", err=True)
+    return EXIT_ERROR if failed or session.errors or session.notices else EXIT_CLEAN
 
 
 def _open_cache(directory: Path | None) -> FirstPassCache | None:
@@ -320,12 +590,13 @@ def _open_cache(directory: Path | None) -> FirstPassCache | None:
     return FirstPassCache.open(directory)
 
 
-def _emit(report: Report, opts: dict[str, object]) -> None:
+def _emit(report: Report, opts: dict[str, object], err: bool = False) -> None:
     fmt = str(opts["fmt"])
     output = opts["output"]
     color = False
+    modes: _Modes = opts["modes"]  # type: ignore[assignment]
     if fmt == "text":
-        stream = sys.stdout if output is None else None
+        stream = (sys.stderr if err else sys.stdout) if output is None else None
         color = stream is not None and _use_color(stream)
         text = render(
             report,
@@ -334,6 +605,8 @@ def _emit(report: Report, opts: dict[str, object]) -> None:
             show_source=bool(opts["show_source"]),
             statistics=bool(opts["statistics"]),
             quiet=bool(opts["quiet"]),
+            output_format=str(opts["output_format"]),
+            show_fixes=modes.show_fixes,
         )
     elif fmt == "sarif":
         text = _sarif(report, opts)
@@ -341,7 +614,7 @@ def _emit(report: Report, opts: dict[str, object]) -> None:
         text = render(report, fmt)
     if output is None:
         # click strips ANSI codes when stdout is not a TTY; FORCE_COLOR asked for them.
-        click.echo(text, nl=False, color=True if color else None)
+        click.echo(text, nl=False, color=True if color else None, err=err)
     else:
         Path(str(output)).write_text(text, encoding="utf-8")
     sarif_output = opts["sarif_output"]

@@ -53,11 +53,19 @@ _LIST_KEYS = (
     "collective-wrappers",
     "rank-predicates",
 )
-VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version", "confirm")
+VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version", "baseline", "confirm")
 
 
 class ConfigError(Exception):
-    """A configuration problem the user must fix; the message names file and key."""
+    """Configuration problems the user must fix; each message names the file and the key.
+
+    One error may hold several problems (every bad key of a file is reported in one run); its
+    text is one problem per line.
+    """
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -76,12 +84,18 @@ class Config:
     collective_wrappers: tuple[str, ...] = ()
     rank_predicates: tuple[str, ...] = ()
     confirm: tuple[tuple[str, Any], ...] = ()  # the validated [tool.distlint.confirm] table
+    baseline: str | None = None  # report only findings this file does not hold (see baseline.py)
     has_table: bool = True  # False for a pyproject.toml without [tool.distlint]
 
     @property
     def base(self) -> Path:
         """Directory that relative patterns in this config are anchored at."""
         return self.path.parent if self.path is not None else Path.cwd()
+
+    @property
+    def baseline_path(self) -> Path | None:
+        """The baseline file, relative to the configuration file's folder."""
+        return self.base / self.baseline if self.baseline is not None else None
 
     def exclude_patterns(self) -> PathPatterns:
         return PathPatterns((*self.exclude, *self.extend_exclude), self.base.as_posix())
@@ -97,6 +111,7 @@ class Config:
             "exclude": list(self.exclude),
             "extend-exclude": list(self.extend_exclude),
             "torch-version": self.torch_version,
+            "baseline": str(self.baseline_path) if self.baseline_path is not None else None,
             "compile-wrappers": list(self.compile_wrappers),
             "collective-wrappers": list(self.collective_wrappers),
             "rank-predicates": list(self.rank_predicates),
@@ -123,6 +138,9 @@ class FileSettings:
     collective_wrappers: tuple[str, ...] = ()
     rank_predicates: tuple[str, ...] = ()
     extra: tuple[tuple[str, Any], ...] = field(default=())
+    # The lowest torch the project supports: the configured torch-version, else the lower bound
+    # of the project's own torch requirement (distlint/torch_version.py); None: not known.
+    torch_floor: str | None = None
 
 
 def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> FileSettings:
@@ -144,11 +162,27 @@ def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> Fi
             enabled = {c for c in enabled if c == "DL000" or not _covered(c, codes)}
     return FileSettings(
         enabled=frozenset(enabled),
+        torch_floor=torch_floor(config, file_path)[0],
         torch_version=config.torch_version,
         compile_wrappers=config.compile_wrappers,
         collective_wrappers=config.collective_wrappers,
         rank_predicates=config.rank_predicates,
     )
+
+
+def torch_floor(config: Config, path: Path) -> tuple[str | None, str]:
+    """(the lowest torch the project of ``path`` supports, where that comes from)."""
+    if config.torch_version is not None:
+        return config.torch_version, f"torch-version in {config.path}"
+    from distlint.torch_version import requirement_for_dir
+
+    directory = path if path.is_dir() else path.parent
+    found = requirement_for_dir(directory.resolve())
+    if found is None:
+        return None, "no torch-version and no torch requirement found: the newest known torch"
+    if found.lowest is None:
+        return None, f"{found.describe()}, no lower bound: the newest known torch"
+    return found.lowest, found.describe()
 
 
 def _covered(code: str, selectors: tuple[str, ...]) -> bool:
@@ -188,26 +222,29 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
 
     known_codes = tuple(all_rules())
     values: dict[str, Any] = {}
+    problems: list[str] = []
     for key, value in table.items():
         if key not in VALID_KEYS:
             hint = difflib.get_close_matches(key, VALID_KEYS, n=1)
             suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
             valid = ", ".join(VALID_KEYS)
-            raise ConfigError(
+            problems.append(
                 f"{path}: unknown key '{key}' in {prefix}{suggestion} (valid keys: {valid})"
             )
+            continue
         where = f"{path}: key '{key}' in {prefix}"
-        if key in _LIST_KEYS:
-            values[key] = _string_list(where, value)
-        elif key == "per-file-ignores":
-            values[key] = _per_file_ignores(where, value, known_codes)
-        elif key == "torch-version":
-            values[key] = _torch_version(where, value)
-        elif key == "confirm":
-            values[key] = _confirm_table(path, prefix, value)
+        try:
+            values[key] = _value(key, value, where, path, prefix, known_codes)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
     for key in ("select", "extend-select", "ignore"):
         for selector in values.get(key, ()):
-            _check_selector(f"{path}: key '{key}' in {prefix}", selector, known_codes)
+            try:
+                _check_selector(f"{path}: key '{key}' in {prefix}", selector, known_codes)
+            except ConfigError as exc:
+                problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(*problems)
     return Config(
         path=path,
         select=_norm(values["select"]) if "select" in values else None,
@@ -221,7 +258,28 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
         collective_wrappers=tuple(values.get("collective-wrappers", ())),
         rank_predicates=tuple(values.get("rank-predicates", ())),
         confirm=values.get("confirm", ()),
+        baseline=values.get("baseline"),
     )
+
+
+def _value(
+    key: str, value: Any, where: str, path: Path, prefix: str, known_codes: tuple[str, ...]
+) -> Any:
+    """One key's validated value; raises ConfigError naming the file and the key."""
+    if key in _LIST_KEYS:
+        return _string_list(where, value)
+    if key == "per-file-ignores":
+        return _per_file_ignores(where, value, known_codes)
+    if key == "torch-version":
+        return _torch_version(where, value)
+    if key == "baseline":
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(
+                f'{where} must be a file name such as "distlint-baseline.json", '
+                f"got {_describe(value)}"
+            )
+        return value
+    return _confirm_table(path, prefix, value)  # "confirm"
 
 
 def _confirm_table(path: Path, prefix: str, value: Any) -> tuple[tuple[str, Any], ...]:
@@ -264,11 +322,21 @@ def _per_file_ignores(
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must be a table of glob = [codes], got {_describe(value)}")
     entries = []
+    problems: list[str] = []
     for glob, codes in value.items():
-        codes = _string_list(f"{where}, entry '{glob}',", codes)
+        try:
+            codes = _string_list(f"{where}, entry '{glob}',", codes)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
         for selector in codes:
-            _check_selector(f"{where}, entry '{glob}'", selector, known_codes)
+            try:
+                _check_selector(f"{where}, entry '{glob}'", selector, known_codes)
+            except ConfigError as exc:
+                problems.extend(exc.problems)
         entries.append((glob, _norm(codes)))
+    if problems:
+        raise ConfigError(*problems)
     return tuple(entries)
 
 
@@ -304,10 +372,24 @@ def _describe(value: Any) -> str:
 class ConfigResolver:
     """Finds the config that governs each path; caches per directory."""
 
-    def __init__(self, forced: Path | None = None) -> None:
+    def __init__(self, forced: Path | None = None, collect: bool = False) -> None:
+        """``collect``: a broken config file does not raise; its problems go to
+        :attr:`problems` and its folder gets the defaults, so that a run can report every
+        broken file at once (and then stop)."""
+        from distlint.torch_version import clear_caches
+
+        clear_caches()  # project metadata is read again for each new view of the configuration
         self._forced = load_config_file(forced) if forced is not None else None
         self._by_dir: dict[Path, Config] = {}
         self._loaded: dict[Path, Config] = {}
+        self._collect = collect
+        self.problems: list[str] = []
+
+    def raise_problems(self) -> None:
+        """Raise every problem collected so far as one ConfigError (nothing if none)."""
+        if self.problems:  # by file (each file's own problems in table order)
+            unique = dict.fromkeys(self.problems)
+            raise ConfigError(*sorted(unique, key=lambda problem: problem.split(": ", 1)[0]))
 
     def for_path(self, path: Path) -> Config:
         if self._forced is not None:
@@ -332,7 +414,13 @@ class ConfigResolver:
             if candidate.is_file():
                 config = self._loaded.get(candidate)
                 if config is None:
-                    config = load_config_file(candidate)
+                    try:
+                        config = load_config_file(candidate)
+                    except ConfigError as exc:
+                        if not self._collect:
+                            raise
+                        self.problems.extend(exc.problems)
+                        config = Config(path=candidate)
                     self._loaded[candidate] = config
                 if config.has_table:
                     return config

@@ -74,12 +74,41 @@ def _stronger(current: tuple[int, bool] | None, candidate: tuple[int, bool]) -> 
 
 
 def suggest_code(text: str, known: list[str] | tuple[str, ...]) -> str | None:
-    """The rule code a mistyped one most likely meant: swapped digits first (DL230 -> DL203)."""
-    import difflib
+    """The rule code (or code prefix) a mistyped selector most likely meant.
 
-    wanted = text.upper()
+    Swapped digits first (DL230 -> DL203); then the code or prefix with the fewest edits, of
+    the closest length, then numerically closest (DL2011 -> DL201, DL9999 -> DL901 is not
+    preferred over a one-edit match). Only ``DL...`` selectors get a suggestion.
+    """
+    wanted = normalize_selector(text)
+    if not wanted.startswith("DL") or not known:
+        return None
     for code in known:
         if len(code) == len(wanted) and sorted(code) == sorted(wanted):
             return code
-    matches = difflib.get_close_matches(wanted, list(known), n=1)
-    return matches[0] if matches else None
+    candidates = {code[:end] for code in known for end in range(3, len(code) + 1)}
+    return min(candidates, key=lambda candidate: _distance_key(wanted, candidate))
+
+
+def _distance_key(wanted: str, candidate: str) -> tuple[int, int, int, str]:
+    digits = "".join(ch for ch in wanted[2:] if ch.isdigit())[: len(candidate) - 2]
+    number = int(digits) if digits else 0
+    return (
+        _edits(wanted, candidate),
+        abs(len(wanted) - len(candidate)),
+        abs(number - int(candidate[2:] or 0)),
+        candidate,
+    )
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i]
+        for j, char_b in enumerate(b, start=1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            )
+        previous = current
+    return previous[-1]

@@ -30,6 +30,8 @@ import pytest
 
 from distlint.cli import check
 from tests.precommit_util import (
+    BAD,
+    GOOD,
     MANIFEST,
     REPO_ROOT,
     _commit,
@@ -54,7 +56,11 @@ BROKEN_MANIFESTS = {
         "types_or: [python, pythn]",
         "Type tag 'pythn' is not recognized",
     ),
-    "no-entry": ("\n  entry: distlint check --force-exclude", "", "Missing required key: entry"),
+    "no-entry": (
+        "\n  entry: distlint check --force-exclude\n",
+        "\n",
+        "Missing required key: entry",
+    ),
     "unknown-language": ("language: python", "language: pythn", "but got: 'pythn'"),
 }
 
@@ -74,19 +80,21 @@ def test_a_broken_manifest_fails_validate_manifest(tmp_path, case):
 def test_manifest_runs_the_distlint_console_script_the_way_pre_commit_needs():
     from pre_commit.clientlib import load_manifest
 
-    (hook,) = load_manifest(str(MANIFEST))  # pre-commit's own parser, defaults filled in
-    assert hook["id"] == "distlint"
-    assert hook["language"] == "python"
-    assert hook["types_or"] == ["python", "pyi"]
-    assert hook["require_serial"] is True  # distlint parallelises itself (--jobs)
-    assert hook["pass_filenames"] is True
-    executable, command, *options = hook["entry"].split()
-    pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert re.search(rf'^{executable} = "distlint\.cli:main"$', pyproject, re.MULTILINE)
-    assert command == check.name
-    known = {opt for param in check.params for opt in getattr(param, "opts", ())}
-    assert set(options) <= known
-    assert "--force-exclude" in options  # pre-commit names files; excludes must still apply
+    hooks = load_manifest(str(MANIFEST))  # pre-commit's own parser, defaults filled in
+    assert [hook["id"] for hook in hooks] == ["distlint", "distlint-fix"]
+    for hook in hooks:
+        assert hook["language"] == "python"
+        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["require_serial"] is True  # distlint parallelises itself (--jobs)
+        assert hook["pass_filenames"] is True
+        executable, command, *options = hook["entry"].split()
+        pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+        assert re.search(rf'^{executable} = "distlint\.cli:main"$', pyproject, re.MULTILINE)
+        assert command == check.name
+        known = {opt for param in check.params for opt in getattr(param, "opts", ())}
+        assert set(options) <= known
+        assert "--force-exclude" in options  # pre-commit names files; excludes must still apply
+        assert ("--fix" in options) == (hook["id"] == "distlint-fix")
 
 
 # -- end to end -------------------------------------------------------------------------------
@@ -176,3 +184,26 @@ def test_the_hook_on_one_file_finds_what_a_project_check_finds(hook_repo, pre_co
     assert proc.returncode == 1, _explain(proc)
     assert "pkg/train.py:7:9: DL201 " in proc.stdout, _explain(proc)
     assert re.search(r"\(1 file checked\)", proc.stdout), _explain(proc)
+
+
+@pytest.mark.slow
+@needs_git
+def test_fix_hook_fixes_and_fails_then_passes(hook_repo, pre_commit_dir, tmp_path):
+    """distlint-fix writes the safe fixes (pre-commit fails: files changed), then passes."""
+    repo, sha = hook_repo
+    project = tmp_path / "project"
+    _init_repo(project)
+    fixable = project / "fixable.py"
+    fixable.write_text(BAD.replace("nvfuser", "Inductor"))
+    _commit(project, "start")
+    config = pre_commit_dir / f"config-fix-{sha[:12]}.yaml"
+    hooks = [{"id": "distlint-fix"}]
+    config.write_text(json.dumps({"repos": [{"repo": str(repo), "rev": sha, "hooks": hooks}]}))
+    args = ("run", "--all-files", "--color", "never", "--config", str(config))
+    first = _pre_commit(*args, cwd=project, home=pre_commit_dir / "home")
+    assert first.returncode == 1, _explain(first)
+    assert "files were modified by this hook" in first.stdout, _explain(first)
+    assert fixable.read_text() == GOOD
+    _git("add", "fixable.py", cwd=project)
+    second = _pre_commit(*args, cwd=project, home=pre_commit_dir / "home")
+    assert second.returncode == 0, _explain(second)

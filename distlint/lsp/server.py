@@ -647,7 +647,7 @@ class DistlintSession:
         column = from_client_units(line, params.position.character, encoding)
         index = scan(text)
         if index is None:
-            return None
+            return self._finding_hover(params.text_document.uri, text, params.position)
         for supp in index.suppressions:
             if supp.line != row + 1 or not supp.column <= column <= supp.end_column:
                 continue
@@ -666,7 +666,34 @@ class DistlintSession:
                     end=_position(lines, row, supp.column + end, encoding),
                 ),
             )
-        return None
+        return self._finding_hover(params.text_document.uri, text, params.position)
+
+    def _finding_hover(self, uri: str, text: str, at: types.Position) -> types.Hover | None:
+        """Over a flagged range: each finding's rule, its summary, its whole message and the
+        rule's page (from the last check of this very text)."""
+        state = self.checked.get(uri)
+        if state is None or state.text != text:
+            return None
+        point = (at.line, at.character)
+        hits = [
+            d
+            for d in state.diagnostics
+            if d.source == SOURCE
+            and (d.range.start.line, d.range.start.character)
+            <= point
+            <= (d.range.end.line, d.range.end.character)
+        ]
+        if not hits:
+            return None
+        parts = []
+        for diagnostic in hits:
+            code = str(diagnostic.code)
+            rule = get_rule(code)
+            title = f"**{code} {rule.name}**: {rule.summary}" if rule else f"**{code}**"
+            link = f"\n\n[{code} documentation]({rule_url(code)})"
+            parts.append(f"{title}\n\n{diagnostic.message}{link}")
+        contents = _markup(self.ls.client_capabilities, "\n\n---\n\n".join(parts))
+        return types.Hover(contents=contents, range=hits[0].range if len(hits) == 1 else None)
 
 
 def _is_python(uri: str, language_id: str | None) -> bool:

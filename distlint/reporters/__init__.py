@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,10 @@ class Report:
     suppressed: int = 0
     notices: list[str] = field(default_factory=list)  # e.g. paths that do not exist
     confirm: ConfirmRun | None = None  # only with --confirm: the confirm run, for the reporters
+    # with --fix / --fix-only: (path, code, name) -> how many findings were fixed
+    fixed: Counter[tuple[str, str, str]] | None = None
+    unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes count as applicable
+    baselined: int | None = None  # with a configured baseline: the findings it held (not shown)
 
     def counts(self) -> dict[Severity, int]:
         tally = dict.fromkeys(Severity, 0)
@@ -59,6 +64,7 @@ def source_reader(paths: dict[str, Path], overrides: dict[str, str]) -> Callable
 
 
 FORMATS = ("text", "json", "github", "sarif")
+OUTPUT_FORMATS = ("full", "concise")  # the shapes of the text format (Ruff's names)
 
 
 def render(report: Report, fmt: str, **options: object) -> str:

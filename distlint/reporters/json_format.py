@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from distlint.findings import Finding, Span
+from distlint.headline import headline
 from distlint.meta import rule_url
 from distlint.reporters import Report
 
@@ -45,6 +46,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "name": finding.name,
         "severity": finding.severity.value,
         "message": finding.message,
+        "headline": headline(finding.message),
         "path": finding.path,
         "range": _range(finding.span),
         "related": [

@@ -34,6 +34,7 @@ import sarif_om as om
 from distlint import meta
 from distlint.docs import markdown_to_text, rule_doc
 from distlint.findings import Finding, Location, Severity, Span, ToolError
+from distlint.headline import headline
 from distlint.registry import Rule, get_rule
 from distlint.reporters import Report
 from distlint.reporters.fingerprint import line_hashes
@@ -178,7 +179,7 @@ class _SarifBuilder:
             rule_id=finding.code,
             rule_index=self.rule_index.get(finding.code, -1),
             level=finding.severity.value,
-            message=om.Message(text=_message_text(finding)),
+            message=_message(finding),
             locations=[self.location(finding.path, finding.span)],
         )
         if finding.related:
@@ -193,6 +194,8 @@ class _SarifBuilder:
             from distlint.confirm.report import json_properties
 
             result.properties = {**(result.properties or {}), **json_properties(finding)}
+        if self.report.baselined is not None:  # a baseline left out the findings it holds
+            result.baseline_state = "new"
         line_hash = self.line_hash(finding.path, finding.span.start.line)
         if line_hash is not None:
             result.partial_fingerprints = {"primaryLocationLineHash": line_hash}
@@ -375,6 +378,13 @@ _BRACKET = re.compile(r"([\[\]])")
 
 def _escape_brackets(text: str) -> str:
     return _BRACKET.sub(r"\\\1", text)
+
+
+def _message(finding: Finding) -> om.Message:
+    """``text``: the whole message (what GitHub shows); ``markdown``: the one-line headline in
+    bold, then the whole message, for viewers that render Markdown."""
+    text = _message_text(finding)
+    return om.Message(text=text, markdown=f"**{headline(finding.message)}**\n\n{text}")
 
 
 def _message_text(finding: Finding) -> str:

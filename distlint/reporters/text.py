@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 from distlint.findings import Finding, Severity
+from distlint.fixes import applicable, fixable_counts
+from distlint.headline import headline
 from distlint.reporters import Report
 from distlint.source import NEWLINES
 
@@ -41,33 +43,61 @@ def render_text(
     show_source: bool = True,
     statistics: bool = False,
     quiet: bool = False,
+    output_format: str = "full",
+    show_fixes: bool = False,
 ) -> str:
     paint = _Painter(color)
     out: list[str] = []
-    for finding in report.findings:
-        out.append(_headline(finding, paint))
-        if show_source:
-            out.extend(_snippet(finding, report, paint))
-        for related in finding.related:
-            where = f"{related.path}:{related.span.start.line}:{related.span.start.column}"
-            label = related.message or "see"
-            out.append(f"  {paint('dim', '=')} {label} at {where}")
-        if finding.fix is not None:
-            out.append(
-                f"  {paint('dim', '=')} fix ({finding.fix.applicability.value}): "
-                f"{finding.fix.title}"
-            )
-        if show_source:
-            out.append("")
     if statistics:
         out.extend(_statistics(report))
+    elif output_format == "concise":
+        out.extend(_concise(finding, paint) for finding in report.findings)
+    else:
+        for finding in report.findings:
+            out.extend(_full(finding, report, paint, show_source))
+    if show_fixes and report.fixed:
+        if out and out[-1] != "":
+            out.append("")
+        out.extend(fix_summary_lines(report, show_fixes=True, paint=paint))
+        out.append("")
     if not quiet:
+        hint = fixable_hint(report)
+        if hint:
+            out.append(hint)
+        if report.baselined:
+            out.append(f"{_plural(report.baselined, 'finding')} in the baseline not shown.")
         out.append(summary_line(report))
+        if report.fixed is not None and not show_fixes:
+            out.extend(fix_summary_lines(report, show_fixes=False))
         if report.confirm is not None:
             from distlint.confirm.report import summary_lines
 
             out.extend(summary_lines(report.confirm))
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _full(finding: Finding, report: Report, paint: _Painter, show_source: bool) -> list[str]:
+    out = [_headline(finding, paint)]
+    if show_source:
+        out.extend(_snippet(finding, report, paint))
+    for related in finding.related:
+        where = f"{related.path}:{related.span.start.line}:{related.span.start.column}"
+        label = related.message or "see"
+        out.append(f"  {paint('dim', '=')} {label} at {where}")
+    if finding.fix is not None:
+        out.append(
+            f"  {paint('dim', '=')} fix ({finding.fix.applicability.value}): {finding.fix.title}"
+        )
+    if show_source:
+        out.append("")
+    return out
+
+
+def _concise(finding: Finding, paint: _Painter) -> str:
+    """``path:line:col: CODE headline``: one line, the headline at most 100 characters."""
+    start = finding.span.start
+    where = paint("path", f"{finding.path}:{start.line}:{start.column}:")
+    return f"{where} {paint('code', finding.code)} {headline(finding.message)}"
 
 
 def _headline(finding: Finding, paint: _Painter) -> str:
@@ -102,9 +132,57 @@ def _snippet(finding: Finding, report: Report, paint: _Painter) -> list[str]:
 
 
 def _statistics(report: Report) -> list[str]:
+    """Findings per rule, most frequent first (then by code), with how many are fixable."""
     counts = Counter((f.code, f.name) for f in report.findings)
-    rows = [f"{count:>5}  {code}  {name}" for (code, name), count in sorted(counts.items())]
-    return rows + ([""] if rows else [])
+    fixable = Counter(
+        (f.code, f.name) for f in report.findings if applicable(f.fix, report.unsafe_fixes)
+    )
+    if not counts:
+        return []
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    out = [f"{'count':>5}  {'code':<5}  {'fixable':>7}  rule"]
+    out += [
+        f"{count:>5}  {code:<5}  {fixable[(code, name)]:>7}  {name}" for (code, name), count in rows
+    ]
+    return [*out, ""]
+
+
+def fixable_hint(report: Report) -> str | None:
+    """How many findings ``--fix`` would fix (and how many more with ``--unsafe-fixes``)."""
+    safe, unsafe = fixable_counts(report.findings)
+    if report.unsafe_fixes:
+        total = safe + unsafe
+        return f"{total} fixable with `--fix --unsafe-fixes`." if total else None
+    if safe and unsafe:
+        return f"{safe} fixable with `--fix` ({unsafe} more with `--fix --unsafe-fixes`)."
+    if safe:
+        return f"{safe} fixable with `--fix`."
+    if unsafe:
+        return f"{unsafe} fixable with `--fix --unsafe-fixes` (unsafe fixes: review them)."
+    return None
+
+
+def fix_summary_lines(
+    report: Report, show_fixes: bool = False, paint: _Painter | None = None
+) -> list[str]:
+    """``Fixed N findings in M files.``; with ``show_fixes``, per file and rule, Ruff's way."""
+    fixed = report.fixed or Counter()
+    total = sum(fixed.values())
+    if not total:
+        return ["No fixes applied."]
+    files = len({path for path, _, _ in fixed})
+    head = f"Fixed {_plural(total, 'finding')} in {_plural(files, 'file')}"
+    if not show_fixes:
+        return [head + "."]
+    paint = paint or _Painter(False)
+    out = [head + ":"]
+    by_path: dict[str, list[tuple[str, str, int]]] = {}
+    for (path, code, name), count in sorted(fixed.items()):
+        by_path.setdefault(path, []).append((code, name, count))
+    for path, rows in by_path.items():
+        out.append(f"- {paint('path', path)}:")
+        out.extend(f"    {count} × {paint('code', code)} ({name})" for code, name, count in rows)
+    return out
 
 
 def _plural(count: int, word: str) -> str:

@@ -387,6 +387,54 @@ def _quoted(message: str) -> str:
     return first if len(first) <= 240 else first[:237] + "..."
 
 
+# Deprecated functions whose replacement is a drop-in on the table's torch: the deprecated
+# function's whole job is ``return <replacement>(<its own parameters>)`` and both take the same
+# parameters (names, kinds, defaults). Their DL504 findings get a safe fix. A torch test
+# (tests/proof/test_proof_dl5xx.py) derives this set from the installed torch and checks it.
+DROP_IN: dict[str, str] = {
+    "functorch.functionalize": "torch.func.functionalize",
+    "functorch.grad": "torch.func.grad",
+    "functorch.grad_and_value": "torch.func.grad_and_value",
+    "functorch.hessian": "torch.func.hessian",
+    "functorch.jacfwd": "torch.func.jacfwd",
+    "functorch.jacrev": "torch.func.jacrev",
+    "functorch.jvp": "torch.func.jvp",
+    "functorch.vjp": "torch.func.vjp",
+    "functorch.vmap": "torch.vmap",
+    "torch.cuda.max_memory_cached": "torch.cuda.max_memory_reserved",
+    "torch.cuda.memory_cached": "torch.cuda.memory_reserved",
+    "torch.cuda.reset_max_memory_allocated": "torch.cuda.reset_peak_memory_stats",
+    "torch.cuda.reset_max_memory_cached": "torch.cuda.reset_peak_memory_stats",
+    "torch.distributed._all_gather_base": "torch.distributed.all_gather_single",
+    "torch.distributed._functional_collectives.all_gather_into_tensor_coalesced": (
+        "torch.distributed._functional_collectives.all_gather_single_coalesced"
+    ),
+    "torch.distributed._functional_collectives.all_gather_tensor": (
+        "torch.distributed._functional_collectives.all_gather_single"
+    ),
+    "torch.distributed._functional_collectives.all_gather_tensor_autograd": (
+        "torch.distributed._functional_collectives.all_gather_single_autograd"
+    ),
+    "torch.distributed._functional_collectives.reduce_scatter_tensor": (
+        "torch.distributed._functional_collectives.reduce_scatter_single"
+    ),
+    "torch.distributed._functional_collectives.reduce_scatter_tensor_autograd": (
+        "torch.distributed._functional_collectives.reduce_scatter_single_autograd"
+    ),
+    "torch.distributed._functional_collectives.reduce_scatter_tensor_coalesced": (
+        "torch.distributed._functional_collectives.reduce_scatter_single_coalesced"
+    ),
+    "torch.distributed._reduce_scatter_base": "torch.distributed.reduce_scatter_single",
+    "torch.distributed.all_gather_into_tensor": "torch.distributed.all_gather_single",
+    "torch.distributed.reduce_scatter_tensor": "torch.distributed.reduce_scatter_single",
+    "torch.nn.utils.clip_grad_norm": "torch.nn.utils.clip_grad_norm_",
+    "torch.utils._pytree._is_leaf": "torch.utils._pytree.tree_is_leaf",
+    "torch.utils.data.graph_settings.apply_shuffle_seed": (
+        "torch.utils.data.graph_settings.apply_random_seed"
+    ),
+}
+
+
 class DeprecatedTorchApi(Rule):
     code = "DL504"
     name = "deprecated-torch-api"
@@ -397,10 +445,16 @@ class DeprecatedTorchApi(Rule):
     )
     tags = ("maintainability", "api", "deprecation")
     precision = "very-high"
+    fix_availability = FixAvailability.SOMETIMES
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        configured = ctx.settings.torch_version or load_table(None).torch_version
+        # Judged against the lowest torch the project supports (configured, or inferred from
+        # its requirements): a deprecation newer than that is one it cannot act on yet.
+        settings = ctx.settings
+        configured = (
+            settings.torch_floor or settings.torch_version or load_table(None).torch_version
+        )
         wanted = _version_key(configured)
         self._names: dict[str, DeprecatedApi] = {}
         self._modules: list[DeprecatedApi] = []
@@ -631,7 +685,34 @@ class DeprecatedTorchApi(Rule):
         head = _head(node)  # type: ignore[arg-type]
         if type(head) is cst.Name and head.value in self._rebound():
             return  # `vmap` from torch in try, from functorch in except: which one runs varies
-        self.report(node, self._deprecated_message(self.ctx.module.code_for_node(node), api))
+        self.report(
+            node,
+            self._deprecated_message(self.ctx.module.code_for_node(node), api),
+            **self._rename_fix(node, api),  # type: ignore[arg-type]
+        )
+
+    def _rename_fix(self, node: cst.CSTNode, api: DeprecatedApi) -> dict[str, object]:
+        """A safe fix to the replacement when it is a drop-in (:data:`DROP_IN`).
+
+        Spelled the way the code spells the module when the replacement lives beside the
+        deprecated name (``dist._all_gather_base`` -> ``dist.all_gather_single``), else by its
+        full path when ``torch`` is imported as itself. A bare imported name gets no fix: its
+        import would have to change too.
+        """
+        replacement = DROP_IN.get(api.name)
+        if replacement is None or type(node) is not cst.Attribute:
+            return {}
+        resolved = self.ctx.resolve(node)  # type: ignore[arg-type]
+        if resolved is None:
+            return {}
+        parent, _, last = replacement.rpartition(".")
+        fix = Fix(f"Use `{replacement}`", (), Applicability.SAFE)
+        if resolved.rpartition(".")[0] == parent:
+            return {"fix": fix, "fix_nodes": ((node.attr, last),)}  # type: ignore[attr-defined]
+        root = replacement.split(".", 1)[0]
+        if self.ctx.imports.resolve_name(root) != root or root in self._rebound():
+            return {}
+        return {"fix": fix, "fix_nodes": ((node, replacement),)}
 
     def _rebound(self) -> frozenset[str]:
         """Names the file binds to different things (imports or aliases) on different paths.

@@ -16,7 +16,7 @@ import re
 import libcst as cst
 
 from distlint.captures import GRAPH_CONTEXTS, GRAPHED_CALLABLES, graphed_items, statement_method
-from distlint.findings import Location, Severity
+from distlint.findings import Applicability, Fix, FixAvailability, Location, Severity
 from distlint.regions import literal_value
 from distlint.registry import Rule
 from distlint.walker import children, descendants, parameters, scope_nodes
@@ -482,6 +482,7 @@ class CudagraphOutputReuse(Rule):
     summary = (
         "The output of a reduce-overhead callable is read after a later call has overwritten it."
     )
+    fix_availability = FixAvailability.SOMETIMES
     tags = ("correctness", "torch.compile", "cuda-graphs")
     precision = "medium"
 
@@ -578,6 +579,7 @@ class _OutputUse:
         self.module_graphed = graphed
         self.graphed = graphed  # the names that may be graphed in the function scanned
         self.active: set[str] = set()  # of those, the ones graphed at this point of the scan
+        self.bound_values: dict[cst.CSTNode, cst.BaseExpression] = {}  # bind target -> value
 
     def run(self, module: cst.Module) -> None:
         scanner = self
@@ -656,6 +658,7 @@ class _OutputUse:
                 if scanner._graph_call(node.value) is not None:
                     for target in node.targets:
                         if isinstance(target.target, cst.Name):
+                            scanner.bound_values[target.target] = node.value
                             events.append(("bind", target.target, target.target.value))
                 else:
                     for target in node.targets:
@@ -694,6 +697,7 @@ class _OutputUse:
                     "it silently holds the later step's values (GPU, torch 2.11; "
                     "`cudagraph_mark_step_begin()` does not prevent this). Keep `.clone()` (or "
                     "a Python value) instead.",
+                    **self._clone_fix(node),  # type: ignore[arg-type]
                 )
             elif kind == "read" and name in bound and name not in reported:
                 when, _ = bound[name]
@@ -709,4 +713,23 @@ class _OutputUse:
                         "2.11; `cudagraph_mark_step_begin()` does not prevent this). `.clone()` "
                         "it before the next call.",
                         related_nodes=((last_call, "overwritten by this call"),),
+                        **self._clone_fix(self.bound_values.get(bound[name][1])),  # type: ignore[arg-type]
                     )
+
+    def _clone_fix(self, value: cst.CSTNode | None) -> dict[str, object]:
+        """``fix``/``fix_nodes`` that keep ``value.clone()`` instead of the graph's output.
+
+        Unsafe: the output may be a tuple or another container (then ``.clone()`` does not
+        exist), and a copy per step costs memory. For a tensor it is the remedy torch's own
+        error message names.
+        """
+        if not isinstance(value, cst.BaseExpression):
+            return {}
+        # the node's range leaves its own parentheses out
+        text = self.rule.ctx.module.code_for_node(value.with_changes(lpar=(), rpar=()))
+        if not isinstance(value, (cst.Call, cst.Subscript, cst.Attribute)):
+            text = f"({text})"
+        return {
+            "fix": Fix("Keep a `.clone()` of the output", (), Applicability.UNSAFE),
+            "fix_nodes": ((value, f"{text}.clone()"),),
+        }

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from distlint.findings import Severity
+from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.imports import dotted_name
 from distlint.registry import Rule
 from distlint.walker import descendants, evaluated, scope_nodes
@@ -81,6 +81,7 @@ class FloatFlagEquality(Rule):
         "(hygiene: use an integer flag or a threshold)."
     )
     default_enabled = False
+    fix_availability = FixAvailability.SOMETIMES
     tags = ("hygiene", "distributed")
     precision = "medium"
 
@@ -110,12 +111,24 @@ class FloatFlagEquality(Rule):
         via: str,
     ) -> None:
         code = self.ctx.module.code_for_node
+        fix_nodes: tuple[tuple[cst.CSTNode, str], ...] = ()
+        fix = None
+        if len(node.comparisons) == 1:
+            equal = isinstance(node.comparisons[0].operator, cst.Equal)
+            fix_nodes = ((node, _tolerance_comparison(node, value, literal, equal)),)
+            fix = Fix(
+                f"Compare within {FLOAT_TOLERANCE} instead of exactly",
+                (),
+                Applicability.UNSAFE,
+            )
         self.report(
             node,
             f"Exact `==`/`!=` between `{code(value)}` (a float received through `{via}`) "
             f"and `{code(literal)}`: it holds only while the sender sets exactly that value "
             "and nothing averages or rescales it (a hygiene note, not an observed failure). "
             "Use an integer tensor for flags, or a threshold such as `> 0.5`.",
+            fix=fix,
+            fix_nodes=fix_nodes,
         )
 
     def _received_via(self, expr: cst.BaseExpression) -> str | None:
@@ -183,6 +196,40 @@ class FloatFlagEquality(Rule):
         if self.ctx.resolve(func) == "torch.tensor" and value.args:
             return _all_int_literals(value.args[0].value)
         return False
+
+
+FLOAT_TOLERANCE = "1e-6"
+
+
+def _tolerance_comparison(
+    node: cst.Comparison, value: cst.BaseExpression, literal: cst.BaseExpression, equal: bool
+) -> str:
+    """``abs(value - literal) < 1e-6`` (``>=`` for ``!=``).
+
+    It holds whenever the exact comparison held (the difference is then 0), and also for a
+    value that rounding moved by less than the tolerance. Works on Python floats and tensors
+    alike (``abs`` of a tensor is a tensor).
+    """
+    difference = cst.Call(
+        cst.Name("abs"),
+        [
+            cst.Arg(
+                cst.BinaryOperation(
+                    value.with_changes(lpar=(), rpar=()),
+                    cst.Subtract(),
+                    literal.with_changes(lpar=(), rpar=()),
+                )
+            )
+        ],
+    )
+    operator = cst.LessThan() if equal else cst.GreaterThanEqual()
+    replacement = node.with_changes(  # the node's range leaves its parentheses out
+        lpar=(),
+        rpar=(),
+        left=difference,
+        comparisons=[cst.ComparisonTarget(operator, cst.Float(FLOAT_TOLERANCE))],
+    )
+    return cst.Module([]).code_for_node(replacement)
 
 
 def _received_base(expr: cst.BaseExpression) -> str | None:
@@ -262,6 +309,7 @@ class SharedCompileCacheDir(Rule):
         "several processes (hygiene: concurrent writers)."
     )
     default_enabled = False
+    fix_availability = FixAvailability.SOMETIMES
     tags = ("hygiene", "torch.compile", "distributed")
     precision = "medium"
 
@@ -333,7 +381,57 @@ class SharedCompileCacheDir(Rule):
             f"({self._multi_process}): every rank and every host writes the same compile "
             "cache (a hygiene note for shared or network filesystems, not an observed "
             f"failure). Add the rank or host, e.g. `f\"/tmp/cache-{{os.environ['LOCAL_RANK']}}\"`.",
+            **self._per_host_fix(value),  # type: ignore[arg-type]
         )
+
+    def _per_host_fix(self, value: cst.BaseExpression) -> dict[str, object]:
+        """Unsafe fix: one subdirectory per host, ``os.path.join(<path>, socket.gethostname())``
+        (adding ``import os`` / ``import socket`` before the file's first import if needed).
+
+        Unsafe: the cache moves (a cold cache once), and code that reads the variable back
+        sees the new path. None when ``os`` or ``socket`` name something else in the file, or
+        the file has no module-level import to put the new ones beside.
+        """
+        table = self.ctx.imports
+        missing = []
+        for module in ("os", "socket"):
+            bound = table.resolve_name(module)
+            if bound is None and not _binds(self.ctx.module, module):
+                missing.append(module)
+            elif bound != module:
+                return {}
+        host = "socket.gethostname()"
+        code = self.ctx.module.code_for_node
+        if (
+            isinstance(value, cst.Call)
+            and self.ctx.resolve(value.func) == "os.path.join"
+            and not value.lpar
+            and value.args
+            and all(arg.keyword is None and not arg.star for arg in value.args)
+        ):
+            last = value.args[-1]
+            joined = value.with_changes(
+                args=[
+                    *value.args[:-1],
+                    last.with_changes(comma=cst.MaybeSentinel.DEFAULT),
+                    cst.Arg(cst.parse_expression(host)),
+                ]
+            )
+            replacement = code(joined)
+        else:
+            bare = value.with_changes(lpar=(), rpar=())
+            replacement = f"os.path.join({code(bare)}, {host})"
+        fix_nodes: list[tuple[cst.CSTNode, str]] = [(value, replacement)]
+        if missing:
+            anchor = _first_import(self.ctx.module)
+            if anchor is None:
+                return {}
+            imports = "".join(f"import {module}\n" for module in missing)
+            fix_nodes.insert(0, (anchor, imports + code(anchor)))
+        return {
+            "fix": Fix("Use one cache directory per host", (), Applicability.UNSAFE),
+            "fix_nodes": tuple(fix_nodes),
+        }
 
     def _fixed(self, expr: cst.BaseExpression, depth: int) -> bool:
         """Whether ``expr`` is one path for every process (literals, constants, joins)."""
@@ -364,6 +462,26 @@ class SharedCompileCacheDir(Rule):
                     for arg in expr.args
                 )
         return False
+
+
+def _binds(module: cst.Module, name: str) -> bool:
+    """Whether any statement of the module (at any depth) binds or imports ``name``."""
+    return any(type(node) is cst.Name and node.value == name for node in descendants(module))
+
+
+def _first_import(module: cst.Module) -> cst.BaseSmallStatement | None:
+    """The module's first top-level import that is not ``from __future__``."""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                return small
+            if isinstance(small, cst.ImportFrom) and not (
+                isinstance(small.module, cst.Name) and small.module.value == "__future__"
+            ):
+                return small
+    return None
 
 
 def _is_builtin_str(call: cst.Call) -> bool:

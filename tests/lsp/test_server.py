@@ -289,6 +289,23 @@ async def test_fix_all_applies_every_safe_fix(client):
     assert await doc.code_actions([], only=[FIX_ALL]) == []
 
 
+async def test_fix_all_applies_a_deprecated_api_drop_in(client):
+    """DL504's drop-in replacements are safe fixes: fix-all applies them (and nothing unsafe)."""
+    text = (
+        "import torch\nimport torch.distributed as dist\n\n\n"
+        "def gather(out, t):\n"
+        "    dist._all_gather_base(out, t)\n"
+        "    with torch.cuda.amp.autocast():\n"
+        "        return out\n"
+    )
+    doc = Doc(client, client.root / "fixall504" / "train.py", text)
+    assert codes(await doc.open_and_wait()) == ["DL504", "DL504"]
+    (action,) = await doc.code_actions([], only=[FIX_ALL])
+    fixed = doc.edited(action)
+    assert fixed == text.replace("dist._all_gather_base", "dist.all_gather_single")
+    assert codes(await doc.change_and_wait(fixed)) == ["DL504"]  # autocast: no drop-in
+
+
 # -- hover ---------------------------------------------------------------------------------------
 
 
@@ -326,6 +343,32 @@ async def test_hover_on_noqa_code_shows_rule_docs(client):
 
     assert await hover(position_of(text, "label", encoding)) is None
     assert await hover(position_of(text, "noqa", encoding)) is None
+
+
+async def test_hover_on_a_flagged_range_shows_the_finding(client):
+    text = HEADER + 'label = "🚀"; c = torch.compile(f, backend="nvfuser")\n'
+    doc = Doc(client, client.root / "hover-finding" / "train.py", text)
+    (diagnostic,) = await doc.open_and_wait()
+    encoding = client.encoding
+
+    async def hover(position: types.Position):
+        return await asyncio.wait_for(
+            client.text_document_hover_async(
+                types.HoverParams(
+                    text_document=types.TextDocumentIdentifier(doc.uri), position=position
+                )
+            ),
+            TIMEOUT,
+        )
+
+    inside = position_of(text, "nvfuser", encoding)
+    result = await hover(types.Position(line=inside.line, character=inside.character + 3))
+    value = result.contents.value
+    assert value.startswith("**DL502 invalid-compile-option**: ")
+    assert diagnostic.message in value  # the whole message, not only the headline
+    assert "DL502.md" in value  # the rule's page
+    assert result.range == diagnostic.range
+    assert await hover(position_of(text, "label", encoding)) is None
 
 
 # -- configuration -------------------------------------------------------------------------------
