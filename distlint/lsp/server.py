@@ -40,6 +40,7 @@ from distlint.config import (
 )
 from distlint.engine import FileResult, check_source
 from distlint.findings import Applicability, Finding, Severity, Span
+from distlint.headline import headline
 from distlint.lsp.text import (
     LineInfo,
     TextEdit,
@@ -274,9 +275,21 @@ def _diagnostic(
             }
     message = finding.message
     related = None
+    if job.features.related_information and headline(message) != message:
+        # the problems list shows a line: the headline, and the whole message as the first
+        # related entry (at the finding itself); hover shows it too
+        message = headline(finding.message)
+        related = [
+            types.DiagnosticRelatedInformation(
+                location=types.Location(
+                    uri=job.uri, range=_span_range(lines, finding.span, encoding)
+                ),
+                message=finding.message,
+            )
+        ]
     if finding.related:
         if job.features.related_information:
-            related = [
+            related = (related or []) + [
                 types.DiagnosticRelatedInformation(
                     location=types.Location(
                         uri=_location_uri(job, display, loc.path),

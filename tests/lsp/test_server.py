@@ -18,6 +18,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
+from distlint.headline import HEADLINE_MAX, headline
 from distlint.meta import rule_url
 from tests.lsp.helpers import (
     CLIENTS,
@@ -150,15 +151,27 @@ async def test_diagnostics_ranges_severity_code_and_related(client):
         assert diagnostic.data["code"] == diagnostic.code
     assert "'nvfuser' is not a torch.compile backend" in dl502.message
 
-    if client.spec == "emacs":  # relatedInformation unsupported: named in the message
+    if client.spec == "emacs":  # relatedInformation unsupported: the whole message, named
         assert dl203.related_information is None
         assert dl203.message.endswith("(compiled: line 12)")
-    else:
-        (related,) = dl203.related_information
+        assert len(dl203.message) > HEADLINE_MAX
+    else:  # the headline in the list; the whole message first in the related information
+        whole, related = dl203.related_information
+        assert len(dl203.message) <= HEADLINE_MAX
+        assert whole.message.startswith(dl203.message.rstrip(".…"))
+        assert len(whole.message) > len(dl203.message)
+        assert whole.location.uri == doc.uri and whole.location.range == dl203.range
         assert related.message == "compiled"
         assert related.location.uri == doc.uri
         assert related.location.range == range_of(SAMPLE, "@torch.compile", encoding)
-    assert dl502.related_information is None
+    if client.spec == "emacs":
+        assert dl502.related_information is None
+        assert headline(dl502.message) != dl502.message  # the whole message
+    elif dl502.related_information is None:
+        assert headline(dl502.message) == dl502.message  # short: nothing more to show
+    else:  # no related locations: only the whole message
+        (whole,) = dl502.related_information
+        assert whole.message.startswith("'nvfuser' is not a torch.compile backend")
 
 
 async def test_syntax_error_is_dl000(client):
