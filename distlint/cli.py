@@ -27,6 +27,7 @@ from distlint.confirm.cli import ConfirmRequest, confirm_options, register
 from distlint.findings import Finding, ToolError
 from distlint.registry import all_rules, get_rule
 from distlint.reporters import FORMATS, OUTPUT_FORMATS, Report, render, source_reader
+from distlint.reporters.text import statistics_rows
 from distlint.selection import is_valid_selector, normalize_selector, suggest_code
 
 if TYPE_CHECKING:
@@ -139,7 +140,8 @@ def main() -> None:
 @click.option(
     "--statistics",
     is_flag=True,
-    help="Print the number of findings per rule (most frequent first) instead of the findings.",
+    help="Print the number of findings per rule (most frequent first) instead of the findings "
+    "(a table, or a JSON list with --format json).",
 )
 @click.option("--fix/--no-fix", default=False, help="Apply safe fixes, then report what is left.")
 @click.option(
@@ -247,6 +249,8 @@ def check(
     )
     if add_noqa and modes.fix:
         raise UsageFailure("--add-noqa cannot be combined with --fix, --fix-only or --diff")
+    if statistics and fmt not in ("text", "json"):
+        raise UsageFailure("--statistics works with --format text or json")
     if confirm is not None and (modes.only or add_noqa):
         raise UsageFailure("--confirm cannot be combined with --fix-only, --diff or --add-noqa")
     if baseline_file is not None and (modes.only or add_noqa):
@@ -608,6 +612,8 @@ def _emit(report: Report, opts: dict[str, object], err: bool = False) -> None:
             output_format=str(opts["output_format"]),
             show_fixes=modes.show_fixes,
         )
+    elif fmt == "json" and opts["statistics"]:
+        text = json.dumps(statistics_rows(report), indent=2) + "\n"
     elif fmt == "sarif":
         text = _sarif(report, opts)
     else:

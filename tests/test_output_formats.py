@@ -104,6 +104,18 @@ def test_statistics_most_frequent_first_with_fixable(project: Path) -> None:
     ]
 
 
+def test_statistics_as_json_rows_and_refused_for_other_formats(project: Path) -> None:
+    result = cli(["check", "--statistics", "--format", "json", "a.py", "b.py"])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == [
+        {"code": "DL502", "name": "invalid-compile-option", "count": 2, "fixable": 1},
+        {"code": "DL203", "name": "object-collective-in-compiled-region", "count": 1, "fixable": 0},
+    ]
+    refused = cli(["check", "--statistics", "--format", "sarif", "a.py"])
+    assert refused.exit_code == 2
+    assert "--statistics works with --format text or json" in refused.output
+
+
 def test_json_and_sarif_keep_the_whole_message(project: Path) -> None:
     data = json.loads(cli(["check", "--format", "json", "b.py"]).stdout)
     assert data[1]["headline"] == headline(data[1]["message"])

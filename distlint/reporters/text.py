@@ -131,18 +131,27 @@ def _snippet(finding: Finding, report: Report, paint: _Painter) -> list[str]:
     ]
 
 
-def _statistics(report: Report) -> list[str]:
-    """Findings per rule, most frequent first (then by code), with how many are fixable."""
+def statistics_rows(report: Report) -> list[dict[str, object]]:
+    """Findings per rule, most frequent first (then by code), with how many are fixable
+    (``--statistics``; the JSON format prints these rows as they are)."""
     counts = Counter((f.code, f.name) for f in report.findings)
     fixable = Counter(
         (f.code, f.name) for f in report.findings if applicable(f.fix, report.unsafe_fixes)
     )
-    if not counts:
-        return []
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [
+        {"code": code, "name": name, "count": count, "fixable": fixable[(code, name)]}
+        for (code, name), count in rows
+    ]
+
+
+def _statistics(report: Report) -> list[str]:
+    rows = statistics_rows(report)
+    if not rows:
+        return []
     out = [f"{'count':>5}  {'code':<5}  {'fixable':>7}  rule"]
     out += [
-        f"{count:>5}  {code:<5}  {fixable[(code, name)]:>7}  {name}" for (code, name), count in rows
+        f"{row['count']:>5}  {row['code']:<5}  {row['fixable']:>7}  {row['name']}" for row in rows
     ]
     return [*out, ""]
 
