@@ -1,4 +1,4 @@
-"""Proof for DL101-DL110: what torch 2.13 does with the fixtures' compiled functions.
+"""Proof for DL101-DL118: what torch 2.13 does with the fixtures' compiled functions.
 
 All fixture files of the DL1xx rules run in ONE subprocess (``tests/proof/dynamo_cases.py``):
 for each case we read the exception (``fullgraph=True`` failures), the graph-break reasons
@@ -333,3 +333,51 @@ def test_dl110_good_compiles_and_traps_only_break_by_design(runs) -> None:
     traps = cases(runs, "DL110", "traps")
     assert_breaks(traps["case_disabled_call_without_fullgraph"], "GB0098", DISABLED)
     assert_clean({"shadow": traps["case_local_function_shadows_the_helper"]})
+
+
+# -- DL111 ---------------------------------------------------------------------------------------
+
+HOP_UNCAPTURED = "torch._dynamo.exc.UncapturedHigherOrderOpError"
+DL111_BAD = {
+    "case_direct_fullgraph": ("fg", 19, "gb0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_helper_fullgraph": ("fg", 24, "gb0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_without_fullgraph": ("break", 36, "GB0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_skip_frame_fullgraph": ("fg", 43, "gb4297", "Call to `torch._dynamo.skip_frame()`"),
+    "case_step_unsupported_fullgraph": (
+        "fg",
+        50,
+        "gb0284",
+        "cannot resume from torch._dynamo.step_unsupported()",
+    ),
+    # no break is counted: the whole frame is skipped (0 graphs); Dynamo records why
+    "case_step_unsupported_without_fullgraph": ("skip", 57, "GB4636", None),
+    "case_checkpoint_body_fullgraph": ("fg", 62, "gb0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_cond_branch": ("cond", 72, "gb0025", "Call to `torch._dynamo.graph_break()`"),
+}
+
+
+def test_dl111_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL111", "bad")) == set(DL111_BAD)
+    assert {case[1] for case in DL111_BAD.values()} == flagged_lines("DL111")
+
+
+@pytest.mark.parametrize("case", sorted(DL111_BAD))
+def test_dl111_bad(runs, case: str) -> None:
+    how, line, gb, text = DL111_BAD[case]
+    run = cases(runs, "DL111", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, text, line, "DL111")
+        assert gb in run.message
+    elif how == "cond":  # fails without fullgraph: torch.cond must be captured whole
+        assert_fails(run, HOP_UNCAPTURED, text, line, "DL111")
+        assert gb in run.message
+    elif how == "skip":
+        assert run.ok and run.graphs == 0, run
+        assert any(gb.lower() in reason for reason in run.unimplemented), run.unimplemented
+    else:
+        assert_breaks(run, gb, text)
+
+
+def test_dl111_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL111", "good"))
+    assert_clean(cases(runs, "DL111", "traps"))
