@@ -134,3 +134,94 @@ def test_dl111_follows_helpers_across_modules(tmp_path: Path) -> None:
         Severity.ERROR,
     )
     assert results["pkg/model.py"].findings == ()
+
+
+# -- DL112 ---------------------------------------------------------------------------------------
+
+TEST_CASE = HEADER + textwrap.dedent(
+    """\
+    import unittest
+
+
+    class Base(unittest.TestCase):
+        def assertScaled(self, x):
+            return x * 2
+
+
+    class T(Base):
+        def test(self):
+            @torch.compile
+            def step(x):
+                self.assertScaled(x)
+                self.assertEqual(x.shape, (4,))
+                torch.compiler.disable(print)(x)
+                return x
+
+            return step
+    """
+)
+
+
+def test_dl112_unittest_assertions_and_disable_calls_in_a_region() -> None:
+    found = run(TEST_CASE, "DL112")
+    assert where(found) == [("DL112", 17, 13), ("DL112", 18, 13)]
+    assert "GB0008" in found[0].message and "GB0007" in found[1].message
+    assert all(f.severity is Severity.WARNING for f in found)
+
+
+def test_dl112_not_a_test_case_or_outside_a_region() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        import unittest
+
+        from somewhere import ExternalBase
+
+
+        class Other(ExternalBase):
+            def run(self):
+                @torch.compile(fullgraph=True)
+                def step(x):
+                    self.assertEqual(x, x)
+                    return x
+
+                return step
+
+
+        class T(unittest.TestCase):
+            def test(self):
+                self.assertEqual(1, 1)
+                return torch.compiler.disable(print)
+        """
+    )
+    assert run(source, "DL112") == []
+
+
+# -- DL113 ---------------------------------------------------------------------------------------
+
+
+def test_dl113_class_in_compiled_function_and_in_a_helper() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        def helper(x):
+            class Inner:
+                class Deeper:
+                    pass
+            return x
+
+
+        @torch.compile(fullgraph=True)
+        def step(x):
+            class Local:
+                pass
+            return helper(x)
+
+
+        def eager():
+            class Fine:
+                pass
+        """
+    )
+    found = run(source, "DL113")
+    assert where(found) == [("DL113", 5, 11), ("DL113", 13, 11)]
+    assert all(f.severity is Severity.ERROR for f in found)
+    assert "GB8977" in found[0].message

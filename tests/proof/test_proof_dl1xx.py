@@ -381,3 +381,55 @@ def test_dl111_bad(runs, case: str) -> None:
 def test_dl111_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL111", "good"))
     assert_clean(cases(runs, "DL111", "traps"))
+
+
+# -- DL112 ---------------------------------------------------------------------------------------
+
+SKIPPED_INLINE = "Attempted to inline function marked as skipped"
+DL112_BAD = {
+    "case_unittest_assert_fullgraph": ("fg", 25, "gb0008", SKIPPED_INLINE),
+    "case_unittest_assert_default": ("break", 34, "GB0008", SKIPPED_INLINE),
+    "case_disable_inside_fullgraph": ("fg", 47, "gb0007", SKIPPED),
+    "case_dynamo_disable_inside_default": ("break", 53, "GB0007", SKIPPED),
+}
+
+
+def test_dl112_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL112", "bad")) == set(DL112_BAD)
+    assert {case[1] for case in DL112_BAD.values()} == flagged_lines("DL112")
+
+
+@pytest.mark.parametrize("case", sorted(DL112_BAD))
+def test_dl112_bad(runs, case: str) -> None:
+    how, line, gb, text = DL112_BAD[case]
+    run = cases(runs, "DL112", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, text, line, "DL112")
+        assert gb in run.message
+    else:
+        assert_breaks(run, gb, text)
+
+
+def test_dl112_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL112", "good"))
+    assert_clean(cases(runs, "DL112", "traps"))
+
+
+# -- DL113 ---------------------------------------------------------------------------------------
+
+BUILD_CLASS = "Invalid call to __build_class__"
+
+
+def test_dl113_bad(runs) -> None:
+    bad = cases(runs, "DL113", "bad")
+    assert set(bad) == {"case_local_class_fullgraph", "case_local_dataclass_in_a_helper"}
+    assert flagged_lines("DL113") == {15, 23}
+    assert_fails(bad["case_local_class_fullgraph"], UNSUPPORTED, BUILD_CLASS, 15, "DL113")
+    assert "gb8977" in bad["case_local_class_fullgraph"].message
+    # the helper's local dataclass: a break (the dataclass decorator breaks too, GB0059)
+    assert_breaks(bad["case_local_dataclass_in_a_helper"], "GB8977", BUILD_CLASS)
+
+
+def test_dl113_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL113", "good"))
+    assert_clean(cases(runs, "DL113", "traps"))
