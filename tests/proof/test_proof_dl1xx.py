@@ -433,3 +433,41 @@ def test_dl113_bad(runs) -> None:
 def test_dl113_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL113", "good"))
     assert_clean(cases(runs, "DL113", "traps"))
+
+
+# -- DL114 ---------------------------------------------------------------------------------------
+
+NO_TP_ITER = "missing tp_iter"
+DL114_BAD = {
+    "case_zip_fullgraph": ("fg", 53),
+    "case_map_without_fullgraph": ("break", 57),  # sum(values): a break, one graph
+    "case_zip_in_a_loop_without_fullgraph": ("skip", 61),  # a for loop: the frame is skipped
+    "case_generator_fullgraph": ("fg", 65),
+    "case_enumerate_keyword_fullgraph": ("fg", 69),
+    "case_dict_items_into_a_compiled_module": ("fg", 75),
+}
+
+
+def test_dl114_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL114", "bad")) == set(DL114_BAD)
+    assert {line for _, line in DL114_BAD.values()} == flagged_lines("DL114")
+
+
+@pytest.mark.parametrize("case", sorted(DL114_BAD))
+def test_dl114_bad(runs, case: str) -> None:
+    how, line = DL114_BAD[case]
+    run = cases(runs, "DL114", "bad")[case]
+    if how == "fg":
+        # the traceback names the flagged call site, the message the loop that iterates
+        assert_fails(run, UNSUPPORTED, NO_TP_ITER, line, "DL114")
+        assert "gb0811" in run.message
+    elif how == "skip":
+        assert run.ok and run.graphs == 0 and run.breaks == [], run
+        assert any("gb0811" in reason for reason in run.unimplemented), run.unimplemented
+    else:
+        assert_breaks(run, "GB0811", NO_TP_ITER)
+
+
+def test_dl114_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL114", "good"))
+    assert_clean(cases(runs, "DL114", "traps"))
