@@ -471,3 +471,43 @@ def test_dl114_bad(runs, case: str) -> None:
 def test_dl114_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL114", "good"))
     assert_clean(cases(runs, "DL114", "traps"))
+
+
+# -- DL115 ---------------------------------------------------------------------------------------
+
+DATA_DEPENDENT = "Data dependent operator"
+DL115_BAD = {
+    "case_equal_fullgraph": ("fg", 13, "aten.equal"),
+    "case_allclose_in_if": ("break", 19, "aten.allclose"),
+    "case_allclose_method_fullgraph": ("fg", 26, "aten.allclose"),
+    "case_equal_method": ("break", 31, "aten.equal"),
+}
+
+
+def test_dl115_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL115", "bad")) == set(DL115_BAD)
+    assert {case[1] for case in DL115_BAD.values()} == flagged_lines("DL115")
+
+
+@pytest.mark.parametrize("case", sorted(DL115_BAD))
+def test_dl115_bad(runs, case: str) -> None:
+    how, line, operator = DL115_BAD[case]
+    run = cases(runs, "DL115", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, DATA_DEPENDENT, line, "DL115")
+        assert "gb0033" in run.message and operator in run.message
+    else:
+        assert_breaks(run, "GB0033", DATA_DEPENDENT)
+
+
+def test_dl115_capture_scalar_outputs_still_fails(runs) -> None:
+    run = cases(runs, "DL115", "bad_capture")["case_equal_with_capture_scalar_outputs"]
+    assert flagged_lines("DL115", "bad_capture") == {15}
+    assert_fails(run, UNSUPPORTED, DATA_DEPENDENT, None, "DL115")
+    assert 15 in frame_line(run, "DL115", "bad_capture")
+    assert "gb0033" in run.message
+
+
+def test_dl115_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL115", "good"), max_graphs=2)  # two compiled functions
+    assert_clean(cases(runs, "DL115", "traps"))
