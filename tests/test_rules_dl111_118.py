@@ -312,3 +312,47 @@ def test_dl115_branch_on_allclose_is_not_a_tensor_branch() -> None:
     )
     (finding,) = run(source, "DL115", "DL101")
     assert finding.code == "DL115" and finding.severity is Severity.ERROR
+
+
+# -- DL116 ---------------------------------------------------------------------------------------
+
+
+def test_dl116_module_without_super_init() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        from torch import nn
+        from project import Base
+
+
+        class A(nn.Module):
+            def __init__(self):
+                self.k = 1
+
+
+        class B(nn.Linear):
+            def __init__(self):
+                pass
+
+
+        class C(Base, nn.Module):
+            def __init__(self):
+                pass
+
+
+        class D(nn.Module):
+            def __init__(self):
+                super().__init__()
+
+
+        class E(nn.Module):
+            pass
+
+
+        class F:
+            def __init__(self):
+                pass
+        """
+    )
+    found = run(source, "DL116")
+    assert where(found) == [("DL116", 9, 9), ("DL116", 14, 9)]
+    assert all(f.severity is Severity.ERROR and "GB0119" in f.message for f in found)

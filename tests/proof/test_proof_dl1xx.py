@@ -511,3 +511,33 @@ def test_dl115_capture_scalar_outputs_still_fails(runs) -> None:
 def test_dl115_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL115", "good"), max_graphs=2)  # two compiled functions
     assert_clean(cases(runs, "DL115", "traps"))
+
+
+# -- DL116 ---------------------------------------------------------------------------------------
+
+
+def test_dl116_bad_modules_fail_compiled_and_eager(runs) -> None:
+    bad = cases(runs, "DL116", "bad")
+    assert set(bad) == {"case_doubler_fullgraph", "case_shift_fullgraph", "case_shift_eager"}
+    # the flagged lines are the __init__ of Doubler (13) and Shift (21)
+    assert flagged_lines("DL116") == {13, 21}
+    shift = bad["case_shift_fullgraph"]
+    assert_fails(shift, UNSUPPORTED, "Uninitialized nn.Module", None, "DL116")
+    assert "gb0119" in shift.message and "of type Shift" in shift.message
+    doubler = bad["case_doubler_fullgraph"]
+    assert_fails(
+        doubler,
+        "torch._dynamo.exc.InternalTorchDynamoError",
+        "'Doubler' object has no attribute '_parameters'",
+        None,
+        "DL116",
+    )
+    eager = bad["case_shift_eager"]
+    assert_fails(
+        eager, "builtins.AttributeError", "object has no attribute '_backward_hooks'", None, ""
+    )
+
+
+def test_dl116_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL116", "good"))
+    assert_clean(cases(runs, "DL116", "traps"))
