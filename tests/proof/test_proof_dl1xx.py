@@ -541,3 +541,36 @@ def test_dl116_bad_modules_fail_compiled_and_eager(runs) -> None:
 def test_dl116_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL116", "good"))
     assert_clean(cases(runs, "DL116", "traps"))
+
+
+# -- DL117 ---------------------------------------------------------------------------------------
+
+NON_CONSTANT_SORT = "sort with non-constant keys"
+DL117_BAD = {
+    "case_sum_key_fullgraph": ("fg", 14),
+    "case_item_key_list_sort_fullgraph": ("fg", 20),
+    "case_norm_key_annotated_list_fullgraph": ("fg", 26),
+    "case_sorted_scalars_without_fullgraph": ("break", 32),
+}
+
+
+def test_dl117_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL117", "bad")) == set(DL117_BAD)
+    assert {line for _, line in DL117_BAD.values()} == flagged_lines("DL117")
+
+
+@pytest.mark.parametrize("case", sorted(DL117_BAD))
+def test_dl117_bad(runs, case: str) -> None:
+    how, line = DL117_BAD[case]
+    run = cases(runs, "DL117", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, NON_CONSTANT_SORT, line, "DL117")
+        assert "gb0207" in run.message
+    else:
+        assert_breaks(run, "GB0207", NON_CONSTANT_SORT)
+
+
+def test_dl117_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL117", "good"))
+    traps = cases(runs, "DL117", "traps")
+    assert_clean(traps, max_graphs=1)
