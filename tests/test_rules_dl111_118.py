@@ -380,3 +380,43 @@ def test_dl117_sorting_tensors_by_their_values() -> None:
     found = run(source, "DL117")
     assert where(found) == [("DL117", 7, 9), ("DL117", 8, 9), ("DL117", 12, 5)]
     assert all(f.severity is Severity.WARNING and "GB0207" in f.message for f in found)
+
+
+# -- DL118 ---------------------------------------------------------------------------------------
+
+
+def test_dl118_mutations_of_outside_containers_in_hop_bodies() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        import collections
+        from torch.utils.checkpoint import checkpoint
+
+        QUEUE = collections.deque()
+        SEEN = set()
+        OTHER = object()
+
+
+        def body(x, acc):
+            QUEUE.append(x)
+            SEEN.add(1)
+            OTHER.update(x)
+            acc.append(x)
+            local = {}
+            local["a"] = x
+            return x
+
+
+        @torch.compile
+        def f(x):
+            total = 0
+            def inner(t):
+                nonlocal total
+                total = total + 1
+                return t
+            y = checkpoint(body, x, [], use_reentrant=False)
+            return checkpoint(inner, y, use_reentrant=False)
+        """
+    )
+    found = run(source, "DL118")
+    assert where(found) == [("DL118", 13, 5), ("DL118", 14, 5), ("DL118", 27, 9)]
+    assert all(f.severity is Severity.WARNING and "GB0067" in f.message for f in found)

@@ -574,3 +574,40 @@ def test_dl117_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL117", "good"))
     traps = cases(runs, "DL117", "traps")
     assert_clean(traps, max_graphs=1)
+
+
+# -- DL118 ---------------------------------------------------------------------------------------
+
+UNSAFE_SIDE_EFFECT = "HOP: Unsafe side effect"
+DL118_BAD = {
+    "case_global_list_fullgraph": ("fg", 20),
+    "case_global_counter_without_fullgraph": ("break", 31),
+    "case_global_dict_item_fullgraph": ("fg", 36),
+    "case_closure_list_fullgraph": ("fg", 55),
+    "case_self_container_fullgraph": ("fg", 68),
+    "case_cond_branch": ("cond", 76),
+}
+
+
+def test_dl118_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL118", "bad")) == set(DL118_BAD)
+    assert {line for _, line in DL118_BAD.values()} == flagged_lines("DL118")
+
+
+@pytest.mark.parametrize("case", sorted(DL118_BAD))
+def test_dl118_bad(runs, case: str) -> None:
+    how, line = DL118_BAD[case]
+    run = cases(runs, "DL118", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, UNSAFE_SIDE_EFFECT, line, "DL118")
+        assert "gb0067" in run.message
+    elif how == "cond":
+        assert_fails(run, HOP_UNCAPTURED, UNSAFE_SIDE_EFFECT, line, "DL118")
+        assert "gb0067" in run.message
+    else:
+        assert_breaks(run, "GB0067", UNSAFE_SIDE_EFFECT)
+
+
+def test_dl118_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL118", "good"))
+    assert_clean(cases(runs, "DL118", "traps"))
