@@ -420,3 +420,50 @@ def test_dl118_mutations_of_outside_containers_in_hop_bodies() -> None:
     found = run(source, "DL118")
     assert where(found) == [("DL118", 13, 5), ("DL118", 14, 5), ("DL118", 27, 9)]
     assert all(f.severity is Severity.WARNING and "GB0067" in f.message for f in found)
+
+
+# -- DL110 (extended): disabled callables passed in, class-attribute aliases ----------------------
+
+
+def test_dl110_disabled_callables_passed_into_a_fullgraph_function() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        from torch import nn
+
+
+        @torch.compiler.disable
+        def stats(x):
+            return x
+
+
+        eager_layer = torch.compiler.disable(nn.Linear(2, 2))
+
+
+        class Box:
+            fn = torch.compiler.disable(stats)
+
+            @torch.compile(fullgraph=True)
+            def run(self, x):
+                return self.fn(x)
+
+
+        @torch.compile(fullgraph=True)
+        def apply(x, hook):
+            return hook(x)
+
+
+        @torch.compile
+        def lenient(x, hook):
+            return hook(x)
+
+
+        apply(1, stats)
+        apply(1, hook=eager_layer)
+        lenient(1, stats)
+        apply(stats, 1)
+        """
+    )
+    found = run(source, "DL110")
+    assert where(found) == [("DL110", 20, 16), ("DL110", 33, 10), ("DL110", 34, 15)]
+    assert "GB0099" in found[0].message
+    assert "GB0098" in found[1].message and "GB0148" in found[2].message

@@ -57,7 +57,7 @@ class IteratorArgument(_RegionRule):
             target = functions.get(binding.root.function)
             if target is None:
                 continue
-            params = _positional_params(target)
+            params = positional_params(target)
             for index, arg in enumerate(node.args):
                 if arg.star:
                     break
@@ -170,7 +170,7 @@ class IteratorArgument(_RegionRule):
         return (Location(info.path, info.span, info.label),)
 
 
-def _positional_params(func: cst.FunctionDef) -> list[str]:
+def positional_params(func: cst.FunctionDef) -> list[str]:
     params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
     if params and params[0] in ("self", "cls") and not _is_staticmethod(func):
         params = params[1:]

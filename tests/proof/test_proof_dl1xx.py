@@ -312,6 +312,10 @@ DL110_BAD = {
     "case_disable_as_a_call": (44, DISABLED, "gb0098"),
     "case_disabled_method": (59, DISABLED_METHOD, "gb0099"),
     "case_disable_imported_with_a_fallback_def": (78, DISABLED, "gb0098"),
+    "case_disabled_class_attribute_alias": (108, DISABLED_METHOD, "gb0099"),
+    # passed into the fullgraph function: the traceback runs through the flagged call
+    "case_disabled_function_passed_in": (124, DISABLED, "gb0098"),
+    "case_disabled_module_passed_in": (128, "Unsupported function call (delayed)", "gb0148"),
 }
 
 
@@ -332,7 +336,12 @@ def test_dl110_good_compiles_and_traps_only_break_by_design(runs) -> None:
     assert_clean(cases(runs, "DL110", "good"))
     traps = cases(runs, "DL110", "traps")
     assert_breaks(traps["case_disabled_call_without_fullgraph"], "GB0098", DISABLED)
-    assert_clean({"shadow": traps["case_local_function_shadows_the_helper"]})
+    assert_clean(
+        {
+            "shadow": traps["case_local_function_shadows_the_helper"],
+            "not called": traps["case_disabled_function_passed_but_not_called"],
+        }
+    )
 
 
 # -- DL111 ---------------------------------------------------------------------------------------
