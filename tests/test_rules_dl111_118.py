@@ -467,3 +467,42 @@ def test_dl110_disabled_callables_passed_into_a_fullgraph_function() -> None:
     assert where(found) == [("DL110", 20, 16), ("DL110", 33, 10), ("DL110", 34, 15)]
     assert "GB0099" in found[0].message
     assert "GB0098" in found[1].message and "GB0148" in found[2].message
+
+
+# -- DL119 ---------------------------------------------------------------------------------------
+
+
+def test_dl119_context_managers_made_outside() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        import contextlib
+
+        NG = torch.no_grad()
+        NULL = contextlib.nullcontext()
+        AC = torch.autocast("cpu")
+
+
+        class CM:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *a):
+                return None
+
+
+        SHARED = CM()
+
+
+        @torch.compile
+        def f(x, param_ctx):
+            local = torch.no_grad()
+            with NG, SHARED:
+                pass
+            with NULL, AC, local, param_ctx, torch.no_grad():
+                pass
+            return x
+        """
+    )
+    found = run(source, "DL119")
+    assert where(found) == [("DL119", 25, 10), ("DL119", 25, 14)]
+    assert all(f.severity is Severity.WARNING and "GB0142" in f.message for f in found)

@@ -620,3 +620,36 @@ def test_dl118_bad(runs, case: str) -> None:
 def test_dl118_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL118", "good"))
     assert_clean(cases(runs, "DL118", "traps"))
+
+
+# -- DL119 ---------------------------------------------------------------------------------------
+
+UNSUPPORTED_CM = "Unsupported context manager"
+DL119_BAD = {
+    "case_global_no_grad_fullgraph": ("fg", 27),
+    "case_global_user_context_manager": ("skip", 35),  # the frame runs eagerly, 0 graphs
+    "case_self_attribute_fullgraph": ("fg", 47),
+    "case_enclosing_local_fullgraph": ("fg", 56),
+}
+
+
+def test_dl119_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL119", "bad")) == set(DL119_BAD)
+    assert {line for _, line in DL119_BAD.values()} == flagged_lines("DL119")
+
+
+@pytest.mark.parametrize("case", sorted(DL119_BAD))
+def test_dl119_bad(runs, case: str) -> None:
+    how, line = DL119_BAD[case]
+    run = cases(runs, "DL119", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, UNSUPPORTED_CM, line, "DL119")
+        assert "gb0142" in run.message
+    else:
+        assert run.ok and run.graphs == 0 and run.breaks == [], run
+        assert any("gb0142" in reason for reason in run.unimplemented), run.unimplemented
+
+
+def test_dl119_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL119", "good"))
+    assert_clean(cases(runs, "DL119", "traps"))
