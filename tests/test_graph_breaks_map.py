@@ -2,8 +2,8 @@
 
 The map (distlint/data/graph_break_coverage.json) must list every graph-break id of the
 installed torch's registry, each judged yes / partly / no; an id judged "yes" must name a rule;
-every rule it names must exist and its docs page must cite the id; and the generated page must
-be up to date. Reading the registry never imports torch.
+every rule it names must exist and its docs page (``distlint rule DLxxx``) must link the id's
+page; and the generated page must be up to date. Reading the registry never imports torch.
 """
 
 from __future__ import annotations
@@ -44,14 +44,15 @@ def test_ids_marked_yes_name_a_rule() -> None:
     assert unruled == [], "ids judged statically predictable need a rule"
 
 
-def test_rules_exist_and_their_pages_cite_the_ids() -> None:
+def test_rules_exist_and_their_pages_link_the_ids() -> None:
     rules = all_rules()
     for gb, entry in COVERAGE.items():
         assert entry["predictable"] != "no" or not entry["rules"], gb
         for code in entry["rules"]:
             assert code in rules, (gb, code)
             page = (ROOT / "rules" / f"{code}.md").read_text(encoding="utf-8")
-            assert gb in page, f"rules/{code}.md does not cite {gb}"
+            link = gen.GB_URL.format(gb[2:])
+            assert link in page, f"rules/{code}.md does not link {gb} ({link})"
 
 
 @needs_torch
