@@ -506,3 +506,37 @@ def test_dl119_context_managers_made_outside() -> None:
     found = run(source, "DL119")
     assert where(found) == [("DL119", 25, 10), ("DL119", 25, 14)]
     assert all(f.severity is Severity.WARNING and "GB0142" in f.message for f in found)
+
+
+# -- DL120 ---------------------------------------------------------------------------------------
+
+
+def test_dl120_classes_without_the_protocol() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        from elsewhere import Imported
+
+
+        class Plain:
+            pass
+
+
+        class Magic:
+            def __getattr__(self, name):
+                return None
+
+
+        class Enters:
+            __enter__ = __exit__ = lambda *a: None
+
+
+        @torch.compile
+        def f(x):
+            with Plain(), Magic(), Enters(), Imported():
+                pass
+            return x
+        """
+    )
+    (finding,) = run(source, "DL120")
+    assert where([finding]) == [("DL120", 22, 10)]
+    assert finding.severity is Severity.ERROR and "GB0142" in finding.message

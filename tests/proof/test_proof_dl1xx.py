@@ -653,3 +653,26 @@ def test_dl119_bad(runs, case: str) -> None:
 def test_dl119_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL119", "good"))
     assert_clean(cases(runs, "DL119", "traps"))
+
+
+# -- DL120 ---------------------------------------------------------------------------------------
+
+
+def test_dl120_bad(runs) -> None:
+    bad = cases(runs, "DL120", "bad")
+    assert set(bad) == {"case_section_fullgraph", "case_subclass_without_fullgraph"}
+    assert flagged_lines("DL120") == {22, 30}
+    fullgraph = bad["case_section_fullgraph"]
+    assert_fails(fullgraph, UNSUPPORTED, UNSUPPORTED_CM, 22, "DL120")
+    assert "gb0142" in fullgraph.message
+    # without fullgraph Dynamo gives up on the frame (GB0142) and eager Python raises
+    default = bad["case_subclass_without_fullgraph"]
+    assert_fails(
+        default, "builtins.TypeError", "does not support the context manager protocol", 30, "DL120"
+    )
+    assert any("gb0142" in reason for reason in default.unimplemented), default.unimplemented
+
+
+def test_dl120_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL120", "good"))
+    assert_clean(cases(runs, "DL120", "traps"))
