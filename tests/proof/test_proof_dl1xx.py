@@ -362,6 +362,18 @@ DL111_BAD = {
     "case_step_unsupported_without_fullgraph": ("skip", 57, "GB4636", None),
     "case_checkpoint_body_fullgraph": ("fg", 62, "gb0025", "Call to `torch._dynamo.graph_break()`"),
     "case_cond_branch": ("cond", 72, "gb0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_property_getter_fullgraph": (
+        "fg",
+        124,
+        "gb0025",
+        "Call to `torch._dynamo.graph_break()`",
+    ),
+    "case_setattr_without_fullgraph": (
+        "break",
+        134,
+        "GB0025",
+        "Call to `torch._dynamo.graph_break()`",
+    ),
 }
 
 
