@@ -351,6 +351,11 @@ def test_dl116_module_without_super_init() -> None:
         class F:
             def __init__(self):
                 pass
+
+
+        class Abstract(nn.Module):
+            def __init__(self):
+                raise NotImplementedError
         """
     )
     found = run(source, "DL116")

@@ -44,8 +44,8 @@ class UninitializedModule(Rule):
                 if stmt.name.value == "__new__" or stmt.decorators:
                     return
                 init = stmt
-        if init is None or _calls_an_init(node):
-            return
+        if init is None or _calls_an_init(node) or _raises(init):
+            return  # initialised, or an abstract __init__ that refuses to run
         base = self.spell(node.bases[0].value)
         self.report(
             init.name,
@@ -82,3 +82,7 @@ def _calls_an_init(cls: cst.ClassDef) -> bool:
             ):
                 return True
     return False
+
+
+def _raises(init: cst.FunctionDef) -> bool:
+    return any(isinstance(node, cst.Raise) for node in descendants(init.body))
