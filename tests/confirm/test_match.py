@@ -424,6 +424,7 @@ def test_dl901_message_carries_the_registry_hints_and_the_covering_rules(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(gb, "advice", lambda gb_id, gb_type: ("", ("Avoid it.", "Or not.")))
+    monkeypatch.setattr(gb, "covering_rules", lambda gb_id: ("DL119",))
     obs = Observation(
         kind="break",
         path=str(source),
@@ -439,3 +440,10 @@ def test_dl901_message_carries_the_registry_hints_and_the_covering_rules(
         "No static rule predicted it. Hint: Avoid it. Hint: Or not. distlint reports GB0142 "
         "with DL119 where the source shows it (docs/graph-breaks.md)."
     )
+
+
+def test_covering_rules_read_the_shipped_coverage_map() -> None:
+    gb.covering_rules.cache_clear()
+    assert "DL114" in gb.covering_rules("GB0811")
+    assert gb.covering_rules("GB0000") == ()
+    assert gb.covering_rules(None) == ()
