@@ -68,3 +68,87 @@ def gb_id(gb_type: str | None, message: str = "", registry_path: str | None = No
     if first and first in table:
         return table[first]
     return LOOP_SKIP_ID if LOOP_SKIP_ID in ids_in_message(message) else None
+
+
+# -- the registry's explanations and hints, for confirm mode's messages -----------------------
+
+# Hints that say nothing about the user's code (how to report to PyTorch, generic warnings).
+_BOILERPLATE = (
+    "It may be possible to write Dynamo tracing rules",
+    "Your code may result in an error when running in eager",
+    "This is likely to be a Dynamo bug",
+    "This graph break may be difficult to debug",
+    "Please open an issue",
+    "Please report an issue",
+    "File an issue",
+)
+_MAX_HINTS = 2
+_MAX_HINT = 200
+
+
+@cache
+def _entries(path: str | None = None) -> dict[str, list[dict]]:
+    if path is None:
+        path = _default_registry_path()
+        if path is None:
+            return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _joined(hints: list[str]) -> list[str]:
+    """The registry splits some hints mid-sentence across entries: join them back."""
+    joined: list[str] = []
+    for hint in hints:
+        text = " ".join(str(hint).split())
+        if not text:
+            continue
+        if joined and not joined[-1].endswith((".", "!", "?", ":", ")")):
+            joined[-1] = f"{joined[-1]} {text}"
+        else:
+            joined.append(text)
+    return joined
+
+
+def advice(
+    gb: str | None, gb_type: str | None = None, registry_path: str | None = None
+) -> tuple[str, tuple[str, ...]]:
+    """(explanation, hints) the registry gives for an id: the entry of that ``Gb_type`` (else
+    the id's first entry); templated text (``{...}``) and boilerplate hints are left out."""
+    entries = _entries(registry_path).get(gb or "", [])
+    if not entries:
+        return "", ()
+    entry = next((e for e in entries if e.get("Gb_type") == gb_type), entries[0])
+    explanation = " ".join(str(entry.get("Explanation", "")).split())
+    if "{" in explanation or '"' in explanation or " " not in explanation:
+        explanation = ""  # a source template or a bare variable name, not text
+    hints = []
+    for hint in _joined(list(entry.get("Hints", []))):
+        if "{" in hint or hint.startswith(_BOILERPLATE):
+            continue
+        if len(hint) > _MAX_HINT:
+            hint = hint[: _MAX_HINT - 1].rstrip() + "…"
+        hints.append(hint)
+    return explanation, tuple(hints[:_MAX_HINTS])
+
+
+@cache
+def covering_rules(gb: str | None) -> tuple[str, ...]:
+    """The static rules distlint's coverage map names for an id (docs/graph-breaks.md)."""
+    if not gb:
+        return ()
+    from importlib import resources
+
+    try:
+        text = (
+            resources.files("distlint.data")
+            .joinpath("graph_break_coverage.json")
+            .read_text(encoding="utf-8")
+        )
+        entry = json.loads(text)["ids"].get(gb, {})
+    except (OSError, ValueError, KeyError):
+        return ()
+    return tuple(entry.get("rules", ()))

@@ -503,19 +503,32 @@ def _related(obs: Observation, cwd: Path) -> tuple[Location, ...]:
 
 
 def _message(obs: Observation) -> str:
-    gb = f"{obs.gb_id} " if obs.gb_id else ""
-    explanation = f" {obs.explanation}" if obs.explanation else ""
+    from distlint.confirm.gb import advice, covering_rules
+
+    registry_explanation, hints = advice(obs.gb_id, obs.gb_type)
+    text = obs.explanation or registry_explanation
+    explanation = f" {text}" if text else ""
     if not explanation.endswith((".", "…")) and explanation:
         explanation += "."
+    tail = "".join(f" Hint: {hint}" for hint in hints)
+    if tail and not tail.endswith((".", "…", "!", "?")):
+        tail += "."
+    rules = covering_rules(obs.gb_id)
+    if rules:
+        tail += (
+            f" distlint reports {obs.gb_id} with {', '.join(rules)} where the source shows it "
+            "(docs/graph-breaks.md)."
+        )
+    gb = f"{obs.gb_id} " if obs.gb_id else ""
     if obs.kind == "break":
         skipped = ""
         if obs.frame_skipped and obs.frame is not None:
             skipped = f"; the whole frame `{obs.frame[1]}` fell back to eager"
         return (
             f"The confirm run observed a graph break here ({gb}`{obs.gb_type}`){skipped}."
-            f"{explanation} No static rule predicted it."
+            f"{explanation} No static rule predicted it.{tail}"
         )
     first = obs.reason or obs.gb_type
     error = f"{obs.exc_type}: {first}" if obs.exc_type else first
     gb = f" ({obs.gb_id})" if obs.gb_id else ""
-    return f"The confirm run failed to compile here: `{error}`{gb}.{explanation}"
+    return f"The confirm run failed to compile here: `{error}`{gb}.{explanation}{tail}"

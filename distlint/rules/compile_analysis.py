@@ -73,6 +73,8 @@ NON_TENSOR_METHODS = frozenset(
         "keys",
         "values",
         "items",
+        "equal",
+        "allclose",
         "get",
         "register_hook",
         "register_forward_hook",
@@ -205,6 +207,8 @@ _NON_TENSOR_TORCH = frozenset(
         "finfo",
         "iinfo",
         "broadcast_shapes",
+        "equal",  # Python bools from tensor data (DL115, GB0033)
+        "allclose",
     }
 )
 _NON_TENSOR_PREFIXES = ("is_", "get_", "set_", "use_", "are_", "_")

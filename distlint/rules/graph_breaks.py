@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.findings import Severity
+from distlint.findings import Location, Severity
 from distlint.imports import scope_statements
 from distlint.regions import DISABLE_FUNCTIONS, is_compile_disabled, is_compiling_test
 from distlint.registry import Rule
@@ -815,10 +815,15 @@ class DisabledCallUnderFullgraph(_RegionRule):
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
         self._functions, self._methods = _disabled_callables(ctx)
+        self._modules = _disabled_modules(ctx)
 
     def visit_Call(self, node: cst.Call) -> None:
         region = self.ctx.region
-        if region is None or not region.fullgraph:
+        if region is None:
+            if self._functions or self._modules:
+                self._check_arguments(node)
+            return
+        if not region.fullgraph:
             return
         func = node.func
         disabled, method = False, False
@@ -848,10 +853,102 @@ class DisabledCallUnderFullgraph(_RegionRule):
             related=region.related,
         )
 
+    def _check_arguments(self, node: cst.Call) -> None:
+        """``step(x, record_stats)``: a disabled function (or a disabled module) passed from
+        eager code into a fullgraph=True function that calls it."""
+        from distlint.rules.compile_state import compiled_bindings, file_functions
+        from distlint.rules.iterator_argument import positional_params
+
+        func = node.func
+        if not isinstance(func, cst.Name) or _locally_bound(self.ctx, func.value):
+            return
+        bindings = compiled_bindings(self.ctx).get(func.value, ())
+        functions = file_functions(self.ctx)
+        for binding in bindings:
+            target = functions.get(binding.root.function)
+            info = binding.root.info
+            if not info.fullgraph or target is None:
+                continue
+            params = positional_params(target)
+            for index, arg in enumerate(node.args):
+                if arg.star:
+                    break
+                value = arg.value
+                if not isinstance(value, cst.Name) or _locally_bound(self.ctx, value.value):
+                    continue
+                module = value.value in self._modules
+                if not module and value.value not in self._functions:
+                    continue
+                name = arg.keyword.value if arg.keyword is not None else None
+                if name is None and index < len(params):
+                    name = params[index]
+                call = _calls_parameter(target, name) if name else None
+                if call is None:
+                    continue
+                error = (
+                    "Unsupported function call (delayed)` (GB0148: the module is wrapped with "
+                    "`torch.compiler.disable`)"
+                    if module
+                    else "Skip calling `torch.compiler.disable()`d function` (GB0098)"
+                )
+                self.report(
+                    value,
+                    f"`{value.value}` is disabled for compilation (`torch.compiler.disable`) and "
+                    f"is passed as `{name}` into `{binding.name}`, compiled with fullgraph=True, "
+                    f"which calls it: torch 2.13 fails with `Unsupported: {error}. Call it "
+                    "before or after the compiled function, or drop fullgraph=True.",
+                    related=(Location(info.path, info.span, info.label),),
+                    related_nodes=((call, "called here"),),
+                )
+            return
+
 
 def _locally_bound(ctx, name: str) -> bool:  # type: ignore[no-untyped-def]
     table = ctx._table()
     return table is not ctx.imports and name in getattr(table, "_bindings", {})
+
+
+def _calls_parameter(func: cst.FunctionDef, name: str) -> cst.Call | None:
+    """The first call of ``func``'s parameter ``name`` in its own body (never rebound)."""
+    from distlint.rules.compile_analysis import function_nodes
+
+    found = None
+    for node, _ in function_nodes(func):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = node.targets if isinstance(node, cst.Assign) else [node]
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in targets):
+                return None
+        if (
+            found is None
+            and isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value == name
+        ):
+            found = node
+    return found
+
+
+def _disabled_modules(ctx) -> frozenset[str]:  # type: ignore[no-untyped-def]
+    """Module-level names bound to ``torch.compiler.disable(<a module constructed here>)``."""
+    resolve = ctx.imports.resolve
+    classes = {stmt.name.value for stmt in ctx.module.body if isinstance(stmt, cst.ClassDef)}
+    names: set[str] = set()
+    for stmt in scope_statements(ctx.module.body):
+        if (
+            isinstance(stmt, cst.Assign)
+            and isinstance(stmt.value, cst.Call)
+            and resolve(stmt.value.func) in DISABLE_FUNCTIONS
+            and stmt.value.args
+            and isinstance(stmt.value.args[0].value, cst.Call)
+        ):
+            built = stmt.value.args[0].value.func
+            name = resolve(built) or ""
+            local = isinstance(built, cst.Name) and built.value in classes
+            if local or (name.startswith("torch.nn.") and name.rpartition(".")[2][:1].isupper()):
+                for target in stmt.targets:
+                    if isinstance(target.target, cst.Name):
+                        names.add(target.target.value)
+    return frozenset(names)
 
 
 def _enclosing_class(parents: Sequence[cst.CSTNode]) -> str | None:
@@ -878,4 +975,13 @@ def _disabled_callables(ctx) -> tuple[frozenset[str], frozenset[tuple[str, str]]
             for item in scope_statements(stmt.body.body):
                 if isinstance(item, cst.FunctionDef) and is_compile_disabled(item, resolve):
                     methods.add((stmt.name.value, item.name.value))
+                elif (
+                    isinstance(item, cst.Assign)
+                    and isinstance(item.value, cst.Call)
+                    and resolve(item.value.func) in DISABLE_FUNCTIONS
+                    and item.value.args
+                ):  # ``helper = torch.compiler.disable(fn)``: an alias called as self.helper
+                    for target in item.targets:
+                        if isinstance(target.target, cst.Name):
+                            methods.add((stmt.name.value, target.target.value))
     return frozenset(functions), frozenset(methods)

@@ -377,3 +377,73 @@ def test_is_cuda(device: object, expected: bool) -> None:
     from distlint.confirm.cudamap import is_cuda
 
     assert is_cuda(device) is expected
+
+
+def test_registry_advice_joins_split_hints_and_drops_boilerplate(tmp_path: Path) -> None:
+    registry = tmp_path / "graph_break_registry.json"
+    registry.write_text(
+        json.dumps(
+            {
+                "GB0142": [
+                    {
+                        "Gb_type": "Unsupported context manager",
+                        "Explanation": "Dynamo does not know how to enter `{name}`.",
+                        "Hints": [
+                            "Avoid using the unsupported context manager.",
+                            "It may have been created outside the compiled region, ",
+                            "which Dynamo does not support.",
+                            "File an issue to PyTorch.",
+                            "Avoid `{fn}`.",
+                        ],
+                    }
+                ],
+                "GB0067": [
+                    {
+                        "Gb_type": "HOP: Unsafe side effect",
+                        "Explanation": "Mutating an outside variable is not supported.",
+                        "Hints": ["Return the value instead."],
+                    }
+                ],
+            }
+        )
+    )
+    explanation, hints = gb.advice("GB0142", "Unsupported context manager", str(registry))
+    assert explanation == ""  # a template
+    assert hints == (
+        "Avoid using the unsupported context manager.",
+        "It may have been created outside the compiled region, which Dynamo does not support.",
+    )
+    assert gb.advice("GB0067", None, str(registry)) == (
+        "Mutating an outside variable is not supported.",
+        ("Return the value instead.",),
+    )
+    assert gb.advice("GB9999", None, str(registry)) == ("", ())
+
+
+def test_dl901_message_carries_the_registry_hints_and_the_covering_rules(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gb, "advice", lambda gb_id, gb_type: ("", ("Avoid it.", "Or not.")))
+    monkeypatch.setattr(gb, "covering_rules", lambda gb_id: ("DL119",))
+    obs = Observation(
+        kind="break",
+        path=str(source),
+        line=6,
+        gb_id="GB0142",
+        gb_type="Unsupported context manager",
+        reason="Unsupported context manager",
+        explanation="",
+        target="t",
+    )
+    (finding,) = match([], [obs], {}, cwd=tmp_path)[0]
+    assert finding.message.endswith(
+        "No static rule predicted it. Hint: Avoid it. Hint: Or not. distlint reports GB0142 "
+        "with DL119 where the source shows it (docs/graph-breaks.md)."
+    )
+
+
+def test_covering_rules_read_the_shipped_coverage_map() -> None:
+    gb.covering_rules.cache_clear()
+    assert "DL114" in gb.covering_rules("GB0811")
+    assert gb.covering_rules("GB0000") == ()
+    assert gb.covering_rules(None) == ()

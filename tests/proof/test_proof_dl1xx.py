@@ -1,4 +1,4 @@
-"""Proof for DL101-DL110: what torch 2.13 does with the fixtures' compiled functions.
+"""Proof for DL101-DL118: what torch 2.13 does with the fixtures' compiled functions.
 
 All fixture files of the DL1xx rules run in ONE subprocess (``tests/proof/dynamo_cases.py``):
 for each case we read the exception (``fullgraph=True`` failures), the graph-break reasons
@@ -312,6 +312,10 @@ DL110_BAD = {
     "case_disable_as_a_call": (44, DISABLED, "gb0098"),
     "case_disabled_method": (59, DISABLED_METHOD, "gb0099"),
     "case_disable_imported_with_a_fallback_def": (78, DISABLED, "gb0098"),
+    "case_disabled_class_attribute_alias": (108, DISABLED_METHOD, "gb0099"),
+    # passed into the fullgraph function: the traceback runs through the flagged call
+    "case_disabled_function_passed_in": (124, DISABLED, "gb0098"),
+    "case_disabled_module_passed_in": (128, "Unsupported function call (delayed)", "gb0148"),
 }
 
 
@@ -332,4 +336,355 @@ def test_dl110_good_compiles_and_traps_only_break_by_design(runs) -> None:
     assert_clean(cases(runs, "DL110", "good"))
     traps = cases(runs, "DL110", "traps")
     assert_breaks(traps["case_disabled_call_without_fullgraph"], "GB0098", DISABLED)
-    assert_clean({"shadow": traps["case_local_function_shadows_the_helper"]})
+    assert_clean(
+        {
+            "shadow": traps["case_local_function_shadows_the_helper"],
+            "not called": traps["case_disabled_function_passed_but_not_called"],
+        }
+    )
+
+
+# -- DL111 ---------------------------------------------------------------------------------------
+
+HOP_UNCAPTURED = "torch._dynamo.exc.UncapturedHigherOrderOpError"
+DL111_BAD = {
+    "case_direct_fullgraph": ("fg", 19, "gb0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_helper_fullgraph": ("fg", 24, "gb0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_without_fullgraph": ("break", 36, "GB0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_skip_frame_fullgraph": ("fg", 43, "gb4297", "Call to `torch._dynamo.skip_frame()`"),
+    "case_step_unsupported_fullgraph": (
+        "fg",
+        50,
+        "gb0284",
+        "cannot resume from torch._dynamo.step_unsupported()",
+    ),
+    # no break is counted: the whole frame is skipped (0 graphs); Dynamo records why
+    "case_step_unsupported_without_fullgraph": ("skip", 57, "GB4636", None),
+    "case_checkpoint_body_fullgraph": ("fg", 62, "gb0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_cond_branch": ("cond", 72, "gb0025", "Call to `torch._dynamo.graph_break()`"),
+    "case_property_getter_fullgraph": (
+        "fg",
+        124,
+        "gb0025",
+        "Call to `torch._dynamo.graph_break()`",
+    ),
+    "case_setattr_without_fullgraph": (
+        "break",
+        134,
+        "GB0025",
+        "Call to `torch._dynamo.graph_break()`",
+    ),
+}
+
+
+def test_dl111_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL111", "bad")) == set(DL111_BAD)
+    assert {case[1] for case in DL111_BAD.values()} == flagged_lines("DL111")
+
+
+@pytest.mark.parametrize("case", sorted(DL111_BAD))
+def test_dl111_bad(runs, case: str) -> None:
+    how, line, gb, text = DL111_BAD[case]
+    run = cases(runs, "DL111", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, text, line, "DL111")
+        assert gb in run.message
+    elif how == "cond":  # fails without fullgraph: torch.cond must be captured whole
+        assert_fails(run, HOP_UNCAPTURED, text, line, "DL111")
+        assert gb in run.message
+    elif how == "skip":
+        assert run.ok and run.graphs == 0, run
+        assert any(gb.lower() in reason for reason in run.unimplemented), run.unimplemented
+    else:
+        assert_breaks(run, gb, text)
+
+
+def test_dl111_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL111", "good"))
+    assert_clean(cases(runs, "DL111", "traps"))
+
+
+# -- DL112 ---------------------------------------------------------------------------------------
+
+SKIPPED_INLINE = "Attempted to inline function marked as skipped"
+DL112_BAD = {
+    "case_unittest_assert_fullgraph": ("fg", 25, "gb0008", SKIPPED_INLINE),
+    "case_unittest_assert_default": ("break", 34, "GB0008", SKIPPED_INLINE),
+    "case_disable_inside_fullgraph": ("fg", 47, "gb0007", SKIPPED),
+    "case_dynamo_disable_inside_default": ("break", 53, "GB0007", SKIPPED),
+}
+
+
+def test_dl112_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL112", "bad")) == set(DL112_BAD)
+    assert {case[1] for case in DL112_BAD.values()} == flagged_lines("DL112")
+
+
+@pytest.mark.parametrize("case", sorted(DL112_BAD))
+def test_dl112_bad(runs, case: str) -> None:
+    how, line, gb, text = DL112_BAD[case]
+    run = cases(runs, "DL112", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, text, line, "DL112")
+        assert gb in run.message
+    else:
+        assert_breaks(run, gb, text)
+
+
+def test_dl112_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL112", "good"))
+    assert_clean(cases(runs, "DL112", "traps"))
+
+
+# -- DL113 ---------------------------------------------------------------------------------------
+
+BUILD_CLASS = "Invalid call to __build_class__"
+
+
+def test_dl113_bad(runs) -> None:
+    bad = cases(runs, "DL113", "bad")
+    assert set(bad) == {"case_local_class_fullgraph", "case_local_dataclass_in_a_helper"}
+    assert flagged_lines("DL113") == {15, 23}
+    assert_fails(bad["case_local_class_fullgraph"], UNSUPPORTED, BUILD_CLASS, 15, "DL113")
+    assert "gb8977" in bad["case_local_class_fullgraph"].message
+    # the helper's local dataclass: a break (the dataclass decorator breaks too, GB0059)
+    assert_breaks(bad["case_local_dataclass_in_a_helper"], "GB8977", BUILD_CLASS)
+
+
+def test_dl113_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL113", "good"))
+    assert_clean(cases(runs, "DL113", "traps"))
+
+
+# -- DL114 ---------------------------------------------------------------------------------------
+
+NO_TP_ITER = "missing tp_iter"
+DL114_BAD = {
+    "case_zip_fullgraph": ("fg", 53),
+    "case_map_without_fullgraph": ("break", 57),  # sum(values): a break, one graph
+    "case_zip_in_a_loop_without_fullgraph": ("skip", 61),  # a for loop: the frame is skipped
+    "case_generator_fullgraph": ("fg", 65),
+    "case_enumerate_keyword_fullgraph": ("fg", 69),
+    "case_dict_items_into_a_compiled_module": ("fg", 75),
+}
+
+
+def test_dl114_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL114", "bad")) == set(DL114_BAD)
+    assert {line for _, line in DL114_BAD.values()} == flagged_lines("DL114")
+
+
+@pytest.mark.parametrize("case", sorted(DL114_BAD))
+def test_dl114_bad(runs, case: str) -> None:
+    how, line = DL114_BAD[case]
+    run = cases(runs, "DL114", "bad")[case]
+    if how == "fg":
+        # the traceback names the flagged call site, the message the loop that iterates
+        assert_fails(run, UNSUPPORTED, NO_TP_ITER, line, "DL114")
+        assert "gb0811" in run.message
+    elif how == "skip":
+        assert run.ok and run.graphs == 0 and run.breaks == [], run
+        assert any("gb0811" in reason for reason in run.unimplemented), run.unimplemented
+    else:
+        assert_breaks(run, "GB0811", NO_TP_ITER)
+
+
+def test_dl114_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL114", "good"))
+    assert_clean(cases(runs, "DL114", "traps"))
+
+
+# -- DL115 ---------------------------------------------------------------------------------------
+
+DATA_DEPENDENT = "Data dependent operator"
+DL115_BAD = {
+    "case_equal_fullgraph": ("fg", 13, "aten.equal"),
+    "case_allclose_in_if": ("break", 19, "aten.allclose"),
+    "case_allclose_method_fullgraph": ("fg", 26, "aten.allclose"),
+    "case_equal_method": ("break", 31, "aten.equal"),
+}
+
+
+def test_dl115_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL115", "bad")) == set(DL115_BAD)
+    assert {case[1] for case in DL115_BAD.values()} == flagged_lines("DL115")
+
+
+@pytest.mark.parametrize("case", sorted(DL115_BAD))
+def test_dl115_bad(runs, case: str) -> None:
+    how, line, operator = DL115_BAD[case]
+    run = cases(runs, "DL115", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, DATA_DEPENDENT, line, "DL115")
+        assert "gb0033" in run.message and operator in run.message
+    else:
+        assert_breaks(run, "GB0033", DATA_DEPENDENT)
+
+
+def test_dl115_capture_scalar_outputs_still_fails(runs) -> None:
+    run = cases(runs, "DL115", "bad_capture")["case_equal_with_capture_scalar_outputs"]
+    assert flagged_lines("DL115", "bad_capture") == {15}
+    assert_fails(run, UNSUPPORTED, DATA_DEPENDENT, None, "DL115")
+    assert 15 in frame_line(run, "DL115", "bad_capture")
+    assert "gb0033" in run.message
+
+
+def test_dl115_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL115", "good"), max_graphs=2)  # two compiled functions
+    assert_clean(cases(runs, "DL115", "traps"))
+
+
+# -- DL116 ---------------------------------------------------------------------------------------
+
+
+def test_dl116_bad_modules_fail_compiled_and_eager(runs) -> None:
+    bad = cases(runs, "DL116", "bad")
+    assert set(bad) == {"case_doubler_fullgraph", "case_shift_fullgraph", "case_shift_eager"}
+    # the flagged lines are the __init__ of Doubler (13) and Shift (21)
+    assert flagged_lines("DL116") == {13, 21}
+    shift = bad["case_shift_fullgraph"]
+    assert_fails(shift, UNSUPPORTED, "Uninitialized nn.Module", None, "DL116")
+    assert "gb0119" in shift.message and "of type Shift" in shift.message
+    doubler = bad["case_doubler_fullgraph"]
+    assert_fails(
+        doubler,
+        "torch._dynamo.exc.InternalTorchDynamoError",
+        "'Doubler' object has no attribute '_parameters'",
+        None,
+        "DL116",
+    )
+    eager = bad["case_shift_eager"]
+    assert_fails(
+        eager, "builtins.AttributeError", "object has no attribute '_backward_hooks'", None, ""
+    )
+
+
+def test_dl116_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL116", "good"))
+    assert_clean(cases(runs, "DL116", "traps"))
+
+
+# -- DL117 ---------------------------------------------------------------------------------------
+
+NON_CONSTANT_SORT = "sort with non-constant keys"
+DL117_BAD = {
+    "case_sum_key_fullgraph": ("fg", 14),
+    "case_item_key_list_sort_fullgraph": ("fg", 20),
+    "case_norm_key_annotated_list_fullgraph": ("fg", 26),
+    "case_sorted_scalars_without_fullgraph": ("break", 32),
+}
+
+
+def test_dl117_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL117", "bad")) == set(DL117_BAD)
+    assert {line for _, line in DL117_BAD.values()} == flagged_lines("DL117")
+
+
+@pytest.mark.parametrize("case", sorted(DL117_BAD))
+def test_dl117_bad(runs, case: str) -> None:
+    how, line = DL117_BAD[case]
+    run = cases(runs, "DL117", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, NON_CONSTANT_SORT, line, "DL117")
+        assert "gb0207" in run.message
+    else:
+        assert_breaks(run, "GB0207", NON_CONSTANT_SORT)
+
+
+def test_dl117_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL117", "good"))
+    traps = cases(runs, "DL117", "traps")
+    assert_clean(traps, max_graphs=1)
+
+
+# -- DL118 ---------------------------------------------------------------------------------------
+
+UNSAFE_SIDE_EFFECT = "HOP: Unsafe side effect"
+DL118_BAD = {
+    "case_global_list_fullgraph": ("fg", 20),
+    "case_global_counter_without_fullgraph": ("break", 31),
+    "case_global_dict_item_fullgraph": ("fg", 36),
+    "case_closure_list_fullgraph": ("fg", 55),
+    "case_self_container_fullgraph": ("fg", 68),
+    "case_cond_branch": ("cond", 76),
+}
+
+
+def test_dl118_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL118", "bad")) == set(DL118_BAD)
+    assert {line for _, line in DL118_BAD.values()} == flagged_lines("DL118")
+
+
+@pytest.mark.parametrize("case", sorted(DL118_BAD))
+def test_dl118_bad(runs, case: str) -> None:
+    how, line = DL118_BAD[case]
+    run = cases(runs, "DL118", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, UNSAFE_SIDE_EFFECT, line, "DL118")
+        assert "gb0067" in run.message
+    elif how == "cond":
+        assert_fails(run, HOP_UNCAPTURED, UNSAFE_SIDE_EFFECT, line, "DL118")
+        assert "gb0067" in run.message
+    else:
+        assert_breaks(run, "GB0067", UNSAFE_SIDE_EFFECT)
+
+
+def test_dl118_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL118", "good"))
+    assert_clean(cases(runs, "DL118", "traps"))
+
+
+# -- DL119 ---------------------------------------------------------------------------------------
+
+UNSUPPORTED_CM = "Unsupported context manager"
+DL119_BAD = {
+    "case_global_no_grad_fullgraph": ("fg", 27),
+    "case_global_user_context_manager": ("skip", 35),  # the frame runs eagerly, 0 graphs
+    "case_self_attribute_fullgraph": ("fg", 47),
+    "case_enclosing_local_fullgraph": ("fg", 56),
+}
+
+
+def test_dl119_bad_cases_cover_the_flagged_lines(runs) -> None:
+    assert set(cases(runs, "DL119", "bad")) == set(DL119_BAD)
+    assert {line for _, line in DL119_BAD.values()} == flagged_lines("DL119")
+
+
+@pytest.mark.parametrize("case", sorted(DL119_BAD))
+def test_dl119_bad(runs, case: str) -> None:
+    how, line = DL119_BAD[case]
+    run = cases(runs, "DL119", "bad")[case]
+    if how == "fg":
+        assert_fails(run, UNSUPPORTED, UNSUPPORTED_CM, line, "DL119")
+        assert "gb0142" in run.message
+    else:
+        assert run.ok and run.graphs == 0 and run.breaks == [], run
+        assert any("gb0142" in reason for reason in run.unimplemented), run.unimplemented
+
+
+def test_dl119_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL119", "good"))
+    assert_clean(cases(runs, "DL119", "traps"))
+
+
+# -- DL120 ---------------------------------------------------------------------------------------
+
+
+def test_dl120_bad(runs) -> None:
+    bad = cases(runs, "DL120", "bad")
+    assert set(bad) == {"case_section_fullgraph", "case_subclass_without_fullgraph"}
+    assert flagged_lines("DL120") == {22, 30}
+    fullgraph = bad["case_section_fullgraph"]
+    assert_fails(fullgraph, UNSUPPORTED, UNSUPPORTED_CM, 22, "DL120")
+    assert "gb0142" in fullgraph.message
+    # without fullgraph Dynamo gives up on the frame (GB0142) and eager Python raises
+    default = bad["case_subclass_without_fullgraph"]
+    assert_fails(
+        default, "builtins.TypeError", "does not support the context manager protocol", 30, "DL120"
+    )
+    assert any("gb0142" in reason for reason in default.unimplemented), default.unimplemented
+
+
+def test_dl120_good_and_traps_compile_without_a_break(runs) -> None:
+    assert_clean(cases(runs, "DL120", "good"))
+    assert_clean(cases(runs, "DL120", "traps"))
