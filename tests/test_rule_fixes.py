@@ -170,3 +170,38 @@ def test_dl604_fix_clones_the_kept_output() -> None:
     assert "y1 = predict(torch.ones(4)).clone()" in out
     assert "kept.append(model(torch.randn(2, 4))[0].clone())" in out
     assert out.count(".clone()") == 3  # y2 too: the later `model(...)` calls replay graphs
+
+
+def test_dl104_fix_runs_host_only_statements_in_eager_mode_only() -> None:
+    source = textwrap.dedent(
+        """\
+        import logging
+        import warnings
+        import torch
+
+        logger = logging.getLogger(__name__)
+
+        @torch.compile(fullgraph=True)
+        def step(x):
+            print("step", x.shape)  # a comment stays
+            logger.info("scaling")
+            warnings.warn("slow path")
+            y = print("x") or x
+            return x * 2
+        """
+    )
+    assert fixed(source, "DL104") == source  # unsafe: compiled runs stop printing
+    out = fixed(source, "DL104", unsafe=True)
+    guard = "    if not torch.compiler.is_compiling(): "
+    assert guard + 'print("step", x.shape)  # a comment stays' in out
+    assert guard + 'logger.info("scaling")' in out
+    assert guard + 'warnings.warn("slow path")' in out
+    assert '    y = print("x") or x' in out  # not a statement of its own: no fix
+    remaining = [f.span.start.line for f in _findings(out, "DL104")]
+    assert remaining == [12]
+
+
+def test_dl104_offers_no_guard_without_the_torch_name() -> None:
+    source = "import torch as t\n\n@t.compile\ndef f(x):\n    print(x)\n    return x\n"
+    (finding,) = _findings(source, "DL104")
+    assert finding.fix is None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.findings import Location, Severity
+from distlint.findings import Applicability, Fix, FixAvailability, Location, Severity
 from distlint.imports import scope_statements
 from distlint.regions import DISABLE_FUNCTIONS, is_compile_disabled, is_compiling_test
 from distlint.registry import Rule
@@ -565,6 +565,7 @@ class HostSideEffect(_RegionRule):
     code = "DL104"
     name = "host-side-effect"
     severity = Severity.WARNING
+    fix_availability = FixAvailability.SOMETIMES
     summary = (
         "A host side effect (print, logging, time, random, pdb, torch.save...) inside a "
         "compiled region graph-breaks (fullgraph=True: compile error)."
@@ -580,7 +581,7 @@ class HostSideEffect(_RegionRule):
         if found is None:
             return
         spelled, gb = found
-        self._report(node, f"`{spelled}(...)`", gb, region)
+        self._report(node, f"`{spelled}(...)`", gb, region, self._eager_guard(node, spelled))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         region = self.ctx.region
@@ -590,7 +591,35 @@ class HostSideEffect(_RegionRule):
         if target is not None:
             self._report(target, "Writing `os.environ`", "0007", region)
 
-    def _report(self, node: cst.CSTNode, what: str, gb: str, region) -> None:  # type: ignore[no-untyped-def]
+    def _eager_guard(self, node: cst.Call, spelled: str) -> tuple[tuple[cst.CSTNode, str], ...]:
+        """A statement that is only the call (``print(...)``, ``logger.info(...)``,
+        ``warnings.warn(...)``): guarded by ``if not torch.compiler.is_compiling():``, which
+        Dynamo folds to False (the statement then runs in eager mode only). Unsafe: compiled
+        runs no longer print, log or warn there."""
+        parents = self.ctx.parents
+        if len(parents) < 2 or spelled.rpartition(".")[2] not in _GUARDABLE:
+            return ()
+        statement, line = parents[-1], parents[-2]
+        if not (
+            isinstance(statement, cst.Expr)
+            and statement.value is node
+            and isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+        ):
+            return ()
+        if self.ctx.imports.resolve(cst.Name("torch")) != "torch":
+            return ()  # ``torch`` is not the name of the torch module here
+        code = self.ctx.module.code_for_node(node)
+        return ((statement, f"if not torch.compiler.is_compiling(): {code}"),)
+
+    def _report(
+        self,
+        node: cst.CSTNode,
+        what: str,
+        gb: str,
+        region,  # type: ignore[no-untyped-def]
+        guard: tuple[tuple[cst.CSTNode, str], ...] = (),
+    ) -> None:
         advice = _HOST_ADVICE.get(gb, "Move it outside the compiled region")
         if region.fullgraph:
             message = (
@@ -604,7 +633,14 @@ class HostSideEffect(_RegionRule):
                 f"graph ends here and resumes after it. {advice}."
             )
             severity = None
-        self.report(node, message, severity=severity, related=region.related)
+        fix = Fix(_GUARD_TITLE, (), Applicability.UNSAFE) if guard else None
+        self.report(
+            node, message, severity=severity, related=region.related, fix=fix, fix_nodes=guard
+        )
+
+
+_GUARDABLE = frozenset({"print", "warn", *LOGGER_METHODS})
+_GUARD_TITLE = "Run it in eager mode only (if not torch.compiler.is_compiling())"
 
 
 # -- DL105 --------------------------------------------------------------------------------------

@@ -151,3 +151,57 @@ def test_drop_in_is_exactly_the_delegating_same_signature_entries() -> None:
             if same and _only_delegates(old, new):
                 derived[api.name] = api.replacement
     assert derived == DROP_IN
+
+
+DL104_SOURCE = """\
+import logging
+import warnings
+
+import torch
+
+logger = logging.getLogger("dl104-fix")
+
+
+@torch.compile(backend="eager", fullgraph=True)
+def step(x: torch.Tensor) -> torch.Tensor:
+    print("step", x.shape)
+    logger.warning("scaling")
+    warnings.warn("slow path")
+    return x * 2
+"""
+
+
+def _load(path: Path, name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dl104_guard_fix_makes_the_fullgraph_function_compile(tmp_path: Path) -> None:
+    """Unfixed, torch 2.13 refuses the print under fullgraph=True; with the (unsafe) fix each
+    host statement is guarded by ``if not torch.compiler.is_compiling():`` and it compiles."""
+    import torch
+    from torch._dynamo.exc import Unsupported
+
+    settings = FileSettings(enabled=frozenset({"DL104"}))
+    run = fix_project(
+        lambda texts: list(
+            check_source(texts.get("m.py", DL104_SOURCE), "m.py", settings).findings
+        ),
+        lambda _: DL104_SOURCE,
+        unsafe=True,
+    )
+    assert run.total == 3
+    original, fixed = tmp_path / "dl104_original.py", tmp_path / "dl104_fixed.py"
+    original.write_text(DL104_SOURCE, encoding="utf-8")
+    fixed.write_text(run.texts["m.py"], encoding="utf-8")
+    torch._dynamo.reset()
+    with pytest.raises(Unsupported):
+        _load(original, "dl104_original").step(torch.ones(2))
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the guarded warning is not emitted while compiled
+        out = _load(fixed, "dl104_fixed").step(torch.ones(2))
+    assert out.tolist() == [2.0, 2.0]
