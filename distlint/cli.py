@@ -120,6 +120,13 @@ def main() -> None:
     "-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count)."
 )
 @click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="Give up on a file whose analysis takes longer (reported as DL000; default 20, "
+    "or file-timeout in the configuration; 0: no limit).",
+)
+@click.option(
     "--show-source/--no-show-source", default=True, help="Show the source line of each finding."
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
@@ -159,6 +166,7 @@ def check(
     exit_zero: bool,
     config_file: Path | None,
     jobs: int | None,
+    file_timeout: float | None,
     show_source: bool,
     quiet: bool,
     statistics: bool,
@@ -190,6 +198,7 @@ def check(
             exit_zero=exit_zero,
             config_file=config_file,
             jobs=jobs,
+            file_timeout=file_timeout,
             show_source=show_source,
             quiet=quiet,
             statistics=statistics,
@@ -219,10 +228,17 @@ def check(
 
 def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object) -> int:
     from distlint.discovery import Discovery, display_path
-    from distlint.engine import check_bytes
     from distlint.gitignore import find_repo_root
     from distlint.imports import module_name_for
-    from distlint.runner import Task, context_tasks, default_jobs, native_sources, run
+    from distlint.runner import (
+        Task,
+        check_alone,
+        context_tasks,
+        default_jobs,
+        file_budget,
+        native_sources,
+        run,
+    )
 
     cwd = Path.cwd()
     config_file = opts["config_file"]
@@ -246,12 +262,13 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         settings = settings_for(resolver.for_path(target), overrides, target)
         data = sys.stdin.buffer.read()
         module_name, is_package = module_name_for(target) if name != "-" else (None, False)
+        budget = file_budget(opts["file_timeout"], resolver.for_path(target))  # type: ignore[arg-type]
         if name == "-":
-            results = [check_bytes(data, display, settings, module_name, is_package)]
+            results = [check_alone(data, display, settings, module_name, is_package, budget)]
         else:  # the buffer stands for that file of its project (as in an editor)
             tasks = [Task(target, display, settings, data=data)]
             tasks += context_tasks([target], [target], resolver, overrides, cwd, {target: data})
-            results = run(tasks, 1, cache=opts["cache"])  # type: ignore[arg-type]
+            results = run(tasks, 1, cache=opts["cache"], file_timeout=budget)  # type: ignore[arg-type]
         files: list[DiscoveredFile] = []
         enabled_union = set(settings.enabled)
         with contextlib.suppress(UnicodeDecodeError):
@@ -269,7 +286,9 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         native = native_sources(discovery.native_files(), resolver, overrides)
         tasks += context_tasks([f.path for f in files], list(paths), resolver, overrides, cwd)
         jobs = opts["jobs"] or default_jobs()
-        results = run(tasks, jobs, native, opts["cache"])  # type: ignore[arg-type]
+        first = Path(os.path.abspath(paths[0]))
+        budget = file_budget(opts["file_timeout"], resolver.for_path(first))  # type: ignore[arg-type]
+        results = run(tasks, jobs, native, opts["cache"], budget)  # type: ignore[arg-type]
 
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     errors: list[ToolError] = [e for r in results for e in r.errors]

@@ -53,7 +53,7 @@ _LIST_KEYS = (
     "collective-wrappers",
     "rank-predicates",
 )
-VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version", "confirm")
+VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version", "file-timeout", "confirm")
 
 
 class ConfigError(Exception):
@@ -76,6 +76,7 @@ class Config:
     collective_wrappers: tuple[str, ...] = ()
     rank_predicates: tuple[str, ...] = ()
     confirm: tuple[tuple[str, Any], ...] = ()  # the validated [tool.distlint.confirm] table
+    file_timeout: float | None = None  # seconds per file (None: the default; 0: no budget)
     has_table: bool = True  # False for a pyproject.toml without [tool.distlint]
 
     @property
@@ -100,6 +101,7 @@ class Config:
             "compile-wrappers": list(self.compile_wrappers),
             "collective-wrappers": list(self.collective_wrappers),
             "rank-predicates": list(self.rank_predicates),
+            "file-timeout": self.file_timeout,
             "confirm": {k: list(v) if isinstance(v, tuple) else v for k, v in self.confirm},
         }
 
@@ -203,6 +205,8 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
             values[key] = _per_file_ignores(where, value, known_codes)
         elif key == "torch-version":
             values[key] = _torch_version(where, value)
+        elif key == "file-timeout":
+            values[key] = _file_timeout(where, value)
         elif key == "confirm":
             values[key] = _confirm_table(path, prefix, value)
     for key in ("select", "extend-select", "ignore"):
@@ -221,6 +225,7 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
         collective_wrappers=tuple(values.get("collective-wrappers", ())),
         rank_predicates=tuple(values.get("rank-predicates", ())),
         confirm=values.get("confirm", ()),
+        file_timeout=values.get("file-timeout"),
     )
 
 
@@ -284,6 +289,14 @@ def _torch_version(where: str, value: Any) -> str:
             f"{where}: torch {value} is not known; supported versions: {', '.join(versions)}"
         )
     return wanted
+
+
+def _file_timeout(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ConfigError(
+            f"{where} must be a number of seconds (0: no limit), got {_describe(value)}"
+        )
+    return float(value)
 
 
 def _check_selector(where: str, selector: str, known_codes: tuple[str, ...]) -> None:

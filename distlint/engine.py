@@ -211,6 +211,9 @@ def analyze_path(
 ) -> FileResult:
     """One pass over a file on disk (see the module docstring)."""
     try:
+        size = file_path.stat().st_size
+        if size > MAX_FILE_BYTES:  # not even read
+            return _too_large(display_path, size)
         data = file_path.read_bytes()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
@@ -226,6 +229,8 @@ def analyze_bytes(
     is_package: bool = False,
     second: SecondPass | None = None,
 ) -> FileResult:
+    if len(data) > MAX_FILE_BYTES:
+        return _too_large(display_path, len(data))
     try:
         text = decode_source(data)
     except SourceError as exc:
@@ -244,6 +249,8 @@ def analyze_source(
     second: SecondPass | None = None,
 ) -> FileResult:
     """One pass over decoded source: the first (``second`` is None) or the second."""
+    if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
+        return _too_large(display_path, len(text))
     try:
         check_nesting(text)
         module = parse_module(text)
@@ -490,6 +497,18 @@ def _unused_suppressions(
                 )
             )
     return found
+
+
+# Files larger than this are not parsed: LibCST needs about 200 bytes of memory per byte of
+# source (a 50 MB file took more than 10 GB and the parser aborted). The largest real
+# Python files (generated tables, protobuf modules) stay well under it.
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+def _too_large(path: str, size: int) -> FileResult:
+    limit = MAX_FILE_BYTES // (1024 * 1024)
+    message = f"not checked: {size / (1024 * 1024):.1f} MiB is over the {limit} MiB size cap"
+    return _unparsable(path, message, 1, 0)
 
 
 def _unparsable(
