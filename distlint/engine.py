@@ -43,7 +43,14 @@ from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
 from distlint.semantic.spans import SourceLookup
-from distlint.source import NEWLINES, SourceError, check_nesting, decode_source, parse_module
+from distlint.source import (
+    NEWLINES,
+    SourceError,
+    check_nesting,
+    decode_source,
+    on_large_stack,
+    parse_module,
+)
 from distlint.suppressions import SuppressionIndex, scan
 from distlint.walker import walk
 
@@ -147,10 +154,11 @@ def _alone(
 
     if first.summary is None:
         return first.final()
-    facts = link([first.summary], wrappers, source)
+    facts = on_large_stack(link, [first.summary], wrappers, source)
     project = Project([FileRecords(first.path, first.summary.key, first.records)], facts)
     errors: list[ToolError] = []
-    findings = project_findings(project, {first.path: _enabled_of(first)}, errors)
+    enabled = {first.path: _enabled_of(first)}
+    findings = on_large_stack(project_findings, project, enabled, errors)
     if not needs_second_pass(facts, first.summary.key, findings.get(first.path)):
         return with_errors(first.final(), errors)
     result = again(SecondPass(facts, tuple(findings.get(first.path, ())))).final()
@@ -248,9 +256,25 @@ def analyze_source(
     is_package: bool = False,
     second: SecondPass | None = None,
 ) -> FileResult:
-    """One pass over decoded source: the first (``second`` is None) or the second."""
+    """One pass over decoded source: the first (``second`` is None) or the second.
+
+    It runs on a thread with a large stack and recursion limit (``source.on_large_stack``):
+    LibCST's visitors recurse once per level of a tree.
+    """
     if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
         return _too_large(display_path, len(text))
+    args = (text, display_path, settings, module_name, is_package, second)
+    return on_large_stack(_analyze_source, *args)
+
+
+def _analyze_source(
+    text: str,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None,
+    is_package: bool,
+    second: SecondPass | None,
+) -> FileResult:
     try:
         check_nesting(text)
         module = parse_module(text)

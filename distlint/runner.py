@@ -63,7 +63,7 @@ from distlint.project_files import project_root, related_files
 from distlint.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.spans import SourceLookup
-from distlint.source import SourceError, decode_source
+from distlint.source import SourceError, decode_source, on_large_stack
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
 FILE_TIMEOUT = 20.0  # seconds: the command line's default budget for one file's analysis
@@ -201,7 +201,7 @@ def _run_project(
     first = _first_pass_cached(tasks, jobs, cache) if cache is not None else _run_pass(tasks, jobs)
     summaries = [r.summary for r in first if r.summary is not None]
     wrappers = {w for task in tasks for w in task.settings.compile_wrappers}
-    facts = link(summaries, wrappers, source_lookup(tasks))
+    facts = on_large_stack(link, summaries, wrappers, source_lookup(tasks))
     project = Project(
         [FileRecords(r.path, r.summary.key, r.records) for r in first if r.summary is not None],
         facts,
@@ -210,7 +210,7 @@ def _run_project(
     enabled = {r.path: r.summary.enabled for r in first if r.summary is not None}
     enabled.update((source.display, source.enabled) for source in native)
     errors: list[ToolError] = []
-    found = project_findings(project, enabled, errors)
+    found = on_large_stack(project_findings, project, enabled, errors)
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native
