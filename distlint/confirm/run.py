@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import re
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,13 @@ from distlint.confirm.match import (
     observations_from_events,
 )
 from distlint.confirm.progress import Progress
-from distlint.confirm.sandbox import ChildResult, ForkServer, Interrupted, interruptible
+from distlint.confirm.sandbox import (
+    ChildResult,
+    ForkServer,
+    Interrupted,
+    crash_cause,
+    interruptible,
+)
 from distlint.confirm.targets import ConfirmSettings, Target
 from distlint.findings import Finding
 
@@ -241,45 +246,6 @@ def _signal_name(number: int) -> str:
         return f"{signal.Signals(number).name} (signal {number})"
     except ValueError:
         return f"signal {number}"
-
-
-# Output that is never the cause of a crash: torch's warnings about a NumPy it cannot use.
-_NOISE = (
-    "_ARRAY_API",
-    "compiled using NumPy 1.x",
-    "numpy.core.multiarray failed to import",
-    "Failed to initialize NumPy",
-)
-_EXCEPTION_LINE = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)(?::.*)?$"
-)
-_FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
-
-
-def crash_cause(output: str) -> str:
-    """The cause a crashed child's output names, or ``""``.
-
-    A fatal error (faulthandler's report of a segfault, with the innermost frame of user code)
-    first, else the last exception line of a traceback. Warnings, source lines and torch's
-    NumPy complaints are never quoted: when nothing better is there, nothing is.
-    """
-    from distlint.confirm.match import display, is_library
-
-    lines = output.splitlines()
-    fatal = [i for i, line in enumerate(lines) if line.startswith("Fatal Python error:")]
-    if fatal:
-        text = lines[fatal[-1]].strip()[:300]
-        for line in lines[fatal[-1] + 1 :]:
-            frame = _FAULT_FRAME.match(line)
-            if frame and not is_library(frame.group("file")):
-                place = display(normalize(frame.group("file")), Path.cwd())
-                return f"{text} at {place}:{frame.group('line')}"
-        return text
-    for line in reversed(lines):
-        line = line.rstrip()
-        if _EXCEPTION_LINE.match(line) and not any(noise in line for noise in _NOISE):
-            return line[:300]
-    return ""
 
 
 def _mentions_cuda(target: Target) -> bool:

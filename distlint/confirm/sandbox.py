@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import selectors
 import shutil
@@ -289,7 +290,7 @@ class ForkServer:
             )
         reply = self._read(self.startup_timeout)
         if reply is None or "ready" not in reply:
-            tail = _last_line(_tail(self._log))
+            tail = crash_cause(_tail(self._log))
             why = "timed out" if reply is None and not self._eof else "failed"
             self._stop()
             raise ServerUnavailable(
@@ -494,6 +495,40 @@ def _kill_pid_group(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+# Output that is never the cause of a crash: torch's warnings about a NumPy it cannot use.
+_NOISE = (
+    "_ARRAY_API",
+    "compiled using NumPy 1.x",
+    "numpy.core.multiarray failed to import",
+    "Failed to initialize NumPy",
+)
+_EXCEPTION_LINE = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)(?::.*)?$"
+)
+_FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def crash_cause(output: str) -> str:
+    """The cause a crashed child's output names, or ``""``.
+
+    A fatal error (faulthandler's report of a segfault, with the innermost frame of user code)
+    first, else the last exception line of a traceback. Warnings, source lines and torch's
+    NumPy complaints are never quoted: when nothing better is there, nothing is.
+    """
+    from distlint.confirm.match import display, is_library, normalize
+
+    lines = output.splitlines()
+    fatal = [i for i, line in enumerate(lines) if line.startswith("Fatal Python error:")]
+    if fatal:
+        text = lines[fatal[-1]].strip()[:300]
+        for line in lines[fatal[-1] + 1 :]:
+            frame = _FAULT_FRAME.match(line)
+            if frame and not is_library(frame.group("file")):
+                place = display(normalize(frame.group("file")), Path.cwd())
+                return f"{text} at {place}:{frame.group('line')}"
+        return text
+    for line in reversed(lines):
+        line = line.rstrip()
+        if _EXCEPTION_LINE.match(line) and not any(noise in line for noise in _NOISE):
+            return line[:300]
+    return ""
