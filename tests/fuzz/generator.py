@@ -157,6 +157,39 @@ DECORATORS = [
 ]
 
 
+# Statements shaped like what particular rules look for (DL1xx-DL6xx).
+BAIT = [
+    "model.register_forward_hook(lambda m, i, o: None)",
+    "torch._dynamo.config.cache_size_limit = {n}",
+    "WORLD = dist.get_world_size()",
+    "os.environ['TORCHINDUCTOR_CACHE_DIR'] = '/tmp/cache'",
+    "model.weight.data.fill_({n})",
+    "model.weight.add_(1)",
+    "out = torch.sigmoid({t})\nout.mul_(2)",
+    "model = torch.compile(DDP(model), fullgraph=True)",
+    "model = DDP(model, bucket_cap_mb=1)",
+    "model = DDP(model, bogus_option=1)",
+    "dist.all_reduce({t}, opp=dist.ReduceOp.SUM)",
+    "torch.cuda.amp.autocast()",
+    "dist.reduce_op.SUM",
+    "from torch._dynamo.utils import counters",
+    "torch._dynamo.mark_dynamic({t}, 0)",
+    "torch.compiler.reset()",
+    "torch.distributed.barrier(device_ids=[local_rank])",
+    "optimizer.step()",
+    "loss.backward()",
+    "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
+    "with torch.cuda.graph(g):\n    {t}.item()",
+    "with torch.cuda.graph(g):\n    dist.all_reduce({t})",
+    "static = graphed({t})\nstatic2 = graphed({t})\nprint(static)",
+    "graphed = torch.cuda.make_graphed_callables(model, ({t},))",
+    "torch._dynamo.config.patch(suppress_errors=True)(lambda: None)()",
+    "torch.compile(lambda y: y.nonzero())({t})",
+    "torch.compile(fullgraph=True)(torch.compiler.disable(lambda y: y))({t})",
+    "model.module.weight.requires_grad_(rank == 0)",
+]
+
+
 @dataclass
 class Ctx:
     """Where a statement goes: what is allowed there and what names exist."""
@@ -268,6 +301,7 @@ class Generator:
             ("nested_def", 0 if deep else 1),
             ("config", 1),
             ("assert", 1),
+            ("bait", 3),
         ]
         kind = self.rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
         return getattr(self, f"_{kind}")(ctx)
@@ -297,6 +331,10 @@ class Generator:
         if self.chance(0.3):
             return [f"torch._dynamo.config.patch({flag}={value})"]
         return [f"torch._dynamo.config.{flag} = {value}"]
+
+    def _bait(self, ctx: Ctx) -> list[str]:
+        text = str(self.pick(BAIT)).format(t=self.tensor(ctx), n=self.rng.randint(0, 9))
+        return text.split("\n")
 
     def _assert(self, ctx: Ctx) -> list[str]:
         return [f"assert {self.condition(ctx)}, 'bad'"]
@@ -511,6 +549,31 @@ class Generator:
             ]
         return lines
 
+    def autograd_function(self, name: str) -> list[str]:
+        lines = [
+            f"class {name}(torch.autograd.Function):",
+            "    @staticmethod",
+            "    def forward(ctx, x):",
+            "        ctx.save_for_backward(x)",
+            "        out = x.exp()",
+        ]
+        if self.chance(0.3):
+            lines.append("        out.add_(1)")
+        lines.append("        return out")
+        if self.chance(0.6):
+            lines += [
+                "    @staticmethod",
+                "    def backward(ctx, grad):",
+                "        (x,) = ctx.saved_tensors",
+                "        return grad * x.exp()",
+            ]
+        lines += [
+            "@torch.compile",
+            f"def apply_{name}(x):",
+            f"    return {name}.apply(x)",
+        ]
+        return lines
+
     def library(self) -> list[str]:
         ns = self.pick(["mylib", "ops", "ext"])
         op = self.fresh("op")
@@ -604,8 +667,18 @@ class Generator:
         functions: list[str] = []
         for _ in range(self.rng.randint(1, 5)):
             kind = self.rng.choices(
-                ["function", "compiled", "async", "class", "library", "long", "deep", "literal"],
-                [4, 5, 1, 2, 1, 0.15, 0.3, 0.3],
+                [
+                    "function",
+                    "compiled",
+                    "async",
+                    "class",
+                    "library",
+                    "long",
+                    "deep",
+                    "literal",
+                    "autograd",
+                ],
+                [4, 5, 1, 2, 1, 0.15, 0.3, 0.3, 0.5],
             )[0]
             name_ = self.fresh("f")
             if kind == "function":
@@ -624,6 +697,8 @@ class Generator:
                 lines += self.long_function(name_)
             elif kind == "deep":
                 lines += self.deep_function(name_)
+            elif kind == "autograd":
+                lines += self.autograd_function(self.fresh("Fn"))
             else:
                 lines += self.huge_literal()
             lines.append("")
@@ -646,13 +721,43 @@ def indent(lines: list[str]) -> list[str]:
 
 
 def program(rng: random.Random) -> dict[str, str]:
-    """One project: ``{"__init__.py": ..., "a.py": ..., ...}`` (one to three modules)."""
+    """One project: ``{"__init__.py": ..., "a.py": ..., ...}`` (one to three modules, and
+    sometimes a C++ file registering the ops the modules use)."""
     modules = ["a", "b", "c"][: rng.choice([1, 1, 2, 2, 3])]
     generator = Generator(rng, modules)
     files = {"__init__.py": ""}
     for index, name in enumerate(modules):
         files[f"{name}.py"] = generator.module(index)
+    if rng.random() < 0.15:
+        files["ops.cpp"] = native(rng, generator.ops or ["mylib::op"])
     return files
+
+
+def native(rng: random.Random, ops: list[str]) -> str:
+    """A C++ file with ``TORCH_LIBRARY`` blocks for some of ``ops`` (DL404, DL408)."""
+    lines = ["#include <torch/library.h>", "#define NS mylib", ""]
+    by_namespace: dict[str, list[str]] = {}
+    for op in ops:
+        namespace, _, name = op.partition("::")
+        by_namespace.setdefault(namespace, []).append(name)
+    for namespace, names in by_namespace.items():
+        block = rng.choice(["TORCH_LIBRARY", "TORCH_LIBRARY_FRAGMENT"])
+        lines.append(f"{block}({namespace}, m) {{")
+        for name in names:
+            if rng.random() < 0.7:
+                lines.append(f'  m.def("{name}(Tensor x) -> Tensor");')
+            if rng.random() < 0.3:
+                schema = f"{namespace}::{name}_v2(Tensor x) -> Tensor"
+                lines.append(f'  m.def(TORCH_SELECTIVE_SCHEMA("{schema}"));')
+        lines.append("}")
+        key = rng.choice(["CPU", "CUDA", "Meta", "Autograd", "CompositeImplicitAutograd"])
+        lines.append(f"TORCH_LIBRARY_IMPL({namespace}, {key}, m) {{")
+        for name in names:
+            if rng.random() < 0.6:
+                lines.append(f'  m.impl("{name}", &{name}_kernel);  // a "string" in a comment')
+        lines.append("}")
+    lines.append('/* unterminated R"x( raw */ auto s = R"delim(TORCH_LIBRARY(no, m) {})delim";')
+    return "\n".join(lines) + "\n"
 
 
 def valid(source: str, name: str = "<fuzz>") -> bool:
