@@ -103,3 +103,23 @@ def test_grammar_programs_never_crash_the_engine(source: str) -> None:
     decodable = not re.search("[\ud800-\udfff]", source)
     if decodable and valid(source):
         assert [f.message for f in result.findings if f.code == "DL000"] == []
+
+
+def test_the_long_run_script_reports_programs_crashes_and_hangs(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "fuzz.py"
+    keep = str(tmp_path / "keep")
+    proc = subprocess.run(
+        [sys.executable, str(script), "--programs", "3", "--seed", "3", "--keep", keep],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert (summary["programs"], summary["crashes"], summary["hangs"]) == (3, 0, 0)
+    assert sum(summary["kinds"].values()) == 3
+    assert not list((tmp_path / "keep").iterdir())
