@@ -127,6 +127,13 @@ def main() -> None:
     "-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count)."
 )
 @click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="Give up on a file whose analysis takes longer (reported as DL000; default 20, "
+    "or file-timeout in the configuration; 0: no limit).",
+)
+@click.option(
     "--show-source/--no-show-source", default=True, help="Show the source line of each finding."
 )
 @click.option(
@@ -214,6 +221,7 @@ def check(
     exit_zero: bool,
     config_file: Path | None,
     jobs: int | None,
+    file_timeout: float | None,
     show_source: bool,
     output_format: str,
     quiet: bool,
@@ -271,6 +279,7 @@ def check(
             exit_zero=exit_zero,
             config_file=config_file,
             jobs=jobs,
+            file_timeout=file_timeout,
             show_source=show_source,
             output_format=output_format,
             quiet=quiet,
@@ -349,6 +358,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             overrides,
             cwd,
             cache,
+            file_timeout=opts["file_timeout"],  # type: ignore[arg-type]
         )
     else:
         session = CheckSession.for_paths(
@@ -359,6 +369,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             force_exclude=bool(opts["force_exclude"]),
             jobs=opts["jobs"],  # type: ignore[arg-type]
             cache=cache,
+            file_timeout=opts["file_timeout"],  # type: ignore[arg-type]
         )
     resolver.raise_problems()  # every broken config file met, each bad key, in one run
 

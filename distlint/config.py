@@ -53,7 +53,14 @@ _LIST_KEYS = (
     "collective-wrappers",
     "rank-predicates",
 )
-VALID_KEYS = (*_LIST_KEYS, "per-file-ignores", "torch-version", "baseline", "confirm")
+VALID_KEYS = (
+    *_LIST_KEYS,
+    "per-file-ignores",
+    "torch-version",
+    "baseline",
+    "file-timeout",
+    "confirm",
+)
 
 
 class ConfigError(Exception):
@@ -85,6 +92,7 @@ class Config:
     rank_predicates: tuple[str, ...] = ()
     confirm: tuple[tuple[str, Any], ...] = ()  # the validated [tool.distlint.confirm] table
     baseline: str | None = None  # report only findings this file does not hold (see baseline.py)
+    file_timeout: float | None = None  # seconds per file (None: the default; 0: no budget)
     has_table: bool = True  # False for a pyproject.toml without [tool.distlint]
 
     @property
@@ -115,6 +123,7 @@ class Config:
             "compile-wrappers": list(self.compile_wrappers),
             "collective-wrappers": list(self.collective_wrappers),
             "rank-predicates": list(self.rank_predicates),
+            "file-timeout": self.file_timeout,
             "confirm": {k: list(v) if isinstance(v, tuple) else v for k, v in self.confirm},
         }
 
@@ -259,6 +268,7 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
         rank_predicates=tuple(values.get("rank-predicates", ())),
         confirm=values.get("confirm", ()),
         baseline=values.get("baseline"),
+        file_timeout=values.get("file-timeout"),
     )
 
 
@@ -272,6 +282,8 @@ def _value(
         return _per_file_ignores(where, value, known_codes)
     if key == "torch-version":
         return _torch_version(where, value)
+    if key == "file-timeout":
+        return _file_timeout(where, value)
     if key == "baseline":
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(
@@ -352,6 +364,14 @@ def _torch_version(where: str, value: Any) -> str:
             f"{where}: torch {value} is not known; supported versions: {', '.join(versions)}"
         )
     return wanted
+
+
+def _file_timeout(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ConfigError(
+            f"{where} must be a number of seconds (0: no limit), got {_describe(value)}"
+        )
+    return float(value)
 
 
 def _check_selector(where: str, selector: str, known_codes: tuple[str, ...]) -> None:

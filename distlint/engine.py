@@ -43,7 +43,14 @@ from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
 from distlint.semantic.spans import SourceLookup
-from distlint.source import NEWLINES, SourceError, check_nesting, decode_source, parse_module
+from distlint.source import (
+    NEWLINES,
+    SourceError,
+    check_nesting,
+    decode_source,
+    on_large_stack,
+    parse_module,
+)
 from distlint.suppressions import SuppressionIndex, scan
 from distlint.walker import walk
 
@@ -147,10 +154,11 @@ def _alone(
 
     if first.summary is None:
         return first.final()
-    facts = link([first.summary], wrappers, source)
+    facts = on_large_stack(link, [first.summary], wrappers, source)
     project = Project([FileRecords(first.path, first.summary.key, first.records)], facts)
     errors: list[ToolError] = []
-    findings = project_findings(project, {first.path: _enabled_of(first)}, errors)
+    enabled = {first.path: _enabled_of(first)}
+    findings = on_large_stack(project_findings, project, enabled, errors)
     if not needs_second_pass(facts, first.summary.key, findings.get(first.path)):
         return with_errors(first.final(), errors)
     result = again(SecondPass(facts, tuple(findings.get(first.path, ())))).final()
@@ -211,6 +219,9 @@ def analyze_path(
 ) -> FileResult:
     """One pass over a file on disk (see the module docstring)."""
     try:
+        size = file_path.stat().st_size
+        if size > MAX_FILE_BYTES:  # not even read
+            return _too_large(display_path, size)
         data = file_path.read_bytes()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
@@ -226,6 +237,8 @@ def analyze_bytes(
     is_package: bool = False,
     second: SecondPass | None = None,
 ) -> FileResult:
+    if len(data) > MAX_FILE_BYTES:
+        return _too_large(display_path, len(data))
     try:
         text = decode_source(data)
     except SourceError as exc:
@@ -243,7 +256,25 @@ def analyze_source(
     is_package: bool = False,
     second: SecondPass | None = None,
 ) -> FileResult:
-    """One pass over decoded source: the first (``second`` is None) or the second."""
+    """One pass over decoded source: the first (``second`` is None) or the second.
+
+    It runs on a thread with a large stack and recursion limit (``source.on_large_stack``):
+    LibCST's visitors recurse once per level of a tree.
+    """
+    if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
+        return _too_large(display_path, len(text))
+    args = (text, display_path, settings, module_name, is_package, second)
+    return on_large_stack(_analyze_source, *args)
+
+
+def _analyze_source(
+    text: str,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None,
+    is_package: bool,
+    second: SecondPass | None,
+) -> FileResult:
     try:
         check_nesting(text)
         module = parse_module(text)
@@ -490,6 +521,18 @@ def _unused_suppressions(
                 )
             )
     return found
+
+
+# Files larger than this are not parsed: LibCST needs about 200 bytes of memory per byte of
+# source (a 50 MB file took more than 10 GB and the parser aborted). The largest real
+# Python files (generated tables, protobuf modules) stay well under it.
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+def _too_large(path: str, size: int) -> FileResult:
+    limit = MAX_FILE_BYTES // (1024 * 1024)
+    message = f"not checked: {size / (1024 * 1024):.1f} MiB is over the {limit} MiB size cap"
+    return _unparsable(path, message, 1, 0)
 
 
 def _unparsable(

@@ -7,29 +7,38 @@ regions or project findings through a second pass, again in parallel. The second
 input (facts and project findings per file) reaches each worker through the pool's
 initializer: inherited without pickling when workers are forked, pickled once per worker when
 they are spawned (macOS, Windows, ``DISTLINT_START_METHOD=spawn``), so both give the same
-result. If a worker dies (a
-parser crash kills the process, not just the file), the files it held are re-checked one
-at a time in isolation so the culprit is reported as DL000 and every other file still gets
-its findings.
+result.
+
+Workers are supervised (:class:`_Pool`): each holds one file at a time, so when a worker dies
+(a parser crash kills the process, not just the file) or a file's analysis runs past the
+per-file budget (``file_timeout``: ``--file-timeout``, ``file-timeout``), that file alone is
+reported as DL000, the worker is replaced and the run goes on. With a budget every file is
+checked in a worker, ``-j1`` included (one worker); without one (the library default, the
+language server) small runs stay in-process and only files that may crash the parser are
+checked in a process of their own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
 import sys
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from distlint.cache import FirstPassCache, identity_of
 from distlint.config import (
     CliOverrides,
+    Config,
     ConfigError,
     ConfigResolver,
     FileSettings,
@@ -42,6 +51,7 @@ from distlint.engine import (
     _unparsable,
     analyze_bytes,
     analyze_path,
+    check_bytes,
     needs_second_pass,
     project_findings,
     with_errors,
@@ -53,9 +63,10 @@ from distlint.project_files import project_root, related_files
 from distlint.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.spans import SourceLookup
-from distlint.source import SourceError, decode_source
+from distlint.source import SourceError, decode_source, on_large_stack
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
+FILE_TIMEOUT = 20.0  # seconds: the command line's default budget for one file's analysis
 
 
 @dataclass(frozen=True)
@@ -111,12 +122,15 @@ def run(
     jobs: int,
     native: Sequence[NativeSource] = (),
     cache: FirstPassCache | None = None,
+    file_timeout: float | None = None,
 ) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
     files checked together as one project; tasks with ``report=False`` are summarised and
-    linked only (no result). First passes are taken from ``cache`` where it has them."""
+    linked only (no result). First passes are taken from ``cache`` where it has them.
+    ``file_timeout``: seconds one file's analysis (each pass) may take, in a worker process;
+    past it the file is a DL000 "not checked" (None: no budget)."""
     with _collector_paused():
-        results = _run_project(tasks, jobs, native, cache)
+        results = _run_project(tasks, Jobs(jobs, file_timeout), native, cache)
     if cache is not None:
         cache.prune()
     return results
@@ -144,9 +158,42 @@ _COLLECT_EVERY = 200  # files between explicit collections while the collector i
 _checked = 0
 
 
+def file_budget(option: float | None, config: Config) -> float | None:
+    """The per-file budget in seconds: the option, else the configuration's ``file-timeout``,
+    else :data:`FILE_TIMEOUT`; None (no budget) for 0."""
+    chosen = option if option is not None else config.file_timeout
+    chosen = FILE_TIMEOUT if chosen is None else chosen
+    return chosen or None
+
+
+def check_alone(
+    data: bytes,
+    display: str,
+    settings: FileSettings,
+    module_name: str | None,
+    is_package: bool,
+    file_timeout: float | None,
+) -> FileResult:
+    """:func:`distlint.engine.check_bytes` (stdin), in a worker when there is a budget."""
+    args = (data, display, settings, module_name, is_package)
+    if file_timeout is None:
+        return check_bytes(*args)
+    all_rules()
+    with _Pool(1, {}) as pool:
+        return pool.map([(check_bytes, args, display)], file_timeout)[0]
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """How a pass runs: how many workers, and the per-file budget (None: none)."""
+
+    count: int
+    file_timeout: float | None = None
+
+
 def _run_project(
     tasks: Sequence[Task],
-    jobs: int,
+    jobs: Jobs,
     native: Sequence[NativeSource],
     cache: FirstPassCache | None,
 ) -> list[FileResult]:
@@ -154,7 +201,7 @@ def _run_project(
     first = _first_pass_cached(tasks, jobs, cache) if cache is not None else _run_pass(tasks, jobs)
     summaries = [r.summary for r in first if r.summary is not None]
     wrappers = {w for task in tasks for w in task.settings.compile_wrappers}
-    facts = link(summaries, wrappers, source_lookup(tasks))
+    facts = on_large_stack(link, summaries, wrappers, source_lookup(tasks))
     project = Project(
         [FileRecords(r.path, r.summary.key, r.records) for r in first if r.summary is not None],
         facts,
@@ -163,7 +210,7 @@ def _run_project(
     enabled = {r.path: r.summary.enabled for r in first if r.summary is not None}
     enabled.update((source.display, source.enabled) for source in native)
     errors: list[ToolError] = []
-    found = project_findings(project, enabled, errors)
+    found = on_large_stack(project_findings, project, enabled, errors)
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native
@@ -250,7 +297,9 @@ def _context_tasks(
     return tasks
 
 
-def _first_pass_cached(tasks: Sequence[Task], jobs: int, cache: FirstPassCache) -> list[FileResult]:
+def _first_pass_cached(
+    tasks: Sequence[Task], jobs: Jobs, cache: FirstPassCache
+) -> list[FileResult]:
     """The first pass, reusing cached results of files whose key is unchanged."""
     keys: list[str | None] = []
     results: dict[int, FileResult] = {}
@@ -275,11 +324,12 @@ def _first_pass_cached(tasks: Sequence[Task], jobs: int, cache: FirstPassCache) 
     return [results[i] for i in range(len(tasks))]
 
 
+GAVE_UP = ("the parser ", "not checked:")  # how DL000 messages of files given up on start
+
+
 def _cacheable(result: FileResult) -> bool:
-    """Not a file the isolated check gave up on (a crash or a stall may not happen again)."""
-    return not any(
-        f.code == "DL000" and f.message.startswith("the parser ") for f in result.findings
-    )
+    """Not a file the check gave up on (a crash or a stall may not happen again)."""
+    return not any(f.code == "DL000" and f.message.startswith(GAVE_UP) for f in result.findings)
 
 
 def link_results(
@@ -319,9 +369,11 @@ class FileSources:
             return None
 
 
-def first_pass(tasks: Sequence[Task], jobs: int) -> list[FileResult]:
+def first_pass(
+    tasks: Sequence[Task], jobs: int, file_timeout: float | None = None
+) -> list[FileResult]:
     """Only the first pass (summaries and file-scope findings), in the order of ``tasks``."""
-    return _run_pass(_with_module_names(tasks), jobs)
+    return _run_pass(_with_module_names(tasks), Jobs(jobs, file_timeout))
 
 
 def _second(task: Task) -> Task:
@@ -348,32 +400,19 @@ def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
 
 
 def _run_pass(
-    tasks: Sequence[Task], jobs: int, inputs: SecondInputs | None = None
+    tasks: Sequence[Task], jobs: Jobs, inputs: SecondInputs | None = None
 ) -> list[FileResult]:
     """One pass over ``tasks``, in parallel when worth it; results in order. ``inputs``
     holds the second pass's input of each file (None in the first pass)."""
     inputs = inputs or {}
-    if jobs <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES:
+    if not tasks:
+        return []
+    if jobs.file_timeout is None and (jobs.count <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES):
         return [_check(task, inputs.get(task.display)) for task in tasks]
     all_rules()  # import every rule module before forking, so workers inherit them
-    chunks = _chunks(list(range(len(tasks))), jobs)
-    results: dict[int, FileResult] = {}
-    failed: list[int] = []
-    with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=_context(), initializer=_start_worker, initargs=(inputs,)
-    ) as pool:
-        futures: list[tuple[list[int], Future]] = []
-        for chunk in chunks:
-            futures.append((chunk, pool.submit(_check_many, [tasks[i] for i in chunk])))
-        for chunk, future in futures:
-            try:
-                for index, result in zip(chunk, future.result(), strict=True):
-                    results[index] = result
-            except BrokenProcessPool:
-                failed.extend(chunk)
-    for index in failed:
-        results[index] = _check_isolated(tasks[index], inputs.get(tasks[index].display))
-    return [results[i] for i in range(len(tasks))]
+    calls = [(_check_in_worker, (task,), task.display) for task in tasks]
+    with _Pool(min(jobs.count, len(tasks)), inputs) as pool:
+        return pool.map(calls, jobs.file_timeout)
 
 
 # A worker's second-pass inputs, given by the pool's initializer (in workers only).
@@ -384,12 +423,6 @@ def _start_worker(inputs: SecondInputs) -> None:
     global _worker_inputs
     _worker_inputs = inputs
     all_rules()  # spawned workers import the rule modules once, before their first file
-
-
-def _chunks(indices: list[int], jobs: int) -> list[list[int]]:
-    """Small round-robin chunks: balanced work, few round trips."""
-    size = max(1, min(16, len(indices) // (jobs * 4) or 1))
-    return [indices[i : i + size] for i in range(0, len(indices), size)]
 
 
 START_METHOD_VARIABLE = "DISTLINT_START_METHOD"
@@ -447,8 +480,13 @@ def _may_crash_parser(path: Path) -> bool:
     return any(len(line) > _LONG_LINE for line in data.splitlines())
 
 
-def _check_many(tasks: list[Task]) -> list[FileResult]:
-    return [_check(task, _worker_inputs.get(task.display)) for task in tasks]
+def _check_in_worker(task: Task) -> FileResult:
+    """A file in a supervised worker: a crash or a stall here costs only this file."""
+    global _checked
+    _checked += 1
+    if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
+        gc.collect()
+    return _check_unguarded(task, _worker_inputs.get(task.display))
 
 
 ISOLATED_TIMEOUT = 60.0  # seconds for one file that may crash or stall the parser
@@ -481,3 +519,185 @@ def _check_and_send(
 ) -> None:
     sender.send(_check_unguarded(task, second))
     sender.close()
+
+
+# -- supervised workers ----------------------------------------------------------------------------
+
+Call = tuple[Callable[..., FileResult], tuple, str]  # function, its arguments, the file's name
+
+
+def _serve(conn: multiprocessing.connection.Connection, inputs: SecondInputs) -> None:
+    """A worker: ``(index, function, arguments, name)`` in, ``(index, result)`` out, until
+    None."""
+    _start_worker(inputs)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        index, function, args, name = message
+        try:
+            result = function(*args)
+        except Exception as exc:  # a bug: this file's error, never the end of the run
+            text = f"internal error while checking the file: {type(exc).__name__}: {exc}"
+            result = FileResult(name, errors=(ToolError(name, text),))
+        conn.send((index, result))
+
+
+class _Worker:
+    def __init__(self, inputs: SecondInputs) -> None:
+        context = _context()
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, inputs), daemon=True)
+        self.process.start()
+        child.close()
+        self.index: int | None = None  # the call it holds
+        self.started = 0.0
+        self.cpu_started: float | None = None
+        self.done = 0  # calls it finished
+
+    def give(self, index: int, call: Call) -> bool:
+        try:
+            self.conn.send((index, *call))
+        except (OSError, ValueError):  # it died before taking the call
+            return False
+        self.index, self.started = index, time.monotonic()
+        self.cpu_started = _cpu_seconds(self.process.pid)
+        return True
+
+    def used(self, now: float) -> float:
+        """Seconds the call it holds has taken: CPU time where known (a busy machine does
+        not make a file time out), else wall time."""
+        cpu = _cpu_seconds(self.process.pid) if self.cpu_started is not None else None
+        if cpu is None or self.cpu_started is None:
+            return now - self.started
+        return cpu - self.cpu_started
+
+    def over(self, budget: float, now: float) -> bool:
+        return self.used(now) >= budget or now - self.started >= _WALL_FACTOR * budget
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill:
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(None)
+            self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+
+class _Pool:
+    """Worker processes that each check one file at a time, supervised file by file.
+
+    A worker that dies costs the file it held (DL000 "the parser crashed"), one that holds a
+    file past the budget is killed and costs that file (DL000 "not checked: exceeded"); either
+    way a new worker takes its place and the other files are checked as usual.
+    """
+
+    def __init__(self, size: int, inputs: SecondInputs) -> None:
+        self.size = size
+        self.inputs = inputs
+        self.workers: list[_Worker] = []
+        self.fresh_deaths = 0  # workers in a row that died before finishing anything
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for worker in self.workers:
+            worker.stop(kill=exc[0] is not None)
+        self.workers = []
+
+    def _replace(self, worker: _Worker) -> _Worker:
+        worker.stop(kill=True)
+        if worker.done == 0:
+            self.fresh_deaths += 1
+            if self.fresh_deaths > 3:
+                raise RuntimeError("worker processes die as soon as they start")
+        else:
+            self.fresh_deaths = 0
+        new = _Worker(self.inputs)
+        self.workers[self.workers.index(worker)] = new
+        return new
+
+    def map(self, calls: Sequence[Call], timeout: float | None) -> list[FileResult]:
+        pending = deque(range(len(calls)))
+        results: dict[int, FileResult] = {}
+        self.workers = [_Worker(self.inputs) for _ in range(min(self.size, len(calls)))]
+
+        def feed(worker: _Worker) -> None:
+            while pending:
+                index = pending.popleft()
+                if worker.give(index, calls[index]):
+                    return
+                pending.appendleft(index)  # not this file's fault: another worker takes it
+                worker = self._replace(worker)
+
+        for worker in list(self.workers):
+            feed(worker)
+        while len(results) < len(calls):
+            busy = [w for w in self.workers if w.index is not None]
+            wait = None
+            if timeout is not None and busy:
+                now = time.monotonic()
+                wait = max(0.01, min(timeout - w.used(now) for w in busy))
+            handles: list[Any] = [w.conn for w in busy] + [w.process.sentinel for w in busy]
+            ready = set(multiprocessing.connection.wait(handles, wait))
+            now = time.monotonic()
+            for worker in busy:
+                index = worker.index
+                assert index is not None
+                name = calls[index][2]
+                if worker.conn in ready:
+                    try:
+                        got, result = worker.conn.recv()
+                    except (EOFError, OSError):
+                        results[index] = _gave_up(name, _died(worker))
+                        feed(self._replace(worker))
+                        continue
+                    results[got] = result
+                    worker.index = None
+                    worker.done += 1
+                    self.fresh_deaths = 0
+                    feed(worker)
+                elif worker.process.sentinel in ready:
+                    results[index] = _gave_up(name, _died(worker))
+                    feed(self._replace(worker))
+                elif timeout is not None and worker.over(timeout, now):
+                    budget = f"the {timeout:g} s budget for one file (--file-timeout)"
+                    results[index] = _gave_up(name, f"not checked: exceeded {budget}")
+                    feed(self._replace(worker))
+        return [results[i] for i in range(len(calls))]
+
+
+_WALL_FACTOR = 4  # a file may take this many times its budget in wall time (a busy machine)
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (its threads included), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _died(worker: _Worker) -> str:
+    worker.process.join(1)
+    code = worker.process.exitcode
+    how = ""
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            how = f": {signal.Signals(-code).name}"
+    return f"the parser crashed on this file (the process died{how}); it was not checked"
+
+
+def _gave_up(name: str, reason: str) -> FileResult:
+    return _unparsable(name, reason, 1, 0)

@@ -10,6 +10,7 @@ does that.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,6 +36,7 @@ class CheckSession:
     native: list[NativeSource] = field(default_factory=list)
     jobs: int = 1
     cache: FirstPassCache | None = None
+    file_timeout: float | None = None  # seconds one file's analysis may take (None: no budget)
     files: list[DiscoveredFile] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
@@ -58,11 +60,14 @@ class CheckSession:
         force_exclude: bool,
         jobs: int | None,
         cache: FirstPassCache | None,
+        file_timeout: float | None = None,
     ) -> CheckSession:
         from distlint.discovery import Discovery
-        from distlint.runner import Task, context_tasks, default_jobs, native_sources
+        from distlint.runner import Task, context_tasks, default_jobs, file_budget, native_sources
 
-        session = cls(cwd, jobs=jobs or default_jobs(), cache=cache)
+        first = Path(os.path.abspath(paths[0])) if paths else cwd
+        budget = file_budget(file_timeout, resolver.for_path(first))
+        session = cls(cwd, jobs=jobs or default_jobs(), cache=cache, file_timeout=budget)
         discovery = Discovery(resolver, cwd, force_exclude=force_exclude)
         session.files, session.notices = discovery.files(paths)
         session.unreadable = discovery.unreadable
@@ -84,17 +89,26 @@ class CheckSession:
         overrides: CliOverrides,
         cwd: Path,
         cache: FirstPassCache | None,
+        file_timeout: float | None = None,
     ) -> CheckSession:
         from distlint.discovery import display_path
         from distlint.imports import module_name_for
-        from distlint.runner import Task, context_tasks
+        from distlint.runner import Task, context_tasks, file_budget
 
         name = name or "-"
         target = (cwd / name).resolve()
         display = display_path(target, cwd) if name != "-" else "-"
         settings = settings_for(resolver.for_path(target), overrides, target)
         data = sys.stdin.buffer.read()
-        session = cls(cwd, jobs=1, cache=cache, stdin_display=display, stdin_data=data)
+        budget = file_budget(file_timeout, resolver.for_path(target))
+        session = cls(
+            cwd,
+            jobs=1,
+            cache=cache,
+            file_timeout=budget,
+            stdin_display=display,
+            stdin_data=data,
+        )
         session.stdin_settings = settings
         session.enabled_union = set(settings.enabled)
         session._bytes[display] = data
@@ -111,8 +125,7 @@ class CheckSession:
     def check(self, texts: dict[str, str] | None = None) -> list[Finding]:
         """Check every file, ``texts`` (display path -> text) replacing files' contents;
         the results are kept in :attr:`results`, the findings returned in report order."""
-        from distlint.engine import check_bytes
-        from distlint.runner import run
+        from distlint.runner import check_alone, run
 
         texts = texts or {}
         if self.stdin_display is not None and not self.tasks:  # plain `-`
@@ -120,7 +133,14 @@ class CheckSession:
             module, is_package = self.stdin_module
             assert self.stdin_settings is not None
             self.results = [
-                check_bytes(data, self.stdin_display, self.stdin_settings, module, is_package)
+                check_alone(
+                    data,
+                    self.stdin_display,
+                    self.stdin_settings,
+                    module,
+                    is_package,
+                    self.file_timeout,
+                )
             ]
         else:
             tasks = [
@@ -129,7 +149,7 @@ class CheckSession:
                 else task
                 for task in self.tasks
             ]
-            self.results = run(tasks, self.jobs, self.native, self.cache)
+            self.results = run(tasks, self.jobs, self.native, self.cache, self.file_timeout)
         return sorted((f for r in self.results for f in r.findings), key=lambda f: f.sort_key)
 
     @property

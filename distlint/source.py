@@ -12,12 +12,17 @@ from __future__ import annotations
 import codecs
 import io
 import re
+import sys
 import threading
 import tokenize
+from collections.abc import Callable
+from typing import TypeVar
 
 import libcst as cst
 
 from distlint.lexing import tokens
+
+T = TypeVar("T")
 
 # Line breaks as Python and LibCST count them (positions, snippets, LSP ranges).
 NEWLINES = re.compile(r"\r\n|\r|\n")
@@ -114,31 +119,69 @@ def check_nesting(text: str) -> None:
 
 # LibCST's native parser recurses once per operand of a long operator chain; on a thread's
 # default stack a chain of a few thousand operands spread over short lines (``x = (`` and
-# 8,000 lines of ``a +``) kills the process with SIGSEGV. On this stack it parses.
+# 8,000 lines of ``a +``) kills the process with SIGSEGV. On this stack it parses. The analysis
+# runs there too (:func:`on_large_stack`), with a recursion limit to match: LibCST's visitors and
+# code generation recurse once per level of a tree, so a 400-link attribute chain, which CPython
+# compiles, exceeded Python's default limit of 1,000 frames in rules that visit subtrees.
 _PARSER_STACK = 512 * 1024 * 1024
+_DEEP_RECURSION = 30_000  # frames; far below what the stack above holds
+_DEEP_THREAD = "distlint-deep"
 _stack_lock = threading.Lock()
+_limit_lock = threading.Lock()
+_deep_threads = 0
+_saved_limit = 0
 
 
-def parse_module(text: str) -> cst.Module:
-    """``libcst.parse_module`` on a thread with a large stack (see above); its exceptions are
-    raised here."""
+def on_large_stack(function: Callable[..., T], *args: object) -> T:
+    """``function(*args)`` on a thread with a large stack and a recursion limit to match; its
+    exceptions are raised here. Called from such a thread, it just calls ``function``."""
+    if threading.current_thread().name == _DEEP_THREAD:
+        return function(*args)
     outcome: list[object] = []
 
-    def parse() -> None:
+    def run() -> None:
+        _deeper(True)
         try:
-            outcome.append(cst.parse_module(text))
+            outcome.append(function(*args))
         except BaseException as exc:  # handed to the caller's thread
-            outcome.append(exc)
+            outcome.append(_Raised(exc))
+        finally:
+            _deeper(False)
 
     with _stack_lock:
         previous = threading.stack_size(_PARSER_STACK)
         try:
-            worker = threading.Thread(target=parse, name="distlint-parse")
+            worker = threading.Thread(target=run, name=_DEEP_THREAD)
             worker.start()
         finally:
             threading.stack_size(previous)
     worker.join()
     result = outcome[0]
-    if isinstance(result, BaseException):
-        raise result
+    if isinstance(result, _Raised):
+        raise result.exc
     return result  # type: ignore[return-value]
+
+
+class _Raised:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _deeper(entering: bool) -> None:
+    """Raise the (process-wide) recursion limit while a deep thread runs; restore it after."""
+    global _deep_threads, _saved_limit
+    with _limit_lock:
+        if entering:
+            if _deep_threads == 0:
+                _saved_limit = sys.getrecursionlimit()
+                sys.setrecursionlimit(max(_saved_limit, _DEEP_RECURSION))
+            _deep_threads += 1
+        else:
+            _deep_threads -= 1
+            if _deep_threads == 0:
+                sys.setrecursionlimit(_saved_limit)
+
+
+def parse_module(text: str) -> cst.Module:
+    """``libcst.parse_module`` on a thread with a large stack (see above)."""
+    return on_large_stack(cst.parse_module, text)

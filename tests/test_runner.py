@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,10 +33,10 @@ main()
 CRASHER = "import torch\nx = 'CRASH_ME'" + " + 'a'" * 1000 + "\n"
 
 
-def _check_json(tmp_path: Path, jobs: str, boot: bool) -> tuple[int, list[dict], str]:
+def _check_json(tmp_path: Path, jobs: str, boot: bool, *args: str) -> tuple[int, list[dict], str]:
     prefix = [sys.executable, "-c", BOOT] if boot else [sys.executable, "-m", "distlint"]
     proc = subprocess.run(
-        [*prefix, "check", "--format", "json", "--jobs", jobs, "."],
+        [*prefix, "check", "--format", "json", "--jobs", jobs, *args, "."],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -61,7 +62,7 @@ def test_parser_crash_is_a_dl000_and_other_files_are_still_checked(tmp_path: Pat
 def test_chained_lambdas_that_once_crashed_the_parser_are_checked(tmp_path: Path) -> None:
     (tmp_path / "lambdas.py").write_text(LAMBDAS)
     (tmp_path / "f.py").write_text(FINDING)
-    code, findings, stderr = _check_json(tmp_path, "1", boot=False)
+    code, findings, stderr = _check_json(tmp_path, "1", False, "--file-timeout", "0")
     assert code == 1, stderr
     assert [(f["path"], f["code"]) for f in findings] == [("f.py", "DL502")]
 
@@ -106,3 +107,161 @@ def test_fork_spawn_and_job_counts_give_the_same_findings() -> None:
     assert {"DL201", "DL104", "DL601", "DL102"} <= codes  # project- and region-scope findings
     for method, jobs in (("fork", "3"), ("spawn", "3"), ("spawn", "1")):
         assert _check_parts(method, jobs) == reference, (method, jobs)
+
+
+# -- the per-file budget and the size cap ---------------------------------------------------------
+
+# LibCST is superlinear on a long call chain: 2,500 links of `.b()` take seconds (not minutes).
+SLOW = "x = a" + ".b()" * 2500 + "\n"
+
+
+def _check(tmp_path: Path, *args: str, stdin: str | None = None) -> tuple[int, list[dict], str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "distlint", "check", "--no-cache", "--format", "json", *args],
+        cwd=tmp_path,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc.returncode, json.loads(proc.stdout or "null"), proc.stderr
+
+
+def _slow_project(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text(SLOW)
+    for i in range(5):
+        (tmp_path / f"f{i}.py").write_text(FINDING)
+
+
+EXCEEDED = "not checked: exceeded the 0.5 s budget for one file (--file-timeout)"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_over_the_budget_is_a_dl000_and_the_run_goes_on(tmp_path: Path, jobs: str) -> None:
+    _slow_project(tmp_path)
+    started = time.monotonic()
+    code, findings, stderr = _check(tmp_path, "--jobs", jobs, "--file-timeout", "0.5", ".")
+    assert time.monotonic() - started < 30
+    assert code == 1, stderr
+    assert [(f["path"], f["code"]) for f in findings] == [
+        (f"f{i}.py", "DL502") for i in range(5)
+    ] + [("slow.py", "DL000")]
+    assert findings[-1]["message"] == EXCEEDED
+    assert stderr == ""
+
+
+def test_the_budget_holds_for_stdin(tmp_path: Path) -> None:
+    for extra in ([], ["--stdin-filename", "slow.py"]):
+        code, findings, stderr = _check(tmp_path, "--file-timeout", "0.5", *extra, "-", stdin=SLOW)
+        assert code == 1, stderr
+        assert [(f["code"], f["message"]) for f in findings] == [("DL000", EXCEEDED)]
+
+
+def test_the_budget_comes_from_the_configuration(tmp_path: Path) -> None:
+    _slow_project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.distlint]\nfile-timeout = 0.5\n")
+    code, findings, stderr = _check(tmp_path, "--jobs", "2", ".")
+    assert code == 1, stderr
+    assert findings[-1]["message"] == EXCEEDED
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nfile-timeout = "soon"\n')
+    code, findings, stderr = _check(tmp_path, "slow.py")
+    assert code == 2
+    assert "key 'file-timeout' in [tool.distlint] must be a number of seconds" in stderr
+
+
+def test_file_budget_precedence() -> None:
+    from distlint.config import Config
+    from distlint.runner import FILE_TIMEOUT, file_budget
+
+    assert file_budget(None, Config()) == FILE_TIMEOUT == 20
+    assert file_budget(None, Config(file_timeout=3.0)) == 3.0
+    assert file_budget(1.5, Config(file_timeout=3.0)) == 1.5
+    assert file_budget(0, Config(file_timeout=3.0)) is None
+    assert file_budget(None, Config(file_timeout=0.0)) is None
+
+
+def _sleep_then(seconds: float, name: str):
+    from distlint.engine import FileResult
+
+    time.sleep(seconds)
+    return FileResult(name)
+
+
+def _spin(name: str):
+    while True:
+        pass
+
+
+def _segfault(name: str):
+    import faulthandler
+    import os
+    import signal
+
+    faulthandler.disable()  # pytest's, inherited: the crash is expected
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _raise(name: str):
+    raise ValueError("a bug")
+
+
+def test_the_pool_replaces_a_worker_that_stalls_or_dies() -> None:
+    from distlint.runner import _Pool
+
+    calls = [
+        (_spin, ("spin.py",), "spin.py"),
+        (_sleep_then, (60, "stall.py"), "stall.py"),
+        (_segfault, ("crash.py",), "crash.py"),
+        (_raise, ("bug.py",), "bug.py"),
+        *[(_sleep_then, (0, f"f{i}.py"), f"f{i}.py") for i in range(6)],
+    ]
+    started = time.monotonic()
+    with _Pool(2, {}) as pool:
+        results = pool.map(calls, 0.5)
+    assert time.monotonic() - started < 15
+    spin, stall, crash, bug, *rest = results
+    # CPU time, else (sleeping) four times the budget in wall time
+    for result in (spin, stall):
+        assert [f.message for f in result.findings] == [
+            "not checked: exceeded the 0.5 s budget for one file (--file-timeout)"
+        ]
+    assert [f.message for f in crash.findings] == [
+        "the parser crashed on this file (the process died: SIGSEGV); it was not checked"
+    ]
+    assert [e.message for e in bug.errors] == [
+        "internal error while checking the file: ValueError: a bug"
+    ]
+    assert [r.path for r in rest] == [f"f{i}.py" for i in range(6)]
+    assert all(not r.findings and not r.errors for r in rest)
+
+
+def test_files_given_up_on_are_not_cached() -> None:
+    from distlint.engine import _unparsable
+    from distlint.runner import _cacheable
+
+    assert not _cacheable(_unparsable("a.py", "not checked: exceeded the 1 s budget", 1, 0))
+    assert not _cacheable(_unparsable("a.py", "the parser crashed on this file", 1, 0))
+    assert _cacheable(_unparsable("a.py", "invalid syntax", 1, 0))
+
+
+def test_a_file_over_the_size_cap_is_not_parsed(tmp_path: Path, monkeypatch) -> None:
+    from distlint import engine
+    from distlint.config import FileSettings
+
+    big = tmp_path / "big.py"
+    big.write_bytes(b"x = 1\n" * (2 * 1024 * 1024))  # 12 MiB
+    code, findings, stderr = _check(tmp_path, "big.py")
+    assert code == 1, stderr
+    assert [(f["code"], f["message"]) for f in findings] == [
+        ("DL000", "not checked: 12.0 MiB is over the 10 MiB size cap")
+    ]
+    monkeypatch.setattr(engine, "MAX_FILE_BYTES", 1024 * 1024)  # every entry point checks it
+    settings = FileSettings(enabled=frozenset({"DL000"}))
+    data = b"y = 2\n" * 200_000
+    for result in (
+        engine.analyze_bytes(data, "b.py", settings),
+        engine.analyze_source(data.decode(), "b.py", settings),
+    ):
+        assert [f.message for f in result.findings] == [
+            "not checked: 1.1 MiB is over the 1 MiB size cap"
+        ]

@@ -16,8 +16,13 @@ timeout still leaves what it observed until then. Events:
   (``fullgraph=True`` failures, hard errors), with its user-code location.
 * ``raised``: the target raised something that is not a compile error (its own bug, a CUDA
   request on CPU, ...).
+* ``exit``: the target called ``sys.exit`` (its code and where).
 * ``note``: something worth telling the user (a step limit reached, a backend replaced).
-* ``end``: why the target stopped, and Dynamo's graph-break counters.
+* ``end``: why the target stopped, Dynamo's graph-break counters and the run's nonce (see
+  :func:`run_target`).
+
+The file is capped at :data:`MAX_EVENT_BYTES`: past it, one note says so and only ``end`` is
+still written.
 
 Breaks are recorded by wrapping ``InstructionTranslatorBase.log_graph_break`` (every break
 Dynamo resumes from or skips a frame for, including those before the first op that
@@ -46,6 +51,7 @@ from typing import Any
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>.+)_at_(?P<line>\d+)$")
 _USER_CODE_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<name>\S+))?')
 _MAX_MESSAGE = 4000
+MAX_EVENT_BYTES = 32 * 1024 * 1024
 REGISTRY_NAME = "graph_break_registry.json"
 
 
@@ -64,15 +70,28 @@ class CudaRequested(RuntimeError):
 class Recorder:
     """Writes events to the output file, one JSON object per line, flushed at once."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, limit: int = MAX_EVENT_BYTES) -> None:
         self._out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
         self.lines: dict[str, set[int]] = defaultdict(set)
         self._flushed: dict[str, set[int]] = defaultdict(set)
         self.library_dirs: tuple[str, ...] = ()
+        self._left = limit
 
     def emit(self, event: str, **data: Any) -> None:
         data["event"] = event
-        self._out.write(json.dumps(data, default=str) + "\n")
+        line = json.dumps(data, default=str) + "\n"
+        if event != "end":
+            if self._left <= 0:
+                return
+            self._left -= len(line)
+            if self._left <= 0:
+                line = (
+                    json.dumps(
+                        {"event": "note", "text": "too many events: the rest were not recorded"}
+                    )
+                    + "\n"
+                )
+        self._out.write(line)
         self._out.flush()
 
     def flush_lines(self) -> None:
@@ -328,6 +347,8 @@ def install_hooks(rec: Recorder, spec: dict[str, Any]) -> None:
 
 
 def is_compile_error(exc: BaseException) -> bool:
+    if "torch._dynamo" not in sys.modules:
+        return False  # a bare run (nothing compiled)
     from torch._dynamo.exc import TorchDynamoException
 
     seen = set()
@@ -459,8 +480,12 @@ def run_entry(rec: Recorder, spec: dict[str, Any]) -> str:
             fn(*args, **kwargs)
         except Exception as exc:
             record_exception(rec, exc, label)
-        rec.emit("call", label=label, seconds=round(time.monotonic() - started, 3))
-        rec.flush_lines()
+        except SystemExit as exc:  # the run stops there, as it would outside distlint
+            record_exit(rec, exc, label)
+            return "done"
+        finally:
+            rec.emit("call", label=label, seconds=round(time.monotonic() - started, 3))
+            rec.flush_lines()
     return "done"
 
 
@@ -471,7 +496,7 @@ def run_script(rec: Recorder, spec: dict[str, Any]) -> str:
     sys.argv = [script, *spec.get("argv", [])]
     sys.path.insert(0, os.path.dirname(script))
     max_steps = spec.get("max_steps")
-    if max_steps:
+    if max_steps and not spec.get("bare"):
         steps = {"n": 0}
 
         def count_step(optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -493,15 +518,7 @@ def run_script(rec: Recorder, spec: dict[str, Any]) -> str:
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
-        if exc.code not in (None, 0):
-            rec.emit(
-                "raised",
-                label=spec["script"],
-                kind="exit",
-                exc_type="SystemExit",
-                message=f"the script exited with status {exc.code}",
-                stack=[],
-            )
+        record_exit(rec, exc, spec["script"])
     except Exception as exc:
         record_exception(rec, exc, spec["script"])
     finally:
@@ -523,24 +540,66 @@ def warm_up() -> None:
         import torch.testing._internal.distributed.fake_pg
 
 
-def run_target(spec_path: str, out_path: str, started: float | None = None) -> int:
-    """Run the target described by ``spec_path``; events go to ``out_path``."""
+def run_target(
+    spec_path: str, out_path: str, started: float | None = None, nonce: str | None = None
+) -> int:
+    """Run the target described by ``spec_path``; events go to ``out_path``.
+
+    The last event, ``end``, carries ``nonce``: the parent counts a run as complete only with
+    that record and a zero exit status, so a target that writes its own ``end`` and dies is
+    still a crash. A spec with ``"bare": true`` runs the target without torch (no hooks, no
+    fake process group): the sandbox's own tests use it.
+    """
     started = time.monotonic() if started is None else started
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     rec = Recorder(out_path)
     for path in reversed(spec.get("sys_path", [])):
         if path not in sys.path:
             sys.path.insert(0, path)
-    import torch
+    bare = bool(spec.get("bare"))
+    version = None
+    if not bare:
+        import torch
 
-    install_hooks(rec, spec)
+        install_hooks(rec, spec)
+        version = torch.__version__
     rec.emit(
         "start",
-        torch=torch.__version__,
+        torch=version,
         pid=os.getpid(),
         ppid=os.getppid(),
         startup_seconds=round(time.monotonic() - started, 3),
     )
+    if not bare:
+        prepare_torch(rec, spec)
+    label = spec.get("entry") or spec.get("script") or "target"
+    reason = "done"
+    try:
+        reason = run_script(rec, spec) if spec.get("kind") == "script" else run_entry(rec, spec)
+    except StopTarget as stop:
+        reason = stop.reason
+        rec.emit("note", text=reason)
+    except SystemExit as exc:  # importing the entry's module, or its factory
+        record_exit(rec, exc, label)
+    except BaseException as exc:  # KeyboardInterrupt and the like raised by the target too
+        record_exception(rec, exc, label)
+    rec.flush_lines()
+    counts: dict[str, Any] = {}
+    if not bare:
+        from torch._dynamo.utils import counters
+
+        counts = {
+            "graph_break_counter": sum(counters["graph_break"].values()),
+            "unique_graphs": counters["stats"].get("unique_graphs", 0),
+        }
+    rec.emit("end", reason=reason, nonce=nonce, **counts)
+    return 0
+
+
+def prepare_torch(rec: Recorder, spec: dict[str, Any]) -> None:
+    """CUDA mapping and the fake process group, as the spec asks."""
+    import torch
+
     if spec.get("map_cuda_to_cpu"):
         from distlint.confirm import cudamap
 
@@ -555,28 +614,22 @@ def run_target(spec_path: str, out_path: str, started: float | None = None) -> i
             note=lambda text: rec.emit("note", text=text),
             error=CudaRequested,
         )
-    reason = "done"
-    try:
-        reason = run_script(rec, spec) if spec.get("kind") == "script" else run_entry(rec, spec)
-    except StopTarget as stop:
-        reason = stop.reason
-        rec.emit("note", text=reason)
-    except Exception as exc:
-        record_exception(rec, exc, spec.get("entry") or spec.get("script") or "target")
-    rec.flush_lines()
-    from torch._dynamo.utils import counters
 
+
+def record_exit(rec: Recorder, exc: SystemExit, label: str) -> None:
+    """The target called ``sys.exit``: its status and where (the parent words the message)."""
+    code = exc.code
     rec.emit(
-        "end",
-        reason=reason,
-        graph_break_counter=sum(counters["graph_break"].values()),
-        unique_graphs=counters["stats"].get("unique_graphs", 0),
+        "exit",
+        label=label,
+        code=code if code is None or isinstance(code, int) else str(code),
+        stack=traceback_rows(exc),
     )
-    return 0
 
 
 def main(argv: list[str]) -> int:
-    return run_target(argv[1], argv[2])
+    """``python -m distlint.confirm.child SPEC OUT [NONCE]`` (by hand; distlint forks it)."""
+    return run_target(argv[1], argv[2], nonce=argv[3] if len(argv) > 3 else None)
 
 
 if __name__ == "__main__":

@@ -64,18 +64,28 @@ class ConfirmRequest:
         """Run the targets; the findings with statuses (plus DL901/DL902) and the ConfirmRun."""
         from distlint.confirm.progress import Progress
         from distlint.confirm.run import run_confirm
+        from distlint.confirm.sandbox import Interrupted
 
         progress = Progress(len(self.targets), enabled=None if self.progress else False)
-        findings, run = run_confirm(
-            findings,
-            self.targets,
-            self.settings,
-            cwd=cwd,
-            enabled=enabled,
-            progress=progress,
-            read_text=read_text,
-            checked_files=list(files),
-        )
+        try:
+            findings, run = run_confirm(
+                findings,
+                self.targets,
+                self.settings,
+                cwd=cwd,
+                enabled=enabled,
+                progress=progress,
+                read_text=read_text,
+                checked_files=list(files),
+            )
+        except Interrupted as exc:  # not a timeout: nothing is reported, 128 + the signal
+            what = f"target {exc.target} was killed" if exc.target else "no target was running"
+            click.echo(
+                f"distlint: confirm interrupted by {exc.name} ({what}, temporary files "
+                "removed): no report",
+                err=True,
+            )
+            sys.exit(exc.exit_code)
         from distlint.confirm.report import notification_lines
 
         for line in notification_lines(run):

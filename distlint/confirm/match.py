@@ -95,7 +95,7 @@ class TargetOutcome:
 
     name: str
     seconds: float
-    status: str  # "ok" | "timeout" | "crashed" | "raised" | "cuda" | "error"
+    status: str  # "ok" | "timeout" | "crashed" | "raised" | "exited" | "cuda" | "error"
     message: str = ""
     graphs: int = 0
     breaks: int = 0

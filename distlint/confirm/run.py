@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,13 @@ from distlint.confirm.match import (
     observations_from_events,
 )
 from distlint.confirm.progress import Progress
-from distlint.confirm.sandbox import ChildResult, ForkServer
+from distlint.confirm.sandbox import (
+    ChildResult,
+    ForkServer,
+    Interrupted,
+    crash_cause,
+    interruptible,
+)
 from distlint.confirm.targets import ConfirmSettings, Target
 from distlint.findings import Finding
 
@@ -40,37 +47,71 @@ def collect(
     preferred: set[str],
     progress: Progress | None = None,
 ) -> Collected:
-    """Run ``targets`` one after the other, each in a child forked from one warm server."""
+    """Run ``targets`` one after the other, each in a child forked from one warm server.
+
+    SIGINT, SIGTERM or SIGHUP stop the run: the running target's tree is killed, the
+    temporary directories are removed, and :class:`Interrupted` (naming the target) is raised.
+    """
     progress = progress or Progress(len(targets), enabled=False)
     collected = Collected(run=ConfirmRun())
     run = collected.run
     roots: set[tuple[Any, ...]] = set()
-    with ForkServer(cwd=settings.base, startup_timeout=settings.timeout) as server:
-        for target in targets:
-            progress.start(target.name)
-            result = server.run(
-                target.spec(settings),
-                timeout=settings.timeout,
-                memory_mb=settings.memory_mb,
-                tick=progress.tick,
-                cwd=settings.base,
-            )
-            found, lines, tally = observations_from_events(result.events, target.name, preferred)
-            collected.observations += found
-            for path, numbers in lines.items():
-                collected.traced.setdefault(path, set()).update(numbers)
-            roots |= root_frames(result.events)
-            outcome = outcome_of(target, result, tally, mapped=settings.map_cuda_to_cpu)
-            run.targets.append(outcome)
-            run.graphs += tally["graphs"]
-            run.breaks += tally["breaks"]
-            run.compile_errors += tally["errors"]
-            run.library_breaks += tally["library_breaks"]
-            progress.done(describe(outcome), result.seconds)
-        run.startup_seconds = server.startup_seconds
-        run.notes = list(server.notes)
+    current: str | None = None
+    try:
+        with (
+            interruptible(),
+            ForkServer(cwd=settings.base, startup_timeout=settings.timeout) as server,
+        ):
+            for target in targets:
+                current = target.name
+                _run_one(target, settings, server, progress, collected, roots, preferred)
+            current = None
+            run.startup_seconds = server.startup_seconds
+            run.notes = list(server.notes) + run.notes
+    except Interrupted as exc:
+        exc.target = current
+        if current is not None:
+            progress.done("interrupted", 0.0)
+        raise
     run.roots_compiled = len(roots)
     return collected
+
+
+def _run_one(
+    target: Target,
+    settings: ConfirmSettings,
+    server: ForkServer,
+    progress: Progress,
+    collected: Collected,
+    roots: set[tuple[Any, ...]],
+    preferred: set[str],
+) -> None:
+    run = collected.run
+    progress.start(target.name)
+    result = server.run(
+        target.spec(settings),
+        timeout=settings.timeout,
+        memory_mb=settings.memory_mb,
+        tick=progress.tick,
+        cwd=settings.base,
+    )
+    found, lines, tally = observations_from_events(result.events, target.name, preferred)
+    collected.observations += found
+    for path, numbers in lines.items():
+        collected.traced.setdefault(path, set()).update(numbers)
+    roots |= root_frames(result.events)
+    outcome = outcome_of(target, result, tally, mapped=settings.map_cuda_to_cpu)
+    run.targets.append(outcome)
+    run.graphs += tally["graphs"]
+    run.breaks += tally["breaks"]
+    run.compile_errors += tally["errors"]
+    run.library_breaks += tally["library_breaks"]
+    if result.left:
+        run.notes.append(
+            f"target {target.name} left {_plural(result.left, 'process', 'es')} "
+            "running when it ended: killed"
+        )
+    progress.done(describe(outcome), result.seconds)
 
 
 def root_frames(events: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
@@ -130,6 +171,12 @@ def run_confirm(
 def outcome_of(
     target: Target, result: ChildResult, tally: dict[str, int], *, mapped: bool = False
 ) -> TargetOutcome:
+    """How the target went, from its exit status and the events it left.
+
+    Only a zero exit status with the end record signed by the run's nonce
+    (:attr:`ChildResult.ended`) counts as having run to the end: anything else is a crash,
+    whatever the events say. Then the first ``raised`` or ``exit`` event decides.
+    """
     outcome = TargetOutcome(
         name=target.name,
         seconds=round(result.seconds, 2),
@@ -140,12 +187,17 @@ def outcome_of(
         frames=tally["frames"],
         notes=[e.get("text", "") for e in result.events if e.get("event") == "note"],
     )
-    raised = [e for e in result.events if e.get("event") == "raised"]
+    stops = [e for e in result.events if e.get("event") in ("raised", "exit")]
     if result.timed_out:
         outcome.status = "timeout"
         outcome.message = f"killed after the {result.seconds:.0f} s timeout"
-    elif raised:
-        first = raised[0]
+    elif not result.ended:
+        outcome.status = "crashed"
+        outcome.message = crash_message(result)
+    elif stops and stops[0].get("event") == "exit":
+        _exited(outcome, target, stops[0], compiled=bool(tally["graphs"] or tally["frames"]))
+    elif stops:
+        first = stops[0]
         outcome.status = "cuda" if first.get("kind") == "cuda" else "raised"
         message = str(first.get("message", "")).strip()
         where = _where(first.get("stack", ()))
@@ -157,16 +209,43 @@ def outcome_of(
                 "as if it had its GPUs)"
             )
         outcome.message = f"{message}{where}"
-    elif not result.ended:
-        outcome.status = "crashed"
-        code = result.returncode
-        if code is None:
-            how = "its fork server died"
-        else:
-            how = f"killed by signal {-code}" if code < 0 else f"exit {code}"
-        tail = _last_line(result.stderr_tail)
-        outcome.message = f"the child process crashed ({how})" + (f": {tail}" if tail else "")
     return outcome
+
+
+def _exited(outcome: TargetOutcome, target: Target, event: dict[str, Any], compiled: bool) -> None:
+    """``sys.exit(code)`` in the target: a script's ``sys.exit(0)`` after compiling is its end."""
+    code = event.get("code")
+    if target.kind == "script" and code in (None, 0) and compiled:
+        return
+    who = "script" if target.kind == "script" else "entry"
+    call = "sys.exit()" if code is None else f"sys.exit({code!r})"
+    when = "after" if compiled else "before"
+    outcome.status = "exited"
+    outcome.message = (
+        f"the {who} called {call} {when} the compiled code ran{_where(event.get('stack', ()))}"
+    )
+
+
+def crash_message(result: ChildResult) -> str:
+    """Why a child did not run to the end: its exit status, and the cause its output shows."""
+    code = result.returncode
+    if code is None:
+        how = "its fork server died"
+    elif code < 0:
+        how = f"killed by {_signal_name(-code)}"
+    elif code == 0:
+        how = "it exited with status 0 before the end of the run (os._exit in the target?)"
+    else:
+        how = f"it exited with status {code} before the end of the run"
+    cause = crash_cause(result.stderr_tail)
+    return f"the child process crashed: {how}" + (f"; {cause}" if cause else "")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} (signal {number})"
+    except ValueError:
+        return f"signal {number}"
 
 
 def _mentions_cuda(target: Target) -> bool:
@@ -189,9 +268,8 @@ def _where(stack: list) -> str:
     return ""
 
 
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+def _plural(count: int, word: str, suffix: str = "s") -> str:
+    return f"{count} {word}{'' if count == 1 else suffix}"
 
 
 def describe(outcome: TargetOutcome) -> str:

@@ -225,3 +225,45 @@ def test_a_server_that_dies_mid_target_loses_only_that_target() -> None:
     assert _gone(_start_event(lost)["pid"])  # the target's process group was killed too
     assert after.ended
     assert any("died while a target ran" in note for note in server.notes), server.notes
+
+
+def test_ctrl_c_during_a_target_is_an_interruption_not_a_timeout(tmp_path: Path) -> None:
+    """The real command line, warm server and all: SIGINT kills the target, exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from distlint.confirm.reaper import processes
+
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    args = ["--confirm-entry", "fixtures/confirm/hang.py:make_hang", "fixtures/confirm/hang.py"]
+    distlint = subprocess.Popen(
+        [sys.executable, "-m", "distlint", "check", "--confirm", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def target() -> int | None:  # the server's child: the target, once it runs
+        table = processes()
+        server = [pid for pid, _, ppid, _ in table if ppid == distlint.pid]
+        return next((pid for pid, _, ppid, _ in table if ppid in server), None)
+
+    deadline = time.monotonic() + 120
+    while (pid := target()) is None:
+        assert distlint.poll() is None, distlint.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    distlint.send_signal(signal.SIGINT)
+    stdout, stderr = distlint.communicate(timeout=60)
+    assert distlint.returncode == 130, stderr
+    assert stdout == ""
+    assert stderr.strip().endswith(
+        "distlint: confirm interrupted by SIGINT (target fixtures/confirm/hang.py:make_hang "
+        "was killed, temporary files removed): no report"
+    )
+    assert _gone(pid)
+    assert not list(tmp_path.iterdir())

@@ -1,0 +1,49 @@
+"""Programs the fuzzer (scripts/fuzz.py, test_fuzz.py) found distlint crashing on, made small.
+
+Each test names the seed and program that found it; each must pass: the fix is in distlint.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from distlint.config import FileSettings
+from distlint.engine import check_source
+from distlint.registry import all_rules
+from distlint.source import on_large_stack
+
+ALL = FileSettings(enabled=frozenset(all_rules()))
+
+
+def _clean(source: str) -> None:
+    result = check_source(source, "fuzz.py", ALL)
+    assert result.errors == ()
+    assert [f.message for f in result.findings if f.code == "DL000"] == []
+
+
+def test_a_long_attribute_chain_in_a_cuda_graph_file() -> None:
+    """Seed 20260101, program p00016: DL604 visited the module with LibCST's recursive
+    visitor and hit Python's recursion limit (RecursionError, exit 2) on a 395-link chain."""
+    chain = "x" + "".join(f".a{i}" for i in range(400))
+    _clean(f"import torch\nCHAIN = {chain}\nmodel = torch.compile(model, mode='reduce-overhead')\n")
+
+
+def test_deep_trees_in_rules_that_print_or_visit_subtrees() -> None:
+    # the same limit, reached by other rules' code generation (messages quote the code)
+    deep = "(" * 150 + "t" + ")" * 150
+    chain = "t" + ".a" * 1500
+    _clean(
+        "import torch\nimport torch.distributed as dist\n"
+        f"@torch.compile(mode='reduce-overhead')\ndef f(t):\n    print({deep})\n"
+        f"    dist.all_reduce({chain})\n    return {chain}.item()\n"
+    )
+
+
+def test_the_recursion_limit_is_raised_only_on_the_large_stack() -> None:
+    before = sys.getrecursionlimit()
+    seen = on_large_stack(sys.getrecursionlimit)
+    assert seen >= 30_000 > before
+    assert sys.getrecursionlimit() == before
+    names = on_large_stack(lambda: on_large_stack(lambda: threading.current_thread().name))
+    assert names == "distlint-deep"  # nested calls stay on the same thread
