@@ -363,6 +363,35 @@ def test_dl116_module_without_super_init() -> None:
     assert all(f.severity is Severity.ERROR and "GB0119" in f.message for f in found)
 
 
+
+def test_dl116_test_doubles_never_called_in_their_test_module_are_left_alone() -> None:
+    """peft's and torchrl's tests hand minimal nn.Module doubles to code that only reads
+    their attributes: never called, never broken. A double the test calls is reported."""
+    source = """
+    import torch
+    from torch import nn
+
+    class Mock(nn.Module):
+        def __init__(self, keys):
+            self.keys = keys
+
+    class Called(nn.Module):
+        def __init__(self):
+            self.scale = 2
+
+    def test_mock():
+        assert Mock(["a"]).keys == ["a"]
+
+    def test_called():
+        m = Called()
+        return m(torch.ones(2))
+    """
+    settings = FileSettings(enabled=frozenset({"DL116"}))
+    found = check_source(textwrap.dedent(source), "tests/test_mocks.py", settings).findings
+    assert [f.span.start.line for f in found] == [10]
+    outside = check_source(textwrap.dedent(source), "src/mocks.py", settings).findings
+    assert [f.span.start.line for f in outside] == [6, 10]
+
 # -- DL117 ---------------------------------------------------------------------------------------
 
 

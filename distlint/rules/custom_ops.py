@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.findings import Finding, Location, Severity, Span, make_position
+from distlint.globs import is_test_path
 from distlint.imports import dotted_name
 from distlint.regions import literal_value
 from distlint.registry import Rule
@@ -620,22 +621,13 @@ def _missing_kernels(
     return missing_fake, missing_autograd
 
 
-def _test_path(path: str) -> bool:
-    """A pytest module (``test_*.py``, ``*_test.py``, or under ``test``/``tests``)."""
-    parts = path.replace("\\", "/").split("/")
-    name = parts[-1]
-    return (
-        name.startswith("test_")
-        or name.endswith("_test.py")
-        or any(part in ("test", "tests") for part in parts[:-1])
-    )
-
-
 def _test_fixture_op(project: Project, index: _OpIndex, path: str, op: OpRecord) -> bool:
     """An op a test defines and never compiles: tests define ops to exercise them eagerly or to
     export them, where the missing registration costs nothing (ao's quantize tests, torch_xla's
     StableHLO export tests). Ops outside tests stay library API that users may compile."""
-    return _test_path(path) and not any(_region_of(project, use)[0] for _, use in index.uses_of(op))
+    if not is_test_path(path):
+        return False
+    return not any(_region_of(project, use)[0] for _, use in index.uses_of(op))
 
 
 def _region_of(project: Project, use: OpRecord) -> tuple[bool, bool, tuple[Location, ...]]:
