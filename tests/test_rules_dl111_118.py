@@ -363,7 +363,6 @@ def test_dl116_module_without_super_init() -> None:
     assert all(f.severity is Severity.ERROR and "GB0119" in f.message for f in found)
 
 
-
 def test_dl116_test_doubles_never_called_in_their_test_module_are_left_alone() -> None:
     """peft's and torchrl's tests hand minimal nn.Module doubles to code that only reads
     their attributes: never called, never broken. A double the test calls is reported."""
@@ -391,6 +390,7 @@ def test_dl116_test_doubles_never_called_in_their_test_module_are_left_alone() -
     assert [f.span.start.line for f in found] == [10]
     outside = check_source(textwrap.dedent(source), "src/mocks.py", settings).findings
     assert [f.span.start.line for f in outside] == [6, 10]
+
 
 # -- DL117 ---------------------------------------------------------------------------------------
 
