@@ -13,13 +13,13 @@ importing torch (the file's module-level dynamo config is ``FileContext.dynamo_c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
 from distlint.imports import dotted_name, scope_statements
-from distlint.walker import evaluated
+from distlint.walker import descendants, evaluated
 
 # -- tensor guess --------------------------------------------------------------------------------
 
@@ -654,3 +654,51 @@ def _name_use(name: str, func: cst.FunctionDef, is_builtin) -> str:  # type: ign
             if in_range_call(node, parents, is_builtin):
                 use = "range"
     return use
+
+
+# -- names and attributes bound in a scope (region rules that ask what a name holds) -----------
+
+
+def bound_values(statements: Iterable[cst.CSTNode], name: str) -> list[cst.BaseExpression | None]:
+    """What ``statements`` (a scope's, see ``scope_statements``) bind ``name`` to: assigned
+    values, and None for a ``def``, ``class`` or import of that name (not known here)."""
+    values: list[cst.BaseExpression | None] = []
+    for stmt in statements:
+        if isinstance(stmt, cst.Assign):
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in stmt.targets):
+                values.append(stmt.value)
+        elif isinstance(stmt, cst.AnnAssign):
+            if isinstance(stmt.target, cst.Name) and stmt.target.value == name:
+                values.append(stmt.value)
+        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value == name:
+            values.append(None)
+        elif isinstance(stmt, (cst.Import, cst.ImportFrom)):
+            names = stmt.names if isinstance(stmt.names, (list, tuple)) else ()
+            for alias in names:
+                bound = alias.asname.name if alias.asname else alias.name
+                if isinstance(bound, cst.Name) and bound.value == name:
+                    values.append(None)
+    return values
+
+
+def self_attribute_values(
+    parents: Sequence[cst.CSTNode], attr: str
+) -> list[cst.BaseExpression | None] | None:
+    """Values the innermost enclosing class assigns to ``self.<attr>`` in any method; None
+    outside a class."""
+    for parent in reversed(parents):
+        if isinstance(parent, cst.ClassDef):
+            values: list[cst.BaseExpression | None] = []
+            for node in descendants(parent):
+                if isinstance(node, cst.Assign):
+                    for target in node.targets:
+                        t = target.target
+                        if (
+                            isinstance(t, cst.Attribute)
+                            and isinstance(t.value, cst.Name)
+                            and t.value.value == "self"
+                            and t.attr.value == attr
+                        ):
+                            values.append(node.value)
+            return values
+    return None

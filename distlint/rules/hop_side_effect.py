@@ -16,10 +16,9 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.imports import scope_statements
-from distlint.rules.compile_analysis import own_nodes
+from distlint.rules.compile_analysis import bound_values, own_nodes, self_attribute_values
 from distlint.rules.graph_breaks import _RegionRule
 from distlint.rules.hop_bodies import COND, HopBody, hop_bodies
-from distlint.walker import descendants
 
 MUTATORS = frozenset(
     {
@@ -145,33 +144,19 @@ class HopBodySideEffect(_RegionRule):
         return bool(values) and all(self._is_container(v) for v in values)
 
     def _module_container(self, name: str) -> bool:
-        return self._only_containers(_assigned(scope_statements(self.ctx.module.body), name))
+        return self._only_containers(bound_values(scope_statements(self.ctx.module.body), name))
 
     def _enclosing_container(self, name: str) -> bool:
         for parent in reversed(self.ctx.parents):
             if isinstance(parent, cst.FunctionDef):
-                values = _assigned(scope_statements(parent.body.body), name)
+                values = bound_values(scope_statements(parent.body.body), name)
                 if values:
                     return self._only_containers(values)
         return False
 
     def _self_container(self, attr: str) -> bool:
-        for parent in reversed(self.ctx.parents):
-            if isinstance(parent, cst.ClassDef):
-                values: list[cst.BaseExpression | None] = []
-                for node in descendants(parent):
-                    if isinstance(node, cst.Assign):
-                        for target in node.targets:
-                            t = target.target
-                            if (
-                                isinstance(t, cst.Attribute)
-                                and isinstance(t.value, cst.Name)
-                                and t.value.value == "self"
-                                and t.attr.value == attr
-                            ):
-                                values.append(node.value)
-                return self._only_containers(values)
-        return False
+        values = self_attribute_values(self.ctx.parents, attr)
+        return False if values is None else self._only_containers(values)
 
     # -- the finding ------------------------------------------------------------------------
 
@@ -247,17 +232,3 @@ def _locals(func: cst.FunctionDef) -> set[str]:
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not func:
             names.add(node.name.value)
     return names - declared
-
-
-def _assigned(statements, name: str) -> list[cst.BaseExpression | None]:  # type: ignore[no-untyped-def]
-    values: list[cst.BaseExpression | None] = []
-    for stmt in statements:
-        if isinstance(stmt, cst.Assign):
-            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in stmt.targets):
-                values.append(stmt.value)
-        elif isinstance(stmt, cst.AnnAssign):
-            if isinstance(stmt.target, cst.Name) and stmt.target.value == name:
-                values.append(stmt.value)
-        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value == name:
-            values.append(None)
-    return values

@@ -18,6 +18,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.imports import scope_statements
+from distlint.rules.compile_analysis import bound_values, self_attribute_values
 from distlint.rules.graph_breaks import _RegionRule
 from distlint.walker import descendants
 
@@ -87,28 +88,14 @@ class OutsideContextManager(_RegionRule):
             return None  # made inside the compiled function
         for parent in reversed(self.ctx.parents[:-1] if self.ctx.parents else []):
             if isinstance(parent, cst.FunctionDef) and parent is not function:
-                values = _assigned(scope_statements(parent.body.body), name)
+                values = bound_values(scope_statements(parent.body.body), name)
                 if values or _binds(parent, name):
                     return self._kind(values)
-        return self._kind(_assigned(scope_statements(self.ctx.module.body), name))
+        return self._kind(bound_values(scope_statements(self.ctx.module.body), name))
 
     def _self_attribute(self, attr: str) -> str | None:
-        for parent in reversed(self.ctx.parents):
-            if isinstance(parent, cst.ClassDef):
-                values: list[cst.BaseExpression | None] = []
-                for node in descendants(parent):
-                    if isinstance(node, cst.Assign):
-                        for target in node.targets:
-                            t = target.target
-                            if (
-                                isinstance(t, cst.Attribute)
-                                and isinstance(t.value, cst.Name)
-                                and t.value.value == "self"
-                                and t.attr.value == attr
-                            ):
-                                values.append(node.value)
-                return self._kind(values)
-        return None
+        values = self_attribute_values(self.ctx.parents, attr)
+        return None if values is None else self._kind(values)
 
     def _kind(self, values: list[cst.BaseExpression | None]) -> str | None:
         """What every assigned value makes, when all make an unsupported context manager."""
@@ -153,30 +140,10 @@ def _binds(func: cst.FunctionDef, name: str) -> bool:
             every.append(extra)
     if any(p.name.value == name for p in every):
         return True
-    return bool(_assigned(scope_statements(func.body.body), name)) or any(
+    return bool(bound_values(scope_statements(func.body.body), name)) or any(
         isinstance(node, cst.WithItem)
         and node.asname is not None
         and isinstance(node.asname.name, cst.Name)
         and node.asname.name.value == name
         for node in descendants(func.body)
     )
-
-
-def _assigned(statements, name: str) -> list[cst.BaseExpression | None]:  # type: ignore[no-untyped-def]
-    values: list[cst.BaseExpression | None] = []
-    for stmt in statements:
-        if isinstance(stmt, cst.Assign):
-            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in stmt.targets):
-                values.append(stmt.value)
-        elif isinstance(stmt, cst.AnnAssign):
-            if isinstance(stmt.target, cst.Name) and stmt.target.value == name:
-                values.append(stmt.value)
-        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value == name:
-            values.append(None)
-        elif isinstance(stmt, (cst.Import, cst.ImportFrom)):
-            names = stmt.names if isinstance(stmt.names, (list, tuple)) else ()
-            for alias in names:
-                bound = alias.asname.name if alias.asname else alias.name
-                if isinstance(bound, cst.Name) and bound.value == name:
-                    values.append(None)
-    return values
