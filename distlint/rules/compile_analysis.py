@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.imports import dotted_name, scope_statements
-from distlint.walker import descendants, evaluated
+from distlint.walker import descendants, evaluated, parameters
 
 # -- tensor guess --------------------------------------------------------------------------------
 
@@ -702,3 +702,17 @@ def self_attribute_values(
                             values.append(node.value)
             return values
     return None
+
+
+def binds_locally(func: cst.FunctionDef, name: str) -> bool:
+    """Whether ``name`` is local to ``func``: a parameter, bound in its scope (assignment,
+    ``def``, ``class``, import) or by a ``with ... as name``."""
+    if any(p.name.value == name for p in parameters(func.params)):
+        return True
+    return bool(bound_values(scope_statements(func.body.body), name)) or any(
+        isinstance(node, cst.WithItem)
+        and node.asname is not None
+        and isinstance(node.asname.name, cst.Name)
+        and node.asname.name.value == name
+        for node in descendants(func.body)
+    )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.imports import scope_statements
+from distlint.rules.compile_analysis import binds_locally
 
 CHECKPOINT = "torch.utils.checkpoint.checkpoint"
 COND = "torch.cond"
@@ -82,7 +83,7 @@ def _function_named(
                 found = _def_in(parent.body.body, name)
                 if found is not None:
                     return found, True
-                if _binds(parent, name):
+                if binds_locally(parent, name):
                     return None  # a parameter or local of that name: not the module's def
         found = _def_in(module.body, name)
         return (found, False) if found is not None else None
@@ -105,19 +106,3 @@ def _def_in(body: Sequence[cst.CSTNode], name: str) -> cst.FunctionDef | None:
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name
     ]
     return found[0] if len(found) == 1 else None  # defined twice: which one runs is unknown
-
-
-def _binds(func: cst.FunctionDef, name: str) -> bool:
-    params = func.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    for extra in (params.star_arg, params.star_kwarg):
-        if isinstance(extra, cst.Param):
-            every.append(extra)
-    if any(p.name.value == name for p in every):
-        return True
-    for stmt in scope_statements(func.body.body):
-        if isinstance(stmt, cst.Assign) and any(
-            isinstance(t.target, cst.Name) and t.target.value == name for t in stmt.targets
-        ):
-            return True
-    return False

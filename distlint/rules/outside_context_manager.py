@@ -18,9 +18,8 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.imports import scope_statements
-from distlint.rules.compile_analysis import bound_values, self_attribute_values
+from distlint.rules.compile_analysis import binds_locally, bound_values, self_attribute_values
 from distlint.rules.graph_breaks import _RegionRule
-from distlint.walker import descendants
 
 GRAD_MODES = frozenset(
     {
@@ -84,12 +83,12 @@ class OutsideContextManager(_RegionRule):
 
     def _made_outside(self, name: str) -> str | None:
         function = self.ctx.function
-        if function is not None and _binds(function, name):
+        if function is not None and binds_locally(function, name):
             return None  # made inside the compiled function
         for parent in reversed(self.ctx.parents[:-1] if self.ctx.parents else []):
             if isinstance(parent, cst.FunctionDef) and parent is not function:
                 values = bound_values(scope_statements(parent.body.body), name)
-                if values or _binds(parent, name):
+                if values or binds_locally(parent, name):
                     return self._kind(values)
         return self._kind(bound_values(scope_statements(self.ctx.module.body), name))
 
@@ -129,21 +128,4 @@ def _defines_enter(cls: cst.ClassDef) -> bool:
     return any(
         isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__enter__"
         for stmt in scope_statements(cls.body.body)
-    )
-
-
-def _binds(func: cst.FunctionDef, name: str) -> bool:
-    params = func.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    for extra in (params.star_arg, params.star_kwarg):
-        if isinstance(extra, cst.Param):
-            every.append(extra)
-    if any(p.name.value == name for p in every):
-        return True
-    return bool(bound_values(scope_statements(func.body.body), name)) or any(
-        isinstance(node, cst.WithItem)
-        and node.asname is not None
-        and isinstance(node.asname.name, cst.Name)
-        and node.asname.name.value == name
-        for node in descendants(func.body)
     )
