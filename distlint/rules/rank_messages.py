@@ -33,7 +33,7 @@ def condition_text(d: Divergence) -> str:
 
 def collective_text(d: Divergence) -> str:
     issued = d.issued
-    implicit = ("implicit", "forward", "made")
+    implicit = ("implicit", "forward", "made", "member")
     return issued.kind if issued.origin.kind in implicit else f"`{issued.kind}`"
 
 
