@@ -17,8 +17,8 @@ LOOP_SKIP_ID = "GB7000"  # "graph break in loop": the whole frame falls back to 
 
 
 @cache
-def registry(path: str | None = None) -> dict[str, str]:
-    """``Gb_type`` -> id from ``path`` (default: the installed torch's registry file)."""
+def _entries(path: str | None = None) -> dict[str, list[dict]]:
+    """The registry file as it is: id -> its entries (read once per path)."""
     if path is None:
         path = _default_registry_path()
         if path is None:
@@ -27,8 +27,14 @@ def registry(path: str | None = None) -> dict[str, str]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return data if isinstance(data, dict) else {}
+
+
+@cache
+def registry(path: str | None = None) -> dict[str, str]:
+    """``Gb_type`` -> id from ``path`` (default: the installed torch's registry file)."""
     mapping: dict[str, str] = {}
-    for gb_id, entries in sorted(data.items()):
+    for gb_id, entries in sorted(_entries(path).items()):
         for entry in entries:
             gb_type = entry.get("Gb_type") if isinstance(entry, dict) else None
             if isinstance(gb_type, str):
@@ -84,19 +90,6 @@ _BOILERPLATE = (
 )
 _MAX_HINTS = 2
 _MAX_HINT = 200
-
-
-@cache
-def _entries(path: str | None = None) -> dict[str, list[dict]]:
-    if path is None:
-        path = _default_registry_path()
-        if path is None:
-            return {}
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _joined(hints: list[str]) -> list[str]:
