@@ -12,6 +12,7 @@ from distlint.imports import ImportTable
 from distlint.regions import (
     CompileRoot,
     OwnCompile,
+    compile_assigned,
     compile_root_of,
     eager_only,
     ends_in_exit,
@@ -128,6 +129,7 @@ class FileContext:
         self.facts: ProjectFacts | None = None  # set when the file is checked with the project
         self.module_key = module_name or path
         self._functions: list[_FunctionScope] = []
+        self._compiled_locals_of: dict[int, frozenset[str]] = {}
         self._scopes: list[str] = []  # qualname parts of enclosing classes and functions
         self._wrappers = frozenset(settings.compile_wrappers)
         self._local_ranks: object = None
@@ -254,9 +256,17 @@ class FileContext:
         """Whether Dynamo may trace the node under ``ancestors`` (outermost first) when its
         function is compiled: not on the eager side of ``is_compiling()``, nor on a side of a
         parameter test that no compiled call takes (``if use_cpu:``, never passed True)."""
-        if self._compiling_guards and eager_only(ancestors, self.resolve):
+        if self._compiling_guards and eager_only(ancestors, self.resolve, self._compiled_locals):
             return False
         return not self._on_untaken_side(ancestors)
+
+    def _compiled_locals(self, function: cst.FunctionDef) -> frozenset[str]:
+        found = self._compiled_locals_of.get(id(function))
+        if found is None:
+            found = self._compiled_locals_of[id(function)] = compile_assigned(
+                function, self.resolve
+            )
+        return found
 
     def _on_untaken_side(self, parents: Sequence[cst.CSTNode]) -> bool:
         """``ProjectFacts.decided_branches``, keyed by the ``if``'s walk-order ordinal; also

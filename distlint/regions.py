@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.walker import descendants, evaluated
+from distlint.walker import children, descendants, evaluated
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
 DISABLE_FUNCTIONS = frozenset(
@@ -125,11 +125,21 @@ def compiling_sides(expr: cst.BaseExpression, resolve: Resolver) -> tuple[bool |
     return (None, None) if test is None else (test, not test)
 
 
-def eager_only(ancestors: Sequence[cst.CSTNode], resolve: Resolver) -> bool:
+def eager_only(
+    ancestors: Sequence[cst.CSTNode],
+    resolve: Resolver,
+    compiled_locals: Callable[[cst.FunctionDef], frozenset[str]] | None = None,
+) -> bool:
     """Whether the node under ``ancestors`` (outermost first) runs only in eager mode: on the
     ``not is_compiling()`` side of an ``if`` or conditional expression (also ``not
     is_compiling() and x``), or after an ``if is_compiling(): return`` in its function.
-    Dynamo traces the other side only."""
+    Dynamo traces the other side only. With ``compiled_locals`` (see ``compile_assigned``), a
+    side of an ``if`` testing a local set differently under compile also counts: whether Dynamo
+    takes it is not known, so nothing under it is claimed."""
+    diverged: frozenset[str] = frozenset()
+    if compiled_locals is not None:
+        function = next((a for a in reversed(ancestors) if type(a) is cst.FunctionDef), None)
+        diverged = compiled_locals(function) if function is not None else frozenset()
     for index in range(len(ancestors) - 1, -1, -1):
         parent = ancestors[index]
         child = ancestors[index + 1] if index + 1 < len(ancestors) else None
@@ -142,12 +152,75 @@ def eager_only(ancestors: Sequence[cst.CSTNode], resolve: Resolver) -> bool:
             holds, fails = compiling_sides(parent.test, resolve)  # type: ignore[attr-defined]
             if (holds if child is parent.body else fails) is False:  # type: ignore[attr-defined]
                 return True
+            if kind is cst.If and holds is None and reads_any(parent.test, diverged):  # type: ignore[attr-defined]
+                return True
         elif kind is cst.IndentedBlock and child is not None:
             for earlier in parent.body:  # type: ignore[attr-defined]
                 if earlier is child:
                     break
                 if type(earlier) is cst.If and exits_when_compiling(earlier, resolve):
                     return True
+    return False
+
+
+def compile_assigned(function: cst.FunctionDef, resolve: Resolver) -> frozenset[str]:
+    """Locals a function assigns on the compiled side of an ``is_compiling()`` test: their value
+    under compile differs from eager, so a later test of them (``if layout == "packed":``
+    after an ``is_compiling()`` branch sets ``layout``) is one the analysis cannot decide."""
+    names: set[str] = set()
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.If:
+            holds, fails = compiling_sides(node.test, resolve)
+            side = node.body if holds else node.orelse if fails else None
+            if side is not None:
+                names.update(_assigned_in(side))
+        stack.extend(child for child in children(node) if type(child) not in _NESTED_SCOPES)
+    return frozenset(names)
+
+
+_NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_BINDING_NODES = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)
+
+
+def _assigned_in(block: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+    stack: list[cst.CSTNode] = [block]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind in _BINDING_NODES:
+            names.update(_bound_names(node.target))  # type: ignore[attr-defined]
+        stack.extend(child for child in children(node) if type(child) not in _NESTED_SCOPES)
+    return names
+
+
+def _bound_names(target: cst.CSTNode) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _bound_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return []
+
+
+def reads_any(expr: cst.BaseExpression, names: Collection[str]) -> bool:
+    """Whether ``expr`` reads one of ``names`` (a plain name, not an attribute of another)."""
+    if not names:
+        return False
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Name:
+            if node.value in names:  # type: ignore[attr-defined]
+                return True
+        elif kind is cst.Attribute:
+            stack.append(node.value)  # type: ignore[attr-defined]
+        elif kind not in _NESTED_SCOPES:
+            stack.extend(children(node))
     return False
 
 

@@ -21,7 +21,14 @@ from distlint.captures import (
     statement_method,
 )
 from distlint.imports import ImportTable, dotted_name
-from distlint.regions import compiling_sides, exits_when_compiling, is_literal, literal_value
+from distlint.regions import (
+    compile_assigned,
+    compiling_sides,
+    exits_when_compiling,
+    is_literal,
+    literal_value,
+    reads_any,
+)
 from distlint.semantic.bindings import LITERAL_TYPES, STARRED
 from distlint.semantic.collectives import (
     DDP,
@@ -188,6 +195,7 @@ class _Scope:
         # broadcasts the module's buffers, so it is a collective only if it has some
         self.ddp_models: dict[str, Value | None] = {}
         self.raised_on: set[str] = set()  # tests of top-level ``if test: raise`` (every rank)
+        self.compiled_locals: frozenset[str] | None = None  # see regions.compile_assigned
         self.engines: set[str] = set()  # DeepSpeed engines
         # names holding what a project function returned: label -> (callee, element or -1)
         self.made_by: dict[str, tuple[Value, int]] = {}
@@ -633,6 +641,9 @@ class Collector:
         if maybe_rank:
             self._rank_depth += 1
         holds, fails = compiling_sides(node.test, scope.table.resolve)
+        # a test of a local set differently under compile: neither side is claimed traced
+        undecided = holds is None and reads_any(node.test, self._compiled_locals(scope))
+        self._eager += undecided
         self._eager += holds is False  # ``if not is_compiling():`` body: eager only
         body = self._block(scope, suite_body(node.body), prefix)
         self._eager -= holds is False
@@ -645,6 +656,7 @@ class Collector:
         elif node.orelse is not None:
             orelse = self._block(scope, suite_body(node.orelse.body), prefix)
         self._eager -= fails is False
+        self._eager -= undecided
         if maybe_rank:
             self._rank_depth -= 1
         if body or orelse:
@@ -665,6 +677,15 @@ class Collector:
             ):
                 guard = "never"  # ``if False and ...``, or a check every rank already made
             effects.append(Effect("branch", name=guard, cond=condition, body=body, orelse=orelse))
+
+    def _compiled_locals(self, scope: _Scope) -> frozenset[str]:
+        if scope.compiled_locals is None:
+            scope.compiled_locals = (
+                compile_assigned(scope.node, scope.table.resolve)
+                if scope.node is not None and "compiling" in self.ctx.source
+                else frozenset()
+            )
+        return scope.compiled_locals
 
     def _negates_a_function(self, scope: _Scope, test: cst.BaseExpression) -> bool:
         """``... and not evaluate`` where ``evaluate`` is a function of the module, not a local
