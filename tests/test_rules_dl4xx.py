@@ -667,11 +667,18 @@ def test_dl402_uses_only_on_optional_or_eval_paths_are_not_training() -> None:
                 x = faked_elsewhere(x)
             if not self.training:
                 x = faked_elsewhere(x)
+            if inference_params is None:
+                x = x + 1
+            else:  # the KV-cache path again, written the other way round
+                x = faked_elsewhere(x)
             return x
     """
     sources = {"pkg/ops.py": OPS, "pkg/fakes.py": FAKES, "pkg/model.py": model}
     assert project(sources, "DL402") == []
     sources["pkg/model.py"] = model.replace("return x", "return faked_elsewhere(x)")
+    assert [f.span.start.line for f in project(sources, "DL402")] == [8]
+    # the ``else`` of a test of some other name is training use
+    sources["pkg/model.py"] = model.replace("if inference_params is None:", "if x is None:")
     assert [f.span.start.line for f in project(sources, "DL402")] == [8]
 
 

@@ -198,10 +198,31 @@ def optional_input(parents: Sequence[cst.CSTNode]) -> str | None:
         parent, child = parents[index - 1], parents[index]
         if parent is function:
             return None
-        if isinstance(parent, cst.If) and child is parent.body:
-            found = _present(parent.test, optional)
+        if isinstance(parent, cst.If):
+            if child is parent.body:
+                found = _present(parent.test, optional)
+            else:  # ``if inference_params is None: ... else: <here>``
+                found = _absent(parent.test, optional) if child is parent.orelse else None
             if found:
                 return found
+    return None
+
+
+def _absent(test: cst.BaseExpression, names: set[str]) -> str | None:
+    """``name is None`` or ``not name`` for a name: its ``else`` runs only when it is passed."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = test.expression
+        return inner.value if isinstance(inner, cst.Name) and inner.value in names else None
+    if (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value in names
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        return test.left.value
     return None
 
 
