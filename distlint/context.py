@@ -18,6 +18,7 @@ from distlint.regions import (
     ends_in_exit,
     module_compile_receiver,
     own_compile,
+    runs_whenever_called,
 )
 from distlint.semantic.regions_model import Region
 from distlint.walker import subclasses_of, walk
@@ -252,6 +253,13 @@ class FileContext:
             return None
         return region  # type: ignore[return-value]
 
+    def certain(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` (being visited) runs every time a fullgraph=True root of its region
+        runs: its function always runs then (``Region.certain``) and nothing in the function
+        makes the node conditional. A break there certainly fails that compile."""
+        region = self.region
+        return region is not None and region.certain and runs_whenever_called(self.parents, node)
+
     def traced(self, ancestors: Sequence[cst.CSTNode]) -> bool:
         """Whether Dynamo may trace the node under ``ancestors`` (outermost first) when its
         function is compiled: not on the eager side of ``is_compiling()``, nor on a side of a
@@ -328,7 +336,7 @@ class FileContext:
             root.mode,
             root.backend,
         )
-        return Region((info,), direct=True)
+        return Region((info,), direct=True, certain=root.fullgraph)
 
     def span_now(self, node: cst.CSTNode) -> Span:
         """The span of ``node``, computed now (one partial codegen; use sparingly)."""

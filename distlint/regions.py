@@ -224,6 +224,56 @@ def reads_any(expr: cst.BaseExpression, names: Collection[str]) -> bool:
     return False
 
 
+def runs_whenever_called(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> bool:
+    """Whether ``node``, under ``ancestors`` (outermost first), runs every time its function
+    runs: not under an ``if``/conditional expression/``match`` case/``except``/``while``, not
+    the right operand of ``and``/``or``, and not after an earlier statement of its block that
+    may ``return``, ``raise``, ``break`` or ``continue``. Loop and ``with`` bodies count."""
+    chain = [*ancestors, node]
+    for index in range(len(chain) - 1, 0, -1):
+        parent, child = chain[index - 1], chain[index]
+        kind = type(parent)
+        if kind is cst.FunctionDef or kind is cst.Lambda:
+            return True
+        if kind is cst.If or kind is cst.IfExp or kind is cst.While:
+            if child is not parent.test:  # type: ignore[attr-defined]
+                return False
+        elif kind in _CONDITIONAL_PARTS:
+            return False
+        elif kind is cst.BooleanOperation:
+            if child is parent.right:  # type: ignore[attr-defined]
+                return False
+        elif kind is cst.IndentedBlock or kind is cst.Module:
+            for earlier in parent.body:  # type: ignore[attr-defined]
+                if earlier is child:
+                    break
+                if _may_leave(earlier):
+                    return False
+    return True
+
+
+_CONDITIONAL_PARTS = (cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase, cst.CompIf, cst.Else)
+_LEAVING = (cst.Return, cst.Raise, cst.Break, cst.Continue)
+
+
+def _may_leave(statement: cst.CSTNode) -> bool:
+    """Whether a statement may end its block early (outside nested functions and classes)."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return any(isinstance(small, _LEAVING) for small in statement.body)
+    stack: list[tuple[cst.CSTNode, bool]] = [(statement, False)]
+    while stack:
+        node, in_loop = stack.pop()
+        if isinstance(node, (cst.Return, cst.Raise)) or (
+            not in_loop and isinstance(node, (cst.Break, cst.Continue))
+        ):
+            return True
+        in_loop = in_loop or isinstance(node, (cst.For, cst.While))
+        stack.extend(
+            (child, in_loop) for child in children(node) if type(child) not in _NESTED_SCOPES
+        )
+    return False
+
+
 def exits_when_compiling(node: cst.If, resolve: Resolver) -> bool:
     """``if is_compiling(): return`` (or ``if is_compiling() or x:``): what follows is eager."""
     return compiling_sides(node.test, resolve)[1] is False and ends_in_exit(node.body)

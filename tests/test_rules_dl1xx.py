@@ -421,3 +421,64 @@ def test_dl110_silent_without_fullgraph_or_when_shadowed() -> None:
         "@torch.compile(fullgraph=True)\ndef g(x, helper):\n    return helper(x)\n"
     )
     assert run(source) == []
+
+
+def test_fullgraph_errors_only_where_the_break_runs_on_every_compiled_call() -> None:
+    """Under fullgraph=True a break is an error only where it runs whenever the compiled
+    function runs: its body outside branches, and what it always calls. Under a branch, in a
+    function called under one, or with several possible callees, it is a warning that says
+    the compile fails only on some paths."""
+    source = """
+    import warnings
+
+    import torch
+    import torch.distributed as dist
+
+
+    def always(x):
+        print("always")
+        return x
+
+
+    def sometimes(x):
+        print("sometimes")
+        return x
+
+
+    @torch.compile(fullgraph=True)
+    def step(x: torch.Tensor, flag: bool, n: int):
+        print("top")
+        always(x)
+        if flag:
+            print("under if")
+            sometimes(x)
+        for _ in range(2):
+            warnings.warn("loop body")
+        y = x if flag else print("conditional expression")
+        dist.barrier()
+        if n > 1:
+            return x
+        dist.barrier()
+        if x.sum().item() > 0:
+            return x
+        return x
+    """
+    found = [
+        (f.code, f.span.start.line, f.severity)
+        for f in run(source, frozenset({"DL102", "DL104", "DL202"}))
+    ]
+    error, warning = Severity.ERROR, Severity.WARNING
+    assert found == [
+        ("DL104", 9, error),
+        ("DL104", 14, warning),
+        ("DL104", 20, error),
+        ("DL104", 23, warning),
+        ("DL104", 26, error),
+        ("DL104", 27, warning),
+        ("DL202", 28, error),
+        ("DL202", 31, warning),  # after an ``if`` that may return
+        ("DL102", 32, warning),
+    ]
+    messages = {(f.code, f.span.start.line): f.message for f in run(source, CODES)}
+    assert "it runs only on some paths of the compiled call" in messages[("DL104", 23)]
+    assert "only on some paths" not in messages[("DL104", 20)]

@@ -21,9 +21,20 @@ import libcst as cst
 from distlint.imports import dotted_name, scope_statements
 from distlint.walker import descendants, evaluated, parameters
 
+# how region rules qualify a fullgraph=True failure that only some paths reach (a warning)
+SOME_PATHS = (
+    " when it runs, and it runs only on some paths of the compiled call (under a branch here or"
+    " in a caller)"
+)
+SOME_PATHS_NOTE = (
+    " It runs only on some paths of the compiled call (under a branch here or in a caller):"
+    " the compile fails when one of them is taken."
+)
+
 # -- tensor guess --------------------------------------------------------------------------------
 
 # Attributes of a tensor that are Python values (metadata), never tensors.
+
 NON_TENSOR_ATTRS = frozenset(
     {
         "shape",

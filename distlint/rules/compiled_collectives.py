@@ -6,6 +6,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.registry import Rule
+from distlint.rules.compile_analysis import SOME_PATHS
 
 # Observed on torch 2.13.0 (re-observed by tests/proof/test_proof_dl203.py): each crashes Dynamo
 # with InternalTorchDynamoError (UnsafeScriptObjectError on the ProcessGroup OpaqueObject), GB2078.
@@ -115,8 +116,11 @@ class UntraceableCollective(Rule):
         if name is None or gb is None:
             return
         spelled = self.ctx.module.code_for_node(node.func)
-        if region.fullgraph:
+        certain = region.fullgraph and self.ctx.certain(node)
+        if certain:
             effect = "makes the fullgraph=True compile fail (`Unsupported`)"
+        elif region.fullgraph:
+            effect = f"makes the fullgraph=True compile fail (`Unsupported`){SOME_PATHS}"
         else:
             effect = "breaks the graph of the compiled region"
         if gb != "GB0172":
@@ -130,7 +134,7 @@ class UntraceableCollective(Rule):
         self.report(
             node,
             message,
-            severity=Severity.ERROR if region.fullgraph else None,
+            severity=Severity.ERROR if certain else None,
             related=region.related,
         )
 

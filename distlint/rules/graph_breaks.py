@@ -16,9 +16,15 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Location, Severity
 from distlint.imports import scope_statements
-from distlint.regions import DISABLE_FUNCTIONS, is_compile_disabled, is_compiling_test
+from distlint.regions import (
+    DISABLE_FUNCTIONS,
+    is_compile_disabled,
+    is_compiling_test,
+)
 from distlint.registry import Rule
 from distlint.rules.compile_analysis import (
+    SOME_PATHS,
+    SOME_PATHS_NOTE,
     Conversion,
     TensorGuess,
     classify_conversion,
@@ -393,6 +399,8 @@ class TensorToPython(_RegionRule):
             message, severity = self._fullgraph_message(conversion, spelled), Severity.ERROR
             if conversion.use == "value" and not conversion.floating:
                 severity = Severity.WARNING  # a list of an integer tensor is captured
+            if not self.ctx.certain(node):
+                message, severity = f"{message}{SOME_PATHS_NOTE}", Severity.WARNING
         else:
             message, severity = self._break_message(conversion, spelled, captured), None
         self.report(node, message, severity=severity, related=region.related)
@@ -622,11 +630,12 @@ class HostSideEffect(_RegionRule):
     ) -> None:
         advice = _HOST_ADVICE.get(gb, "Move it outside the compiled region")
         if region.fullgraph:
+            certain = self.ctx.certain(node)
             message = (
                 f"{what} inside a compiled region fails under fullgraph=True on torch 2.13 "
-                f"(`Unsupported`, GB{gb}). {advice}."
+                f"(`Unsupported`, GB{gb}){'' if certain else SOME_PATHS}. {advice}."
             )
-            severity = Severity.ERROR
+            severity = Severity.ERROR if certain else Severity.WARNING
         else:
             message = (
                 f"{what} inside a compiled region graph-breaks on torch 2.13 (GB{gb}): the "

@@ -65,6 +65,8 @@ class ProjectFacts:
     regions: dict[str, tuple[RootInfo, ...]] = field(default_factory=dict)
     # functions run under a CUDA graph capture: where (path, span) the capture starts
     captures: dict[str, tuple[str, Span]] = field(default_factory=dict)
+    # functions that run whenever some fullgraph root runs; see _certain
+    certain: set[str] = field(default_factory=set)
     # display path -> ordinal of an ``if`` among the file's ``if``s -> the only side compiled
     # calls take (True: the body); see _decided_branches
     decided_branches: dict[str, dict[int, bool]] = field(default_factory=dict)
@@ -86,7 +88,7 @@ class ProjectFacts:
         if not roots:
             return None
         direct = any(r.target == function_id for r in roots)
-        return Region(roots, direct)
+        return Region(roots, direct, certain=function_id in self.certain)
 
     def capture_of(self, function_id: str) -> tuple[str, Span] | None:
         """Where a CUDA graph capture that runs this function (by calls) starts, if any."""
@@ -511,6 +513,7 @@ def link(
     _call_graph(facts)
     _roots(facts)
     _regions(facts)
+    _certain(facts)
     _captures(facts)
     _rank_functions(facts)
     facts.rank_attributes = frozenset(
@@ -739,9 +742,37 @@ def _captures(facts: ProjectFacts) -> None:
             facts._modules_with_captures.add(module.key)
 
 
-def _unconditional_callees(facts: ProjectFacts, function_id: str) -> list[str]:
+def _certain(facts: ProjectFacts) -> None:
+    """Functions that run every time some fullgraph root runs: the root, then what it always
+    calls (outside any branch, one known target), transitively. Region rules report an error
+    only there; elsewhere a break fails the compile only on some paths."""
+    certain: set[str] = set()
+    queue = deque(
+        root.function
+        for root in facts.roots
+        if root.info.fullgraph and not facts.is_disabled(root.function)
+    )
+    while queue:
+        current = queue.popleft()
+        if current in certain:
+            continue
+        certain.add(current)
+        queue.extend(
+            callee
+            for callee in _unconditional_callees(facts, current, single=True)
+            if callee not in certain
+            and not facts.is_disabled(callee)
+            and not facts.is_opaque(callee)
+        )
+    facts.certain = certain
+
+
+def _unconditional_callees(
+    facts: ProjectFacts, function_id: str, *, single: bool = False
+) -> list[str]:
     """Project functions a function always calls when it runs: calls outside any branch and
-    before the first branch that may return or raise (loops and ``with`` bodies count)."""
+    before the first branch that may return or raise (loops and ``with`` bodies count). With
+    ``single``, only calls with one possible target."""
     summary = facts.functions.get(function_id)
     if summary is None:
         return []
@@ -762,7 +793,10 @@ def _unconditional_callees(facts: ProjectFacts, function_id: str) -> list[str]:
         if effect.kind == "forward":
             value = ("param", function_id, effect.name)
         if effect.kind in ("call", "forward") and value is not None:
-            found.extend(t for t in facts.call_targets(value, function_id) if t not in found)
+            targets = facts.call_targets(value, function_id)
+            if single and len(targets) != 1:
+                continue
+            found.extend(t for t in targets if t not in found)
     return found
 
 

@@ -46,6 +46,9 @@ class Region:
 
     roots: tuple[RootInfo, ...]
     direct: bool = False  # the function is a root itself (not only reached by calls)
+    # the function runs every time some fullgraph=True root runs (the root itself, or what it
+    # always calls): only there is a break certain to fail that compile
+    certain: bool = False
 
     @property
     def fullgraph(self) -> bool:
