@@ -482,3 +482,58 @@ def test_fullgraph_errors_only_where_the_break_runs_on_every_compiled_call() -> 
     messages = {(f.code, f.span.start.line): f.message for f in run(source, CODES)}
     assert "it runs only on some paths of the compiled call" in messages[("DL104", 23)]
     assert "only on some paths" not in messages[("DL104", 20)]
+
+
+SHARDED = """
+import os
+
+import torch
+import torch.nn as nn
+
+
+def mark(weight):
+    os.environ["SKIP"] = "1"
+    return weight
+
+
+class Sharded(nn.Module):
+    def __init__(self, mesh=None, verbose=False):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.mesh = mesh
+        self.verbose = verbose
+
+    def forward(self, x):
+        if self.mesh and x.is_cuda:
+            mark(self.fc.weight)
+        if self.verbose:
+            print("forward")
+        return self.fc(x)
+
+
+def main():
+    model = CONSTRUCTION
+    return torch.compile(model, fullgraph=True)(torch.ones(2, 4))
+"""
+
+
+@pytest.mark.parametrize(
+    ("construction", "extra", "lines"),
+    [
+        ("Sharded().to('cpu')", "", []),  # neither attribute is set by this construction
+        ("Sharded(verbose=True)", "", [24]),  # a literal passed: that side is taken
+        ("Sharded(mesh=make_mesh())", "", [9]),  # a value not known: both sides may run
+        ("Sharded(**options)", "", [9, 24]),  # what is passed is not known
+        ("Sharded()", "\ndef enable(m):\n    m.verbose = True\n", [24]),  # written elsewhere
+        ("Sharded()", "\ndef enable(m, key):\n    setattr(m, key, True)\n", [9, 24]),
+    ],
+)
+def test_compiled_instance_attributes_decide_self_tests(
+    construction: str, extra: str, lines: list[int]
+) -> None:
+    """``if self.<name>:`` in a compiled module's methods is decided from the construction the
+    compile site shows, when ``__init__`` sets the attribute once from that argument (or a
+    literal) and nothing else in the project writes it."""
+    source = SHARDED.replace("CONSTRUCTION", construction) + extra
+    found = run(source, frozenset({"DL104"}))
+    assert [f.span.start.line for f in found] == lines

@@ -385,6 +385,7 @@ class Collector:
             scope = self._method_scope(method, parent, cid, qualname)
             if method.name.value == "__init__":
                 summary.submodules, summary.registers_buffer = self._always_built(scope, method)
+                summary.init_values = self._init_values(scope, method)
             for target, value, _ in self.taint.scan(method).assignments:
                 attr = self_attribute(target)
                 if attr is None or not isinstance(value, cst.BaseExpression):
@@ -397,6 +398,89 @@ class Collector:
                     if evaluated is not None:
                         summary.attributes[attr] = evaluated
         summary.rank_attributes = self.taint.rank_attributes(node.name.value)
+
+    def _construction(self, scope: _Scope, expr: cst.BaseExpression) -> Options | None:
+        """What the constructor call of a compiled module passed: ``Net(flag=False)`` in
+        ``torch.compile(Net(flag=False))``, or bound once to a local (``model =
+        Net().to(device)``), through methods returning the module. None otherwise."""
+        node: cst.BaseExpression = expr
+        if isinstance(node, cst.Name):
+            entries = scope.assigned.get(node.value, [])
+            if len(entries) != 1 or entries[0][0] != "value":
+                return None
+            value = entries[0][1]
+            if not isinstance(value, cst.BaseExpression):
+                return None
+            node = value
+        while (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _RETURNS_THE_MODULE
+        ):
+            node = node.func.value
+        if not isinstance(node, cst.Call):
+            return None
+        return _call_arguments(node, scope.params)
+
+    def _note_attribute_writes(self, scope: _Scope, target: cst.BaseExpression) -> None:
+        """Count ``x.name = ...`` (also in tuple targets) for link._constructed_attributes."""
+        if isinstance(target, cst.Attribute):
+            self._count_write(scope, target.value, target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._note_attribute_writes(scope, element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._note_attribute_writes(scope, target.value)
+
+    def _count_write(self, scope: _Scope, receiver: cst.BaseExpression, name: str) -> None:
+        """A write on ``self`` in a method counts for its class ("<class id>.<name>"), any
+        other for every object ("<name>")."""
+        on_self = (
+            isinstance(receiver, cst.Name)
+            and receiver.value == scope.self_name
+            and scope.class_id is not None
+        )
+        key = f"{scope.class_id}.{name}" if on_self else name
+        writes = self.summary.attribute_writes
+        writes[key] = writes.get(key, 0) + 1
+
+    def _note_dynamic_writes(self, scope: _Scope, call: cst.Call) -> None:
+        """``setattr(x, "name", v)`` counts as a write of ``name``; ``setattr(x, key, v)``,
+        ``x.__dict__.update(...)`` and ``vars(x).update(...)`` write names not known: on
+        ``self`` they make that class's attributes unknown, elsewhere every attribute."""
+        func = call.func
+        receiver: cst.BaseExpression | None = None
+        name: str | None = None
+        if isinstance(func, cst.Name) and func.value == "setattr" and len(call.args) >= 2:
+            receiver = call.args[0].value
+            literal = literal_value(call.args[1].value)
+            name = literal if isinstance(literal, str) else None
+        elif isinstance(func, cst.Attribute) and func.attr.value in ("update", "__setitem__"):
+            holder = func.value
+            if isinstance(holder, cst.Attribute) and holder.attr.value == "__dict__":
+                receiver = holder.value
+            elif (
+                isinstance(holder, cst.Call)
+                and isinstance(holder.func, cst.Name)
+                and holder.func.value == "vars"
+                and holder.args
+            ):
+                receiver = holder.args[0].value
+            else:
+                return
+        else:
+            return
+        writes = self.summary.attribute_writes
+        if name is not None:
+            self._count_write(scope, receiver, name)
+        elif (
+            isinstance(receiver, cst.Name)
+            and receiver.value == scope.self_name
+            and scope.class_id in self.summary.classes
+        ):
+            self.summary.classes[scope.class_id].dynamic_attributes = True
+        else:
+            writes["*"] = writes.get("*", 0) + 1
 
     def _note_field(
         self, scope: _Scope, target: cst.BaseExpression, value: cst.BaseExpression
@@ -412,6 +496,42 @@ class Collector:
             found = self.summary.fields.setdefault(target.value, [])
             if evaluated not in found:
                 found.append(evaluated)
+
+    def _init_values(self, scope: _Scope, init: cst.FunctionDef) -> dict[str, tuple[str, object]]:
+        """``self.name = <parameter>`` or ``self.name = <literal>`` at the top level of
+        ``__init__``, for names assigned exactly once in it."""
+        counts: dict[str, int] = {}
+        for target, _, _ in self.taint.scan(init).assignments:
+            attr = self_attribute(target)
+            if attr is not None:
+                counts[attr] = counts.get(attr, 0) + 1
+        found: dict[str, tuple[str, object]] = {}
+        for stmt in suite_body(init.body):
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
+                    continue
+                targets = (
+                    [t.target for t in small.targets]
+                    if isinstance(small, cst.Assign)
+                    else [small.target]
+                )
+                if len(targets) != 1:
+                    continue
+                attr = self_attribute(targets[0])
+                if attr is None or counts.get(attr) != 1:
+                    continue
+                value = small.value
+                if isinstance(value, cst.Name) and value.value in scope.params:
+                    found[attr] = ("param", value.value)
+                else:
+                    literal = literal_value(value)
+                    if is_literal(literal) and (
+                        literal is None or isinstance(literal, LITERAL_TYPES)
+                    ):
+                        found[attr] = ("literal", literal)
+        return found
 
     def _always_built(self, scope: _Scope, init: cst.FunctionDef) -> tuple[tuple[Value, ...], bool]:
         """The modules ``__init__`` assigns to ``self`` (or adds) on every run, and whether
@@ -607,6 +727,13 @@ class Collector:
             effects.append(Effect("exit", self._maybe_locate(small), name))
             return
         if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = (
+                [t.target for t in small.targets]
+                if isinstance(small, cst.Assign)
+                else [small.target]
+            )
+            for target in targets:
+                self._note_attribute_writes(scope, target)
             value = small.value
             if value is not None:
                 self._track_wrapping(scope, small, value)
@@ -758,11 +885,12 @@ class Collector:
         if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not):
             negated = True
             inner = inner.expression
-        param = None
-        if isinstance(inner, cst.Name) and inner.value in scope.params:
-            param = inner.value
-        compare = _parameter_comparison(inner, scope.params)
-        junction, parts = _parameter_junction(inner, scope.params)
+        # ``self.flag`` tests as pseudo-parameters "self.flag": decided for a compiled
+        # module whose construction is seen (see link._constructed_attributes)
+        self_name = scope.self_name if scope.class_id is not None else None
+        param = _tested_name(inner, scope.params, self_name)
+        compare = _parameter_comparison(inner, scope.params, self_name)
+        junction, parts = _parameter_junction(inner, scope.params, self_name)
         kind: Kind | None = self.taint.test_kind(test) if self.taint.active else None
         level = kind.level if kind is not None else UNKNOWN  # no rank word: nothing known
         deferred = tuple(sorted(kind.deferred)) if kind is not None else ()
@@ -821,6 +949,7 @@ class Collector:
 
     def _call(self, scope: _Scope, call: cst.Call, effects: list[Effect]) -> None:
         func = call.func
+        self._note_dynamic_writes(scope, call)
         for arg in call.args:
             if arg.keyword is not None and isinstance(arg.value, (cst.Name, cst.Attribute)):
                 self._note_field(scope, arg.keyword, arg.value)
@@ -920,6 +1049,7 @@ class Collector:
                             _literal_options(call),
                             self._locate_site(call, callee),
                             "call",
+                            self._construction(scope, first),
                         ),
                     )
                 )
@@ -945,6 +1075,7 @@ class Collector:
                             _literal_options(call),
                             self.ctx.locate(call, lazy=True),
                             "method",
+                            self._construction(scope, func.value),
                         ),
                     )
                 )
@@ -1624,15 +1755,29 @@ def _operand_calls(test: cst.BaseExpression) -> list[cst.Call]:
     return found
 
 
+def _tested_name(node: cst.BaseExpression, params: set[str], self_name: str | None) -> str | None:
+    """A parameter, or ``self.<name>`` as "self.<name>" (in a method), else None."""
+    if isinstance(node, cst.Name):
+        return node.value if node.value in params else None
+    if (
+        self_name is not None
+        and isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == self_name
+    ):
+        return f"self.{node.attr.value}"
+    return None
+
+
 def _parameter_comparison(
-    test: cst.BaseExpression, params: set[str]
+    test: cst.BaseExpression, params: set[str], self_name: str | None = None
 ) -> tuple[str, str, tuple[object, ...]] | None:
     """``rank not in (-1, 0)`` on a parameter: (param, operator, literals), decidable at a call
     site that passes a literal (``create_dataloader(..., rank=-1)``)."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return None
-    left = test.left
-    if not isinstance(left, cst.Name) or left.value not in params:
+    tested = _tested_name(test.left, params, self_name)
+    if tested is None:
         return None
     target = test.comparisons[0]
     operator = _COMPARISON_OPERATORS.get(type(target.operator))
@@ -1647,14 +1792,16 @@ def _parameter_comparison(
         return None
     if any(not is_literal(v) for v in values):
         return None
-    return left.value, operator, values
+    return tested, operator, values
 
 
 def _parameter_junction(
-    test: cst.BaseExpression, params: set[str]
+    test: cst.BaseExpression, params: set[str], self_name: str | None = None
 ) -> tuple[str, tuple[tuple[str, str, tuple[object, ...]], ...]]:
-    """``a is None or b is None`` / ``use_cpu and n > 0``: one kind of junction over
-    parameter tests only (bare parameters or comparisons with literals), else ("", ())."""
+    """``a is None or b is None`` / ``use_cpu and n > 0``: one kind of junction with at least
+    one parameter test (a bare parameter or a comparison with literals), else ("", ()).
+    Other operands are parts on the name "" (never known): one false parameter test still
+    decides an ``and``, one true one an ``or``."""
     if not isinstance(test, cst.BooleanOperation):
         return "", ()
     junction = "and" if isinstance(test.operator, cst.And) else "or"
@@ -1666,13 +1813,13 @@ def _parameter_junction(
             if ("and" if isinstance(node.operator, cst.And) else "or") != junction:
                 return "", ()
             pending.extend((node.right, node.left))
-        elif isinstance(node, cst.Name) and node.value in params:
-            parts.append((node.value, "truthy", ()))
+        elif (tested := _tested_name(node, params, self_name)) is not None:
+            parts.append((tested, "truthy", ()))
         else:
-            compare = _parameter_comparison(node, params)
-            if compare is None:
-                return "", ()
-            parts.append(compare)
+            compare = _parameter_comparison(node, params, self_name)
+            parts.append(compare if compare is not None else ("", "unknown", ()))
+    if all(part[0] == "" for part in parts):
+        return "", ()
     return junction, tuple(parts)
 
 

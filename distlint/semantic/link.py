@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 
 from distlint.findings import Position, Span
 from distlint.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS
-from distlint.semantic.bindings import bind, decided_side, forward_arguments
+from distlint.semantic.bindings import (
+    LITERAL_TYPES,
+    STARRED,
+    bind,
+    decided_side,
+    forward_arguments,
+)
 from distlint.semantic.collectives import BUFFERED_MODULES, CONVERTS_BATCH_NORM
 from distlint.semantic.model import (
     MODULE_CODE,
@@ -47,6 +53,10 @@ class Root:
 
     info: RootInfo
     function: str
+    # what is known of the compiled instance's ``self.<name>`` attributes, as call arguments
+    # ("self.<name>", value) after a starred marker (the function's own parameters stay
+    # unknown); see _constructed_attributes
+    binding: Options | None = None
 
 
 @dataclass
@@ -65,6 +75,8 @@ class ProjectFacts:
     regions: dict[str, tuple[RootInfo, ...]] = field(default_factory=dict)
     # functions run under a CUDA graph capture: where (path, span) the capture starts
     captures: dict[str, tuple[str, Span]] = field(default_factory=dict)
+    # attribute writes of every module, summed (see ModuleSummary.attribute_writes)
+    attribute_writes: dict[str, int] = field(default_factory=dict)
     # functions that run whenever some fullgraph root runs; see _certain
     certain: set[str] = field(default_factory=set)
     # display path -> ordinal of an ``if`` among the file's ``if``s -> the only side compiled
@@ -510,6 +522,8 @@ def link(
             facts.functions[fid] = summary
             facts.function_module[fid] = module
         facts.classes.update(module.classes)
+        for name, count in module.attribute_writes.items():
+            facts.attribute_writes[name] = facts.attribute_writes.get(name, 0) + count
     _call_graph(facts)
     _roots(facts)
     _regions(facts)
@@ -551,6 +565,7 @@ def _roots(facts: ProjectFacts) -> None:
                 why = _unresolved_reason(facts, site, scope)
                 if why is not None:
                     facts.unresolved.append((module.path, site.span, why))
+            binding = _site_binding(facts, site, scope) if site.construction is not None else None
             for function, kind in compiled:
                 if site.target and site.target[0] == "elem":
                     kind = "block"  # `for blk in model.layers: blk.compile()`
@@ -558,18 +573,64 @@ def _roots(facts: ProjectFacts) -> None:
                     kind = "decorator"
                 elif site.kind == "method" and kind == "module":
                     kind = "method"
-                found.append((module, site, function, kind, dict(options)))
-    facts.resolve(site.span for _, site, _, _, _ in found)
+                bound = binding if kind in ("module", "method") else None
+                found.append((module, site, function, kind, dict(options), bound))
+    facts.resolve(site.span for _, site, _, _, _, _ in found)
     facts.resolve(span for _, span, _ in facts.unresolved)
     seen: set[tuple] = set()
-    for module, site, function, kind, options in found:
+    for module, site, function, kind, options, bound in found:
         facts._modules_with_regions.add(module.key)
         info = _root_info(module, site, function, kind, options)
         key = (info.path, info.span, function)
         if key not in seen:
             seen.add(key)
-            facts.roots.append(Root(info, function))
+            facts.roots.append(Root(info, function, bound))
     facts.roots.sort(key=lambda r: (r.info.path, r.info.span.start.line, r.function))
+
+
+def _site_binding(facts: ProjectFacts, site: CompileSite, scope: str) -> Options | None:
+    """The known ``self`` attributes of the module a compile site compiles, when the site
+    shows its construction (``torch.compile(Net(mesh=None))``) and it is of one class."""
+    classes = {
+        item[1] for item in facts.evaluate(site.target, facts._class_of(scope)) if item[0] == "inst"
+    }
+    if len(classes) != 1 or site.construction is None:
+        return None
+    return _constructed_attributes(facts, classes.pop(), site.construction)
+
+
+def _constructed_attributes(
+    facts: ProjectFacts, class_id: str, construction: Options
+) -> Options | None:
+    """``self.<name>`` values every method of one instance sees: set once at the top level of
+    its class's own ``__init__`` from a literal or from a parameter the construction passes
+    a literal to (or leaves at its literal default), and written nowhere else in the project
+    (no ``x.<name> = ...`` on any other object, no other write in the class or its bases, no
+    ``setattr``/``__dict__`` write with a name not known). Regions then skip the sides of
+    ``if self.<name>:`` tests that instance never takes (torch_xla's ``if self.mesh and ...:``
+    in a test model built without a mesh)."""
+    cls = facts.classes.get(class_id)
+    init = cls.methods.get("__init__") if cls is not None else None
+    summary = facts.functions.get(init) if init is not None else None
+    if cls is None or summary is None or not cls.init_values or facts.attribute_writes.get("*"):
+        return None
+    lineage = facts.mro(class_id)
+    if any(facts.classes[c].dynamic_attributes for c in lineage):
+        return None
+    bound = bind(summary, construction, strict=True)
+    entries: list[tuple[str, object]] = [(STARRED, "<expr>")]
+    for name, (kind, value) in sorted(cls.init_values.items()):
+        if facts.attribute_writes.get(name):
+            continue  # ``model.<name> = ...`` somewhere: any instance may have been changed
+        if sum(facts.attribute_writes.get(f"{c}.{name}", 0) for c in lineage) != 1:
+            continue
+        if kind == "param":
+            if value not in bound:
+                continue
+            value = bound[value]
+        if value is None or isinstance(value, LITERAL_TYPES):
+            entries.append((f"self.{name}", value))
+    return tuple(entries) if len(entries) > 1 else None
 
 
 def _unresolved_reason(facts: ProjectFacts, site: CompileSite, scope: str) -> str | None:
@@ -622,7 +683,7 @@ def _regions(facts: ProjectFacts) -> None:
     for root in facts.roots:
         if facts.is_disabled(root.function):
             continue
-        queue: deque[tuple[str, Options | None]] = deque([(root.function, None)])
+        queue: deque[tuple[str, Options | None]] = deque([(root.function, root.binding)])
         seen: set[tuple[str, Options | None]] = set()
         bindings: dict[str, int] = {}
         visited: set[str] = set()
@@ -693,11 +754,14 @@ def _calls_under(
     if summary is None:
         return live, dead
     bound = bind(summary, arguments, strict=True) if arguments is not None else {}
+    instance = tuple((k, v) for k, v in bound.items() if k.startswith("self."))
 
     def visit(effects: Sequence[Effect], alive: bool) -> None:
         for effect in effects:
             if effect.kind == "call" and effect.callee is not None:
                 passed = forward_arguments(effect.arguments, bound)
+                if instance and effect.callee[:2] == ("attr", ("self",)):
+                    passed = (*passed, *instance)  # ``self.helper(x)``: the same instance
                 for target in facts.call_targets(effect.callee, function_id):
                     if alive:
                         found = live.setdefault(target, [])

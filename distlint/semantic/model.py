@@ -47,6 +47,9 @@ class CompileSite:
     options: Options
     span: Span
     kind: str  # decorator | call | method
+    # what the constructor call of a compiled module passed (``torch.compile(Net(flag=False))``,
+    # also through a local and ``.to(...)``-style chains); None: not a visible construction
+    construction: Options | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,10 @@ class ClassSummary:
     # with the wrapped module's value (None: not known), whose forward needs buffers
     wrapped_attributes: tuple[str, ...] = ()
     ddp_attributes: dict[str, Value | None] = field(default_factory=dict)
+    # ``self.<name> = <parameter or literal>`` once at the top level of this class's own
+    # ``__init__``: ("param", parameter) or ("literal", value); see link._constructed_attributes
+    init_values: dict[str, tuple[str, object]] = field(default_factory=dict)
+    dynamic_attributes: bool = False  # ``setattr(self, name, ...)``/``self.__dict__`` writes
 
 
 @dataclass
@@ -175,3 +182,7 @@ class ModuleSummary:
     # (``mlp_class: type = MLP``) and keyword arguments (``Config(mlp_class=SwiGLU)``), as
     # references to project or library objects
     fields: dict[str, list[Value]] = field(default_factory=dict)
+    # attribute writes here (``x.name = ...``, ``setattr(x, "name", ...)``), counted by
+    # "<name>", or "<class id>.<name>" for writes on ``self`` in that class's methods; "*"
+    # counts writes whose name is not known (``setattr(obj, key, ...)`` on another object)
+    attribute_writes: dict[str, int] = field(default_factory=dict)
