@@ -511,29 +511,36 @@ class Sharded(nn.Module):
         return self.fc(x)
 
 
+def enable(m):
+    setattr(m, "verbose", True)
+
+
 def main():
     model = CONSTRUCTION
+    PREPARE
     return torch.compile(model, fullgraph=True)(torch.ones(2, 4))
 """
 
 
 @pytest.mark.parametrize(
-    ("construction", "extra", "lines"),
+    ("construction", "prepare", "lines"),
     [
-        ("Sharded().to('cpu')", "", []),  # neither attribute is set by this construction
-        ("Sharded(verbose=True)", "", [24]),  # a literal passed: that side is taken
-        ("Sharded(mesh=make_mesh())", "", [9]),  # a value not known: both sides may run
-        ("Sharded(**options)", "", [9, 24]),  # what is passed is not known
-        ("Sharded()", "\ndef enable(m):\n    m.verbose = True\n", [24]),  # written elsewhere
-        ("Sharded()", "\ndef enable(m, key):\n    setattr(m, key, True)\n", [9, 24]),
+        ("Sharded().to('cpu')", "model.eval()", []),  # neither is set by this construction
+        ("Sharded(verbose=True)", "pass", [24]),  # a literal passed: that side is taken
+        ("Sharded(mesh=make_mesh())", "pass", [9]),  # a value not known: both sides may run
+        ("Sharded(**options)", "pass", [9, 24]),  # what is passed is not known
+        ("Sharded()", "model.verbose = True", [24]),  # written here
+        ("Sharded()", "enable(model)", [24]),  # handed to code that writes `verbose`
+        ("Sharded()", "models = [model]", [24]),  # stored: `enable` may reach it
+        ("Sharded()", "setattr(model, name, 1)", [9, 24]),  # any attribute may be written
     ],
 )
 def test_compiled_instance_attributes_decide_self_tests(
-    construction: str, extra: str, lines: list[int]
+    construction: str, prepare: str, lines: list[int]
 ) -> None:
     """``if self.<name>:`` in a compiled module's methods is decided from the construction the
     compile site shows, when ``__init__`` sets the attribute once from that argument (or a
-    literal) and nothing else in the project writes it."""
-    source = SHARDED.replace("CONSTRUCTION", construction) + extra
+    literal) and no other code may have written it."""
+    source = SHARDED.replace("CONSTRUCTION", construction).replace("PREPARE", prepare)
     found = run(source, frozenset({"DL104"}))
     assert [f.span.start.line for f in found] == lines

@@ -161,6 +161,41 @@ def _dict_literal(node: cst.Dict) -> tuple[tuple[str, object], ...]:
     return tuple(sorted(items, key=lambda item: item[0]))
 
 
+def _escapes(body: Sequence[cst.CSTNode], name: str, site: cst.Call) -> bool:
+    """Whether the local ``name`` may reach other code in a function body other than through
+    ``site`` (the compile call): passed to a call, stored, returned, written as an attribute
+    (``model.flag = True``), or handed a callable (``model.apply(fn)``). Reading its
+    attributes, calling methods on it and calling it do not let other code change it. A
+    function without a body (module-level code) counts as escaping."""
+    if not body:
+        return True
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None]] = [
+        (stmt, None, None) for stmt in body
+    ]
+    while stack:
+        node, parent, grand = stack.pop()
+        if type(node) is cst.Name and node.value == name:  # type: ignore[attr-defined]
+            if isinstance(parent, cst.AssignTarget):
+                continue  # the binding itself (its value was checked to be the construction)
+            if isinstance(parent, cst.Call) and parent.func is node:
+                continue  # a forward call
+            if isinstance(parent, cst.Arg) and grand is site:
+                continue
+            if isinstance(parent, cst.Attribute) and parent.value is node:
+                if isinstance(grand, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+                    return True  # ``model.flag = ...``
+                if isinstance(grand, cst.Call) and parent.attr.value in _HANDS_OUT_SELF:
+                    return True
+                continue
+            return True
+        stack.extend((child, node, parent) for child in children(node))
+    return False
+
+
+# nn.Module methods that run code given to them on the module itself
+_HANDS_OUT_SELF = frozenset({"apply", "__setattr__", "register_forward_pre_hook"})
+
+
 def _body_of(node: cst.FunctionDef | cst.ClassDef) -> Sequence[cst.CSTNode]:
     body = node.body
     return body.body if isinstance(body, cst.IndentedBlock) else (body,)
@@ -399,18 +434,24 @@ class Collector:
                         summary.attributes[attr] = evaluated
         summary.rank_attributes = self.taint.rank_attributes(node.name.value)
 
-    def _construction(self, scope: _Scope, expr: cst.BaseExpression) -> Options | None:
+    def _construction(
+        self, scope: _Scope, expr: cst.BaseExpression, site: cst.Call
+    ) -> tuple[Options | None, bool]:
         """What the constructor call of a compiled module passed: ``Net(flag=False)`` in
         ``torch.compile(Net(flag=False))``, or bound once to a local (``model =
-        Net().to(device)``), through methods returning the module. None otherwise."""
+        Net().to(device)``), through methods returning the module (None otherwise); and
+        whether the instance stays private to this function until ``site`` compiles it (no
+        other code could have changed its attributes)."""
         node: cst.BaseExpression = expr
+        private = True
         if isinstance(node, cst.Name):
             entries = scope.assigned.get(node.value, [])
             if len(entries) != 1 or entries[0][0] != "value":
-                return None
+                return None, False
             value = entries[0][1]
             if not isinstance(value, cst.BaseExpression):
-                return None
+                return None, False
+            private = not _escapes(_body_of(scope.node) if scope.node else (), node.value, site)
             node = value
         while (
             isinstance(node, cst.Call)
@@ -419,8 +460,8 @@ class Collector:
         ):
             node = node.func.value
         if not isinstance(node, cst.Call):
-            return None
-        return _call_arguments(node, scope.params)
+            return None, False
+        return _call_arguments(node, scope.params), private
 
     def _note_attribute_writes(self, scope: _Scope, target: cst.BaseExpression) -> None:
         """Count ``x.name = ...`` (also in tuple targets) for link._constructed_attributes."""
@@ -1049,7 +1090,7 @@ class Collector:
                             _literal_options(call),
                             self._locate_site(call, callee),
                             "call",
-                            self._construction(scope, first),
+                            *self._construction(scope, first, call),
                         ),
                     )
                 )
@@ -1075,7 +1116,7 @@ class Collector:
                             _literal_options(call),
                             self.ctx.locate(call, lazy=True),
                             "method",
-                            self._construction(scope, func.value),
+                            *self._construction(scope, func.value, call),
                         ),
                     )
                 )

@@ -596,23 +596,26 @@ def _site_binding(facts: ProjectFacts, site: CompileSite, scope: str) -> Options
     }
     if len(classes) != 1 or site.construction is None:
         return None
-    return _constructed_attributes(facts, classes.pop(), site.construction)
+    return _constructed_attributes(facts, classes.pop(), site.construction, site.private)
 
 
 def _constructed_attributes(
-    facts: ProjectFacts, class_id: str, construction: Options
+    facts: ProjectFacts, class_id: str, construction: Options, private: bool
 ) -> Options | None:
     """``self.<name>`` values every method of one instance sees: set once at the top level of
     its class's own ``__init__`` from a literal or from a parameter the construction passes
-    a literal to (or leaves at its literal default), and written nowhere else in the project
-    (no ``x.<name> = ...`` on any other object, no other write in the class or its bases, no
-    ``setattr``/``__dict__`` write with a name not known). Regions then skip the sides of
+    a literal to (or leaves at its literal default), and written nowhere else: no other write
+    in the class or its bases, and -- unless the instance stays ``private`` to the function
+    that builds and compiles it -- no ``x.<name> = ...`` on any object and no
+    ``setattr``/``__dict__`` write with a name not known. Regions then skip the sides of
     ``if self.<name>:`` tests that instance never takes (torch_xla's ``if self.mesh and ...:``
     in a test model built without a mesh)."""
     cls = facts.classes.get(class_id)
     init = cls.methods.get("__init__") if cls is not None else None
     summary = facts.functions.get(init) if init is not None else None
-    if cls is None or summary is None or not cls.init_values or facts.attribute_writes.get("*"):
+    if cls is None or summary is None or not cls.init_values:
+        return None
+    if not private and facts.attribute_writes.get("*"):
         return None
     lineage = facts.mro(class_id)
     if any(facts.classes[c].dynamic_attributes for c in lineage):
@@ -620,8 +623,8 @@ def _constructed_attributes(
     bound = bind(summary, construction, strict=True)
     entries: list[tuple[str, object]] = [(STARRED, "<expr>")]
     for name, (kind, value) in sorted(cls.init_values.items()):
-        if facts.attribute_writes.get(name):
-            continue  # ``model.<name> = ...`` somewhere: any instance may have been changed
+        if not private and facts.attribute_writes.get(name):
+            continue  # ``model.<name> = ...`` somewhere: this instance may have been changed
         if sum(facts.attribute_writes.get(f"{c}.{name}", 0) for c in lineage) != 1:
             continue
         if kind == "param":

@@ -50,6 +50,7 @@ class CompileSite:
     # what the constructor call of a compiled module passed (``torch.compile(Net(flag=False))``,
     # also through a local and ``.to(...)``-style chains); None: not a visible construction
     construction: Options | None = None
+    private: bool = False  # the instance reaches no other code before it is compiled
 
 
 @dataclass(frozen=True)
