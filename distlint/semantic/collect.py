@@ -928,7 +928,8 @@ class Collector:
             inner = inner.expression
         # ``self.flag`` tests as pseudo-parameters "self.flag": decided for a compiled
         # module whose construction is seen (see link._constructed_attributes)
-        self_name = scope.self_name if scope.class_id is not None else None
+        # (``self`` only: ``cls.flag`` in a classmethod is the class attribute)
+        self_name = "self" if scope.class_id is not None and scope.self_name == "self" else None
         param = _tested_name(inner, scope.params, self_name)
         compare = _parameter_comparison(inner, scope.params, self_name)
         junction, parts = _parameter_junction(inner, scope.params, self_name)
