@@ -18,6 +18,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
+from bench.lsp_latency import training_script
 from distlint.headline import HEADLINE_MAX, headline
 from distlint.meta import rule_url
 from tests.lsp.helpers import (
@@ -455,56 +456,6 @@ async def test_untitled_buffer_and_excluded_file(client):
 
 
 # -- latency -------------------------------------------------------------------------------------
-
-
-def training_script(lines: int) -> str:
-    """Realistic distributed-training code: ~2 findings per 200 lines (DL502 and DL203)."""
-    head = [
-        "import os",
-        "",
-        "import torch",
-        "import torch.distributed as dist",
-        "import torch.nn as nn",
-        "from torch.nn.parallel import DistributedDataParallel as DDP",
-        "",
-    ]
-    out = list(head)
-    block = 0
-    while len(out) + 20 <= lines:
-        block += 1
-        bad_backend = '"nvfuser"' if block % 10 == 0 else '"inductor"'
-        collective = (
-            "    dist.all_gather_object(gathered, {'loss': float(loss)})  # 🚀 metrics"
-            if block % 10 == 5
-            else "    gathered = [loss]"
-        )
-        out += [
-            "",
-            f"class Block{block}(nn.Module):",
-            "    def __init__(self, dim: int = 512) -> None:",
-            "        super().__init__()",
-            "        self.proj = nn.Linear(dim, dim)",
-            "        self.norm = nn.LayerNorm(dim)",
-            "",
-            "    def forward(self, x: torch.Tensor) -> torch.Tensor:",
-            "        return self.norm(torch.relu(self.proj(x)) + x)",
-            "",
-            "",
-            f"@torch.compile(backend={bad_backend})",
-            f"def train_step_{block}(model, batch, optimizer):",
-            "    loss = model(batch).float().pow(2).mean()",
-            "    loss.backward()",
-            "    optimizer.step()",
-            "    gathered = [None]",
-            collective,
-            "    return loss.detach()",
-            "",
-        ]
-    out += [
-        f"STEPS_PER_EPOCH_{i} = {i} * int(os.environ.get('SCALE', '1'))"
-        for i in range(lines - len(out))
-    ]
-    return "\n".join(out) + "\n"
 
 
 async def test_latency_of_a_2000_line_file(client, record_property):
