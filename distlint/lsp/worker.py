@@ -152,6 +152,8 @@ class Analyses:
             self.running = job
             try:
                 outcome = await self._run(job)
+            except Exception as exc:  # e.g. no process can be started: this job's failure
+                outcome = Outcome(failure=f"no analysis process: {type(exc).__name__}: {exc}")
             finally:
                 self.running = None
             if not job.future.done():

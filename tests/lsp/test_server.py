@@ -503,8 +503,9 @@ def finish(path):
 
 
 async def test_cross_file_findings_reach_the_editor_and_open_buffers_count(client):
-    """The buffer is that file of its project: a helper in another module issues the barrier;
-    an unsaved edit of the helper's buffer is what the check sees."""
+    """The buffer is that file of its project: a helper in another module issues the barrier,
+    and the finding's related information points there; the helper's unsaved buffer is what
+    the check sees (and where related ranges are measured)."""
     project = client.root / "crossfile"
     (project / "proj").mkdir(parents=True)
     (project / "pyproject.toml").write_text("[project]\nname = 'cross'\n")
@@ -512,14 +513,39 @@ async def test_cross_file_findings_reach_the_editor_and_open_buffers_count(clien
     helpers = project / "proj" / "helpers.py"
     helpers.write_text(HELPER_SYNC)
     train = Doc(client, project / "proj" / "train.py", TRAIN_CROSS)
+    encoding = client.encoding
     found = await train.open_and_wait()
     assert codes(found) == ["DL201"]
-    assert found[0].range.start.line == 6
-    if client.spec != "emacs":  # Emacs 29 cannot show related locations
-        uris = {r.location.uri for r in found[0].related_information or []}
-        assert helpers.as_uri() in uris
-    helper_doc = Doc(client, helpers, HELPER_QUIET)  # open, unsaved: the disk still syncs
-    await helper_doc.open_and_wait()
-    assert codes(await train.change_and_wait(TRAIN_CROSS + "\n")) == []
+    assert found[0].range == range_of(TRAIN_CROSS, "save(path)", encoding)
+    if client.spec == "emacs":  # Emacs 29 cannot show related locations: they are named
+        assert found[0].related_information is None
+        assert "issues barrier: line 5" in found[0].message
+    else:
+        (elsewhere,) = [
+            r for r in found[0].related_information or [] if r.location.uri != train.uri
+        ]
+        assert elsewhere.location.uri == helpers.as_uri()
+        assert elsewhere.location.range == range_of(HELPER_SYNC, "dist.barrier()", encoding)
+        assert elsewhere.message == "issues barrier"
+
+    # The helper open with unsaved edits (the disk keeps its saved text): the call moved two
+    # lines down, after a wide character on its line.
+    moved = HELPER_SYNC.replace("def save", "# 🚀 moved\n\ndef save").replace(
+        "    dist.barrier()", '    tag = "🚀"; dist.barrier()'
+    )
+    helper_doc = Doc(client, helpers, moved)
+    helpers.write_text(HELPER_SYNC)
+    assert await helper_doc.open_and_wait() == []
+    found = await train.change_and_wait(TRAIN_CROSS + "\n")
+    assert codes(found) == ["DL201"]
+    if client.spec != "emacs":
+        (elsewhere,) = [
+            r for r in found[0].related_information or [] if r.location.uri != train.uri
+        ]
+        assert elsewhere.location.uri == helpers.as_uri()
+        assert elsewhere.location.range == range_of(moved, "dist.barrier()", encoding)
+    await helper_doc.change_and_wait(HELPER_QUIET)  # unsaved: the disk still syncs
+    assert helpers.read_text() == HELPER_SYNC
+    assert codes(await train.change_and_wait(TRAIN_CROSS)) == []
     helper_doc.close()
     train.close()
