@@ -311,13 +311,17 @@ def _attach(server_pid: int) -> None:
     """In a new worker: lead a process group of its own, so that killing it kills anything it
     started; let go of the server's protocol stream (file descriptor 1: whatever writes there
     would corrupt it, and holding it keeps the client from seeing the server end); on Linux,
-    die when the server dies."""
+    die when the server dies, and be what the kernel kills first when memory runs out (a
+    runaway analysis, not the editor or the server)."""
     with contextlib.suppress(OSError, AttributeError):
         os.setpgid(0, 0)
     with contextlib.suppress(OSError):
         os.dup2(2, 1)
     if sys.platform.startswith("linux"):
         import ctypes
+
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as score:
+            score.write("1000")
 
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)

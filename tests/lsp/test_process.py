@@ -6,6 +6,7 @@ survives, the analysis process dies with a killed server, and spawned analysis p
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import tempfile
@@ -89,6 +90,10 @@ async def exited(client) -> int:
 async def test_exit_after_shutdown_is_prompt_and_status_0(client):
     worker, child = await slow_check(client)
     assert alive(worker) and alive(child)
+    assert os.getpgid(worker) == worker == os.getpgid(child)  # killed as one group
+    assert os.getpgid(worker) != os.getpgid(client._server.pid)
+    # the kernel's first choice when memory runs out (not the editor, not the server)
+    assert Path(f"/proc/{worker}/oom_score_adj").read_text().strip() == "1000"
     started = time.monotonic()
     await asyncio.wait_for(client.shutdown_async(None), PROMPT)
     client.exit(None)
