@@ -498,6 +498,7 @@ class DistlintSession:
         if task is not None:
             task.cancel()
         self.analyses.supersede(uri)
+        self.analyses.trim()  # the memory of a large document's trees goes back
         self.checked.pop(uri, None)
         self.ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])

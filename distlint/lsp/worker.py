@@ -12,8 +12,10 @@ receives its diagnostics, so it never parses and never holds a tree, and:
 - a newer version of a document supersedes its queued or running job: the queue holds at most
   one job per document, and a running one is killed with its worker (the worker's whole
   process group, anything it started included) and a fresh worker takes the next job;
-- a worker that grew past twice its idle size is replaced after its job, so the memory of a
-  large document's trees goes back to the system;
+- memory: a worker that grew past twice its idle size (a large document's trees) is replaced
+  once idle after a document closes, and one that grew by more than 1 GiB after any job, so
+  the memory goes back to the system (while a large document is edited, its worker stays:
+  starting one costs about a second where workers are spawned);
 - :meth:`Analyses.close` (``shutdown``, ``exit``) kills the worker; on Linux a worker also dies
   with the server if the server is killed.
 
@@ -41,7 +43,8 @@ from distlint.engine import FileResult
 from distlint.runner import _context, _died, _Worker
 
 _SETUP_TIMEOUT = 120.0  # seconds for a new worker to start (spawn imports distlint first)
-_GROWTH = 2  # a worker over this many times its idle resident size is replaced after a job
+_GROWTH = 2  # past this many times its idle resident size, a worker is replaced on close
+_HARD_GROWTH = 1 << 30  # bytes over its idle size past which a worker is replaced after any job
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class Analyses:
         self.running: _Job | None = None
         self.worker: _Worker | None = None
         self.idle_size: int | None = None  # the worker's resident bytes before its first job
+        self._trim = False  # a document closed: replace the worker if it grew (once idle)
         self.started = 0  # workers started so far
         self.closed = False
         self._wake: asyncio.Event | None = None
@@ -107,6 +111,13 @@ class Analyses:
         if running is not None and running.key == key and not running.superseded:
             running.superseded = True
             self._interrupt()
+
+    def trim(self) -> None:
+        """A document closed: once idle, replace the worker if it grew past twice its idle
+        size (the trees of a large document)."""
+        self._trim = True
+        if self.running is None:
+            self._retire_if_grown()
 
     def close(self) -> None:
         """Stop for good: queued jobs are dropped and the worker is killed now."""
@@ -158,6 +169,19 @@ class Analyses:
                 self.running = None
             if not job.future.done():
                 job.future.set_result(outcome)
+            self._retire_if_grown()
+
+    def _retire_if_grown(self) -> None:
+        """Replace the idle worker if it grew too much (see the module docstring)."""
+        worker, idle = self.worker, self.idle_size
+        trim, self._trim = self._trim, False
+        if worker is None or idle is None or worker.process.exitcode is not None:
+            return
+        size = _resident_bytes(worker.process.pid)
+        limit = _GROWTH * idle if trim else idle + _HARD_GROWTH
+        if size is not None and size > limit:
+            self.worker = None  # the next job starts a fresh one
+            threading.Thread(target=_stop, args=(worker,), daemon=True).start()
 
     async def _run(self, job: _Job) -> Outcome:
         fresh = self.worker is None or self.worker.process.exitcode is not None
@@ -246,10 +270,6 @@ def _serve_job(
     outcome = _call(worker, (job.function, job.args, job.key), job.budget, cancel)
     if outcome.failure is not None or outcome.superseded:
         _stop(worker)
-        return _Reply(outcome, True, idle_size)
-    size = _resident_bytes(worker.process.pid)
-    if size is not None and idle_size is not None and size > _GROWTH * idle_size:
-        _stop(worker)  # a large document's trees: give the memory back
         return _Reply(outcome, True, idle_size)
     return _Reply(outcome, False, idle_size)
 

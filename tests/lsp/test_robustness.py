@@ -247,8 +247,9 @@ async def test_memory_goes_back_after_a_large_check(client):
     idle = tree_bytes(server_pid(client))
     doc = Doc(client, client.root / "hog.py", NVFUSER + "HOG = 1\n")
     assert codes(await doc.open_and_wait()) == ["DL502"]  # its process grew by 400 MB
-    doc.close()
     ((hog, _),) = analysed(doc)
+    assert alive(hog)  # kept while the document is open (the next edit needs no new one)
+    doc.close()
     await until(lambda: not alive(hog), "the grown analysis process to be replaced")
     after = tree_bytes(server_pid(client))
     assert after < 2 * idle, (idle, after)
