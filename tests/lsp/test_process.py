@@ -38,25 +38,34 @@ pytestmark = [
 LOG = Path(tempfile.mkdtemp(prefix="distlint-lsp-")) / "analyses.log"
 NVFUSER = 'import torch\n\n\ndef f(x):\n    return x\n\n\nc = torch.compile(f, backend="nvfuser")\n'
 PROMPT = 5.0  # seconds: "at once", generous for a busy machine (the slow check takes 60 s)
+FAST = 2.0  # seconds: a request answered while a check runs (~100 ms; generous)
 
 
-async def initialize(client: LanguageClient, root: Path) -> None:
+async def initialize(client: LanguageClient, root: Path, spec: str = "visual-studio-code") -> None:
     await client.initialize_session(
         types.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
+            capabilities=client_capabilities(spec),
             root_uri=root.as_uri(),
             initialization_options={"debounce": 0.1},
         )
     )
     client.root = root
     client.encoding = "utf-16"
-    client.pull = False
+    client.pull = spec.startswith("neovim")
 
 
 @pytest_lsp.fixture(config=hooked_server_config(LOG))
 async def client(lsp_client: LanguageClient, tmp_path):
     await initialize(lsp_client, tmp_path)
     yield  # each test ends the server itself
+
+
+@pytest_lsp.fixture(config=hooked_server_config(LOG))
+async def puller(lsp_client: LanguageClient, tmp_path):
+    await initialize(lsp_client, tmp_path, "neovim@v0.11.0")
+    yield
+    await lsp_client.shutdown_session()
+    assert lsp_client._server.returncode == 0
 
 
 @pytest_lsp.fixture(config=server_config(env={START_METHOD_VARIABLE: "spawn"}))
@@ -95,7 +104,7 @@ async def test_exit_after_shutdown_is_prompt_and_status_0(client):
     # the kernel's first choice when memory runs out (not the editor, not the server)
     assert Path(f"/proc/{worker}/oom_score_adj").read_text().strip() == "1000"
     started = time.monotonic()
-    await asyncio.wait_for(client.shutdown_async(None), PROMPT)
+    await asyncio.wait_for(client.shutdown_async(None), FAST)
     client.exit(None)
     assert await exited(client) == 0
     assert time.monotonic() - started < PROMPT
@@ -125,3 +134,18 @@ async def test_spawned_analysis_processes_give_the_same_diagnostics(spawning):
     assert codes(found) == ["DL502"]
     assert found[0].range.start.line == 7
     assert codes(await doc.change_and_wait(NVFUSER + "BROKEN(\n")) == ["DL000"]
+
+
+async def test_a_pull_waiting_on_a_superseded_check_gets_the_newest_text(puller):
+    client = puller
+    doc = Doc(client, client.root / "pulled.py", NVFUSER + "SLEEP = 1\n")
+    doc.open()
+    pulled = asyncio.ensure_future(doc.pull())
+    await until(lambda: [u for _, u, _ in analyses(LOG) if u == doc.uri], "the slow check")
+    assert not pulled.done()
+    started = time.monotonic()
+    doc.change(NVFUSER)
+    report = await pulled
+    assert time.monotonic() - started < 30  # the slow check would take 60 s
+    assert report.kind == "full" and codes(list(report.items)) == ["DL502"]
+    assert [v for _, u, v in analyses(LOG) if u == doc.uri] == [1, 2]
