@@ -75,7 +75,6 @@ class Analyses:
         self.worker: _Worker | None = None
         self.idle_size: int | None = None  # the worker's resident bytes before its first job
         self._trim = False  # a document closed: replace the worker if it grew (once idle)
-        self.started = 0  # workers started so far
         self.closed = False
         self._wake: asyncio.Event | None = None
         self._dispatcher: asyncio.Task[None] | None = None
@@ -95,7 +94,7 @@ class Analyses:
             return future
         self.supersede(key)
         self.queue[key] = _Job(key, function, args, budget, future)
-        if self._dispatcher is None:
+        if self._dispatcher is None or self._dispatcher.done():
             self._wake = asyncio.Event()
             self._dispatcher = asyncio.ensure_future(self._dispatch())
         assert self._wake is not None
@@ -137,11 +136,6 @@ class Analyses:
         self._interrupt()
         if self._dispatcher is not None:
             self._dispatcher.cancel()
-
-    @property
-    def worker_pid(self) -> int | None:
-        worker = self.worker
-        return worker.process.pid if worker is not None else None
 
     def _interrupt(self) -> None:
         """Wake the helper thread of the running job: it kills the worker."""
@@ -217,7 +211,6 @@ class Analyses:
             self._cancel_reader, self._cancel_writer = _context().Pipe(duplex=False)
         self.worker = _Worker({})
         self.idle_size = None
-        self.started += 1
 
 
 # -- the helper thread of a job ------------------------------------------------------------------
@@ -262,7 +255,7 @@ def _serve_job(
     cancel: multiprocessing.connection.Connection,
 ) -> _Reply:
     if fresh:  # its own process group, and (Linux) death with the server
-        setup = _call(worker, (_attach, (os.getpid(),), job.key), _SETUP_TIMEOUT, cancel)
+        setup = _call(worker, (_attach, (), job.key), _SETUP_TIMEOUT, cancel)
         if setup.failure is not None or setup.superseded:
             _stop(worker)
             return _Reply(setup, True)
@@ -327,7 +320,7 @@ def _kill(worker: _Worker) -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-def _attach(server_pid: int) -> None:
+def _attach() -> None:
     """In a new worker: lead a process group of its own, so that killing it kills anything it
     started; let go of the server's protocol stream (file descriptor 1: whatever writes there
     would corrupt it, and holding it keeps the client from seeing the server end); on Linux,
@@ -345,8 +338,6 @@ def _attach(server_pid: int) -> None:
 
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != server_pid:  # the server died before the line above
-            os._exit(1)
 
 
 def _resident_bytes(pid: int | None) -> int | None:
