@@ -62,8 +62,11 @@ def server_config(
 
 # The real server, with the project check replaced by one that logs each analysis
 # ("<pid> <uri> <version>" per line, to the file named by argv[1]) and misbehaves on buffers
-# containing a keyword. Forked analysis processes inherit the hooks. A libcst parse in the
-# server process itself is logged as "PARSED-IN-SERVER".
+# containing a keyword: BOOM raises, SEGV kills its process, RECURSE and NOMEMORY raise
+# RecursionError and MemoryError, SPIN loops, SLEEP sleeps 60 s, CHILD starts `sleep 60`
+# (logged with "#child" after the URI), HOG keeps 400 MB, RULEBUG adds a rule's error to the
+# result. Forked analysis processes inherit the hooks (spawned ones do not). A libcst parse in
+# the server process itself is logged as "PARSED-IN-SERVER".
 HOOKS = r"""
 import os, signal, sys, time
 from pathlib import Path
