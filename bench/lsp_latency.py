@@ -3,8 +3,10 @@
 Starts ``distlint server`` (stdio), opens a generated training script of ``--lines`` lines
 in a fresh temporary project (a push client, no debounce) and times didOpen -> the first
 publishDiagnostics, then ``--edits`` edits (each a new text, so no cache hit) -> their
-publishDiagnostics. In the same run it times ``libcst.parse_module`` of the same text in this
-process (best of three). Prints both and their ratio; figures from a quiet machine only.
+publishDiagnostics. Right before each of them it times ``libcst.parse_module`` of the same
+text in this process (best of two), so that each ratio compares two figures taken under the
+same load. Prints the medians and the median ratio; absolute figures from a quiet machine
+only.
 
     python bench/lsp_latency.py --lines 3000 --edits 3
 """
@@ -76,15 +78,16 @@ def training_script(lines: int) -> str:
 
 def parse_time(text: str) -> float:
     best = float("inf")
-    for _ in range(3):
+    for _ in range(2):
         started = time.perf_counter()
         libcst.parse_module(text)
         best = min(best, time.perf_counter() - started)
     return best
 
 
-async def diagnostics_latency(text: str, edits: int) -> list[float]:
-    """Seconds from didOpen / each didChange to its publishDiagnostics."""
+async def diagnostics_latency(text: str, edits: int) -> list[tuple[float, float]]:
+    """(seconds from didOpen / each didChange to its publishDiagnostics, seconds of a bare
+    parse of that text just before)."""
     client = LanguageClient("bench", "1")
     published: asyncio.Queue[types.PublishDiagnosticsParams] = asyncio.Queue()
 
@@ -108,6 +111,7 @@ async def diagnostics_latency(text: str, edits: int) -> list[float]:
         )
         client.initialized(types.InitializedParams())
         times = []
+        parse = parse_time(text)
         started = time.perf_counter()
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
@@ -117,8 +121,9 @@ async def diagnostics_latency(text: str, edits: int) -> list[float]:
             )
         )
         await published.get()
-        times.append(time.perf_counter() - started)
+        times.append((time.perf_counter() - started, parse))
         for version in range(2, edits + 2):
+            parse = parse_time(text)
             started = time.perf_counter()
             client.text_document_did_change(
                 types.DidChangeTextDocumentParams(
@@ -132,7 +137,7 @@ async def diagnostics_latency(text: str, edits: int) -> list[float]:
             )
             while (await published.get()).version != version:
                 pass
-            times.append(time.perf_counter() - started)
+            times.append((time.perf_counter() - started, parse))
         await client.shutdown_async(None)
         client.exit(None)
         await client.stop()
@@ -145,13 +150,18 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=3)
     args = parser.parse_args()
     text = training_script(args.lines)
-    times = asyncio.run(diagnostics_latency(text, args.edits))
-    parse = parse_time(text)
-    edit = statistics.median(times[1:]) if len(times) > 1 else times[0]
-    print(f"{args.lines}-line buffer: bare libcst.parse_module {parse * 1000:.0f} ms")
-    print(f"  didOpen -> diagnostics {times[0] * 1000:.0f} ms ({times[0] / parse:.2f}x the parse)")
-    print(f"  didChange -> diagnostics, median of {len(times) - 1}: {edit * 1000:.0f} ms ", end="")
-    print(f"({edit / parse:.2f}x the parse)")
+    samples = asyncio.run(diagnostics_latency(text, args.edits))
+    for label, chosen in (("didOpen", samples[:1]), ("didChange", samples[1:])):
+        if not chosen:
+            continue
+        latency = statistics.median(t for t, _ in chosen)
+        parse = statistics.median(p for _, p in chosen)
+        ratio = statistics.median(t / p for t, p in chosen)
+        print(
+            f"{args.lines}-line buffer, {label} -> diagnostics (median of {len(chosen)}): "
+            f"{latency * 1000:.0f} ms; bare libcst.parse_module {parse * 1000:.0f} ms; "
+            f"{ratio:.2f}x the parse"
+        )
 
 
 if __name__ == "__main__":
