@@ -527,6 +527,8 @@ class DistlintSession:
         old = self.pending.pop(uri, None)
         if old is not None:
             old.cancel()
+        if self.shut_down:  # nothing more is checked or published after shutdown
+            return
         self.pending[uri] = asyncio.ensure_future(self._check_later(uri, delay))
 
     async def _check_later(self, uri: str, delay: float) -> None:
