@@ -8,17 +8,15 @@ the whole module.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 
 import attrs
-import libcst
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from bench.lsp_latency import training_script
+from bench.lsp_latency import parse_time, training_script
 from distlint.headline import HEADLINE_MAX, headline
 from distlint.meta import rule_url
 from tests.lsp.helpers import (
@@ -461,7 +459,7 @@ async def test_untitled_buffer_and_excluded_file(client):
 async def test_latency_of_a_2000_line_file(client, record_property):
     text = training_script(2000)
     assert text.count("\n") == 2000
-    parse = _parse_time(text)
+    parse = parse_time(text)  # just before: both figures under the same load
     doc = Doc(client, client.root / "latency" / "big_train.py", text)
     started = time.perf_counter()
     diagnostics = await doc.open_and_wait()
@@ -476,17 +474,6 @@ async def test_latency_of_a_2000_line_file(client, record_property):
         f"libcst.parse_module {parse * 1000:.0f} ms; ratio {latency / parse:.1f}x"
     )
     assert latency < 10 * parse + 2.0
-
-
-@functools.cache
-def _parse_time(text: str) -> float:
-    """The best of two ``libcst.parse_module`` runs (once per module, not per client)."""
-    best = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        libcst.parse_module(text)
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 HELPER_SYNC = "import torch.distributed as dist\n\n\ndef save(path):\n    dist.barrier()\n"
