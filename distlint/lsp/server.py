@@ -7,20 +7,24 @@ confirm mode never runs here. Clients that support pull diagnostics (LSP 3.17
 open, save and (debounced) change. Each diagnostic's ``data`` carries its fix edits and a
 precomputed noqa-comment edit, so code actions need no re-lint.
 
-Checks run on one worker thread, so the event loop keeps answering while a large file is
-analysed; every check is wrapped so that an exception is logged and never ends the server.
+Checks run in an analysis process (:mod:`distlint.lsp.worker`), never in the server's: the
+event loop keeps answering while a large file is analysed, a newer version of a document
+supersedes the check of the older one, and a check that crashes, dies or runs past its budget
+costs that version's diagnostics only. The document then shows a DL000 saying so, never an
+empty list that looks clean; the details go to the log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
 import sys
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +43,7 @@ from distlint.config import (
     settings_for,
 )
 from distlint.engine import FileResult, check_source
-from distlint.findings import Applicability, Finding, Severity, Span
+from distlint.findings import Applicability, Finding, Severity, Span, make_position
 from distlint.headline import headline
 from distlint.lsp.text import (
     LineInfo,
@@ -51,8 +55,10 @@ from distlint.lsp.text import (
     split_lines,
     to_client_units,
 )
+from distlint.lsp.worker import Analyses, Outcome
 from distlint.meta import rule_url
 from distlint.registry import all_rules, get_rule
+from distlint.runner import file_budget
 from distlint.suppressions import scan
 
 logger = logging.getLogger("distlint.lsp")
@@ -72,7 +78,7 @@ _SEVERITY = {
 }
 
 
-# -- what the worker thread computes -------------------------------------------------------------
+# -- what the analysis process computes ----------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -97,20 +103,31 @@ class Job:
 
 
 @dataclass
+class Analysis:
+    """What the analysis process computes for one version of one document (sent back)."""
+
+    diagnostics: list[types.Diagnostic] = field(default_factory=list)
+    safe_fixes: list[list[TextEdit]] = field(default_factory=list)
+    config_error: str | None = None
+    tool_errors: tuple[str, ...] = ()
+    crash: str | None = None  # the traceback of an internal error
+
+
+@dataclass
 class Checked:
-    """The outcome of checking one version of one document."""
+    """The outcome of checking one version of one document, kept by the server."""
 
     uri: str
     version: int | None
     text: str
     generation: int
     result_id: str
-    lines: list[str]
     diagnostics: list[types.Diagnostic] = field(default_factory=list)
     safe_fixes: list[list[TextEdit]] = field(default_factory=list)
-    config_error: str | None = None
-    tool_errors: tuple[str, ...] = ()
-    crash: str | None = None
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return split_lines(self.text)
 
     def payload_for(self, diagnostic: types.Diagnostic) -> dict[str, Any] | None:
         """The ``data`` of our diagnostic with this code and range (clients that drop it)."""
@@ -125,31 +142,36 @@ def result_id(text: str, generation: int) -> str:
     return f"{generation}-{digest}"
 
 
-def analyse(job: Job) -> Checked:
-    """Check one buffer and build its diagnostics; never raises (runs on the worker thread)."""
-    lines = split_lines(job.text)
-    checked = Checked(
-        job.uri, job.version, job.text, job.generation, result_id(job.text, job.generation), lines
-    )
+def analyse(job: Job) -> Analysis:
+    """Check one buffer and build its diagnostics; never raises (runs in the analysis
+    process, with nothing but ``job``)."""
+    analysis = Analysis()
     try:
-        _analyse(job, checked)
-    except Exception:  # a bug of ours: log it, keep the server (and the editor) running
-        checked.diagnostics = []
-        checked.safe_fixes = []
-        checked.crash = traceback.format_exc()
-    return checked
+        _analyse(job, analysis)
+    except Exception:  # a bug of ours: the server shows it as a DL000 and logs it
+        analysis.diagnostics = []
+        analysis.safe_fixes = []
+        analysis.crash = traceback.format_exc()
+    return analysis
 
 
-def _analyse(job: Job, checked: Checked) -> None:
+def _config_path(uri: str, root: Path | None) -> Path | None:
+    """The path whose configuration applies to a document: its file, or for an unsaved new
+    buffer ("untitled:") a file at the workspace root."""
+    path = _fs_path(uri)
+    return path or (root / "untitled.py" if root is not None else None)
+
+
+def _analyse(job: Job, analysis: Analysis) -> None:
     path = _fs_path(job.uri)
-    # An unsaved new buffer ("untitled:") gets the settings of the workspace root.
-    lookup = path or (job.root / "untitled.py" if job.root is not None else None)
+    lookup = _config_path(job.uri, job.root)
+    lines = split_lines(job.text)
     config = Config()
     if lookup is not None:
         try:
             config = job.resolver.for_path(lookup)
         except ConfigError as exc:
-            checked.config_error = str(exc)
+            analysis.config_error = str(exc)
     if path is not None and _excluded(config, path):
         return  # excluded by the project's config: no diagnostics, as with ruff server
     settings = settings_for(config, CliOverrides(), lookup or Path.cwd() / "untitled.py")
@@ -164,15 +186,15 @@ def _analyse(job: Job, checked: Checked) -> None:
         result = check_source(job.text, display, settings, module_name, is_package)
     else:
         result = _check_in_project(job, path, display, settings)
-    checked.tool_errors = tuple(error.message for error in result.errors)
+    analysis.tool_errors = tuple(error.message for error in result.errors)
     info: LineInfo | None = None
     for finding in result.findings:
         if info is None and finding.code not in _NOT_SUPPRESSIBLE:
-            info = LineInfo(job.text, checked.lines)
-        checked.diagnostics.append(_diagnostic(job, checked.lines, display, finding, info))
+            info = LineInfo(job.text, lines)
+        analysis.diagnostics.append(_diagnostic(job, lines, display, finding, info))
         fix = finding.fix
         if fix is not None and fix.edits and fix.applicability is Applicability.SAFE:
-            checked.safe_fixes.append([_code_point_edit(e.span, e.content) for e in fix.edits])
+            analysis.safe_fixes.append([_code_point_edit(e.span, e.content) for e in fix.edits])
 
 
 def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings) -> FileResult:
@@ -322,6 +344,27 @@ def _diagnostic(
     )
 
 
+def _notice(job: Job, message: str, severity: Severity) -> types.Diagnostic:
+    """A DL000 at the top of the document: distlint could not check it (or not all of it)."""
+    from distlint.rules.tool import SyntaxErrorRule
+
+    start = make_position([], 1, 0)
+    finding = Finding(
+        code=SyntaxErrorRule.code,
+        name=SyntaxErrorRule.name,
+        severity=severity,
+        message=message,
+        path=job.uri,
+        span=Span(start, start),
+    )
+    return _diagnostic(job, [], job.uri, finding, None)
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else text
+
+
 def _location_uri(job: Job, display: str, path: str) -> str:
     if path == display:
         return job.uri
@@ -357,14 +400,18 @@ class DistlintSession:
         self.open_uris: set[str] = set()
         self.checked: dict[str, Checked] = {}
         self.pending: dict[str, asyncio.Task[None]] = {}
-        self.inflight: dict[str, tuple[str, int, asyncio.Future[Checked]]] = {}
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distlint-check")
+        # the check of a document's text in progress: its text, generation, and the check
+        # (None when a newer text superseded it)
+        self.inflight: dict[str, tuple[str, int, asyncio.Future[Checked | None]]] = {}
+        self.analyses = Analyses()
+        self.shut_down = False
         self.shown_config_errors: set[str] = set()
         self.logged: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def initialize(self, params: types.InitializeParams) -> None:
+        all_rules()  # imported once here: every forked analysis process starts with them
         caps = params.capabilities
         encoding = self.ls.workspace.position_encoding or types.PositionEncodingKind.Utf16
         self.pull = get_capability(caps, "text_document.diagnostic", None) is not None
@@ -413,10 +460,18 @@ class DistlintSession:
             self.log(types.MessageType.Info, f"distlint: file watcher not registered: {exc}")
 
     def shutdown(self) -> None:
+        self.shut_down = True
         for task in self.pending.values():
             task.cancel()
         self.pending.clear()
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.analyses.close()
+
+    def exit(self) -> None:
+        """``exit``: end the process now, whatever is being analysed (the analysis process is
+        killed first); status 0 after ``shutdown``, 1 without (LSP)."""
+        self.analyses.close()
+        sys.stderr.flush()
+        os._exit(0 if self.shut_down else 1)
 
     # -- documents ---------------------------------------------------------------------------
 
@@ -428,6 +483,7 @@ class DistlintSession:
 
     def changed(self, uri: str) -> None:
         if uri in self.open_uris:
+            self.analyses.supersede(uri)  # the older text's check is of no use any more
             self.schedule(uri, self.debounce)
 
     def saved(self, uri: str) -> None:
@@ -441,6 +497,8 @@ class DistlintSession:
         task = self.pending.pop(uri, None)
         if task is not None:
             task.cancel()
+        self.analyses.supersede(uri)
+        self.analyses.trim()  # the memory of a large document's trees goes back
         self.checked.pop(uri, None)
         self.ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
@@ -469,6 +527,8 @@ class DistlintSession:
         old = self.pending.pop(uri, None)
         if old is not None:
             old.cancel()
+        if self.shut_down:  # nothing more is checked or published after shutdown
+            return
         self.pending[uri] = asyncio.ensure_future(self._check_later(uri, delay))
 
     async def _check_later(self, uri: str, delay: float) -> None:
@@ -503,17 +563,28 @@ class DistlintSession:
 
     async def current(self, uri: str) -> Checked:
         """The check of the document's current text: cached, in progress, or started now."""
-        document = self.ls.workspace.get_text_document(uri)
-        text = document.source
-        state = self.checked.get(uri)
-        if state is not None and state.text == text and state.generation == self.generation:
-            return state
-        flight = self.inflight.get(uri)
-        if flight is not None and flight[0] == text and flight[1] == self.generation:
-            return await asyncio.shield(flight[2])
+        while True:
+            document = self.ls.workspace.get_text_document(uri)
+            text = document.source
+            state = self.checked.get(uri)
+            if state is not None and state.text == text and state.generation == self.generation:
+                return state
+            flight = self.inflight.get(uri)
+            if flight is None or flight[0] != text or flight[1] != self.generation:
+                flight = self._submit(uri, text, document.version)
+            checked = await asyncio.shield(flight[2])
+            if checked is not None:
+                return checked
+            if uri not in self.open_uris:  # superseded by its closing: nothing to show
+                return Checked(uri, None, text, self.generation, result_id(text, self.generation))
+            # superseded: the document changed meanwhile; check its newest text
+
+    def _submit(
+        self, uri: str, text: str, version: int | None
+    ) -> tuple[str, int, asyncio.Future[Checked | None]]:
         job = Job(
             uri=uri,
-            version=document.version,
+            version=version,
             text=text,
             generation=self.generation,
             resolver=self.resolver,
@@ -521,11 +592,20 @@ class DistlintSession:
             root=self._root(),
             other_texts=self._other_open_documents(uri),
         )
-        future = asyncio.get_running_loop().run_in_executor(self.executor, analyse, job)
-        entry = (text, self.generation, future)
+        outcome = self.analyses.submit(uri, analyse, (job,), self._budget(uri))
+        entry = (text, self.generation, asyncio.get_running_loop().create_future())
         self.inflight[uri] = entry
-        future.add_done_callback(lambda done: self._finished(uri, entry, done))
-        return await asyncio.shield(future)
+        outcome.add_done_callback(lambda done: self._finished(job, entry, done))
+        return entry
+
+    def _budget(self, uri: str) -> float | None:
+        """CPU seconds a check of this document may take: ``file-timeout`` as for the CLI."""
+        lookup = _config_path(uri, self._root())
+        config = Config()
+        if lookup is not None:
+            with contextlib.suppress(ConfigError):  # the check reports it; default budget
+                config = self.resolver.for_path(lookup)
+        return file_budget(None, config)
 
     def _other_open_documents(self, uri: str) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -539,28 +619,65 @@ class DistlintSession:
         root = self.ls.workspace.root_path
         return Path(root) if root else None
 
-    def _finished(self, uri: str, entry: tuple, future: asyncio.Future[Checked]) -> None:
+    def _finished(
+        self,
+        job: Job,
+        entry: tuple[str, int, asyncio.Future[Checked | None]],
+        done: asyncio.Future[Outcome],
+    ) -> None:
+        uri = job.uri
         if self.inflight.get(uri) is entry:
             del self.inflight[uri]
-        if future.cancelled():
-            return
-        exc = future.exception()
-        if exc is not None:  # pragma: no cover - analyse() catches everything
+        checked = None
+        try:
+            outcome = done.result()
+            if not outcome.superseded:
+                checked = self._checked(job, outcome)
+        except BaseException as exc:  # pragma: no cover - never: log it, do not hang waiters
             self.log(types.MessageType.Error, f"distlint: checking {uri} failed: {exc!r}")
-            return
-        checked = future.result()
-        if checked.crash is not None:
+        finally:
+            if not entry[2].done():
+                entry[2].set_result(checked)
+
+    def _checked(self, job: Job, outcome: Outcome) -> Checked:
+        """What the server keeps of a check; a failed one is a DL000, never a clean list."""
+        uri = job.uri
+        checked = Checked(
+            uri, job.version, job.text, job.generation, result_id(job.text, job.generation)
+        )
+        analysis = outcome.value
+        if outcome.failure is not None or not isinstance(analysis, Analysis):
+            reason = outcome.failure or "no result"
+            self.log(types.MessageType.Error, f"distlint: could not check {uri}: {reason}")
+            message = f"distlint could not check this file: {reason}"
+            checked.diagnostics = [_notice(job, message, Severity.ERROR)]
+        elif analysis.crash is not None:
             self.log(
                 types.MessageType.Error,
-                f"distlint: internal error while checking {uri}; no diagnostics for this "
-                f"version (please report it):\n{checked.crash}",
+                f"distlint: internal error while checking {uri}, shown as a DL000 at the top "
+                f"of the file (please report it):\n{analysis.crash}",
             )
-        for message in checked.tool_errors:
-            self.log(types.MessageType.Warning, f"distlint: {uri}: {message}")
-        if checked.config_error is not None:
-            self.config_error(checked.config_error)
-        if uri in self.open_uris and checked.generation == self.generation:
+            message = (
+                "distlint could not check this file: internal error "
+                f"({_last_line(analysis.crash)}); the server's log has the details"
+            )
+            checked.diagnostics = [_notice(job, message, Severity.ERROR)]
+        else:
+            checked.diagnostics = list(analysis.diagnostics)
+            checked.safe_fixes = analysis.safe_fixes
+            for message in analysis.tool_errors:
+                self.log(types.MessageType.Warning, f"distlint: {uri}: {message}")
+            if analysis.tool_errors:  # a rule crashed: what it would have found is missing
+                more = len(analysis.tool_errors) - 1
+                message = f"distlint could not fully check this file: {analysis.tool_errors[0]}"
+                if more:
+                    message += f" (and {more} more error{'s' if more > 1 else ''})"
+                checked.diagnostics.append(_notice(job, message, Severity.WARNING))
+        if isinstance(analysis, Analysis) and analysis.config_error is not None:
+            self.config_error(analysis.config_error)
+        if uri in self.open_uris and job.generation == self.generation:
             self.checked[uri] = checked
+        return checked
 
     def config_error(self, message: str) -> None:
         if message in self.shown_config_errors:
@@ -620,7 +737,12 @@ class DistlintSession:
                     actions.extend(_quick_fixes(uri, diagnostic, data))
         if _wanted(only, FIX_ALL_KIND):
             try:
-                state = await self.current(uri)
+                if only:  # asked for by kind (e.g. on save): worth waiting for the check
+                    state = await self.current(uri)
+                else:  # the light bulb: answer now, from a check of this very text only
+                    state = self._up_to_date(uri)
+                    if state is None:
+                        return actions
             except Exception as exc:  # e.g. a document that is neither open nor on disk
                 self.log(types.MessageType.Warning, f"distlint: no fix-all for {uri}: {exc!r}")
                 return actions
@@ -645,6 +767,13 @@ class DistlintSession:
                     )
                 )
         return actions
+
+    def _up_to_date(self, uri: str) -> Checked | None:
+        state = self.checked.get(uri)
+        text = self.ls.workspace.get_text_document(uri).source
+        if state is None or state.text != text or state.generation != self.generation:
+            return None
+        return state
 
     # -- hover -------------------------------------------------------------------------------
 
@@ -815,6 +944,10 @@ def create_server() -> LanguageServer:
     def on_shutdown(params: None) -> None:
         session.shutdown()
 
+    @ls.feature(types.EXIT)
+    def on_exit(params: None) -> None:
+        session.exit()
+
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
         session.opened(params.text_document.uri, params.text_document.language_id)
@@ -872,6 +1005,9 @@ def main(tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
     if tcp_port is None:
         stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
         sys.stdout = sys.stderr  # a stray print() must not corrupt the protocol stream
+        # A forked analysis process closes sys.stdin first thing (multiprocessing): that would
+        # wait forever for the lock that the server's reading thread holds on the real one.
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - for the process's life
         server.start_io(stdin, stdout)
     else:
         server.start_tcp(host, tcp_port)

@@ -48,12 +48,161 @@ def make_client() -> LanguageClient:
     return client
 
 
-def server_config(command: list[str] | None = None) -> ClientServerConfig:
+def server_config(
+    command: list[str] | None = None, env: dict[str, str] | None = None
+) -> ClientServerConfig:
     return ClientServerConfig(
         server_command=command or [sys.executable, "-m", "distlint", "server"],
-        server_env=server_env(),
+        server_env={**server_env(), **(env or {})},
         client_factory=make_client,
     )
+
+
+# -- a server whose analysis misbehaves on request -------------------------------------------------
+
+# The real server, with the project check replaced by one that logs each analysis
+# ("<pid> <uri> <version>" per line, to the file named by argv[1]) and misbehaves on buffers
+# containing a keyword: BOOM raises, SEGV kills its process, RECURSE and NOMEMORY raise
+# RecursionError and MemoryError, SPIN loops, SLEEP sleeps 60 s, CHILD starts `sleep 60`
+# (logged with "#child" after the URI), HOG keeps 400 MB, RULEBUG adds a rule's error to the
+# result. Forked analysis processes inherit the hooks (spawned ones do not). A libcst parse in
+# the server process itself is logged as "PARSED-IN-SERVER".
+HOOKS = r"""
+import os, signal, sys, time
+from pathlib import Path
+
+SERVER = os.getpid()
+LOG = Path(sys.argv[1])
+
+
+def note(line):
+    with LOG.open("a", encoding="utf-8") as log:
+        log.write(line + "\n")
+
+
+import libcst
+
+parse_module = libcst.parse_module
+
+
+def guarded_parse(*args, **kwargs):
+    if os.getpid() == SERVER:
+        note("PARSED-IN-SERVER")
+    return parse_module(*args, **kwargs)
+
+
+libcst.parse_module = guarded_parse
+
+import distlint.lsp.server as server
+
+real = server._check_in_project
+HOG = []
+
+
+def check_in_project(job, *args, **kwargs):
+    note(f"{os.getpid()} {job.uri} {job.version}")
+    text = job.text
+    if "BOOM" in text:
+        raise RuntimeError("injected failure")
+    if "SEGV" in text:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if "RECURSE" in text:
+        def down(n):
+            return down(n + 1)
+        down(0)
+    if "NOMEMORY" in text:
+        bytearray(1 << 62)
+    if "SPIN" in text:
+        while True:
+            pass
+    if "CHILD" in text:  # a process of its own, e.g. the parser isolated in one
+        import subprocess
+
+        child = subprocess.Popen(["sleep", "60"])
+        note(f"{child.pid} {job.uri}#child {job.version}")
+    if "SLEEP" in text:
+        time.sleep(60)
+    if "HOG" in text:  # 400 MB kept by the analysis process
+        HOG.append(b"x" * (400 << 20))
+    result = real(job, *args, **kwargs)
+    if "RULEBUG" in text:  # as when a rule raises: its error comes with the other findings
+        from distlint.engine import FileResult
+        from distlint.findings import ToolError
+
+        bug = ToolError(result.path, "internal error in rule DL999 (test): ValueError: bug")
+        return FileResult(result.path, result.findings, (bug,), result.suppressed)
+    return result
+
+
+server._check_in_project = check_in_project
+server.main()
+"""
+
+
+def hooked_server_config(log: Path, env: dict[str, str] | None = None) -> ClientServerConfig:
+    return server_config([sys.executable, "-c", HOOKS, str(log)], env)
+
+
+def analyses(log: Path) -> list[tuple[int, str, int]]:
+    """(pid, uri, version) of each analysis the hooked server's processes started."""
+    if not log.exists():
+        return []
+    found = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if line != "PARSED-IN-SERVER":
+            pid, uri, version = line.split(" ")
+            found.append((int(pid), uri, int(version)))
+    return found
+
+
+async def until(predicate, what: str, timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+# -- processes (Linux /proc) -----------------------------------------------------------------------
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living process below ``pid``."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if fields[0] != b"Z":
+            parents[int(entry.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def resident_bytes(pid: int) -> int:
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 # -- positions, computed independently of the server's converter ----------------------------------

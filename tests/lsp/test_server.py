@@ -8,16 +8,15 @@ the whole module.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 
 import attrs
-import libcst
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
+from bench.lsp_latency import parse_time, training_script
 from distlint.headline import HEADLINE_MAX, headline
 from distlint.meta import rule_url
 from tests.lsp.helpers import (
@@ -457,60 +456,10 @@ async def test_untitled_buffer_and_excluded_file(client):
 # -- latency -------------------------------------------------------------------------------------
 
 
-def training_script(lines: int) -> str:
-    """Realistic distributed-training code: ~2 findings per 200 lines (DL502 and DL203)."""
-    head = [
-        "import os",
-        "",
-        "import torch",
-        "import torch.distributed as dist",
-        "import torch.nn as nn",
-        "from torch.nn.parallel import DistributedDataParallel as DDP",
-        "",
-    ]
-    out = list(head)
-    block = 0
-    while len(out) + 20 <= lines:
-        block += 1
-        bad_backend = '"nvfuser"' if block % 10 == 0 else '"inductor"'
-        collective = (
-            "    dist.all_gather_object(gathered, {'loss': float(loss)})  # 🚀 metrics"
-            if block % 10 == 5
-            else "    gathered = [loss]"
-        )
-        out += [
-            "",
-            f"class Block{block}(nn.Module):",
-            "    def __init__(self, dim: int = 512) -> None:",
-            "        super().__init__()",
-            "        self.proj = nn.Linear(dim, dim)",
-            "        self.norm = nn.LayerNorm(dim)",
-            "",
-            "    def forward(self, x: torch.Tensor) -> torch.Tensor:",
-            "        return self.norm(torch.relu(self.proj(x)) + x)",
-            "",
-            "",
-            f"@torch.compile(backend={bad_backend})",
-            f"def train_step_{block}(model, batch, optimizer):",
-            "    loss = model(batch).float().pow(2).mean()",
-            "    loss.backward()",
-            "    optimizer.step()",
-            "    gathered = [None]",
-            collective,
-            "    return loss.detach()",
-            "",
-        ]
-    out += [
-        f"STEPS_PER_EPOCH_{i} = {i} * int(os.environ.get('SCALE', '1'))"
-        for i in range(lines - len(out))
-    ]
-    return "\n".join(out) + "\n"
-
-
 async def test_latency_of_a_2000_line_file(client, record_property):
     text = training_script(2000)
     assert text.count("\n") == 2000
-    parse = _parse_time(text)
+    parse = parse_time(text)  # just before: both figures under the same load
     doc = Doc(client, client.root / "latency" / "big_train.py", text)
     started = time.perf_counter()
     diagnostics = await doc.open_and_wait()
@@ -527,17 +476,6 @@ async def test_latency_of_a_2000_line_file(client, record_property):
     assert latency < 10 * parse + 2.0
 
 
-@functools.cache
-def _parse_time(text: str) -> float:
-    """The best of two ``libcst.parse_module`` runs (once per module, not per client)."""
-    best = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        libcst.parse_module(text)
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 HELPER_SYNC = "import torch.distributed as dist\n\n\ndef save(path):\n    dist.barrier()\n"
 HELPER_QUIET = "def save(path):\n    return path\n"
 TRAIN_CROSS = """\
@@ -552,8 +490,9 @@ def finish(path):
 
 
 async def test_cross_file_findings_reach_the_editor_and_open_buffers_count(client):
-    """The buffer is that file of its project: a helper in another module issues the barrier;
-    an unsaved edit of the helper's buffer is what the check sees."""
+    """The buffer is that file of its project: a helper in another module issues the barrier,
+    and the finding's related information points there; the helper's unsaved buffer is what
+    the check sees (and where related ranges are measured)."""
     project = client.root / "crossfile"
     (project / "proj").mkdir(parents=True)
     (project / "pyproject.toml").write_text("[project]\nname = 'cross'\n")
@@ -561,14 +500,39 @@ async def test_cross_file_findings_reach_the_editor_and_open_buffers_count(clien
     helpers = project / "proj" / "helpers.py"
     helpers.write_text(HELPER_SYNC)
     train = Doc(client, project / "proj" / "train.py", TRAIN_CROSS)
+    encoding = client.encoding
     found = await train.open_and_wait()
     assert codes(found) == ["DL201"]
-    assert found[0].range.start.line == 6
-    if client.spec != "emacs":  # Emacs 29 cannot show related locations
-        uris = {r.location.uri for r in found[0].related_information or []}
-        assert helpers.as_uri() in uris
-    helper_doc = Doc(client, helpers, HELPER_QUIET)  # open, unsaved: the disk still syncs
-    await helper_doc.open_and_wait()
-    assert codes(await train.change_and_wait(TRAIN_CROSS + "\n")) == []
+    assert found[0].range == range_of(TRAIN_CROSS, "save(path)", encoding)
+    if client.spec == "emacs":  # Emacs 29 cannot show related locations: they are named
+        assert found[0].related_information is None
+        assert "issues barrier: line 5" in found[0].message
+    else:
+        (elsewhere,) = [
+            r for r in found[0].related_information or [] if r.location.uri != train.uri
+        ]
+        assert elsewhere.location.uri == helpers.as_uri()
+        assert elsewhere.location.range == range_of(HELPER_SYNC, "dist.barrier()", encoding)
+        assert elsewhere.message == "issues barrier"
+
+    # The helper open with unsaved edits (the disk keeps its saved text): the call moved two
+    # lines down, after a wide character on its line.
+    moved = HELPER_SYNC.replace("def save", "# 🚀 moved\n\ndef save").replace(
+        "    dist.barrier()", '    tag = "🚀"; dist.barrier()'
+    )
+    helper_doc = Doc(client, helpers, moved)
+    helpers.write_text(HELPER_SYNC)
+    assert await helper_doc.open_and_wait() == []
+    found = await train.change_and_wait(TRAIN_CROSS + "\n")
+    assert codes(found) == ["DL201"]
+    if client.spec != "emacs":
+        (elsewhere,) = [
+            r for r in found[0].related_information or [] if r.location.uri != train.uri
+        ]
+        assert elsewhere.location.uri == helpers.as_uri()
+        assert elsewhere.location.range == range_of(moved, "dist.barrier()", encoding)
+    await helper_doc.change_and_wait(HELPER_QUIET)  # unsaved: the disk still syncs
+    assert helpers.read_text() == HELPER_SYNC
+    assert codes(await train.change_and_wait(TRAIN_CROSS)) == []
     helper_doc.close()
     train.close()
