@@ -48,6 +48,7 @@ from distlint.config import (
 )
 from distlint.discovery import DiscoveredFile, Discovery
 from distlint.engine import (
+    PROJECT,
     PROJECT_TIMEOUT,
     FileResult,
     ParsedTrees,
@@ -60,7 +61,7 @@ from distlint.engine import (
     project_stage,
     settle,
 )
-from distlint.findings import ToolError
+from distlint.findings import Finding, ToolError
 from distlint.imports import module_name_for
 from distlint.project_files import project_root, related_files
 from distlint.registry import all_rules
@@ -214,36 +215,49 @@ def _run_project(
 ) -> list[FileResult]:
     tasks = _with_module_names(tasks)
     trees = ParsedTrees()
+    wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
+    native_sources = [(source.display, source.text, source.enabled) for source in native]
+    project_key = None
     if cache is not None:
-        first = _first_pass_cached(tasks, jobs, cache, trees)
+        first, keys = _first_pass_cached(tasks, jobs, cache, trees)
+        project_key = _project_key(cache, tasks, keys, first, native_sources, wrappers)
     else:
         first = _run_pass(tasks, jobs, trees=trees)
-    wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
-    stage = project_stage(
-        first,
-        wrappers,
-        source_lookup(tasks),
-        [(source.display, source.text, source.enabled) for source in native],
-        trees.for_spans(),
-        project_timeout,
-    )
-    facts, found, errors = stage.facts, stage.found, stage.errors
+    kept = cache.get(project_key, PROJECT) if cache is not None and project_key else None
+    if isinstance(kept, ProjectResults):  # no file changed since: the project stage's output
+        found, errors = kept.found, []
+        second = {
+            i: kept.second[t.display] for i, t in enumerate(tasks) if t.display in kept.second
+        }
+    else:
+        stage = project_stage(
+            first,
+            wrappers,
+            source_lookup(tasks),
+            native_sources,
+            trees.for_spans(),
+            project_timeout,
+        )
+        facts, found, errors = stage.facts, stage.found, stage.errors
+        again = [
+            i
+            for i, r in enumerate(first)
+            if tasks[i].report
+            and r.summary is not None
+            and facts is not None
+            and needs_second_pass(facts, r.summary.key)
+        ]
+        inputs = {tasks[i].display: SecondPass(facts) for i in again if facts is not None}
+        checked = _run_pass([_second(tasks[i]) for i in again], jobs, inputs, trees)
+        second = dict(zip(again, checked, strict=True))
+        if cache is not None and project_key and not errors and all(map(_cacheable, checked)):
+            by_display = {tasks[i].display: result for i, result in second.items()}
+            cache.put(project_key, ProjectResults(PROJECT, found, by_display))
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native
         if found.get(source.display)
     ]
-    again = [
-        i
-        for i, r in enumerate(first)
-        if tasks[i].report
-        and r.summary is not None
-        and facts is not None
-        and needs_second_pass(facts, r.summary.key)
-    ]
-    inputs = {tasks[i].display: SecondPass(facts) for i in again if facts is not None}
-    checked = _run_pass([_second(tasks[i]) for i in again], jobs, inputs, trees)
-    second = dict(zip(again, checked, strict=True))
     # a project rule crashed: its error is shown once, with the first reported file's result
     shown = next((i for i, task in enumerate(tasks) if task.report), None)
     final = [
@@ -319,10 +333,39 @@ def _context_tasks(
     return tasks
 
 
+@dataclass(frozen=True)
+class ProjectResults:
+    """What the stages after the first pass gave for a project, cached under a key of every
+    file's first-pass key (:func:`_project_key`): a re-check where no file changed reuses it."""
+
+    path: str  # PROJECT: the cache checks that an entry is what was asked for
+    found: dict[str, list[Finding]]  # project findings by file
+    second: dict[str, FileResult]  # second-pass results by display path
+
+
+def _project_key(
+    cache: FirstPassCache,
+    tasks: Sequence[Task],
+    keys: Sequence[str | None],
+    first: Sequence[FileResult],
+    native: Sequence[tuple[str, str, frozenset[str]]],
+    wrappers: Sequence[str],
+) -> str | None:
+    """The project stage's cache key: every file's first-pass key (its bytes, path, module
+    and settings), which files are reported, the native sources and the compile wrappers.
+    None when a file could not be read or was given up on (not cacheable)."""
+    if any(key is None for key in keys) or not all(map(_cacheable, first)):
+        return None
+    files = tuple((t.display, t.report, key) for t, key in zip(tasks, keys, strict=True))
+    natives = tuple((path, text, tuple(sorted(codes))) for path, text, codes in native)
+    return cache.key(b"", ("project", files, natives, tuple(wrappers)))
+
+
 def _first_pass_cached(
     tasks: Sequence[Task], jobs: Jobs, cache: FirstPassCache, trees: ParsedTrees | None = None
-) -> list[FileResult]:
-    """The first pass, reusing cached results of files whose key is unchanged."""
+) -> tuple[list[FileResult], list[str | None]]:
+    """The first pass, reusing cached results of files whose key is unchanged; the results
+    and each file's key (None: unreadable)."""
     keys: list[str | None] = []
     results: dict[int, FileResult] = {}
     for index, task in enumerate(tasks):
@@ -344,7 +387,7 @@ def _first_pass_cached(
         key = keys[index]
         if key is not None and _cacheable(result):
             cache.put(key, result)
-    return [results[i] for i in range(len(tasks))]
+    return [results[i] for i in range(len(tasks))], keys
 
 
 GAVE_UP = ("the parser ", "not checked:")  # how DL000 messages of files given up on start
