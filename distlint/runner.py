@@ -131,7 +131,8 @@ def run(
 ) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
     files checked together as one project; tasks with ``report=False`` are summarised and
-    linked only (no result). First passes are taken from ``cache`` where it has them.
+    linked only (no result). First passes are taken from ``cache`` where it has them, and
+    what the later stages gave when no file changed (:class:`ProjectResults`).
     ``file_timeout``: seconds one file's analysis (each pass) may take, in a worker process;
     past it the file is a DL000 "not checked" (None: no budget). ``project_timeout``:
     seconds linking and the project rules may take together; past it what did not finish is
