@@ -123,7 +123,8 @@ class ParsedTrees:
 def check_path(file_path: Path, display_path: str, settings: FileSettings) -> FileResult:
     """Read ``file_path`` from disk and check it as a project of one file."""
     module_name, is_package = module_name_for(file_path)
-    first = analyze_path(file_path, display_path, settings, module_name, is_package)
+    trees = ParsedTrees()
+    first = analyze_path(file_path, display_path, settings, module_name, is_package, None, trees)
 
     def source(_: str) -> str | None:
         try:
@@ -135,9 +136,10 @@ def check_path(file_path: Path, display_path: str, settings: FileSettings) -> Fi
         first,
         source,
         lambda second: analyze_path(
-            file_path, display_path, settings, module_name, is_package, second
+            file_path, display_path, settings, module_name, is_package, second, trees
         ),
         settings,
+        trees,
     )
 
 
@@ -149,7 +151,8 @@ def check_bytes(
     is_package: bool = False,
 ) -> FileResult:
     """Decode ``data`` as Python source (BOM, PEP 263 cookie) and check it alone."""
-    first = analyze_bytes(data, display_path, settings, module_name, is_package)
+    trees = ParsedTrees()
+    first = analyze_bytes(data, display_path, settings, module_name, is_package, None, trees)
 
     def source(_: str) -> str | None:
         try:
@@ -160,8 +163,11 @@ def check_bytes(
     return _alone(
         first,
         source,
-        lambda second: analyze_bytes(data, display_path, settings, module_name, is_package, second),
+        lambda second: analyze_bytes(
+            data, display_path, settings, module_name, is_package, second, trees
+        ),
         settings,
+        trees,
     )
 
 
@@ -173,26 +179,33 @@ def check_source(
     is_package: bool = False,
 ) -> FileResult:
     """Check source text that is already decoded (the LSP server's unsaved buffers)."""
-    first = analyze_source(text, display_path, settings, module_name, is_package)
+    trees = ParsedTrees()
+    first = analyze_source(text, display_path, settings, module_name, is_package, None, trees)
     return _alone(
         first,
         lambda _: text,
         lambda second: analyze_source(
-            text, display_path, settings, module_name, is_package, second
+            text, display_path, settings, module_name, is_package, second, trees
         ),
         settings,
+        trees,
     )
 
 
 def _alone(
-    first: FileResult, source: SourceLookup, again: Any, settings: FileSettings
+    first: FileResult,
+    source: SourceLookup,
+    again: Any,
+    settings: FileSettings,
+    trees: ParsedTrees | None = None,
 ) -> FileResult:
     """Finish a one-file project: link its summary, run the project rules and the second
-    pass if needed, then settle."""
+    pass if needed (on the first pass's tree, kept in ``trees``), then settle."""
     enabled = settings.enabled
     if first.summary is None:
         return settle(first, enabled)
-    stage = project_stage([first], settings.compile_wrappers, source)
+    parsed = trees.for_spans() if trees is not None else None
+    stage = project_stage([first], settings.compile_wrappers, source, (), parsed)
     facts = stage.facts
     second = None
     if facts is not None and needs_second_pass(facts, first.summary.key):
@@ -458,6 +471,9 @@ def analyze_source(
     It runs on a thread with a large stack and recursion limit (``source.on_large_stack``):
     LibCST's visitors recurse once per level of a tree.
     """
+    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
+    if kept is not None:
+        return kept
     if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
         return _too_large(display_path, len(text))
     args = (text, display_path, settings, module_name, is_package, second, None, trees)

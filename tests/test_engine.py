@@ -622,3 +622,24 @@ def test_a_file_rule_that_reads_facts_is_run_again_with_them(tmp_path: Path) -> 
     }
     results = check_sources(tmp_path, files, {"DL601"})
     assert [(f.code, f.span.start.line) for f in results["pkg/work.py"].findings] == [("DL601", 5)]
+
+
+def test_check_source_parses_a_buffer_with_compiled_code_once(monkeypatch) -> None:
+    """The editor's path: one buffer, its second pass and its compile site's span on the first
+    pass's tree."""
+    import distlint.engine as engine
+    import distlint.semantic.spans as spans
+
+    parsed: list[str] = []
+    real = engine.parse_module
+
+    def counting(text: str):  # type: ignore[no-untyped-def]
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(engine, "parse_module", counting)
+    monkeypatch.setattr(spans, "parse_module", counting)
+    result = check_source(BOTH_SRC, "m.py", DEFAULT)
+    assert codes(result) == ["DL203", "DL502"]
+    assert parsed == [BOTH_SRC]
+    assert check_bytes(BOTH_SRC.encode(), "m.py", DEFAULT) == result
