@@ -8,7 +8,9 @@ are measured by CPU time (user + sys) and wall time; the best of ``--repeat`` ru
     python bench/run.py --corpus src/ --jobs 1,2 --select ";ALL" --warm
 
 Cold runs pass ``--no-cache``; ``--warm`` also times a re-check of unchanged files with a cache
-filled by one run before (a fresh temporary cache directory).
+filled by one run before (a fresh temporary cache directory), and a re-check after one file
+changed: the corpus is copied to a temporary directory, the cache filled, then before each
+timed run one comment line is appended to the first file (a new content each time).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import importlib.util
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -93,7 +96,26 @@ def main() -> None:
                     measure(warm)  # fills the cache
                     warm_cpu, warm_wall = best(warm, args.repeat)
                 _report(f"warm, {what}", warm_cpu, warm_wall, cold_cpu, cold_wall, "cold")
+                changed_cpu, changed_wall = _one_changed(root, jobs, selection, args.repeat)
+                what = f"one file changed, {what}"
+                _report(what, changed_cpu, changed_wall, cold_cpu, cold_wall, "cold")
     print(f"throughput (last cold run): {len(files) / cold_cpu:.1f} files per CPU-second")
+
+
+def _one_changed(root: Path, jobs: int, selection: str, repeat: int) -> tuple[float, float]:
+    """Best (cpu, wall) of a warm re-check of a copy of ``root`` after one file changed."""
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / root.name
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        files = corpus_files(copy)
+        command = [*_check_command(files, jobs, selection), "--cache-dir", f"{scratch}/cache"]
+        measure(command)  # fills the cache
+        original = Path(files[0]).read_bytes()
+        runs = []
+        for attempt in range(repeat):
+            Path(files[0]).write_bytes(original + f"\n# changed {attempt}\n".encode())
+            runs.append(measure(command))
+    return min(r[0] for r in runs), min(r[1] for r in runs)
 
 
 def _check_command(files: list[str], jobs: int, selection: str) -> list[str]:

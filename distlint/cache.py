@@ -3,8 +3,10 @@
 A file's first pass (its file-scope findings, its summary and its records for project rules)
 depends on its bytes, its display path and module name, its settings and distlint itself, and
 on nothing else: that is the key (distlint is identified by a hash of its own code and data,
-so an upgrade or an edit of a rule invalidates every entry). Linking, project rules and the
-second pass always run, so a change in one file reaches every finding that depends on it.
+so an upgrade or an edit of a rule invalidates every entry). What comes after the first
+passes (project findings, second-pass results) is kept too, under a key made of every file's
+key (``runner.ProjectResults``): it is reused only when no file of the project changed, so a
+change in one file reaches every finding that depends on it.
 
 Entries are pickles, so each is signed (HMAC-SHA256) with a key that is not in the cache: a
 cache directory committed to a repository, or restored from somewhere else, is never

@@ -134,6 +134,14 @@ def main() -> None:
     "or file-timeout in the configuration; 0: no limit).",
 )
 @click.option(
+    "--project-timeout",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="Budget for linking the project and its cross-file rules; what does not finish is "
+    "reported as a tool error (default 300, or project-timeout in the configuration; 0: no "
+    "limit).",
+)
+@click.option(
     "--show-source/--no-show-source", default=True, help="Show the source line of each finding."
 )
 @click.option(
@@ -222,6 +230,7 @@ def check(
     config_file: Path | None,
     jobs: int | None,
     file_timeout: float | None,
+    project_timeout: float | None,
     show_source: bool,
     output_format: str,
     quiet: bool,
@@ -280,6 +289,7 @@ def check(
             config_file=config_file,
             jobs=jobs,
             file_timeout=file_timeout,
+            project_timeout=project_timeout,
             show_source=show_source,
             output_format=output_format,
             quiet=quiet,
@@ -359,6 +369,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             cwd,
             cache,
             file_timeout=opts["file_timeout"],  # type: ignore[arg-type]
+            project_timeout=opts["project_timeout"],  # type: ignore[arg-type]
         )
     else:
         session = CheckSession.for_paths(
@@ -370,6 +381,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             jobs=opts["jobs"],  # type: ignore[arg-type]
             cache=cache,
             file_timeout=opts["file_timeout"],  # type: ignore[arg-type]
+            project_timeout=opts["project_timeout"],  # type: ignore[arg-type]
         )
     resolver.raise_problems()  # every broken config file met, each bad key, in one run
 

@@ -59,6 +59,7 @@ VALID_KEYS = (
     "torch-version",
     "baseline",
     "file-timeout",
+    "project-timeout",
     "confirm",
 )
 
@@ -93,6 +94,7 @@ class Config:
     confirm: tuple[tuple[str, Any], ...] = ()  # the validated [tool.distlint.confirm] table
     baseline: str | None = None  # report only findings this file does not hold (see baseline.py)
     file_timeout: float | None = None  # seconds per file (None: the default; 0: no budget)
+    project_timeout: float | None = None  # seconds for linking and project rules (as above)
     has_table: bool = True  # False for a pyproject.toml without [tool.distlint]
 
     @property
@@ -124,6 +126,7 @@ class Config:
             "collective-wrappers": list(self.collective_wrappers),
             "rank-predicates": list(self.rank_predicates),
             "file-timeout": self.file_timeout,
+            "project-timeout": self.project_timeout,
             "confirm": {k: list(v) if isinstance(v, tuple) else v for k, v in self.confirm},
         }
 
@@ -269,6 +272,7 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
         confirm=values.get("confirm", ()),
         baseline=values.get("baseline"),
         file_timeout=values.get("file-timeout"),
+        project_timeout=values.get("project-timeout"),
     )
 
 
@@ -282,7 +286,7 @@ def _value(
         return _per_file_ignores(where, value, known_codes)
     if key == "torch-version":
         return _torch_version(where, value)
-    if key == "file-timeout":
+    if key in ("file-timeout", "project-timeout"):
         return _file_timeout(where, value)
     if key == "baseline":
         if not isinstance(value, str) or not value.strip():

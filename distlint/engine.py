@@ -1,11 +1,14 @@
 """Check one file: decode, parse once, walk once with every enabled rule, then report.
 
-A file is checked in up to two passes. The first runs file- and project-scope rules and
+A file goes through these stages. The first pass runs file- and project-scope rules and
 summarises the file for the semantic layer (:mod:`distlint.semantic`). Once every file's
-summary is linked, files that hold compiled regions or project findings get a second pass
-with the project facts (region-scope rules, plus the project findings so that suppressions
-and DL001 see them). :func:`check_source` does both for a single file; the runner does them
-for many files in parallel.
+summary is linked, project rules run, and files that hold or reach compiled regions (or run
+under a CUDA graph capture started elsewhere) get a second pass with the project facts: only
+region-scope rules and the file rules that read the facts (``Rule.reads_facts``), on the
+first pass's tree when it is still in memory (:class:`ParsedTrees`). Last, :func:`settle`
+applies the file's suppressions once to the findings of every stage, then reports unused ones
+(DL001). :func:`check_source` does all of it for a single file; the runner does it for many
+files in parallel.
 
 Failure policy: a file that cannot be read or parsed becomes a DL000 finding; a rule that
 raises becomes a ToolError naming the rule and the file, that rule stops for this file, and
@@ -15,7 +18,10 @@ every other rule's findings are still reported.
 from __future__ import annotations
 
 import ast
+import threading
+import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -42,16 +48,17 @@ from distlint.registry import Rule, all_rules
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
-from distlint.semantic.spans import SourceLookup
+from distlint.semantic.spans import SourceLookup, parsed_entry
 from distlint.source import (
     NEWLINES,
     SourceError,
+    StageTimeout,
     check_nesting,
     decode_source,
     on_large_stack,
     parse_module,
 )
-from distlint.suppressions import SuppressionIndex, scan
+from distlint.suppressions import Suppression, SuppressionIndex, scan
 from distlint.walker import walk
 
 
@@ -59,7 +66,8 @@ from distlint.walker import walk
 class FileResult:
     """Everything one file produced; picklable, sent back from worker processes.
 
-    ``summary`` and ``records`` are the first pass's input to linking; they are dropped from
+    ``summary`` and ``records`` are the first pass's input to linking, ``suppressions`` its
+    input to :func:`settle` (a pass's findings are not suppressed yet); they are dropped from
     final results.
     """
 
@@ -69,6 +77,7 @@ class FileResult:
     suppressed: int = 0
     summary: ModuleSummary | None = None
     records: tuple[tuple[str, object], ...] = ()
+    suppressions: SuppressionIndex | None = None
 
     def final(self) -> FileResult:
         return FileResult(self.path, self.findings, self.errors, self.suppressed)
@@ -76,16 +85,46 @@ class FileResult:
 
 @dataclass(frozen=True)
 class SecondPass:
-    """What a file's second pass gets: the project facts and the project findings for it."""
+    """What a file's second pass gets: the project facts."""
 
     facts: ProjectFacts
-    findings: tuple[Finding, ...] = ()
+
+
+class ParsedTrees:
+    """First-pass trees kept for the second pass in the same process (runs in one process).
+
+    Only files that may get a second pass are kept (their summary has a compile site or a
+    CUDA graph capture), up to ``max_chars`` of source in all: a kept tree costs about 16
+    bytes per character of its text (tracemalloc, torch/distributed/fsdp). A file whose tree
+    was not kept is parsed again.
+    """
+
+    def __init__(self, max_chars: int = 2_000_000) -> None:
+        self._kept: dict[str, tuple[str, cst.Module, dict[type, list[cst.CSTNode]]]] = {}
+        self._room = max_chars
+
+    def offer(self, ctx: FileContext, summary: ModuleSummary) -> None:
+        """Keep the tree of a file just summarised if it may get a second pass."""
+        text = ctx.source
+        if (summary.compile_sites or summary.capture_sites) and len(text) <= self._room:
+            self._kept[ctx.path] = (text, ctx.module, ctx.seen)
+            self._room -= len(text)
+
+    def take(self, path: str) -> tuple[str, cst.Module] | None:
+        """The text and tree kept for ``path`` (given once), or None."""
+        kept = self._kept.pop(path, None)
+        return (kept[0], kept[1]) if kept is not None else None
+
+    def for_spans(self) -> dict[str, tuple]:
+        """The kept trees as linking measures lazy spans with them (``link``'s ``parsed``)."""
+        return {path: parsed_entry(*kept) for path, kept in self._kept.items()}
 
 
 def check_path(file_path: Path, display_path: str, settings: FileSettings) -> FileResult:
     """Read ``file_path`` from disk and check it as a project of one file."""
     module_name, is_package = module_name_for(file_path)
-    first = analyze_path(file_path, display_path, settings, module_name, is_package)
+    trees = ParsedTrees()
+    first = analyze_path(file_path, display_path, settings, module_name, is_package, None, trees)
 
     def source(_: str) -> str | None:
         try:
@@ -97,9 +136,10 @@ def check_path(file_path: Path, display_path: str, settings: FileSettings) -> Fi
         first,
         source,
         lambda second: analyze_path(
-            file_path, display_path, settings, module_name, is_package, second
+            file_path, display_path, settings, module_name, is_package, second, trees
         ),
-        settings.compile_wrappers,
+        settings,
+        trees,
     )
 
 
@@ -111,7 +151,8 @@ def check_bytes(
     is_package: bool = False,
 ) -> FileResult:
     """Decode ``data`` as Python source (BOM, PEP 263 cookie) and check it alone."""
-    first = analyze_bytes(data, display_path, settings, module_name, is_package)
+    trees = ParsedTrees()
+    first = analyze_bytes(data, display_path, settings, module_name, is_package, None, trees)
 
     def source(_: str) -> str | None:
         try:
@@ -122,8 +163,11 @@ def check_bytes(
     return _alone(
         first,
         source,
-        lambda second: analyze_bytes(data, display_path, settings, module_name, is_package, second),
-        settings.compile_wrappers,
+        lambda second: analyze_bytes(
+            data, display_path, settings, module_name, is_package, second, trees
+        ),
+        settings,
+        trees,
     )
 
 
@@ -135,78 +179,234 @@ def check_source(
     is_package: bool = False,
 ) -> FileResult:
     """Check source text that is already decoded (the LSP server's unsaved buffers)."""
-    first = analyze_source(text, display_path, settings, module_name, is_package)
+    trees = ParsedTrees()
+    first = analyze_source(text, display_path, settings, module_name, is_package, None, trees)
     return _alone(
         first,
         lambda _: text,
         lambda second: analyze_source(
-            text, display_path, settings, module_name, is_package, second
+            text, display_path, settings, module_name, is_package, second, trees
         ),
-        settings.compile_wrappers,
+        settings,
+        trees,
     )
 
 
 def _alone(
-    first: FileResult, source: SourceLookup, again: Any, wrappers: tuple[str, ...] = ()
+    first: FileResult,
+    source: SourceLookup,
+    again: Any,
+    settings: FileSettings,
+    trees: ParsedTrees | None = None,
 ) -> FileResult:
-    """Finish a one-file project: link its summary and run the second pass if needed."""
+    """Finish a one-file project: link its summary, run the project rules and the second
+    pass if needed (on the first pass's tree, kept in ``trees``), then settle."""
+    enabled = settings.enabled
+    if first.summary is None:
+        return settle(first, enabled)
+    parsed = trees.for_spans() if trees is not None else None
+    stage = project_stage([first], settings.compile_wrappers, source, (), parsed)
+    facts = stage.facts
+    second = None
+    if facts is not None and needs_second_pass(facts, first.summary.key):
+        second = again(SecondPass(facts))
+    return settle(first, enabled, second, stage.found.get(first.path, ()), stage.errors)
+
+
+PROJECT_TIMEOUT = 300.0  # seconds: the command line's default budget for the project stage
+PROJECT = "(project)"  # where errors of the project stage are said to be
+
+
+@dataclass
+class ProjectStage:
+    """What linking and the project rules gave: the facts (None when linking failed), the
+    project findings by file, and the stage's errors (a crash or an overrun names itself)."""
+
+    facts: ProjectFacts | None
+    found: dict[str, list[Finding]]
+    errors: list[ToolError]
+
+
+def project_stage(
+    results: Sequence[FileResult],
+    wrappers: Sequence[str],
+    sources: SourceLookup,
+    native: Sequence[tuple[str, str, frozenset[str]]] = (),
+    parsed: dict | None = None,
+    budget: float | None = None,
+) -> ProjectStage:
+    """Link the first passes' summaries, then run the project rules, within ``budget``
+    seconds for both (None: no limit). A crash or an overrun of linking costs the project
+    rules and the second pass, one of a project rule costs that rule's findings; each is
+    reported as a tool error, and the file-scope findings stand. ``native``: (path, text,
+    rules enabled) of C/C++ sources."""
     from distlint.project import FileRecords, Project
 
-    if first.summary is None:
-        return first.final()
-    facts = on_large_stack(link, [first.summary], wrappers, source)
-    project = Project([FileRecords(first.path, first.summary.key, first.records)], facts)
+    started = time.monotonic()
+    linked = [r for r in results if r.summary is not None]
+    summaries = [r.summary for r in linked]
+    try:
+        facts = on_large_stack(link, summaries, wrappers, sources, parsed, timeout=budget)
+    except StageTimeout:
+        why = f"linking the project did not finish within {_budget(budget)}"
+        return ProjectStage(None, {}, [ToolError(PROJECT, _not_run(why))])
+    except Exception as exc:  # a bug of ours: the file-scope findings still stand
+        why = f"internal error while linking the project: {type(exc).__name__}: {exc}"
+        return ProjectStage(None, {}, [ToolError(PROJECT, _not_run(why))])
+    project = Project(
+        [FileRecords(r.path, r.summary.key, r.records) for r in linked if r.summary is not None],
+        facts,
+        [(path, text) for path, text, _ in native],
+    )
+    enabled = {r.path: r.summary.enabled for r in linked if r.summary is not None}
+    enabled.update((path, codes) for path, _, codes in native)
+    left = None if budget is None else max(0.0, budget - (time.monotonic() - started))
     errors: list[ToolError] = []
-    enabled = {first.path: _enabled_of(first)}
-    findings = on_large_stack(project_findings, project, enabled, errors)
-    if not needs_second_pass(facts, first.summary.key, findings.get(first.path)):
-        return with_errors(first.final(), errors)
-    result = again(SecondPass(facts, tuple(findings.get(first.path, ())))).final()
-    return with_errors(result, errors)
+    found = project_findings(project, enabled, errors, left, budget)
+    return ProjectStage(facts, found, errors)
 
 
-def with_errors(result: FileResult, errors: list[ToolError]) -> FileResult:
-    """The result with the project rules' errors added (a rule crash names itself)."""
-    if not errors:
-        return result
-    merged = result.errors + tuple(errors)
-    return FileResult(result.path, result.findings, merged, result.suppressed)
+def _budget(budget: float | None) -> str:
+    return f"the {budget:g} s budget of the project stage (--project-timeout)"
 
 
-def _enabled_of(result: FileResult) -> frozenset[str]:
-    return result.summary.enabled if result.summary is not None else frozenset()
+def _not_run(why: str) -> str:
+    return f"{why}; project rules and region rules were not run"
 
 
-def needs_second_pass(facts: ProjectFacts, module_key: str, findings: list[Finding] | None) -> bool:
-    """Whether a file must be walked again: it holds or compiles compiled code, runs under a
-    CUDA graph capture started in another function, or has project findings."""
-    return bool(findings) or facts.has_regions(module_key) or facts.has_captures(module_key)
+def needs_second_pass(facts: ProjectFacts, module_key: str) -> bool:
+    """Whether a file must be walked again: it holds or compiles compiled code, or runs under
+    a CUDA graph capture started in another function."""
+    return facts.has_regions(module_key) or facts.has_captures(module_key)
+
+
+def settle(
+    first: FileResult,
+    enabled: frozenset[str],
+    second: FileResult | None = None,
+    project: Sequence[Finding] = (),
+    errors: Sequence[ToolError] = (),
+) -> FileResult:
+    """A file's final result: the findings of every stage (first pass, second pass, project
+    rules), its suppressions applied once, then DL001 on the suppressions none of them used.
+
+    The second pass re-ran the file rules that read facts: their first-pass findings and
+    errors give way to the second pass's. ``errors``: the project stage's, shown here.
+    """
+    findings = list(first.findings)
+    found_errors = list(first.errors)
+    if second is not None:
+        again = {code for code, _ in _second_pass_codes(enabled)}
+        findings = [f for f in findings if f.code not in again]
+        found_errors = [e for e in found_errors if e.rule not in again]
+        findings += second.findings
+        found_errors += second.errors
+    findings += project
+    found_errors += errors
+    index = first.suppressions
+    suppressed = 0
+    if index is not None:
+        index = SuppressionIndex(
+            [_unused_copy(supp) for supp in index.suppressions],
+            index.logical_start,
+            index.logical_end,
+        )
+        kept = []
+        for finding in findings:
+            if index.is_suppressed(finding.code, finding.span.start.line):
+                suppressed += 1
+            else:
+                kept.append(finding)
+        findings = kept
+        if "DL001" in enabled:
+            findings += _unused_suppressions(first.path, index, enabled)
+    unique = {(f.sort_key, f.span.end): f for f in findings}
+    ordered = tuple(sorted(unique.values(), key=lambda f: f.sort_key))
+    return FileResult(first.path, ordered, tuple(found_errors), suppressed)
+
+
+def _unused_copy(supp: Suppression) -> Suppression:
+    """``supp`` with no use recorded (a first pass may be settled more than once)."""
+    return Suppression(
+        supp.line,
+        supp.column,
+        supp.end_column,
+        supp.kind,
+        supp.codes,
+        supp.own_line,
+        set(),
+        supp.span,
+    )
 
 
 def project_findings(
     project: Any,
     enabled_by_path: dict[str, frozenset[str]],
     errors: list[ToolError] | None = None,
+    timeout: float | None = None,
+    budget: float | None = None,
 ) -> dict[str, list[Finding]]:
     """Findings of project-scope rules, by file, keeping only rules enabled for that file. A
-    rule that raises loses its own findings only: the error goes to ``errors``."""
-    found: dict[str, list[Finding]] = {}
+    rule that raises loses its own findings only: the error goes to ``errors``. Past
+    ``timeout`` seconds the rules still running or not started lose theirs, and that is an
+    error too (``budget``: the whole stage's, for the message)."""
     codes = set().union(*enabled_by_path.values()) if enabled_by_path else set()
-    for code, rule in all_rules().items():
-        if rule.scope != "project" or code not in codes:
-            continue
-        try:
-            produced = list(rule.check_project(project))
-        except Exception as exc:  # a bug of ours: report it, keep every other rule's findings
+    rules = [
+        (code, rule)
+        for code, rule in all_rules().items()
+        if rule.scope == "project" and code in codes
+    ]
+    if not rules:
+        return {}
+    stage = _ProjectRules(project, rules)
+    try:
+        on_large_stack(stage.run, timeout=timeout)
+    except StageTimeout:
+        stage.stop.set()
+    done = list(stage.done)  # what finished in time; a rule that overran adds nothing now
+    found: dict[str, list[Finding]] = {}
+    for code, rule, produced in done:
+        if isinstance(produced, Exception):  # a bug of ours: the other rules' findings stand
             if errors is not None:
-                what = f"{type(exc).__name__}: {exc}"
+                what = f"{type(produced).__name__}: {produced}"
                 message = f"internal error in rule {code} ({rule.name}): {what}"
-                errors.append(ToolError("(project)", message, code))
+                errors.append(ToolError(PROJECT, message, code))
             continue
         for finding in produced:
             if code in enabled_by_path.get(finding.path, frozenset()):
                 found.setdefault(finding.path, []).append(finding)
+    finished = {code for code, _, _ in done}
+    late = [(code, rule) for code, rule in rules if code not in finished]
+    if stage.stop.is_set() and late and errors is not None:
+        code, rule = late[0]
+        message = f"rule {code} ({rule.name}) did not finish within {_budget(budget or timeout)}"
+        if late[1:]:
+            message += "; " + ", ".join(c for c, _ in late[1:]) + " did not run"
+        errors.append(ToolError(PROJECT, message + "; their findings are missing", code))
     return found
+
+
+class _ProjectRules:
+    """The project rules, run one after another; what each gave is kept as it finishes, so
+    an overrun loses only the rules that had not finished."""
+
+    def __init__(self, project: Any, rules: list[tuple[str, type[Rule]]]) -> None:
+        self.project = project
+        self.rules = rules
+        self.done: list[tuple[str, type[Rule], list[Finding] | Exception]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        for code, rule in self.rules:
+            if self.stop.is_set():
+                return
+            try:
+                produced: list[Finding] | Exception = list(rule.check_project(self.project))
+            except Exception as exc:
+                produced = exc
+            if self.stop.is_set():
+                return
+            self.done.append((code, rule, produced))
 
 
 def analyze_path(
@@ -216,8 +416,13 @@ def analyze_path(
     module_name: str | None,
     is_package: bool,
     second: SecondPass | None = None,
+    trees: ParsedTrees | None = None,
 ) -> FileResult:
-    """One pass over a file on disk (see the module docstring)."""
+    """One pass over a file on disk (see the module docstring); ``trees``: where the first
+    pass keeps its tree for the second, and where the second finds it."""
+    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
+    if kept is not None:
+        return kept
     try:
         size = file_path.stat().st_size
         if size > MAX_FILE_BYTES:  # not even read
@@ -226,7 +431,7 @@ def analyze_path(
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         return _unparsable(display_path, f"cannot read file: {reason}", 1, 0)
-    return analyze_bytes(data, display_path, settings, module_name, is_package, second)
+    return analyze_bytes(data, display_path, settings, module_name, is_package, second, trees)
 
 
 def analyze_bytes(
@@ -236,7 +441,11 @@ def analyze_bytes(
     module_name: str | None = None,
     is_package: bool = False,
     second: SecondPass | None = None,
+    trees: ParsedTrees | None = None,
 ) -> FileResult:
+    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
+    if kept is not None:
+        return kept
     if len(data) > MAX_FILE_BYTES:
         return _too_large(display_path, len(data))
     try:
@@ -245,7 +454,7 @@ def analyze_bytes(
         # The lines only place the finding (e.g. the line of an undecodable byte).
         approximate = data.decode("utf-8", "replace")
         return _unparsable(display_path, str(exc), exc.line, exc.column, approximate)
-    return analyze_source(text, display_path, settings, module_name, is_package, second)
+    return analyze_source(text, display_path, settings, module_name, is_package, second, trees)
 
 
 def analyze_source(
@@ -255,15 +464,36 @@ def analyze_source(
     module_name: str | None = None,
     is_package: bool = False,
     second: SecondPass | None = None,
+    trees: ParsedTrees | None = None,
 ) -> FileResult:
     """One pass over decoded source: the first (``second`` is None) or the second.
 
     It runs on a thread with a large stack and recursion limit (``source.on_large_stack``):
     LibCST's visitors recurse once per level of a tree.
     """
+    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
+    if kept is not None:
+        return kept
     if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
         return _too_large(display_path, len(text))
-    args = (text, display_path, settings, module_name, is_package, second)
+    args = (text, display_path, settings, module_name, is_package, second, None, trees)
+    return on_large_stack(_analyze_source, *args)
+
+
+def _second_on_kept(
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None,
+    is_package: bool,
+    second: SecondPass | None,
+    trees: ParsedTrees | None,
+) -> FileResult | None:
+    """The second pass on the text and tree the first pass kept, if it kept them."""
+    kept = trees.take(display_path) if second is not None and trees is not None else None
+    if kept is None:
+        return None
+    text, module = kept
+    args = (text, display_path, settings, module_name, is_package, second, module)
     return on_large_stack(_analyze_source, *args)
 
 
@@ -274,10 +504,15 @@ def _analyze_source(
     module_name: str | None,
     is_package: bool,
     second: SecondPass | None,
+    parsed: cst.Module | None = None,
+    trees: ParsedTrees | None = None,
 ) -> FileResult:
     try:
-        check_nesting(text)
-        module = parse_module(text)
+        if parsed is not None:  # the first pass's tree of this text (ParsedTrees)
+            module = parsed
+        else:
+            check_nesting(text)
+            module = parse_module(text)
     except SourceError as exc:
         return _unparsable(display_path, str(exc), exc.line, exc.column, text)
     except cst.ParserSyntaxError as exc:
@@ -297,22 +532,25 @@ def _analyze_source(
         message = f"internal error while analysing the file: {type(exc).__name__}: {exc}"
         return FileResult(display_path, errors=(ToolError(display_path, message),))
     errors: list[ToolError] = []
-    scopes = ("file", "project") if second is None else ("file", "region")
-    rules = [rule(ctx) for rule in _walking_rules(settings.enabled, scopes)]
+    rules = [rule(ctx) for rule in _walking_rules(settings.enabled, second is not None)]
     on_visit, on_leave = _dispatch_tables(ctx, rules, errors)
     if second is None:
         on_visit.setdefault(cst.Call, []).insert(0, ctx.note_call)
         for kind in ORDINAL_TYPES[1:]:
             on_visit.setdefault(kind, []).insert(0, ctx.note_node)
+    walked = True
     try:
         walk(module, on_visit, on_leave, ctx.parents)
     except RecursionError:  # pragma: no cover - the walk is iterative; handlers may recurse
         errors.append(ToolError(display_path, "analysis exceeded the recursion limit"))
+        walked = False
     summary = None
     if second is None:
         try:
             summary = Collector(ctx).collect()
             summary.enabled = settings.enabled
+            if trees is not None and walked:
+                trees.offer(ctx, summary)
         except RecursionError:
             errors.append(ToolError(display_path, "semantic summary exceeded the recursion limit"))
         except Exception as exc:  # a bug in the shared analysis: report it, never crash the run
@@ -322,20 +560,35 @@ def _analyze_source(
                     f"internal error while summarising the file: {type(exc).__name__}: {exc}",
                 )
             )
-    extra = second.findings if second is not None else ()
-    return _finish(ctx, text, settings, errors, summary, extra)
+    return _finish(ctx, text, errors, summary, first=second is None)
 
 
 # -- dispatch --------------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=64)
-def _walking_rules(enabled: frozenset[str], scopes: tuple[str, ...]) -> tuple[type[Rule], ...]:
-    """Enabled rules of these scopes that have visitor methods, in code order."""
+def _walking_rules(enabled: frozenset[str], second: bool) -> tuple[type[Rule], ...]:
+    """Enabled rules of a pass that have visitor methods, in code order: file and project
+    rules in the first pass, :func:`_second_pass_codes` in the second."""
+    if second:
+        chosen = _second_pass_codes(enabled)
+    else:
+        chosen = tuple(
+            (code, rule)
+            for code, rule in all_rules().items()
+            if code in enabled and rule.scope in ("file", "project")
+        )
+    return tuple(rule for _, rule in chosen if any(True for _ in rule.visitor_methods()))
+
+
+@lru_cache(maxsize=64)
+def _second_pass_codes(enabled: frozenset[str]) -> tuple[tuple[str, type[Rule]], ...]:
+    """The enabled rules whose result depends on the project facts: region rules, and file
+    rules that read the facts (``reads_facts``; their first result is replaced)."""
     return tuple(
-        rule
+        (code, rule)
         for code, rule in all_rules().items()
-        if code in enabled and rule.scope in scopes and any(True for _ in rule.visitor_methods())
+        if code in enabled and (rule.scope == "region" or rule.reads_facts)
     )
 
 
@@ -405,37 +658,31 @@ def _dispatcher(pairs: list[tuple[Rule, Any]], crashed: set[str], errors: list[T
 def _finish(
     ctx: FileContext,
     text: str,
-    settings: FileSettings,
     errors: list[ToolError],
     summary: ModuleSummary | None = None,
-    extra: tuple[Finding, ...] = (),
+    first: bool = True,
 ) -> FileResult:
+    """The pass's findings, placed but not suppressed yet (:func:`settle` does that once for
+    every stage); the first pass also gives the file's suppressions, measured."""
     crashed = {e.rule for e in errors}
     reports = [r for r in ctx.reports if r.rule.code not in crashed]
     records = tuple((code, data) for code, data in ctx.records if code not in crashed)
     eager = ctx.settle_located()
-    if not reports and not extra and not eager and "DL001" not in settings.enabled:
+    index = scan(text) if first else None
+    if not reports and not eager and index is None:
         return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
     lines = NEWLINES.split(text)
     ranges = _report_ranges(ctx.module, reports, [node for _, node in eager])
     for item, node in eager:
         item.span = _span(ranges.get(node), lines)
-    index = scan(text) if (reports or extra or "DL001" in settings.enabled) else None
-    if not reports and not extra and index is None:
-        return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
-    findings: list[Finding] = []
-    suppressed = 0
-    candidates = [_finding(ctx.path, report, ranges, lines) for report in reports]
-    for finding in [*candidates, *extra]:
-        if index is not None and index.is_suppressed(finding.code, finding.span.start.line):
-            suppressed += 1
-            continue
-        findings.append(finding)
-    if index is not None and "DL001" in settings.enabled:
-        findings.extend(_unused_suppressions(ctx.path, index, settings, lines))
-    unique = {(f.sort_key, f.span.end): f for f in findings}
-    ordered = tuple(sorted(unique.values(), key=lambda f: f.sort_key))
-    return FileResult(ctx.path, ordered, tuple(errors), suppressed, summary, records)
+    if index is not None:
+        for supp in index.suppressions:
+            supp.span = Span(
+                make_position(lines, supp.line, supp.column),
+                make_position(lines, supp.line, supp.end_column),
+            )
+    findings = tuple(_finding(ctx.path, report, ranges, lines) for report in reports)
+    return FileResult(ctx.path, findings, tuple(errors), 0, summary, records, index)
 
 
 def _report_ranges(
@@ -490,7 +737,7 @@ def _finding(
 
 
 def _unused_suppressions(
-    path: str, index: SuppressionIndex, settings: FileSettings, lines: list[str]
+    path: str, index: SuppressionIndex, enabled: frozenset[str]
 ) -> list[Finding]:
     from distlint.rules.tool import UnusedSuppression
 
@@ -501,15 +748,12 @@ def _unused_suppressions(
             if selector in supp.used:
                 continue
             covers_known = any(code.startswith(selector) for code in known)
-            if covers_known and not any(c.startswith(selector) for c in settings.enabled):
+            if covers_known and not any(c.startswith(selector) for c in enabled):
                 continue  # the rule is off here, so we cannot tell whether it is needed
             if "DL001".startswith(selector):
                 continue
             reason = "suppressed nothing" if covers_known else "is not a distlint rule code"
-            span = Span(
-                make_position(lines, supp.line, supp.column),
-                make_position(lines, supp.line, supp.end_column),
-            )
+            span = supp.span or Span(Position(supp.line, 1, 1), Position(supp.line, 1, 1))
             found.append(
                 Finding(
                     code=UnusedSuppression.code,

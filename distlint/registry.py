@@ -7,7 +7,10 @@ there is no list to edit. Every module in :mod:`distlint.rules` is imported by
 
 A rule's ``scope`` says what it needs to know:
 
-* ``"file"``: the file alone. Its visitors run in the first pass over every file.
+* ``"file"``: the file alone. Its visitors run in the first pass over every file. One that
+  also reads the project facts when they are there (``self.ctx.facts``, rank taint) sets
+  ``reads_facts = True``: on the files that get a second pass it runs again there, with the
+  facts, and that result replaces its first one; every other file rule runs once.
 * ``"region"``: the project's compiled regions. Its visitors run once the summaries of all
   files are linked, on the files that hold a compiled function, and ``self.ctx.region`` says
   which roots compile the current function (every root form, across modules).
@@ -57,6 +60,7 @@ class Rule:
     tags: ClassVar[tuple[str, ...]] = ()
     precision: ClassVar[str] = "high"
     scope: ClassVar[str] = "file"  # "file" | "region" | "project" (see the module docstring)
+    reads_facts: ClassVar[bool] = False  # a file rule that reads ``ctx.facts`` (see above)
     # A rule may set ``self.active = False`` in ``__init__`` when the file cannot concern it
     # (its trigger words are absent): its handlers are then not called for that file at all.
     active: bool = True
@@ -137,6 +141,8 @@ def _check_metadata(cls: type[Rule]) -> None:
         raise ValueError(f"{cls.__name__}: summary is required")
     if cls.scope not in ("file", "region", "project"):
         raise ValueError(f"{cls.__name__}: scope must be file, region or project")
+    if cls.reads_facts and cls.scope != "file":
+        raise ValueError(f"{cls.__name__}: only file rules declare reads_facts")
 
 
 @cache

@@ -1,13 +1,15 @@
 """Check many files as one project, in parallel, with output independent of ``--jobs``.
 
-Two passes (see :mod:`distlint.engine`): every file's first pass is independent (one parse,
-one walk, one summary), so files are spread over a process pool in chunks; the parent links
-the summaries (cheap), runs the project-scope rules, and sends the files that hold compiled
-regions or project findings through a second pass, again in parallel. The second pass's
-input (facts and project findings per file) reaches each worker through the pool's
-initializer: inherited without pickling when workers are forked, pickled once per worker when
-they are spawned (macOS, Windows, ``DISTLINT_START_METHOD=spawn``), so both give the same
-result.
+The stages of :mod:`distlint.engine`: every file's first pass is independent (one parse,
+one walk, one summary), so files are spread over a process pool; the parent links the
+summaries (cheap), runs the project-scope rules, and sends the files that hold or reach
+compiled regions through a second pass (region rules and the file rules that read facts
+only), again in parallel; last, each file's findings of every stage are settled (suppressions,
+DL001) in the parent. The second pass's input (the facts) reaches each worker through the
+pool's initializer: inherited without pickling when workers are forked, pickled once per
+worker when they are spawned (macOS, Windows, ``DISTLINT_START_METHOD=spawn``), so both give
+the same result. In one process the second pass reuses the first pass's trees
+(:class:`~distlint.engine.ParsedTrees`).
 
 Workers are supervised (:class:`_Pool`): each holds one file at a time, so when a worker dies
 (a parser crash kills the process, not just the file) or a file's analysis runs past the
@@ -46,24 +48,26 @@ from distlint.config import (
 )
 from distlint.discovery import DiscoveredFile, Discovery
 from distlint.engine import (
+    PROJECT,
+    PROJECT_TIMEOUT,
     FileResult,
+    ParsedTrees,
     SecondPass,
     _unparsable,
     analyze_bytes,
     analyze_path,
     check_bytes,
     needs_second_pass,
-    project_findings,
-    with_errors,
+    project_stage,
+    settle,
 )
-from distlint.findings import ToolError
+from distlint.findings import Finding, ToolError
 from distlint.imports import module_name_for
-from distlint.project import FileRecords, Project
 from distlint.project_files import project_root, related_files
 from distlint.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.spans import SourceLookup
-from distlint.source import SourceError, decode_source, on_large_stack
+from distlint.source import SourceError, decode_source
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
 FILE_TIMEOUT = 20.0  # seconds: the command line's default budget for one file's analysis
@@ -123,14 +127,18 @@ def run(
     native: Sequence[NativeSource] = (),
     cache: FirstPassCache | None = None,
     file_timeout: float | None = None,
+    project_timeout: float | None = None,
 ) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
     files checked together as one project; tasks with ``report=False`` are summarised and
-    linked only (no result). First passes are taken from ``cache`` where it has them.
+    linked only (no result). First passes are taken from ``cache`` where it has them, and
+    what the later stages gave when no file changed (:class:`ProjectResults`).
     ``file_timeout``: seconds one file's analysis (each pass) may take, in a worker process;
-    past it the file is a DL000 "not checked" (None: no budget)."""
+    past it the file is a DL000 "not checked" (None: no budget). ``project_timeout``:
+    seconds linking and the project rules may take together; past it what did not finish is
+    reported as a tool error (None: no budget)."""
     with _collector_paused():
-        results = _run_project(tasks, Jobs(jobs, file_timeout), native, cache)
+        results = _run_project(tasks, Jobs(jobs, file_timeout), native, cache, project_timeout)
     if cache is not None:
         cache.prune()
     return results
@@ -166,6 +174,14 @@ def file_budget(option: float | None, config: Config) -> float | None:
     return chosen or None
 
 
+def project_budget(option: float | None, config: Config) -> float | None:
+    """The project stage's budget in seconds: the option, else the configuration's
+    ``project-timeout``, else :data:`~distlint.engine.PROJECT_TIMEOUT`; None for 0."""
+    chosen = option if option is not None else config.project_timeout
+    chosen = PROJECT_TIMEOUT if chosen is None else chosen
+    return chosen or None
+
+
 def check_alone(
     data: bytes,
     display: str,
@@ -196,46 +212,67 @@ def _run_project(
     jobs: Jobs,
     native: Sequence[NativeSource],
     cache: FirstPassCache | None,
+    project_timeout: float | None = None,
 ) -> list[FileResult]:
     tasks = _with_module_names(tasks)
-    first = _first_pass_cached(tasks, jobs, cache) if cache is not None else _run_pass(tasks, jobs)
-    summaries = [r.summary for r in first if r.summary is not None]
-    wrappers = {w for task in tasks for w in task.settings.compile_wrappers}
-    facts = on_large_stack(link, summaries, wrappers, source_lookup(tasks))
-    project = Project(
-        [FileRecords(r.path, r.summary.key, r.records) for r in first if r.summary is not None],
-        facts,
-        [(source.display, source.text) for source in native],
-    )
-    enabled = {r.path: r.summary.enabled for r in first if r.summary is not None}
-    enabled.update((source.display, source.enabled) for source in native)
-    errors: list[ToolError] = []
-    found = on_large_stack(project_findings, project, enabled, errors)
+    trees = ParsedTrees()
+    wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
+    native_sources = [(source.display, source.text, source.enabled) for source in native]
+    project_key = None
+    if cache is not None:
+        first, keys = _first_pass_cached(tasks, jobs, cache, trees)
+        project_key = _project_key(cache, tasks, keys, first, native_sources, wrappers)
+    else:
+        first = _run_pass(tasks, jobs, trees=trees)
+    kept = cache.get(project_key, PROJECT) if cache is not None and project_key else None
+    if isinstance(kept, ProjectResults):  # no file changed since: the project stage's output
+        found, errors = kept.found, []
+        second = {
+            i: kept.second[t.display] for i, t in enumerate(tasks) if t.display in kept.second
+        }
+    else:
+        stage = project_stage(
+            first,
+            wrappers,
+            source_lookup(tasks),
+            native_sources,
+            trees.for_spans(),
+            project_timeout,
+        )
+        facts, found, errors = stage.facts, stage.found, stage.errors
+        again = [
+            i
+            for i, r in enumerate(first)
+            if tasks[i].report
+            and r.summary is not None
+            and facts is not None
+            and needs_second_pass(facts, r.summary.key)
+        ]
+        inputs = {tasks[i].display: SecondPass(facts) for i in again if facts is not None}
+        checked = _run_pass([_second(tasks[i]) for i in again], jobs, inputs, trees)
+        second = dict(zip(again, checked, strict=True))
+        if cache is not None and project_key and not errors and all(map(_cacheable, checked)):
+            by_display = {tasks[i].display: result for i, result in second.items()}
+            cache.put(project_key, ProjectResults(PROJECT, found, by_display))
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native
         if found.get(source.display)
     ]
-    again = [
-        i
-        for i, r in enumerate(first)
-        if tasks[i].report
-        and r.summary is not None
-        and needs_second_pass(facts, r.summary.key, found.get(r.path))
-    ]
-    final = [r.final() for r in first]
     # a project rule crashed: its error is shown once, with the first reported file's result
     shown = next((i for i, task in enumerate(tasks) if task.report), None)
-    if errors and shown is not None:
-        final[shown] = with_errors(final[shown], errors)
-    if not again:
-        return _reported(tasks, final) + native_results
-    inputs = {
-        tasks[i].display: SecondPass(facts, tuple(found.get(first[i].path, ()))) for i in again
-    }
-    second = _run_pass([_second(tasks[i]) for i in again], jobs, inputs)
-    for i, result in zip(again, second, strict=True):
-        final[i] = with_errors(result.final(), errors) if i == shown else result.final()
+    final = [
+        settle(
+            result,
+            tasks[i].settings.enabled,
+            second.get(i),
+            found.get(result.path, ()),
+            errors if i == shown else (),
+        )
+        if tasks[i].report
+        else result
+        for i, result in enumerate(first)
+    ]
     return _reported(tasks, final) + native_results
 
 
@@ -297,10 +334,39 @@ def _context_tasks(
     return tasks
 
 
+@dataclass(frozen=True)
+class ProjectResults:
+    """What the stages after the first pass gave for a project, cached under a key of every
+    file's first-pass key (:func:`_project_key`): a re-check where no file changed reuses it."""
+
+    path: str  # PROJECT: the cache checks that an entry is what was asked for
+    found: dict[str, list[Finding]]  # project findings by file
+    second: dict[str, FileResult]  # second-pass results by display path
+
+
+def _project_key(
+    cache: FirstPassCache,
+    tasks: Sequence[Task],
+    keys: Sequence[str | None],
+    first: Sequence[FileResult],
+    native: Sequence[tuple[str, str, frozenset[str]]],
+    wrappers: Sequence[str],
+) -> str | None:
+    """The project stage's cache key: every file's first-pass key (its bytes, path, module
+    and settings), which files are reported, the native sources and the compile wrappers.
+    None when a file could not be read or was given up on (not cacheable)."""
+    if any(key is None for key in keys) or not all(map(_cacheable, first)):
+        return None
+    files = tuple((t.display, t.report, key) for t, key in zip(tasks, keys, strict=True))
+    natives = tuple((path, text, tuple(sorted(codes))) for path, text, codes in native)
+    return cache.key(b"", ("project", files, natives, tuple(wrappers)))
+
+
 def _first_pass_cached(
-    tasks: Sequence[Task], jobs: Jobs, cache: FirstPassCache
-) -> list[FileResult]:
-    """The first pass, reusing cached results of files whose key is unchanged."""
+    tasks: Sequence[Task], jobs: Jobs, cache: FirstPassCache, trees: ParsedTrees | None = None
+) -> tuple[list[FileResult], list[str | None]]:
+    """The first pass, reusing cached results of files whose key is unchanged; the results
+    and each file's key (None: unreadable)."""
     keys: list[str | None] = []
     results: dict[int, FileResult] = {}
     for index, task in enumerate(tasks):
@@ -316,12 +382,13 @@ def _first_pass_cached(
         if isinstance(hit, FileResult):
             results[index] = hit
     missing = [i for i in range(len(tasks)) if i not in results]
-    for index, result in zip(missing, _run_pass([tasks[i] for i in missing], jobs), strict=True):
+    checked = _run_pass([tasks[i] for i in missing], jobs, trees=trees)
+    for index, result in zip(missing, checked, strict=True):
         results[index] = result
         key = keys[index]
         if key is not None and _cacheable(result):
             cache.put(key, result)
-    return [results[i] for i in range(len(tasks))]
+    return [results[i] for i in range(len(tasks))], keys
 
 
 GAVE_UP = ("the parser ", "not checked:")  # how DL000 messages of files given up on start
@@ -400,15 +467,21 @@ def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
 
 
 def _run_pass(
-    tasks: Sequence[Task], jobs: Jobs, inputs: SecondInputs | None = None
+    tasks: Sequence[Task],
+    jobs: Jobs,
+    inputs: SecondInputs | None = None,
+    trees: ParsedTrees | None = None,
 ) -> list[FileResult]:
     """One pass over ``tasks``, in parallel when worth it; results in order. ``inputs``
-    holds the second pass's input of each file (None in the first pass)."""
+    holds the second pass's input of each file (None in the first pass); ``trees`` keeps
+    first-pass trees for the second pass when both run in this process."""
     inputs = inputs or {}
     if not tasks:
         return []
     if jobs.file_timeout is None and (jobs.count <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES):
-        return [_check(task, inputs.get(task.display)) for task in tasks]
+        return [
+            _check(task, inputs.get(task.display), trees if task.report else None) for task in tasks
+        ]
     all_rules()  # import every rule module before forking, so workers inherit them
     calls = [(_check_in_worker, (task,), task.display) for task in tasks]
     with _Pool(min(jobs.count, len(tasks)), inputs) as pool:
@@ -439,26 +512,25 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")  # pragma: no cover
 
 
-def _check(task: Task, second: SecondPass | None) -> FileResult:
+def _check(task: Task, second: SecondPass | None, trees: ParsedTrees | None = None) -> FileResult:
     global _checked
     _checked += 1
     if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
         gc.collect()
     if task.data is None and _may_crash_parser(task.path):
         return _check_isolated(task, second)
-    return _check_unguarded(task, second)
+    return _check_unguarded(task, second, trees)
 
 
-def _check_unguarded(task: Task, second: SecondPass | None) -> FileResult:
+def _check_unguarded(
+    task: Task, second: SecondPass | None, trees: ParsedTrees | None = None
+) -> FileResult:
     if task.second and second is None:
         raise RuntimeError(f"{task.display}: the second pass got no project facts")
+    args = (task.display, task.settings, task.module_name, task.is_package, second, trees)
     if task.data is not None:
-        return analyze_bytes(
-            task.data, task.display, task.settings, task.module_name, task.is_package, second
-        )
-    return analyze_path(
-        task.path, task.display, task.settings, task.module_name, task.is_package, second
-    )
+        return analyze_bytes(task.data, *args)
+    return analyze_path(task.path, *args)
 
 
 _LONG_LINE = 5_000

@@ -37,6 +37,7 @@ class CheckSession:
     jobs: int = 1
     cache: FirstPassCache | None = None
     file_timeout: float | None = None  # seconds one file's analysis may take (None: no budget)
+    project_timeout: float | None = None  # seconds for linking and project rules (None: none)
     files: list[DiscoveredFile] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
@@ -61,13 +62,27 @@ class CheckSession:
         jobs: int | None,
         cache: FirstPassCache | None,
         file_timeout: float | None = None,
+        project_timeout: float | None = None,
     ) -> CheckSession:
         from distlint.discovery import Discovery
-        from distlint.runner import Task, context_tasks, default_jobs, file_budget, native_sources
+        from distlint.runner import (
+            Task,
+            context_tasks,
+            default_jobs,
+            file_budget,
+            native_sources,
+            project_budget,
+        )
 
         first = Path(os.path.abspath(paths[0])) if paths else cwd
-        budget = file_budget(file_timeout, resolver.for_path(first))
-        session = cls(cwd, jobs=jobs or default_jobs(), cache=cache, file_timeout=budget)
+        config = resolver.for_path(first)
+        session = cls(
+            cwd,
+            jobs=jobs or default_jobs(),
+            cache=cache,
+            file_timeout=file_budget(file_timeout, config),
+            project_timeout=project_budget(project_timeout, config),
+        )
         discovery = Discovery(resolver, cwd, force_exclude=force_exclude)
         session.files, session.notices = discovery.files(paths)
         session.unreadable = discovery.unreadable
@@ -90,10 +105,11 @@ class CheckSession:
         cwd: Path,
         cache: FirstPassCache | None,
         file_timeout: float | None = None,
+        project_timeout: float | None = None,
     ) -> CheckSession:
         from distlint.discovery import display_path
         from distlint.imports import module_name_for
-        from distlint.runner import Task, context_tasks, file_budget
+        from distlint.runner import Task, context_tasks, file_budget, project_budget
 
         name = name or "-"
         target = (cwd / name).resolve()
@@ -106,6 +122,7 @@ class CheckSession:
             jobs=1,
             cache=cache,
             file_timeout=budget,
+            project_timeout=project_budget(project_timeout, resolver.for_path(target)),
             stdin_display=display,
             stdin_data=data,
         )
@@ -149,7 +166,9 @@ class CheckSession:
                 else task
                 for task in self.tasks
             ]
-            self.results = run(tasks, self.jobs, self.native, self.cache, self.file_timeout)
+            self.results = run(
+                tasks, self.jobs, self.native, self.cache, self.file_timeout, self.project_timeout
+            )
         return sorted((f for r in self.results for f in r.findings), key=lambda f: f.sort_key)
 
     @property

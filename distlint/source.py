@@ -132,9 +132,17 @@ _deep_threads = 0
 _saved_limit = 0
 
 
-def on_large_stack(function: Callable[..., T], *args: object) -> T:
+class StageTimeout(Exception):
+    """A function given to :func:`on_large_stack` ran past its ``timeout``."""
+
+
+def on_large_stack(function: Callable[..., T], *args: object, timeout: float | None = None) -> T:
     """``function(*args)`` on a thread with a large stack and a recursion limit to match; its
-    exceptions are raised here. Called from such a thread, it just calls ``function``."""
+    exceptions are raised here. Called from such a thread, it just calls ``function``.
+
+    With ``timeout`` (seconds), :class:`StageTimeout` is raised when the call has not returned
+    by then; the thread cannot be stopped, it runs on as a daemon and its result is dropped.
+    """
     if threading.current_thread().name == _DEEP_THREAD:
         return function(*args)
     outcome: list[object] = []
@@ -151,11 +159,13 @@ def on_large_stack(function: Callable[..., T], *args: object) -> T:
     with _stack_lock:
         previous = threading.stack_size(_PARSER_STACK)
         try:
-            worker = threading.Thread(target=run, name=_DEEP_THREAD)
+            worker = threading.Thread(target=run, name=_DEEP_THREAD, daemon=timeout is not None)
             worker.start()
         finally:
             threading.stack_size(previous)
-    worker.join()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise StageTimeout(f"did not finish within {timeout:g} s")
     result = outcome[0]
     if isinstance(result, _Raised):
         raise result.exc

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from distlint.lexing import tokens
+
+if TYPE_CHECKING:
+    from distlint.findings import Span
 
 _MAY_SUPPRESS = re.compile(r"#.*?(?:noqa|distlint\s*:)", re.IGNORECASE)
 
@@ -36,6 +40,7 @@ class Suppression:
     codes: tuple[str, ...]  # upper-cased codes or prefixes; empty = every code
     own_line: bool  # the comment stands alone on its line
     used: set[str] = field(default_factory=set)
+    span: Span | None = None  # the comment's span, measured with the file's lines (DL001)
 
     def matches(self, code: str) -> str | None:
         """The selector that covers ``code`` (``"*"`` for a blanket one), else None."""

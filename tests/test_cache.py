@@ -73,7 +73,7 @@ def test_a_warm_run_reuses_entries_and_an_edit_elsewhere_changes_the_finding(tmp
     cache = root / ".distlint_cache"
     assert _check(root, ".") == [("pkg/train.py", "DL201", 7)]
     entries = _entries(cache)
-    assert len(entries) == 3  # one per file
+    assert len(entries) == 4  # one per file, one for the project stage
     assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
     stamps = {p: p.stat().st_mtime_ns for p in entries}
     assert _check(root, ".") == [("pkg/train.py", "DL201", 7)]
@@ -113,9 +113,9 @@ def test_no_cache_and_cache_dir(tmp_path) -> None:
     _check(root, ".", env={"DISTLINT_NO_CACHE": "1"})
     assert not (root / ".distlint_cache").exists()
     _check(root, "--cache-dir", str(tmp_path / "elsewhere"), ".")
-    assert len(_entries(tmp_path / "elsewhere")) == 3
+    assert len(_entries(tmp_path / "elsewhere")) == 4
     _check(root, ".", env={"DISTLINT_CACHE_DIR": str(tmp_path / "env")})
-    assert len(_entries(tmp_path / "env")) == 3
+    assert len(_entries(tmp_path / "env")) == 4
 
 
 def test_two_concurrent_runs_agree(tmp_path) -> None:
@@ -146,3 +146,59 @@ def test_the_cache_is_pruned_to_its_bound(tmp_path) -> None:
     cache.prune()
     total = sum(p.stat().st_size for p in _entries(tmp_path / "c"))
     assert 0 < total <= 8_000
+
+
+STAGED = {
+    "pkg/__init__.py": "",
+    "pkg/helpers.py": HELPER_SYNC,
+    "pkg/train.py": TRAIN,
+    "pkg/model.py": "import torch\n\n\n@torch.compile\ndef step(x):\n    print(x)\n    return x\n",
+}
+
+
+def test_a_re_check_of_unchanged_files_skips_linking_and_the_later_stages(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Project findings and second-pass results are cached under every file's key: nothing
+    changed, nothing is linked or walked again and the findings are the same; one file
+    changed, all of it runs again."""
+    import distlint.engine as engine
+    from distlint.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    calls: list[str] = []
+    real_link, real_analyze = engine.link, engine._analyze_source
+
+    def link(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append("link")
+        return real_link(*args, **kwargs)
+
+    def analyze(text, path, settings, name, package, second, *rest):  # type: ignore[no-untyped-def]
+        calls.append(f"{'second' if second is not None else 'first'} {path}")
+        return real_analyze(text, path, settings, name, package, second, *rest)
+
+    monkeypatch.setattr(engine, "link", link)
+    monkeypatch.setattr(engine, "_analyze_source", analyze)
+    root = tmp_path / "project"
+    paths = write_tree(root, STAGED)
+    (tmp_path / "cache").mkdir()
+    cache = FirstPassCache(tmp_path / "cache", b"key")
+
+    def check() -> list[tuple[str, str, int, int]]:
+        tasks = [
+            Task(p, p.relative_to(root).as_posix(), settings({"DL104", "DL201"})) for p in paths
+        ]
+        results = run(tasks, 1, cache=cache)
+        return [
+            (f.path, f.code, f.span.start.line, r.suppressed) for r in results for f in r.findings
+        ]
+
+    expected = [("pkg/model.py", "DL104", 6, 0), ("pkg/train.py", "DL201", 7, 0)]
+    assert check() == expected
+    assert calls.count("link") == 1 and "second pkg/model.py" in calls
+    calls.clear()
+    assert check() == expected
+    assert calls == []
+    (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
+    assert check() == [("pkg/model.py", "DL104", 6, 0)]
+    assert calls == ["first pkg/helpers.py", "link", "second pkg/model.py"]

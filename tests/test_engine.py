@@ -454,3 +454,192 @@ def test_columns_after_astral_characters_in_a_call_argument() -> None:
     assert backend[0].span.start.column == start0 + 1
     assert backend[0].span.start.column_utf16 == start0 + 1 + 4
     assert backend[0].span.end.column == start0 + len('"nvfuser"') + 1
+
+
+# -- the stages: second pass, parsed trees, one suppression stage ---------------------------------
+
+# A compiled function (region rules, second pass) next to a file-scope finding (DL502), and a
+# module that calls a helper of another module under a rank test (project rule DL201).
+STAGED = {
+    "pkg/__init__.py": "",
+    "pkg/model.py": """\
+        import torch
+
+
+        @torch.compile
+        def step(x):
+            print(x)
+            return x
+
+
+        g = torch.compile(print, backend="nvfuser")
+        """,
+    "pkg/comm.py": """\
+        import torch.distributed as dist
+
+
+        def all_reduce_mean(t):
+            dist.all_reduce(t)
+            return t
+        """,
+    "pkg/train.py": """\
+        import torch.distributed as dist
+        from pkg.comm import all_reduce_mean
+
+
+        def log(loss):
+            if dist.get_rank() == 0:
+                all_reduce_mean(loss)  # distlint: ignore[DL201]
+            if dist.get_rank() == 1:
+                all_reduce_mean(loss)
+            return loss  # noqa: DL104
+        """,
+}
+
+
+def _staged(tmp_path: Path, monkeypatch, codes_on: set[str] | None = None) -> dict:
+    from tests.project_util import check_sources
+
+    return check_sources(tmp_path, STAGED, codes_on)
+
+
+def test_the_second_pass_does_not_run_file_rules_again(tmp_path: Path, monkeypatch) -> None:
+    """DL502 (a file rule that reads no facts) sees each call once, though the file gets a
+    second pass for its compiled function (its handler once fired twice per call)."""
+    import libcst as cst
+
+    from distlint.rules.compile_options import InvalidCompileOption
+
+    seen: list[int] = []
+    original = InvalidCompileOption.visit_Call
+
+    def counting(self, node):  # type: ignore[no-untyped-def]
+        seen.append(id(node))
+        return original(self, node)
+
+    monkeypatch.setattr(InvalidCompileOption, "visit_Call", counting)
+    results = _staged(tmp_path, monkeypatch, {"DL104", "DL502"})
+    model = results["pkg/model.py"]
+    assert [f.code for f in model.findings] == ["DL104", "DL502"]
+    calls = [n for n in _nodes(STAGED["pkg/model.py"]) if isinstance(n, cst.Call)]
+    train_calls = [n for n in _nodes(STAGED["pkg/train.py"]) if isinstance(n, cst.Call)]
+    comm_calls = [n for n in _nodes(STAGED["pkg/comm.py"]) if isinstance(n, cst.Call)]
+    assert len(seen) == len(calls) + len(train_calls) + len(comm_calls)
+
+
+def _nodes(source: str) -> list:
+    import textwrap
+
+    import libcst as cst
+
+    from distlint.walker import descendants
+
+    return list(descendants(cst.parse_module(textwrap.dedent(source))))
+
+
+def test_a_file_in_one_process_is_parsed_once(tmp_path: Path, monkeypatch) -> None:
+    """In one process the second pass and the measuring of lazy spans reuse the first pass's
+    tree of a file that compiles code (it was parsed three times: first pass, the compile
+    site's span, second pass)."""
+    import distlint.engine as engine
+    import distlint.semantic.spans as spans
+
+    parsed: list[str] = []
+    real = engine.parse_module
+
+    def counting(text: str):  # type: ignore[no-untyped-def]
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(engine, "parse_module", counting)
+    monkeypatch.setattr(spans, "parse_module", counting)
+    results = _staged(tmp_path, monkeypatch, {"DL104", "DL502", "DL201"})
+    assert [f.code for f in results["pkg/model.py"].findings] == ["DL104", "DL502"]
+    model = (tmp_path / "pkg/model.py").read_text()
+    assert parsed.count(model) == 1
+    # files that only a project finding points into are parsed again to measure its spans
+    comm = (tmp_path / "pkg/comm.py").read_text()
+    assert parsed.count(comm) == 2
+
+
+def test_only_files_that_hold_compiled_code_get_a_second_pass(tmp_path: Path, monkeypatch) -> None:
+    """A file with project findings only (DL201) is not walked again: suppressions apply to
+    project findings in the last stage."""
+    import distlint.engine as engine
+
+    second: list[str] = []
+    real = engine._analyze_source
+
+    def counting(text, path, settings, name, package, again, *rest):  # type: ignore[no-untyped-def]
+        if again is not None:
+            second.append(path)
+        return real(text, path, settings, name, package, again, *rest)
+
+    monkeypatch.setattr(engine, "_analyze_source", counting)
+    results = _staged(tmp_path, monkeypatch, {"DL104", "DL502", "DL201"})
+    assert [f.code for f in results["pkg/train.py"].findings] == ["DL201"]
+    assert second == ["pkg/model.py"]
+
+
+def test_one_suppression_stage_sees_every_stages_findings(tmp_path: Path, monkeypatch) -> None:
+    """The cross-file DL201 under ``ignore[DL201]`` is suppressed and its suppression counts as
+    used; the ``noqa: DL104`` on a line without DL104 is reported unused (DL001)."""
+    results = _staged(tmp_path, monkeypatch, {"DL001", "DL104", "DL201"})
+    train = results["pkg/train.py"]
+    assert [(f.code, f.span.start.line) for f in train.findings] == [
+        ("DL201", 9),
+        ("DL001", 10),
+    ]
+    assert "`DL104` suppressed nothing" in train.findings[1].message
+    assert train.suppressed == 1
+    assert [f.code for f in results["pkg/model.py"].findings] == ["DL104"]
+
+
+def test_a_file_rule_that_reads_facts_is_run_again_with_them(tmp_path: Path) -> None:
+    """DL601 sees a capture started in another module only with the facts: its second-pass
+    result replaces its first (no duplicate, no loss)."""
+    from tests.project_util import check_sources
+
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/work.py": """\
+            import torch
+
+
+            def body(x):
+                return x.item()
+            """,
+        "pkg/capture.py": """\
+            import torch
+            from pkg.work import body
+
+
+            def record(x):
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    body(x)
+            """,
+    }
+    results = check_sources(tmp_path, files, {"DL601"})
+    assert [(f.code, f.span.start.line) for f in results["pkg/work.py"].findings] == [("DL601", 5)]
+
+
+def test_check_source_parses_a_buffer_with_compiled_code_once(monkeypatch) -> None:
+    """The editor's path: one buffer, its second pass and its compile site's span on the first
+    pass's tree."""
+    import distlint.engine as engine
+    import distlint.semantic.spans as spans
+
+    parsed: list[str] = []
+    real = engine.parse_module
+
+    def counting(text: str):  # type: ignore[no-untyped-def]
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(engine, "parse_module", counting)
+    monkeypatch.setattr(spans, "parse_module", counting)
+    result = check_source(BOTH_SRC, "m.py", DEFAULT)
+    assert codes(result) == ["DL203", "DL502"]
+    assert parsed == [BOTH_SRC]
+    assert check_bytes(BOTH_SRC.encode(), "m.py", DEFAULT) == result

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -107,6 +109,64 @@ def test_fork_spawn_and_job_counts_give_the_same_findings() -> None:
     assert {"DL201", "DL104", "DL601", "DL102"} <= codes  # project- and region-scope findings
     for method, jobs in (("fork", "3"), ("spawn", "3"), ("spawn", "1")):
         assert _check_parts(method, jobs) == reference, (method, jobs)
+
+
+# A project with compiled code reached across modules, a cross-file DL201 and suppressions:
+# one used on a project finding, one used on a region finding, unused ones (DL001).
+_SUPPRESSING = {
+    "pkg/__init__.py": "",
+    "pkg/helpers.py": (
+        "import torch.distributed as dist\n\n\ndef sync(t):\n    dist.all_reduce(t)\n"
+        "    return t\n\n\ndef show(x):\n    print(x)  # noqa: DL104\n    return x\n"
+    ),
+    "pkg/train.py": (
+        "import torch\nimport torch.distributed as dist\nfrom pkg.helpers import show, sync\n\n\n"
+        "@torch.compile\ndef step(x):\n    return show(x)\n\n\ndef log(t):\n"
+        "    if dist.get_rank() == 0:\n        sync(t)  # distlint: ignore[DL201]\n"
+        "    if dist.get_rank() == 1:\n        sync(t)  # noqa: DL102\n"
+        "    return t  # noqa: DL999\n"
+    ),
+}
+
+
+def test_every_mode_gives_the_same_findings_with_suppressions(tmp_path: Path) -> None:
+    """Fork, spawn, one job, several, and the in-process run that reuses first-pass trees
+    (``--file-timeout 0 -j1``): the same findings, suppressions and DL001 after every stage."""
+    root = Path(__file__).resolve().parent.parent
+    for part in _PROJECT_PARTS:
+        shutil.copytree(root / part, tmp_path / part)
+    for name, text in _SUPPRESSING.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    def check(method: str, *args: str) -> list[dict]:
+        proc = subprocess.run(
+            [*_CHECK_ALL, "--exit-zero", "--no-cache", *args, "."],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "DISTLINT_START_METHOD": method},
+        )
+        assert proc.returncode == 0, proc.stderr
+        return [json.loads(proc.stdout), proc.stderr]
+
+    reference = check("fork", "-j1")
+    found = {(f["path"], f["code"], f["range"]["start"]["line"]) for f in reference[0]}
+    assert ("pkg/helpers.py", "DL104", 10) not in found  # suppressed in the second pass's file
+    assert ("pkg/train.py", "DL201", 13) not in found  # a project finding, suppressed
+    assert ("pkg/train.py", "DL201", 15) in found
+    assert ("pkg/train.py", "DL001", 15) in found  # noqa: DL102 on a line without DL102
+    assert ("pkg/train.py", "DL001", 16) in found  # not a rule code
+    assert not any(p == "pkg/helpers.py" and c == "DL001" for p, c, _ in found)
+    for method, args in (
+        ("fork", ("-j3",)),
+        ("spawn", ("-j3",)),
+        ("spawn", ("-j1",)),
+        ("fork", ("-j1", "--file-timeout", "0")),
+        ("fork", ("-j3", "--file-timeout", "0")),
+    ):
+        assert check(method, *args) == reference, (method, args)
 
 
 # -- the per-file budget and the size cap ---------------------------------------------------------
@@ -265,3 +325,133 @@ def test_a_file_over_the_size_cap_is_not_parsed(tmp_path: Path, monkeypatch) -> 
         assert [f.message for f in result.findings] == [
             "not checked: 1.1 MiB is over the 1 MiB size cap"
         ]
+
+
+# -- the project stage: linking and project rules, crash-safe and within a budget ----------------
+
+_PROJECT_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/comm.py": "import torch.distributed as dist\n\n\ndef sync(t):\n    dist.all_reduce(t)\n",
+    "pkg/train.py": (
+        "import torch\nimport torch.distributed as dist\nfrom pkg.comm import sync\n\n\n"
+        "def log(t):\n    if dist.get_rank() == 0:\n        sync(t)\n\n\n"
+        "@torch.compile\ndef step(x):\n    print(x)\n    return x\n\n\n"
+        'g = torch.compile(print, backend="nvfuser")\n'
+    ),
+    "pkg/ops.py": (
+        "import torch\n\n\n"
+        '@torch.library.custom_op("demo::scale", mutates_args=())\n'
+        "def scale(x: torch.Tensor) -> torch.Tensor:\n    return x * 2\n"
+    ),
+}
+
+
+def _run_project_files(tmp_path: Path, project_timeout: float | None = None):
+    from distlint.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    paths = write_tree(tmp_path, _PROJECT_FILES)
+    enabled = settings({"DL104", "DL201", "DL401", "DL502"})
+    tasks = [Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+    results = run(tasks, 1, project_timeout=project_timeout)
+    found = sorted((f.path, f.code) for r in results for f in r.findings)
+    return found, [e.message for r in results for e in r.errors]
+
+
+EVERYTHING = [
+    ("pkg/ops.py", "DL401"),
+    ("pkg/train.py", "DL104"),
+    ("pkg/train.py", "DL201"),
+    ("pkg/train.py", "DL502"),
+]
+
+
+def test_the_project_stage_finds_everything_within_its_budget(tmp_path: Path) -> None:
+    assert _run_project_files(tmp_path, 60.0) == (EVERYTHING, [])
+
+
+def test_a_crashing_project_rule_costs_its_findings_only(tmp_path: Path, monkeypatch) -> None:
+    from distlint.rules.divergence import RankDivergentCollective
+
+    def crash(cls, project):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(RankDivergentCollective, "check_project", classmethod(crash))
+    found, errors = _run_project_files(tmp_path)
+    assert found == [f for f in EVERYTHING if f[1] != "DL201"]
+    assert errors == [
+        "internal error in rule DL201 (rank-divergent-collective): RuntimeError: boom"
+    ]
+
+
+def test_a_crash_while_linking_is_reported_and_file_findings_stand(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import distlint.engine as engine
+
+    def crash(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(engine, "link", crash)
+    found, errors = _run_project_files(tmp_path)
+    assert found == [("pkg/train.py", "DL502")]  # no project rule, no region rule
+    assert errors == [
+        "internal error while linking the project: RuntimeError: boom; project rules and "
+        "region rules were not run"
+    ]
+
+
+def test_a_project_rule_past_the_budget_is_reported(tmp_path: Path, monkeypatch) -> None:
+    """The rules that finished keep their findings; the one that overran and those after it
+    are named, and the run does not wait for them."""
+    from distlint.rules.custom_ops import CustomOpMissingFake
+
+    def stall(cls, project):  # type: ignore[no-untyped-def]
+        time.sleep(5)
+        return []
+
+    monkeypatch.setattr(CustomOpMissingFake, "check_project", classmethod(stall))
+    started = time.monotonic()
+    found, errors = _run_project_files(tmp_path, 1.0)
+    assert time.monotonic() - started < 4.5
+    assert found == [f for f in EVERYTHING if f[1] != "DL401"]
+    assert errors == [
+        "rule DL401 (custom-op-missing-fake) did not finish within the 1 s budget of the project "
+        "stage (--project-timeout); their findings are missing"
+    ]
+
+
+def test_linking_past_the_budget_is_reported(tmp_path: Path, monkeypatch) -> None:
+    import distlint.engine as engine
+
+    real = engine.link
+
+    def slow(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "link", slow)
+    found, errors = _run_project_files(tmp_path, 1.0)
+    assert found == [("pkg/train.py", "DL502")]
+    assert errors == [
+        "linking the project did not finish within the 1 s budget of the project stage "
+        "(--project-timeout); project rules and region rules were not run"
+    ]
+
+
+def test_project_budget_precedence_and_configuration(tmp_path: Path) -> None:
+    from distlint.config import Config
+    from distlint.engine import PROJECT_TIMEOUT
+    from distlint.runner import project_budget
+
+    assert project_budget(None, Config()) == PROJECT_TIMEOUT == 300
+    assert project_budget(None, Config(project_timeout=3.0)) == 3.0
+    assert project_budget(1.5, Config(project_timeout=3.0)) == 1.5
+    assert project_budget(0, Config(project_timeout=3.0)) is None
+    (tmp_path / "f.py").write_text(FINDING)
+    code, findings, stderr = _check(tmp_path, "--project-timeout", "30", "f.py")
+    assert (code, [f["code"] for f in findings], stderr) == (1, ["DL502"], "")
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nproject-timeout = "later"\n')
+    code, findings, stderr = _check(tmp_path, "f.py")
+    assert code == 2
+    assert "key 'project-timeout' in [tool.distlint] must be a number of seconds" in stderr

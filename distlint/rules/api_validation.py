@@ -65,6 +65,7 @@ class UnknownKeywordArgument(_TableRule):
     fix_availability = FixAvailability.SOMETIMES
     tags = ("correctness", "api")
     precision = "very-high"
+    reads_facts = True  # the project's own ``compile`` methods (_own_compile_methods)
 
     _probes: frozenset[str] | None = None
 

@@ -82,6 +82,8 @@ def _method(call: cst.Call) -> str | None:
 class _CaptureRule(Rule):
     """Knows whether the node being visited runs while a CUDA graph is being captured."""
 
+    reads_facts = True  # captures started in another module (ProjectFacts.capture_of)
+
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
         self._spans: set[int] = set()  # ids of statements between capture_begin and capture_end

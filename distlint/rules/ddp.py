@@ -573,6 +573,7 @@ class RankDivergentParameterWrite(Rule):
     )
     tags = ("correctness", "distributed", "ddp")
     precision = "medium"
+    reads_facts = True  # rank taint is computed whenever facts are there (semantic.taint)
 
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)

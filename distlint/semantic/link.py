@@ -513,10 +513,14 @@ def link(
     summaries: Sequence[ModuleSummary],
     wrappers: Iterable[str] = (),
     sources: SourceLookup | None = None,
+    parsed: dict | None = None,
 ) -> ProjectFacts:
-    """Link every file's summary (order-independent; output is deterministic)."""
+    """Link every file's summary (order-independent; output is deterministic). ``parsed``:
+    trees the first pass kept, by path (:func:`distlint.semantic.spans.parsed_entry`), so
+    measuring lazy spans in those files parses nothing."""
     modules = {s.key: s for s in sorted(summaries, key=lambda s: s.key)}
     facts = ProjectFacts(modules, wrappers=frozenset(wrappers), sources=sources)
+    facts._parsed.update(parsed or {})
     for module in modules.values():
         for fid, summary in module.functions.items():
             facts.functions[fid] = summary

@@ -53,6 +53,12 @@ def _parse(text: str) -> tuple | None:
     seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
     handlers = {kind: [seen[kind].append] for kind in ORDINAL_TYPES}
     walk(module, handlers, {}, [])
+    return parsed_entry(text, module, seen)
+
+
+def parsed_entry(text: str, module: cst.Module, seen: dict[type, list[cst.CSTNode]]) -> tuple:
+    """What measuring a file's lazy spans needs: its tree, its nodes of ordinal types in walk
+    order (``FileContext.seen`` after a first pass), and its lines."""
     by_name = {kind.__name__: nodes for kind, nodes in seen.items()}
     return module, by_name, NEWLINES.split(text)
 
