@@ -61,6 +61,7 @@ from distlint.imports import module_name_for
 from distlint.project import FileRecords, Project
 from distlint.project_files import project_root, related_files
 from distlint.registry import all_rules
+from distlint.regular_files import read_regular_file
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.spans import SourceLookup
 from distlint.source import SourceError, decode_source, on_large_stack
@@ -107,7 +108,7 @@ def native_sources(
     found = []
     for file in files:
         try:
-            data = file.path.read_bytes()
+            data = read_regular_file(file.path)
         except OSError:
             continue
         if b"TORCH_LIBRARY" not in data:
@@ -305,7 +306,7 @@ def _first_pass_cached(
     results: dict[int, FileResult] = {}
     for index, task in enumerate(tasks):
         try:
-            data = task.data if task.data is not None else task.path.read_bytes()
+            data = task.data if task.data is not None else read_regular_file(task.path)
         except OSError:
             keys.append(None)  # the pass reports the unreadable file
             continue
@@ -363,7 +364,7 @@ class FileSources:
                 path = self.paths.get(display)
                 if path is None:
                     return None
-                data = path.read_bytes()
+                data = read_regular_file(path)
             return decode_source(data)
         except (OSError, SourceError):
             return None
@@ -474,7 +475,7 @@ def _may_crash_parser(path: Path) -> bool:
     try:
         if path.stat().st_size <= _LONG_LINE:
             return False
-        data = path.read_bytes()
+        data = read_regular_file(path)
     except OSError:
         return False
     return any(len(line) > _LONG_LINE for line in data.splitlines())
