@@ -19,6 +19,7 @@ from distlint.regions import (
     own_compile,
 )
 from distlint.semantic.regions_model import Region
+from distlint.spelling import Spellings
 from distlint.walker import subclasses_of, walk
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ class FileContext:
         self.module_name = module_name
         self.is_package = is_package
         self.imports = ImportTable.for_module(module, module_name, is_package)
+        self.spellings = Spellings(module)  # short node texts for messages, linear in the file
         self.parents: list[cst.CSTNode] = []
         self.reports: list[PendingReport] = []
         self.records: list[tuple[str, object]] = []
@@ -136,6 +138,7 @@ class FileContext:
         self._dynamo_config: dict[str, object] | None = None
         self._own_compile: OwnCompile | None = None
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
+        self._call_homes: dict[int, int | None] = {}  # id(call) -> id(its statement), see note_call
         self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
         self._taken_sides: dict[int, bool] | None = None  # id(if) -> the side compiled calls take
         self._after_exit: set[int] = set()  # statements after an ``if`` whose taken side exits
@@ -201,13 +204,20 @@ class FileContext:
         Calls in a lambda body are not run where the lambda is written: they are skipped.
         """
         self.seen[cst.Call].append(call)
+        home: int | None = None  # id of the innermost statement; None in a lambda
         for parent in reversed(self.parents):
             kind = type(parent)
             if kind is cst.Lambda:
-                return
+                break
             if kind in _STATEMENTS:
-                self.statement_calls.setdefault(id(parent), []).append(call)
-                return
+                home = id(parent)
+                break
+            if kind is cst.Call:  # the enclosing call's answer holds (chains: linear time)
+                home = self._call_homes.get(id(parent))
+                break
+        self._call_homes[id(call)] = home
+        if home is not None:
+            self.statement_calls.setdefault(home, []).append(call)
 
     def note_node(self, node: cst.CSTNode) -> None:
         """Count a node of an ordinal type (first pass; see NodeSpan)."""
