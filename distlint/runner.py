@@ -171,11 +171,14 @@ def check_alone(
     data: bytes,
     display: str,
     settings: FileSettings,
-    module_name: str | None,
-    is_package: bool,
-    file_timeout: float | None,
+    module_name: str | None = None,
+    is_package: bool = False,
+    file_timeout: float | None = FILE_TIMEOUT,
 ) -> FileResult:
-    """:func:`distlint.engine.check_bytes` (stdin), in a worker when there is a budget."""
+    """:func:`distlint.engine.check_bytes` (stdin; the library's one-file check) in a worker
+    process with the command line's budget: a file past ``file_timeout`` seconds, or one
+    that kills its worker, is a DL000 and the caller goes on. ``file_timeout=None``: in
+    this process, no budget (what ``check_bytes`` itself does)."""
     args = (data, display, settings, module_name, is_package)
     if file_timeout is None:
         return check_bytes(*args)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import libcst as cst
 import pytest
 
 import distlint.engine
@@ -149,3 +150,29 @@ def test_analysis_time_grows_linearly(name: str, settings, monkeypatch) -> None:
     ratio = large / max(small, 0.005)
     print(f"{name}: N={size} {small:.3f} s, 4N {large:.3f} s, {ratio:.1f}x")
     assert ratio < RATIO, f"{name}: {small:.3f} s at N={size}, {large:.3f} s at 4N ({ratio:.1f}x)"
+
+
+def test_short_spellings_match_the_full_codegen() -> None:
+    """distlint.spelling gives exactly what spelling from the whole codegen gave, for every
+    node of the DL101-DL104 fixtures and of a chain (memoised prefixes included)."""
+    from distlint.spelling import Spellings
+
+    root = Path(__file__).resolve().parents[1] / "fixtures"
+    texts = [path.read_text() for path in sorted(root.glob("DL10[1-4]/*.py"))]
+    texts.append(chains_in_a_module(20) + "\n\nz = (\n    a  # comment\n    .b(\n\n  c)\n)" * 3)
+    for text in texts:
+        module = parse_module(text)
+        seen: list = []
+        stack = [module]
+        while stack:
+            node = stack.pop()
+            seen.append(node)
+            stack.extend(node.children)
+        spellings = Spellings(module)
+        for node in seen:
+            if not isinstance(node, cst.BaseExpression):  # what rules spell
+                continue
+            for limit in (20, 60):
+                whole = " ".join(module.code_for_node(node).split())
+                expected = whole if len(whole) <= limit else whole[: limit - 3] + "..."
+                assert spellings.spell(node, limit) == expected
