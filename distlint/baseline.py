@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from distlint.findings import Finding
 from distlint.headline import headline
+from distlint.regular_files import read_regular_text
 from distlint.source import NEWLINES
 
 VERSION = 1
@@ -108,7 +109,7 @@ def write(
 def load(path: Path) -> Counter[tuple[str, str, str]]:
     """The entries of a baseline file, counted."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular_text(path))
     except FileNotFoundError:
         raise BaselineError(
             f"{path}: baseline file not found (write it with `distlint check --baseline {path}`)"

@@ -404,7 +404,8 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
     overrides_text = session.source_texts()
     if fix_run is not None and session.stdin_display in fix_run.texts:
         overrides_text[session.stdin_display] = fix_run.texts[session.stdin_display]  # type: ignore[index]
-    reader = source_reader({f.display: f.path for f in session.files}, overrides_text)
+    on_disk = {d: p for d, p in session.paths().items() if d != session.stdin_display}
+    reader = source_reader(on_disk, overrides_text)
     baseline_file = opts.get("baseline_file")
     if isinstance(baseline_file, Path):
         return _write_baseline(session, findings, baseline_file, reader, problems)
@@ -435,6 +436,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         fixed=fix_run.fixed if fix_run is not None else None,
         unsafe_fixes=modes.unsafe,
         baselined=len(known) if known is not None else None,
+        files=session.paths(),  # standard input's named file too (its SARIF URI)
     )
     if fix_run is not None and session.stdin_display is not None:
         # the fixed source goes to stdout (as from a formatter); the report to stderr
@@ -458,7 +460,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         click.echo(
             f"Would fix {_plural(total, 'finding')}." if total else "No fixes available.", err=True
         )
-    for warning in session.unreadable:
+    for warning in session.skipped:
         click.echo(f"distlint: warning: {warning}", err=True)
     if fix_run is not None:
         for path, why in sorted(fix_run.rolled_back.items()):
@@ -744,7 +746,7 @@ def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render_text(data))
-    for warning in discovery.unreadable:
+    for warning in discovery.skipped:
         click.echo(f"distlint: warning: {warning}", err=True)
     for notice in notices:
         click.echo(f"distlint: {notice}", err=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from distlint.globs import PathPatterns
+from distlint.regular_files import read_regular_text
 from distlint.selection import enabled_codes, is_valid_selector, normalize_selector, suggest_code
 
 if sys.version_info >= (3, 11):
@@ -207,7 +208,7 @@ def _covered(code: str, selectors: tuple[str, ...]) -> bool:
 def load_config_file(path: Path) -> Config:
     """Read and validate one config file; raises ConfigError with a precise message."""
     try:
-        raw = path.read_bytes().decode("utf-8")
+        raw = read_regular_text(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

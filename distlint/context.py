@@ -10,6 +10,7 @@ import libcst as cst
 
 from distlint.imports import ImportTable
 from distlint.regions import (
+    BlockExits,
     CompileRoot,
     OwnCompile,
     compile_assigned,
@@ -21,6 +22,7 @@ from distlint.regions import (
     runs_whenever_called,
 )
 from distlint.semantic.regions_model import Region
+from distlint.spelling import Spellings
 from distlint.walker import subclasses_of, walk
 
 if TYPE_CHECKING:
@@ -123,6 +125,7 @@ class FileContext:
         self.module_name = module_name
         self.is_package = is_package
         self.imports = ImportTable.for_module(module, module_name, is_package)
+        self.spellings = Spellings(module)  # short node texts for messages, linear in the file
         self.parents: list[cst.CSTNode] = []
         self.reports: list[PendingReport] = []
         self.records: list[tuple[str, object]] = []
@@ -131,6 +134,7 @@ class FileContext:
         self.module_key = module_name or path
         self._functions: list[_FunctionScope] = []
         self._compiled_locals_of: dict[int, frozenset[str]] = {}
+        self._block_exits: BlockExits = {}
         self._scopes: list[str] = []  # qualname parts of enclosing classes and functions
         self._wrappers = frozenset(settings.compile_wrappers)
         self._local_ranks: object = None
@@ -139,6 +143,7 @@ class FileContext:
         self._dynamo_config: dict[str, object] | None = None
         self._own_compile: OwnCompile | None = None
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
+        self._call_homes: dict[int, int | None] = {}  # id(call) -> id(its statement), see note_call
         self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
         self._taken_sides: dict[int, bool] | None = None  # id(if) -> the side compiled calls take
         self._after_exit: set[int] = set()  # statements after an ``if`` whose taken side exits
@@ -204,13 +209,20 @@ class FileContext:
         Calls in a lambda body are not run where the lambda is written: they are skipped.
         """
         self.seen[cst.Call].append(call)
+        home: int | None = None  # id of the innermost statement; None in a lambda
         for parent in reversed(self.parents):
             kind = type(parent)
             if kind is cst.Lambda:
-                return
+                break
             if kind in _STATEMENTS:
-                self.statement_calls.setdefault(id(parent), []).append(call)
-                return
+                home = id(parent)
+                break
+            if kind is cst.Call:  # the enclosing call's answer holds (chains: linear time)
+                home = self._call_homes.get(id(parent))
+                break
+        self._call_homes[id(call)] = home
+        if home is not None:
+            self.statement_calls.setdefault(home, []).append(call)
 
     def note_node(self, node: cst.CSTNode) -> None:
         """Count a node of an ordinal type (first pass; see NodeSpan)."""
@@ -258,7 +270,11 @@ class FileContext:
         runs: its function always runs then (``Region.certain``) and nothing in the function
         makes the node conditional. A break there certainly fails that compile."""
         region = self.region
-        return region is not None and region.certain and runs_whenever_called(self.parents, node)
+        return (
+            region is not None
+            and region.certain
+            and runs_whenever_called(self.parents, node, self._block_exits)
+        )
 
     def traced(self, ancestors: Sequence[cst.CSTNode]) -> bool:
         """Whether Dynamo may trace the node under ``ancestors`` (outermost first) when its

@@ -10,11 +10,13 @@ what a pre-commit hook wants.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from distlint.config import ConfigResolver
 from distlint.gitignore import GitIgnore, find_repo_root
+from distlint.regular_files import printable, what_is
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # C/C++/CUDA sources: scanned (never parsed as Python) for TORCH_LIBRARY op registrations.
@@ -36,15 +38,7 @@ def display_path(path: Path, cwd: Path) -> str:
         shown = path.relative_to(cwd).as_posix()
     except ValueError:
         shown = path.as_posix()
-    return _printable(shown)
-
-
-def _printable(text: str) -> str:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: undecodable bytes of the file system
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return text
+    return printable(shown)
 
 
 class Discovery:
@@ -57,18 +51,21 @@ class Discovery:
         self._gitignores: dict[Path, GitIgnore] = {}  # by repository root
         self._gitignore_of_dir: dict[Path, GitIgnore] = {}  # by directory, saves stat calls
         self._native: dict[Path, DiscoveredFile] = {}
-        # directories that could not be read (no permission): reported as warnings, skipped
-        self.unreadable: list[str] = []
+        # what the walk skipped and why (a directory without permission, a pipe named x.py, a
+        # broken link): reported as warnings; the run goes on
+        self.skipped: list[str] = []
 
     def files(self, paths: list[Path]) -> tuple[list[DiscoveredFile], list[str]]:
-        """Files to check, sorted and unique; and messages for paths that do not exist or hold
-        no file to check (a directory a ``.gitignore`` above it ignores, say)."""
+        """Files to check, sorted and unique; and messages for paths that do not exist, are
+        not files (a named pipe, a broken link) or hold no file to check (a directory a
+        ``.gitignore`` above it ignores, say)."""
         found: dict[Path, DiscoveredFile] = {}
         missing: list[str] = []
         for given in paths:
             path = given if given.is_absolute() else self._cwd / given
             path = Path(os.path.normpath(path))
-            if path.is_dir():
+            is_dir, is_file = _kind(path)
+            if is_dir:
                 walked = self._walk(path)
                 if (
                     not walked
@@ -78,14 +75,14 @@ class Discovery:
                     missing.append(f"{given}: no Python file to check (all excluded or ignored)")
                 for file in walked:
                     found.setdefault(file, DiscoveredFile(file, display_path(file, self._cwd)))
-            elif path.is_file() and path.name.endswith(NATIVE_SUFFIXES):
+            elif is_file and path.name.endswith(NATIVE_SUFFIXES):
                 self._native.setdefault(path, DiscoveredFile(path, display_path(path, self._cwd)))
-            elif path.is_file():
+            elif is_file:
                 if self._force_exclude and self._excluded(path, is_dir=False, explicit=True):
                     continue
                 found.setdefault(path, DiscoveredFile(path, display_path(path, self._cwd)))
             else:
-                missing.append(f"{given}: no such file or directory")
+                missing.append(f"{printable(str(given))}: {_not_a_file(path)}")
         return sorted(found.values(), key=lambda f: f.display), missing
 
     def native_files(self) -> list[DiscoveredFile]:
@@ -104,7 +101,7 @@ class Discovery:
             except OSError as exc:
                 reason = exc.strerror or type(exc).__name__
                 shown = display_path(directory, self._cwd)
-                self.unreadable.append(f"{shown}: cannot read the directory ({reason}); skipped")
+                self.skipped.append(f"{shown}: cannot read the directory ({reason}); skipped")
                 continue
             for entry in entries:
                 path = Path(entry.path)
@@ -112,6 +109,16 @@ class Discovery:
                     is_dir = entry.is_dir(follow_symlinks=False)
                     is_file = entry.is_file()
                 except OSError:
+                    is_dir = is_file = False
+                if (
+                    not is_dir
+                    and not is_file
+                    and entry.name.endswith(PYTHON_SUFFIXES + NATIVE_SUFFIXES)
+                    and not _is_dir(path)  # a link to a directory: not followed, as git does
+                    and not self._excluded(path, is_dir=False)
+                ):
+                    shown = display_path(path, self._cwd)
+                    self.skipped.append(f"{shown}: {_not_a_file(path)}; skipped")
                     continue
                 if is_dir and not self._excluded(path, is_dir=True):
                     stack.append(path)
@@ -168,6 +175,29 @@ class Discovery:
             for parent in path.parents
             if _is_under(parent, self._cwd) and parent != self._cwd
         )
+
+
+def _kind(path: Path) -> tuple[bool, bool]:
+    """(a directory, a regular file) for ``path``, links followed; both False where it cannot
+    be known (a broken link, a link loop, a parent without permission)."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return False, False
+    return stat.S_ISDIR(mode), stat.S_ISREG(mode)
+
+
+def _is_dir(path: Path) -> bool:
+    return _kind(path)[0]
+
+
+def _not_a_file(path: Path) -> str:
+    """Why a path named or met is not checked: 'no such file or directory', 'not a regular
+    file (a named pipe)', 'a broken symbolic link (to x.py)', 'a symbolic link loop'..."""
+    what = what_is(path)
+    if what.startswith(("a named pipe", "a socket", "a character device", "a block device")):
+        return f"not a regular file ({what})"
+    return what
 
 
 def _is_file(path: Path) -> bool:

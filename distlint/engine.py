@@ -45,6 +45,7 @@ from distlint.findings import (
 from distlint.imports import module_name_for
 from distlint.positions import NodeRange, node_ranges
 from distlint.registry import Rule, all_rules
+from distlint.regular_files import read_regular_file
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
@@ -128,7 +129,7 @@ def check_path(file_path: Path, display_path: str, settings: FileSettings) -> Fi
 
     def source(_: str) -> str | None:
         try:
-            return decode_source(file_path.read_bytes())
+            return decode_source(read_regular_file(file_path))
         except (OSError, SourceError):
             return None
 
@@ -427,7 +428,7 @@ def analyze_path(
         size = file_path.stat().st_size
         if size > MAX_FILE_BYTES:  # not even read
             return _too_large(display_path, size)
-        data = file_path.read_bytes()
+        data = read_regular_file(file_path)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         return _unparsable(display_path, f"cannot read file: {reason}", 1, 0)

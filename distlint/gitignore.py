@@ -26,6 +26,8 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
+from distlint.regular_files import read_regular_file, read_regular_text
+
 IGNORE_FILE_NAME = ".gitignore"
 
 _SLASH = ord("/")
@@ -186,7 +188,7 @@ def info_exclude_path(root: Path) -> Path | None:
     if git_dir is None:
         return None
     try:
-        common_dir = git_dir / (git_dir / "commondir").read_text("utf-8").strip()
+        common_dir = git_dir / read_regular_text(git_dir / "commondir").strip()
     except (OSError, UnicodeDecodeError):
         common_dir = git_dir  # a submodule's own git dir, or an old-style worktree
     return common_dir / "info" / "exclude"
@@ -195,7 +197,7 @@ def info_exclude_path(root: Path) -> Path | None:
 def _read_gitdir_link(dot_git: Path) -> Path | None:
     """The directory a ``.git`` file points to (``gitdir: <path>``), relative to its dir."""
     try:
-        first_line = dot_git.read_text("utf-8").splitlines()[0]
+        first_line = read_regular_text(dot_git).splitlines()[0]
     except (OSError, UnicodeDecodeError, IndexError):
         return None
     prefix = "gitdir:"
@@ -219,7 +221,7 @@ def _read_patterns(ignore_file: Path, *, follow_symlink: bool) -> list[IgnorePat
     try:
         if not follow_symlink and ignore_file.is_symlink():
             return []
-        content = ignore_file.read_bytes()
+        content = read_regular_file(ignore_file)
     except OSError:
         return []
     return parse_ignore_file(content.decode("utf-8", errors="replace"))

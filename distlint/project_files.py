@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from distlint.gitignore import find_repo_root
+from distlint.regular_files import read_regular_file
 from distlint.source import SourceError, decode_source
 
 ROOT_MARKERS = ("pyproject.toml", "distlint.toml")
@@ -84,7 +85,7 @@ class _ModuleIndex:
         found: list[Path] = []
         try:
             data = self._contents.get(file)
-            text = decode_source(data if data is not None else file.read_bytes())
+            text = decode_source(data if data is not None else read_regular_file(file))
         except (OSError, SourceError):
             text = ""
         absolute, relative = _imported_names(text, file)

@@ -224,11 +224,20 @@ def reads_any(expr: cst.BaseExpression, names: Collection[str]) -> bool:
     return False
 
 
-def runs_whenever_called(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> bool:
+# per block (by id): the position of each statement, and of the first that may leave it
+BlockExits = dict[int, tuple[dict[int, int], int]]
+
+
+def runs_whenever_called(
+    ancestors: Sequence[cst.CSTNode], node: cst.CSTNode, exits: BlockExits | None = None
+) -> bool:
     """Whether ``node``, under ``ancestors`` (outermost first), runs every time its function
     runs: not under an ``if``/conditional expression/``match`` case/``except``/``while``, not
     the right operand of ``and``/``or``, and not after an earlier statement of its block that
-    may ``return``, ``raise``, ``break`` or ``continue``. Loop and ``with`` bodies count."""
+    may ``return``, ``raise``, ``break`` or ``continue``. Loop and ``with`` bodies count.
+    ``exits`` keeps what was learned of each block, for the next node of the same file."""
+    if exits is None:
+        exits = {}
     chain = [*ancestors, node]
     for index in range(len(chain) - 1, 0, -1):
         parent, child = chain[index - 1], chain[index]
@@ -244,11 +253,14 @@ def runs_whenever_called(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) ->
             if child is parent.right:  # type: ignore[attr-defined]
                 return False
         elif kind is cst.IndentedBlock or kind is cst.Module:
-            for earlier in parent.body:  # type: ignore[attr-defined]
-                if earlier is child:
-                    break
-                if _may_leave(earlier):
-                    return False
+            known = exits.get(id(parent))
+            if known is None:
+                body = parent.body  # type: ignore[attr-defined]
+                first = next((i for i, stmt in enumerate(body) if _may_leave(stmt)), len(body))
+                known = exits[id(parent)] = ({id(stmt): i for i, stmt in enumerate(body)}, first)
+            positions, first = known
+            if positions.get(id(child), 0) > first:
+                return False
     return True
 
 

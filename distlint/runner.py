@@ -65,6 +65,7 @@ from distlint.findings import Finding, ToolError
 from distlint.imports import module_name_for
 from distlint.project_files import project_root, related_files
 from distlint.registry import all_rules
+from distlint.regular_files import read_regular_file
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.spans import SourceLookup
 from distlint.source import SourceError, decode_source
@@ -111,7 +112,7 @@ def native_sources(
     found = []
     for file in files:
         try:
-            data = file.path.read_bytes()
+            data = read_regular_file(file.path)
         except OSError:
             continue
         if b"TORCH_LIBRARY" not in data:
@@ -186,11 +187,14 @@ def check_alone(
     data: bytes,
     display: str,
     settings: FileSettings,
-    module_name: str | None,
-    is_package: bool,
-    file_timeout: float | None,
+    module_name: str | None = None,
+    is_package: bool = False,
+    file_timeout: float | None = FILE_TIMEOUT,
 ) -> FileResult:
-    """:func:`distlint.engine.check_bytes` (stdin), in a worker when there is a budget."""
+    """:func:`distlint.engine.check_bytes` (stdin; the library's one-file check) in a worker
+    process with the command line's budget: a file past ``file_timeout`` seconds, or one
+    that kills its worker, is a DL000 and the caller goes on. ``file_timeout=None``: in
+    this process, no budget (what ``check_bytes`` itself does)."""
     args = (data, display, settings, module_name, is_package)
     if file_timeout is None:
         return check_bytes(*args)
@@ -371,7 +375,7 @@ def _first_pass_cached(
     results: dict[int, FileResult] = {}
     for index, task in enumerate(tasks):
         try:
-            data = task.data if task.data is not None else task.path.read_bytes()
+            data = task.data if task.data is not None else read_regular_file(task.path)
         except OSError:
             keys.append(None)  # the pass reports the unreadable file
             continue
@@ -430,7 +434,7 @@ class FileSources:
                 path = self.paths.get(display)
                 if path is None:
                     return None
-                data = path.read_bytes()
+                data = read_regular_file(path)
             return decode_source(data)
         except (OSError, SourceError):
             return None
@@ -546,7 +550,7 @@ def _may_crash_parser(path: Path) -> bool:
     try:
         if path.stat().st_size <= _LONG_LINE:
             return False
-        data = path.read_bytes()
+        data = read_regular_file(path)
     except OSError:
         return False
     return any(len(line) > _LONG_LINE for line in data.splitlines())

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from distlint.config import CliOverrides, ConfigResolver, FileSettings, settings_for
 from distlint.findings import Finding, ToolError
+from distlint.regular_files import read_regular_file
 from distlint.source import SourceError, decode_source
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class CheckSession:
     project_timeout: float | None = None  # seconds for linking and project rules (None: none)
     files: list[DiscoveredFile] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
-    unreadable: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # what discovery skipped, and why
     enabled_union: set[str] = field(default_factory=set)
     # standard input: its display name ("-" when no --stdin-filename), bytes and settings
     stdin_display: str | None = None
@@ -85,7 +86,7 @@ class CheckSession:
         )
         discovery = Discovery(resolver, cwd, force_exclude=force_exclude)
         session.files, session.notices = discovery.files(paths)
-        session.unreadable = discovery.unreadable
+        session.skipped = discovery.skipped
         for file in session.files:
             settings = settings_for(resolver.for_path(file.path), overrides, file.path)
             session.enabled_union |= settings.enabled
@@ -190,11 +191,18 @@ class CheckSession:
                 return file.path
         return None
 
+    def paths(self) -> dict[str, Path]:
+        """Display path -> file on disk, for every file of the run (the named files, the
+        project files linked with them, a named standard input)."""
+        found = {task.display: task.path for task in self.tasks}
+        found.update((file.display, file.path) for file in self.files)
+        return found
+
     def original_bytes(self, display: str) -> bytes | None:
         if display not in self._bytes:
             path = self.path_of(display)
             try:
-                self._bytes[display] = path.read_bytes() if path is not None else None
+                self._bytes[display] = read_regular_file(path) if path is not None else None
             except OSError:
                 self._bytes[display] = None
         return self._bytes[display]

@@ -32,6 +32,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from distlint.regular_files import read_regular_text
+
 _NAME = re.compile(r"^\s*(?:pytorch::)?(?P<name>pytorch|torch)(?![\w.-])\s*(?:\[[^\]]*\])?", re.I)
 _SPEC = re.compile(r"^\s*(?P<op>===|~=|==|>=|<=|!=|>|<|=)?\s*(?P<version>\d+(?:\.[\w*+!-]+)*)\s*$")
 _LOWER_OPS = {None, "===", "~=", "==", ">=", ">", "="}
@@ -87,7 +89,7 @@ def _first(requirements: list[str], source: str) -> TorchRequirement | None:
 def _pyproject(root: Path) -> TorchRequirement | None:
     path = root / "pyproject.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular_text(path))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     dependencies = data.get("project", {}).get("dependencies")
@@ -101,7 +103,7 @@ def _requirements_files(root: Path) -> TorchRequirement | None:
     files = sorted(root.glob("requirements*.txt")) + sorted(root.glob("requirements/*.txt"))
     for path in files:
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = read_regular_text(path).splitlines()
         except (OSError, UnicodeDecodeError):
             continue
         wanted = [line for line in lines if line.strip() and not line.lstrip().startswith("-")]
@@ -114,10 +116,9 @@ def _requirements_files(root: Path) -> TorchRequirement | None:
 def _setup_cfg(root: Path) -> TorchRequirement | None:
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        if not parser.read(root / "setup.cfg", encoding="utf-8"):
-            return None
+        parser.read_string(read_regular_text(root / "setup.cfg"))
         raw = parser.get("options", "install_requires", fallback="")
-    except (configparser.Error, UnicodeDecodeError):
+    except (OSError, configparser.Error, UnicodeDecodeError):
         return None
     lines = [line for line in raw.splitlines() if line.strip()]
     return _first(lines, "setup.cfg [options] install_requires")
@@ -125,7 +126,7 @@ def _setup_cfg(root: Path) -> TorchRequirement | None:
 
 def _setup_py(root: Path) -> TorchRequirement | None:
     try:
-        tree = ast.parse((root / "setup.py").read_text(encoding="utf-8"))
+        tree = ast.parse(read_regular_text(root / "setup.py"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return None
     literals: dict[str, list[str]] = {}
@@ -164,7 +165,7 @@ _YAML_ITEM = re.compile(r"^\s*-\s*(?P<item>[^#]+?)\s*(?:#.*)?$")
 def _environment(root: Path) -> TorchRequirement | None:
     for name in ("environment.yml", "environment.yaml"):
         try:
-            lines = (root / name).read_text(encoding="utf-8").splitlines()
+            lines = read_regular_text(root / name).splitlines()
         except (OSError, UnicodeDecodeError):
             continue
         items = [m["item"].strip("'\"") for line in lines if (m := _YAML_ITEM.match(line))]

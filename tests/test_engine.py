@@ -297,14 +297,16 @@ def test_unreadable_file_is_a_dl000_naming_it(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "secret.py"
     path.write_text(DL203_SRC)
-    real_read_bytes = Path.read_bytes
+    import distlint.regular_files
 
-    def read_bytes(self: Path) -> bytes:
-        if self.name == "secret.py":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read_bytes(self)
+    real_open = distlint.regular_files.os.open
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    def open_file(path, flags, *args):  # type: ignore[no-untyped-def]
+        if Path(path).name == "secret.py":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(distlint.regular_files.os, "open", open_file)
     result = cli(["check", "--format", "json", "secret.py"])
     findings = json.loads(result.stdout)
     assert result.exit_code == 1

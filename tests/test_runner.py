@@ -455,3 +455,48 @@ def test_project_budget_precedence_and_configuration(tmp_path: Path) -> None:
     code, findings, stderr = _check(tmp_path, "f.py")
     assert code == 2
     assert "key 'project-timeout' in [tool.distlint] must be a number of seconds" in stderr
+
+
+def _crash_in_the_parser(text: str):
+    import faulthandler
+    import os
+    import signal
+
+    faulthandler.disable()  # pytest's, inherited: the crash is expected
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def test_library_callers_get_the_budget_and_the_isolation(tmp_path: Path, monkeypatch) -> None:
+    """The Python entry points (README, "From Python"): CheckSession has the command line's
+    budget by default, check_alone too (one file, in a worker); engine.check_* do not."""
+    import inspect
+
+    from distlint import engine, runner
+    from distlint.config import CliOverrides, ConfigResolver, FileSettings
+    from distlint.session import CheckSession
+
+    (tmp_path / "a.py").write_text(FINDING)
+    session = CheckSession.for_paths(
+        [tmp_path],
+        ConfigResolver(),
+        CliOverrides(),
+        tmp_path,
+        force_exclude=False,
+        jobs=1,
+        cache=None,
+    )
+    assert session.file_timeout == runner.FILE_TIMEOUT
+    assert [f.code for f in session.check()] == ["DL502"]
+    default = inspect.signature(runner.check_alone).parameters["file_timeout"].default
+    assert default == runner.FILE_TIMEOUT
+
+    settings = FileSettings(enabled=frozenset({"DL000", "DL502"}))
+    slow = runner.check_alone(b"x = 1\n" * 300_000, "slow.py", settings, file_timeout=0.2)
+    assert [f.message for f in slow.findings] == [
+        "not checked: exceeded the 0.2 s budget for one file (--file-timeout)"
+    ]
+    monkeypatch.setattr(engine, "parse_module", _crash_in_the_parser)  # forked workers inherit it
+    crashed = runner.check_alone(FINDING.encode(), "crash.py", settings)
+    assert [f.message for f in crashed.findings] == [
+        "the parser crashed on this file (the process died: SIGSEGV); it was not checked"
+    ]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity, ToolError
 from distlint.registry import Rule
+from distlint.regular_files import read_regular_file
 
 if TYPE_CHECKING:
     from distlint.confirm.match import ConfirmRun
@@ -33,6 +34,8 @@ class Report:
     fixed: Counter[tuple[str, str, str]] | None = None
     unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes count as applicable
     baselined: int | None = None  # with a configured baseline: the findings it held (not shown)
+    # display path -> the file on disk, for names the display escapes (SARIF URIs use the real one)
+    files: dict[str, Path] = field(default_factory=dict)
 
     def counts(self) -> dict[Severity, int]:
         tally = dict.fromkeys(Severity, 0)
@@ -55,7 +58,7 @@ def source_reader(paths: dict[str, Path], overrides: dict[str, str]) -> Callable
         if display not in cache:
             path = paths.get(display)
             try:
-                cache[display] = decode_source(path.read_bytes()) if path else None
+                cache[display] = decode_source(read_regular_file(path)) if path else None
             except (OSError, SourceError):
                 cache[display] = None
         return cache[display]

@@ -243,13 +243,15 @@ class _SarifBuilder:
         return self._artifacts[path]
 
     def _artifact(self, path: str) -> om.ArtifactLocation:
-        absolute = Path(os.path.normpath(self.cwd / path))
+        # the file's real name: a display path escapes bytes that are not UTF-8 ("bad\\xff.py"),
+        # the URI percent-encodes them ("bad%FF.py", RFC 3986)
+        absolute = Path(os.path.normpath(self.report.files.get(path) or self.cwd / path))
         for base, target in ((self.root, absolute), (self.root.resolve(), absolute.resolve())):
             try:
                 relative = target.relative_to(base).as_posix()
             except ValueError:
                 continue
-            return om.ArtifactLocation(uri=quote(relative), uri_base_id=SRCROOT)
+            return om.ArtifactLocation(uri=quote(os.fsencode(relative)), uri_base_id=SRCROOT)
         return om.ArtifactLocation(uri=PurePosixPath(absolute.as_posix()).as_uri())
 
     def line_hash(self, path: str, line: int) -> str | None:

@@ -837,6 +837,7 @@ def _bindings(node: cst.CSTNode) -> Iterator[tuple[str, str]]:
                     yield target.target.value, value
 
 
+@functools.lru_cache(maxsize=64)  # asked once per block and name use below it: scanned once
 def _after_early_exit_guard(block: cst.IndentedBlock | cst.Module) -> frozenset[int]:
     """Ids of the statements of ``block`` that follow ``if <version or feature test>: return``.
 

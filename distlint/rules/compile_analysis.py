@@ -251,25 +251,29 @@ def _function_body(func: cst.FunctionDef) -> Sequence[cst.CSTNode]:
     return (func.body,)
 
 
-def own_nodes(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
+def own_nodes(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CSTNode]]]:
     """Every node under ``node`` (itself included) with its ancestors below ``node``.
 
     Nested function, lambda and class bodies are left out: they are scopes of their own.
+    The ancestors are one list updated in place (a copy per node was quadratic on deep
+    expressions): read them before the next node, copy them to keep them.
     """
     from distlint.walker import children
 
-    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(node, ())]
+    parents: list[cst.CSTNode] = []
+    stack: list[tuple[cst.CSTNode, int]] = [(node, 0)]
     while stack:
-        current, parents = stack.pop()
+        current, depth = stack.pop()
+        del parents[depth:]
         yield current, parents
         if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        below = (*parents, current)
+        parents.append(current)
         for child in reversed(children(current)):
-            stack.append((child, below))
+            stack.append((child, depth + 1))
 
 
-def function_nodes(func: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
+def function_nodes(func: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CSTNode]]]:
     """Every node of ``func``'s own body (not nested scopes) with its ancestors in the body."""
     for stmt in _function_body(func):
         yield from own_nodes(stmt)
@@ -292,6 +296,7 @@ class TensorGuess:
         self.params: dict[str, cst.Param] = {}
         self._busy: dict[str, bool] = {}
         self._memo: dict[str, bool] = {}
+        self._uses: dict[str, str] | None = None  # name -> control | range (see name_uses)
         if func is not None:
             for param in _params(func.params):
                 self.params[param.name.value] = param
@@ -363,6 +368,13 @@ class TensorGuess:
         if top:
             self._memo[name] = result
         return result
+
+    def name_uses(self, is_builtin) -> dict[str, str]:  # type: ignore[no-untyped-def]
+        """How the function's names are used (see ``_name_uses``), one pass per function
+        (one per conversion was quadratic in a long compiled function)."""
+        if self._uses is None:
+            self._uses = _name_uses(self.func, is_builtin) if self.func is not None else {}
+        return self._uses
 
     def _param_is_tensor(self, param: cst.Param) -> bool:
         if param.annotation is None:
@@ -624,7 +636,7 @@ def classify_conversion(
     else:
         name = _assigned_name(call, parents)
         if name is not None and guess.func is not None:
-            use = _name_use(name, guess.func, is_builtin)
+            use = guess.name_uses(is_builtin).get(name, "value")
     return Conversion(call, kind, use, integer, floating)
 
 
@@ -656,15 +668,18 @@ def _assigned_name(node: cst.CSTNode, parents: Sequence[cst.CSTNode]) -> str | N
     return None
 
 
-def _name_use(name: str, func: cst.FunctionDef, is_builtin) -> str:  # type: ignore[no-untyped-def]
-    use = "value"
+def _name_uses(func: cst.FunctionDef, is_builtin) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """How each name of ``func``'s body is used: "control" if some use is in a test,
+    else "range" if some use is in a ``range()`` argument (other names: "value")."""
+    uses: dict[str, str] = {}
     for node, parents in function_nodes(func):
-        if isinstance(node, cst.Name) and node.value == name:
-            if in_test(node, parents):
-                return "control"
-            if in_range_call(node, parents, is_builtin):
-                use = "range"
-    return use
+        if not isinstance(node, cst.Name) or uses.get(node.value) == "control":
+            continue
+        if in_test(node, parents):
+            uses[node.value] = "control"
+        elif in_range_call(node, parents, is_builtin):
+            uses[node.value] = "range"
+    return uses
 
 
 # -- names and attributes bound in a scope (region rules that ask what a name holds) -----------

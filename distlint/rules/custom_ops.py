@@ -525,6 +525,8 @@ class _OpIndex:
     autograd: set[str] = field(default_factory=set)
     kernels: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     uses: list[tuple[str, OpRecord]] = field(default_factory=list)
+    # ("q", qualname) / ("r", py_ref) -> positions in ``uses``; built on the first uses_of
+    _uses_by_key: dict[tuple[str, str], list[int]] | None = None
 
     @classmethod
     def build(cls, records: Iterable[tuple[str, object]]) -> _OpIndex:
@@ -581,11 +583,19 @@ class _OpIndex:
         )
 
     def uses_of(self, op: OpRecord) -> Iterator[tuple[str, OpRecord]]:
-        for path, use in self.uses:
-            by_name = use.qualname is not None and use.qualname == op.qualname
-            by_ref = use.py_ref is not None and use.py_ref == op.py_ref
-            if by_name or by_ref:
-                yield path, use
+        """The uses of ``op`` (same qualname or same Python reference), in record order."""
+        if self._uses_by_key is None:  # one index for all ops (a scan per op was quadratic)
+            self._uses_by_key = defaultdict(list)
+            for position, (_path, use) in enumerate(self.uses):
+                for key in {("q", use.qualname), ("r", use.py_ref)}:
+                    if key[1] is not None:
+                        self._uses_by_key[key].append(position)
+        positions = {
+            *self._uses_by_key.get(("q", op.qualname), ()),
+            *self._uses_by_key.get(("r", op.py_ref), ()),
+        }
+        for position in sorted(positions):
+            yield self.uses[position]
 
 
 def _lacks_fake(index: _OpIndex, op: OpRecord) -> bool:

@@ -62,6 +62,7 @@ class ExplicitGraphBreak(_RegionRule):
     def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
         super().__init__(ctx)
         self._reported: set[int] = set()
+        self._assigned: dict[str, list[cst.BaseExpression]] | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         region = self.ctx.region
@@ -116,19 +117,23 @@ class ExplicitGraphBreak(_RegionRule):
             return None
         if _locally_bound(self.ctx, receiver.value):
             return None
-        values = [
-            stmt.value
-            for stmt in scope_statements(self.ctx.module.body)
-            if isinstance(stmt, cst.Assign)
-            and any(
-                isinstance(t.target, cst.Name) and t.target.value == receiver.value
-                for t in stmt.targets
-            )
-        ]
+        values = self._module_assignments().get(receiver.value, [])
         if len(values) != 1 or not isinstance(values[0], cst.Call):
             return None
         func = values[0].func
         return _module_class(self.ctx.module, func.value) if isinstance(func, cst.Name) else None
+
+    def _module_assignments(self) -> dict[str, list[cst.BaseExpression]]:
+        """Module-level ``NAME = value`` values by name, read once per file (a scan of the
+        module per call was quadratic: a file of 800 ``lib.define(...)`` calls)."""
+        if self._assigned is None:
+            self._assigned = {}
+            for stmt in scope_statements(self.ctx.module.body):
+                if isinstance(stmt, cst.Assign):
+                    names = {t.target.value for t in stmt.targets if isinstance(t.target, cst.Name)}
+                    for name in names:
+                        self._assigned.setdefault(name, []).append(stmt.value)
+        return self._assigned
 
     def _report(self, node: cst.Call, name: str, region, operator: str | None) -> None:  # type: ignore[no-untyped-def]
         if id(node) in self._reported:

@@ -73,8 +73,7 @@ class _RegionRule(Rule):
         return not self.ctx._table().is_bound(name)
 
     def spell(self, node: cst.CSTNode, limit: int = 60) -> str:
-        text = " ".join(self.ctx.module.code_for_node(node).split())
-        return text if len(text) <= limit else text[: limit - 3] + "..."
+        return self.ctx.spellings.spell(node, limit)
 
 
 # -- detectors shared by DL105 ------------------------------------------------------------------

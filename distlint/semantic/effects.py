@@ -337,13 +337,25 @@ class EffectAnalysis:
             if other is not None and other in self.facts.functions:
                 other_summary = self.facts.functions[other]
                 candidates.extend(self._one_sided(other_summary.effects, other))
+        # Branches with the same collectives and the same condition pair alike: compare each
+        # such group once (a function of 800 ``if rank == i % 3:`` branches has 3 groups).
+        groups: dict[tuple, list[Effect]] = {}
+        for effect, kinds, names in candidates:
+            cond = effect.cond
+            key = (kinds, names, cond.text if cond else None, cond.why if cond else None)
+            groups.setdefault(key, []).append(effect)
+        keys = list(groups)
         paired: set[int] = set()
-        for i, (first, kinds, names) in enumerate(candidates):
-            for second, other_kinds, other_names in candidates[i + 1 :]:
-                if kinds != other_kinds or not names & other_names:
+        for i, key in enumerate(keys):
+            first = groups[key]
+            if len(first) > 1 and _opposite(first[0].cond, first[1].cond):
+                paired.update(id(effect) for effect in first)
+            for other in keys[i + 1 :]:
+                if key[0] != other[0] or not key[1] & other[1]:
                     continue
-                if _opposite(first.cond, second.cond):
-                    paired.update((id(first), id(second)))
+                second = groups[other]
+                if _opposite(first[0].cond, second[0].cond):
+                    paired.update(id(effect) for effect in (*first, *second))
         return paired
 
     def _one_sided(

@@ -486,6 +486,11 @@ class RankFlow:
             stack: list[cst.CSTNode] = [block]
             while stack:
                 item = stack.pop()
+                known = self._assigned_names.get(id(item)) if item is not block else None
+                if known is not None:  # an inner branch seen already (elif chains: linear)
+                    names.update(known[0])
+                    literal.update(known[1])
+                    continue
                 kind = type(item)
                 if kind is cst.FunctionDef or kind is cst.ClassDef or kind in _LITERALS:
                     continue

@@ -123,3 +123,34 @@ def test_the_long_run_script_reports_programs_crashes_and_hangs(tmp_path: Path) 
     assert (summary["programs"], summary["crashes"], summary["hangs"]) == (3, 0, 0)
     assert sum(summary["kinds"].values()) == 3
     assert not list((tmp_path / "keep").iterdir())
+
+
+def test_the_long_run_script_takes_a_mix_and_a_time_limit(tmp_path: Path) -> None:
+    """``--kinds`` (hypothesmith left out where it is not installed) and ``--seconds`` (no
+    batch handed out after it: 0 s runs none and still prints the summary)."""
+    import argparse
+    import json
+    import subprocess
+    import sys
+
+    import pytest
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    try:
+        from fuzz import parse_kinds
+    finally:
+        sys.path.pop(0)
+    assert parse_kinds("torch=0.9,mutant=0.1") == {"torch": 0.9, "mutant": 0.1}
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown kind 'python'"):
+        parse_kinds("python=1")
+    script = Path(__file__).resolve().parents[2] / "scripts" / "fuzz.py"
+    options = ["--programs", "50", "--seconds", "0", "--kinds", "torch=1"]
+    proc = subprocess.run(
+        [sys.executable, str(script), *options, "--keep", str(tmp_path / "keep")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert (summary["programs"], summary["crashes"], summary["hangs"]) == (0, 0, 0)
