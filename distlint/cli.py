@@ -21,19 +21,25 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from distlint import __version__
-from distlint.baseline import BaselineError
-from distlint.config import CliOverrides, ConfigError, ConfigResolver, settings_for, torch_floor
+from distlint.config.selection import is_valid_selector, normalize_selector, suggest_code
+from distlint.config.settings import (
+    CliOverrides,
+    ConfigError,
+    ConfigResolver,
+    settings_for,
+    torch_floor,
+)
 from distlint.confirm.cli import ConfirmRequest, confirm_options, register
 from distlint.findings import Finding, ToolError
-from distlint.registry import all_rules, get_rule
-from distlint.reporters import FORMATS, OUTPUT_FORMATS, Report, render, source_reader
-from distlint.reporters.text import statistics_rows
-from distlint.selection import is_valid_selector, normalize_selector, suggest_code
+from distlint.output.baseline import BaselineError
+from distlint.output.report import FORMATS, OUTPUT_FORMATS, Report, render, source_reader
+from distlint.output.text import statistics_rows
+from distlint.rules.registry import all_rules, get_rule
 
 if TYPE_CHECKING:
-    from distlint.cache import FirstPassCache
-    from distlint.fixes import FixRun
-    from distlint.session import CheckSession
+    from distlint.engine.cache import FirstPassCache
+    from distlint.engine.fixes import FixRun
+    from distlint.engine.session import CheckSession
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -328,8 +334,8 @@ class _Modes:
 
 
 def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object) -> int:
-    from distlint.gitignore import find_repo_root
-    from distlint.session import CheckSession
+    from distlint.config.gitignore import find_repo_root
+    from distlint.engine.session import CheckSession
 
     cwd = Path.cwd()
     config_file = opts["config_file"]
@@ -376,7 +382,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
     fix_run = None
     problems: list[str] = []  # files a fix or a noqa could not be written to, and why
     if modes.fix:
-        from distlint.fixes import fix_project
+        from distlint.engine.fixes import fix_project
 
         fix_run = fix_project(session.check, session.read, unsafe=modes.unsafe)
         findings = fix_run.findings
@@ -493,7 +499,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def _echo_diffs(fix_run: FixRun, session: CheckSession) -> None:
-    from distlint.fixes import unified_diff
+    from distlint.engine.fixes import unified_diff
 
     for display in fix_run.changed():
         sys.stdout.write(unified_diff(display, fix_run.originals[display], fix_run.texts[display]))
@@ -502,7 +508,7 @@ def _echo_diffs(fix_run: FixRun, session: CheckSession) -> None:
 
 def _emit_fix_summary(report: Report, opts: dict[str, object]) -> None:
     """``--fix-only``: what was fixed, not what is left."""
-    from distlint.reporters.text import fix_summary_lines
+    from distlint.output.text import fix_summary_lines
 
     if opts["quiet"] or str(opts["fmt"]) != "text":
         return
@@ -517,7 +523,7 @@ def _apart_from_baseline(
     read: Callable[[str], str | None],
 ) -> tuple[list[Finding], list[Finding] | None]:
     """(findings to report, findings a configured baseline holds; None when none is set)."""
-    from distlint.baseline import split
+    from distlint.output.baseline import split
 
     by_display: dict[str, Path | None] = {}
 
@@ -540,7 +546,7 @@ def _write_baseline(
     problems: list[str],
 ) -> int:
     """``--baseline FILE``: record every current finding; exit 0 unless something failed."""
-    from distlint.baseline import write
+    from distlint.output.baseline import write
 
     count = write(target, findings, read, Path.cwd())
     click.echo(f"Wrote {_plural(count, 'finding')} to the baseline {target}.", err=True)
@@ -555,8 +561,8 @@ def _write_baseline(
 
 def _add_noqa(session: CheckSession, findings: list[Finding], stdin_mode: bool) -> int:
     """``--add-noqa``: write the comments, say how many; exit 0 unless something failed."""
-    from distlint.fixes import parse_error
-    from distlint.noqa import add_noqa
+    from distlint.engine.fixes import parse_error
+    from distlint.engine.noqa import add_noqa
 
     by_path: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -597,8 +603,8 @@ def _add_noqa(session: CheckSession, findings: list[Finding], stdin_mode: bool) 
 
 def _open_cache(directory: Path | None) -> FirstPassCache | None:
     """The first-pass cache (None when it cannot be created: the run goes on without)."""
-    from distlint.cache import FirstPassCache, default_directory
-    from distlint.project_files import project_root
+    from distlint.config.project_files import project_root
+    from distlint.engine.cache import FirstPassCache, default_directory
 
     if directory is None:
         directory = default_directory(project_root(Path.cwd()) or Path.cwd())
@@ -640,7 +646,7 @@ def _emit(report: Report, opts: dict[str, object], err: bool = False) -> None:
 
 
 def _sarif(report: Report, opts: dict[str, object]) -> str:
-    from distlint.reporters.sarif import render_sarif
+    from distlint.output.sarif import render_sarif
 
     return render_sarif(report, category=opts.get("sarif_category"))  # type: ignore[arg-type]
 
@@ -681,7 +687,7 @@ def rules_command(fmt: str) -> None:
 @click.argument("code")
 def rule_command(code: str) -> None:
     """Print the documentation of rule CODE (e.g. DL201)."""
-    from distlint.docs import rule_doc
+    from distlint.output.docs import rule_doc
 
     rule = get_rule(code)
     if rule is None:
@@ -709,9 +715,9 @@ def rule_command(code: str) -> None:
 )
 def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path | None) -> None:
     """Show the compiled roots, the functions they reach, and rank-divergent collectives."""
-    from distlint.discovery import Discovery
-    from distlint.explain import explain, render_text
-    from distlint.runner import Task, default_jobs, first_pass, link_results
+    from distlint.config.discovery import Discovery
+    from distlint.engine.runner import Task, default_jobs, first_pass, link_results
+    from distlint.output.explain import explain, render_text
 
     try:
         resolver = ConfigResolver(forced=config_file)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.cache import FirstPassCache
+from distlint.engine.cache import FirstPassCache
 
 DISTLINT = (sys.executable, "-m", "distlint", "check")
 

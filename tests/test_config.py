@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from distlint.cli import main
-from distlint.config import (
+from distlint.config.settings import (
     CliOverrides,
     Config,
     ConfigError,
@@ -18,7 +18,7 @@ from distlint.config import (
     load_config_file,
     settings_for,
 )
-from distlint.torch_tables import available_versions
+from distlint.knowledge.torch_tables import available_versions
 
 BOTH_SRC = """\
 import torch

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from distlint.cli import main
-from distlint.config import ConfigResolver
-from distlint.discovery import Discovery, display_path
+from distlint.config.discovery import Discovery, display_path
+from distlint.config.settings import ConfigResolver
 
 SRC = 'import torch\n\ng = torch.compile(print, backend="nvfuser")\n'  # one DL502
 
@@ -270,7 +270,7 @@ def test_an_unreadable_directory_is_reported_and_skipped(
     """A subdirectory without read permission (simulated: the test may run as root, for whom
     permissions do not apply): a warning names it, the other files are still checked, and the
     exit code is the findings' (not 2)."""
-    import distlint.discovery as discovery_module
+    import distlint.config.discovery as discovery_module
 
     touch(root, "a.py", "locked/b.py")
     locked = root / "locked"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.config import FileSettings
+from distlint.config.settings import FileSettings
 from tests.expectations import expected_findings
 
 FOLDER = Path(__file__).resolve().parent.parent / "fixtures" / "DL201"
@@ -155,7 +155,7 @@ FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.p
 @cache
 def _findings(relative: str) -> frozenset[tuple[str, int, int]]:
     """DL201 findings of a fixture: alone, or with its package when it is in project/."""
-    from distlint.runner import Task, run
+    from distlint.engine.runner import Task, run
 
     path = FOLDER / relative
     paths = sorted(PROJECT.glob("*.py")) if path.parent == PROJECT else [path]

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from distlint.reporters.fingerprint import line_hash, line_hashes
+from distlint.output.fingerprint import line_hash, line_hashes
 
 _PROSE = "Lorem ipsum dolor sit amet.\n"
 _NEWLINE_EXPECTED = [

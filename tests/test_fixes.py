@@ -1,17 +1,18 @@
-"""Applying fixes (distlint/fixes.py): edits in order, overlaps, rounds, roll-back, encodings."""
+"""Applying fixes (distlint/engine/fixes.py): edits in order, overlaps, rounds, roll-back,
+encodings."""
 
 from __future__ import annotations
 
 import pytest
 
-from distlint.findings import Applicability, Edit, Finding, Fix, Position, Severity, Span
-from distlint.fixes import (
+from distlint.engine.fixes import (
     apply_fixes,
     encode_like,
     fix_project,
     parse_error,
     unified_diff,
 )
+from distlint.findings import Applicability, Edit, Finding, Fix, Position, Severity, Span
 
 # -- applying edits -------------------------------------------------------------------------------
 

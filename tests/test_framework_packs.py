@@ -1,4 +1,4 @@
-"""The framework knowledge packs (distlint/data/frameworks.json), one test per entry.
+"""The framework knowledge packs (distlint/knowledge/data/frameworks.json), one test per entry.
 
 Each entry has fixture lines of its own, tagged ``pack: <id>``: in
 ``fixtures/DL201/bad_frameworks.py`` a line whose ``# expect: DL201@COL`` finding the entry
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from distlint.config import FileSettings
-from distlint.runner import Task, run
+from distlint.config.settings import FileSettings
+from distlint.engine.runner import Task, run
 from distlint.semantic import packs
 from distlint.semantic.collectives import C10D_COLLECTIVES, FULLY_SHARD, WRAPPERS
 from distlint.semantic.ranks import RANK_ATTRIBUTES, RANK_PREDICATE_NAMES, is_rank_call_name

@@ -1,4 +1,4 @@
-"""Tests for distlint.gitignore: git's ignore rules, with git itself as the oracle.
+"""Tests for distlint.config.gitignore: git's ignore rules, with git itself as the oracle.
 
 The table below states the expected answer for each rule of ``git help gitignore``; where git
 is installed, ``test_table_agrees_with_git`` checks every row against ``git check-ignore``, and
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.gitignore import (
+from distlint.config.gitignore import (
     GitIgnore,
     find_repo_root,
     glob_to_regex,

@@ -1,6 +1,6 @@
 """docs/graph-breaks.md and the coverage map it is generated from (scripts/gen_graph_breaks.py).
 
-The map (distlint/data/graph_break_coverage.json) must list every graph-break id of the
+The map (distlint/knowledge/data/graph_break_coverage.json) must list every graph-break id of the
 installed torch's registry, each judged yes / partly / no; an id judged "yes" must name a rule;
 every rule it names must exist and its docs page (``distlint rule DLxxx``) must link the id's
 page; and the generated page must be up to date. Reading the registry never imports torch.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.registry import all_rules
+from distlint.rules.registry import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location(

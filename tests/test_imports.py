@@ -8,9 +8,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from distlint.config import FileSettings
-from distlint.engine import check_path, check_source
-from distlint.imports import ImportTable, canonical_name, dotted_name, module_name_for
+from distlint.config.settings import FileSettings
+from distlint.engine.checker import check_path, check_source
+from distlint.syntax.imports import ImportTable, canonical_name, dotted_name, module_name_for
 
 DL203_ON = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))
 

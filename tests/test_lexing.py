@@ -1,4 +1,5 @@
-"""The linear source scan (distlint/lexing.py): tokens as Python sees them, in linear time."""
+"""The linear source scan (distlint/syntax/lexing.py): tokens as Python sees them, in linear
+time."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import time
 
 import pytest
 
-from distlint.lexing import tokens
 from distlint.lsp.text import LineInfo
-from distlint.source import SourceError, check_nesting
-from distlint.suppressions import scan
+from distlint.syntax.lexing import tokens
+from distlint.syntax.source import SourceError, check_nesting
+from distlint.syntax.suppressions import scan
 
 
 def kinds(text: str, structure: bool = True) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""The C++/CUDA registration scanner (``distlint.native``) used by DL408 and DL404."""
+"""The C++/CUDA registration scanner (``distlint.knowledge.native``) used by DL408 and DL404."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import textwrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distlint.native import scan_native
+from distlint.knowledge.native import scan_native
 
 
 def entries(text: str) -> list[tuple[str, str, str, str, int, int, str | None]]:

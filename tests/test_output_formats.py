@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.headline import HEADLINE_MAX, headline
+from distlint.output.headline import HEADLINE_MAX, headline
 from tests.test_cli import DL203_SRC, DL502_SRC, cli
 
 # Messages as rules write them (DL201's is ~85 words).

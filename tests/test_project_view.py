@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.project_files import project_root, related_files
+from distlint.config.project_files import project_root, related_files
 
 DISTLINT = (sys.executable, "-m", "distlint", "check")
 

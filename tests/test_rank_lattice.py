@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.docs import parse_doc
+from distlint.output.docs import parse_doc
 from tests.project_util import check_sources
 
 RANK_RULES = ("DL201", "DL208", "DL209")

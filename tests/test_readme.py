@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.reporters import FORMATS
+from distlint.output.report import FORMATS
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -18,11 +18,11 @@ from distlint.findings import (
     Severity,
     Span,
 )
-from distlint.registry import all_rules
-from distlint.reporters import Report, render
-from distlint.reporters.github import annotation, escape_data, escape_property, render_github
-from distlint.reporters.json_format import finding_to_dict, render_json
-from distlint.reporters.text import render_text, summary_line
+from distlint.output.github import annotation, escape_data, escape_property, render_github
+from distlint.output.json_format import finding_to_dict, render_json
+from distlint.output.report import Report, render
+from distlint.output.text import render_text, summary_line
+from distlint.rules.registry import all_rules
 
 SOURCE = 'import torch\n\ng = torch.compile(print, backend="nvfuser")\n'
 

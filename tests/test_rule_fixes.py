@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import textwrap
 
-from distlint.config import FileSettings
-from distlint.engine import check_source
+from distlint.config.settings import FileSettings
+from distlint.engine.checker import check_source
+from distlint.engine.fixes import applicable, fix_project, parse_error
 from distlint.findings import Finding
-from distlint.fixes import applicable, fix_project, parse_error
 
 # -- the rules' fixes -----------------------------------------------------------------------------
 

@@ -7,10 +7,10 @@ import textwrap
 
 import pytest
 
-from distlint.config import FileSettings
-from distlint.engine import check_source
+from distlint.config.settings import FileSettings
+from distlint.engine.checker import check_source
 from distlint.findings import Finding, Severity
-from distlint.registry import get_rule
+from distlint.rules.registry import get_rule
 
 
 def findings(source: str, code: str) -> list[Finding]:

@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 
-from distlint.config import FileSettings
-from distlint.engine import check_source
+from distlint.config.settings import FileSettings
+from distlint.engine.checker import check_source
 from distlint.findings import Applicability, Finding, Severity
-from distlint.registry import get_rule
+from distlint.rules.registry import get_rule
 
 DL203_ONLY = FileSettings(enabled=frozenset({"DL203"}))
 DL502_ONLY = FileSettings(enabled=frozenset({"DL502"}))

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from distlint.config import FileSettings
-from distlint.engine import analyze_source, check_source
+from distlint.config.settings import FileSettings
+from distlint.engine.checker import analyze_source, check_source
+from distlint.engine.project import FileRecords, Project
 from distlint.findings import Finding, Severity
-from distlint.project import FileRecords, Project
-from distlint.registry import get_rule
+from distlint.rules.registry import get_rule
 from distlint.semantic.link import link
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

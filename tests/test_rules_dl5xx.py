@@ -9,11 +9,11 @@ import textwrap
 
 import pytest
 
-from distlint.config import FileSettings
-from distlint.engine import check_source
+from distlint.config.settings import FileSettings
+from distlint.engine.checker import check_source
 from distlint.findings import Applicability, Finding, Severity
-from distlint.registry import get_rule
 from distlint.rules.api_validation import deprecated_apis
+from distlint.rules.registry import get_rule
 
 
 def findings(source: str, code: str, torch_version: str | None = None) -> list[Finding]:
@@ -428,7 +428,7 @@ def test_dl501_silent_on_a_name_imported_from_another_library_on_some_path() -> 
 
 
 def _code_block(page: str, section: str) -> str:
-    from distlint.docs import docs_dir, parse_doc
+    from distlint.output.docs import docs_dir, parse_doc
 
     doc = parse_doc((docs_dir() / page).read_text(encoding="utf-8"))
     text = doc.sections[section]

@@ -18,7 +18,7 @@ FINDING = 'import torch\ntorch.compile(f, backend="nvfuser")\n'
 # isolated re-check), to exercise the recovery of a process killed by a native crash.
 BOOT = """
 import os, signal, sys
-import distlint.engine as engine
+import distlint.engine.checker as engine
 real = engine.parse_module
 def parse_module(text):
     if "CRASH_ME" in text:
@@ -68,8 +68,8 @@ def test_chained_lambdas_that_once_crashed_the_parser_are_checked(tmp_path: Path
 
 
 def test_a_file_that_stalls_the_parser_is_reported_after_the_timeout(tmp_path: Path) -> None:
-    from distlint.config import FileSettings
-    from distlint.runner import Task, _check_isolated
+    from distlint.config.settings import FileSettings
+    from distlint.engine.runner import Task, _check_isolated
 
     # LibCST needs minutes for a 5,000-link attribute chain (CPython rejects it outright).
     path = tmp_path / "stall.py"
@@ -170,8 +170,8 @@ def test_the_budget_comes_from_the_configuration(tmp_path: Path) -> None:
 
 
 def test_file_budget_precedence() -> None:
-    from distlint.config import Config
-    from distlint.runner import FILE_TIMEOUT, file_budget
+    from distlint.config.settings import Config
+    from distlint.engine.runner import FILE_TIMEOUT, file_budget
 
     assert file_budget(None, Config()) == FILE_TIMEOUT == 20
     assert file_budget(None, Config(file_timeout=3.0)) == 3.0
@@ -181,7 +181,7 @@ def test_file_budget_precedence() -> None:
 
 
 def _sleep_then(seconds: float, name: str):
-    from distlint.engine import FileResult
+    from distlint.engine.checker import FileResult
 
     time.sleep(seconds)
     return FileResult(name)
@@ -206,7 +206,7 @@ def _raise(name: str):
 
 
 def test_the_pool_replaces_a_worker_that_stalls_or_dies() -> None:
-    from distlint.runner import _Pool
+    from distlint.engine.runner import _Pool
 
     calls = [
         (_spin, ("spin.py",), "spin.py"),
@@ -236,8 +236,8 @@ def test_the_pool_replaces_a_worker_that_stalls_or_dies() -> None:
 
 
 def test_files_given_up_on_are_not_cached() -> None:
-    from distlint.engine import _unparsable
-    from distlint.runner import _cacheable
+    from distlint.engine.checker import _unparsable
+    from distlint.engine.runner import _cacheable
 
     assert not _cacheable(_unparsable("a.py", "not checked: exceeded the 1 s budget", 1, 0))
     assert not _cacheable(_unparsable("a.py", "the parser crashed on this file", 1, 0))
@@ -245,8 +245,8 @@ def test_files_given_up_on_are_not_cached() -> None:
 
 
 def test_a_file_over_the_size_cap_is_not_parsed(tmp_path: Path, monkeypatch) -> None:
-    from distlint import engine
-    from distlint.config import FileSettings
+    from distlint.config.settings import FileSettings
+    from distlint.engine import checker as engine
 
     big = tmp_path / "big.py"
     big.write_bytes(b"x = 1\n" * (2 * 1024 * 1024))  # 12 MiB

@@ -1,4 +1,4 @@
-"""SARIF output (distlint.reporters.sarif): schema-valid and shaped for GitHub code scanning.
+"""SARIF output (distlint.output.sarif): schema-valid and shaped for GitHub code scanning.
 
 Every log rendered here goes through ``assert_valid_sarif`` (both SARIF schemas, formats on).
 """
@@ -13,8 +13,7 @@ from urllib.parse import unquote
 import pytest
 import sarif_om as om
 
-import distlint.reporters.sarif as sarif
-from distlint.docs import parse_doc
+import distlint.output.sarif as sarif
 from distlint.findings import (
     Applicability,
     Edit,
@@ -26,9 +25,10 @@ from distlint.findings import (
     ToolError,
     make_position,
 )
-from distlint.registry import all_rules
-from distlint.reporters import Report, render
-from distlint.reporters.fingerprint import line_hashes
+from distlint.output.docs import parse_doc
+from distlint.output.fingerprint import line_hashes
+from distlint.output.report import Report, render
+from distlint.rules.registry import all_rules
 from tests.sarif_validation import assert_valid_sarif
 
 ROOT = Path("/home/ci/checkout")

@@ -17,10 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 
-import distlint.reporters.sarif as sarif
+import distlint.output.sarif as sarif
 from distlint.findings import Finding, Location, Severity, Span, make_position
-from distlint.registry import all_rules
-from distlint.reporters import Report
+from distlint.output.report import Report
+from distlint.rules.registry import all_rules
 from tests.sarif_validation import assert_valid_sarif
 
 ROOT = Path("/home/ci/checkout")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-from distlint.runner import Task, first_pass
+from distlint.engine.runner import Task, first_pass
 from distlint.semantic.effects import EffectAnalysis
 from tests.project_util import facts_of, settings, write_tree
 

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from distlint.cli import main
-from distlint.config import FileSettings
-from distlint.engine import check_source
+from distlint.config.settings import FileSettings
+from distlint.engine.checker import check_source
 
 DEFAULT = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))
 WITH_DL001 = FileSettings(enabled=frozenset({"DL000", "DL001", "DL203", "DL502"}))

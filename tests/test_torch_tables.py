@@ -1,4 +1,4 @@
-"""Tests for distlint.torch_tables and scripts/gen_torch_tables.py.
+"""Tests for distlint.knowledge.torch_tables and scripts/gen_torch_tables.py.
 
 Tests marked ``torch`` import the real torch: the drift test regenerates the tables and compares
 them with the shipped JSON, and the proof tests check every recorded fact against torch itself.
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from distlint.torch_tables import TorchTable, available_versions, closest, load_table
+from distlint.knowledge.torch_tables import TorchTable, available_versions, closest, load_table
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "distlint" / "data" / "torch-2.13.json"
+SHIPPED = ROOT / "distlint" / "knowledge" / "data" / "torch-2.13.json"
 
 
 def _generator():
@@ -174,7 +174,7 @@ def test_closest():
 def test_loader_does_not_import_torch():
     code = (
         "import sys\n"
-        "from distlint.torch_tables import load_table\n"
+        "from distlint.knowledge.torch_tables import load_table\n"
         "load_table(None).option_type('max_autotune')\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.torch_version import infer_requirement, lowest_version
+from distlint.config.torch_version import infer_requirement, lowest_version
 from tests.test_cli import cli
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -10,8 +10,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from distlint.positions import node_ranges
-from distlint.walker import children, walk
+from distlint.syntax.positions import node_ranges
+from distlint.syntax.walker import children, walk
 
 LIBCST_DIR = Path(cst.__file__).parent
 # Real files of moderate size from the installed libcst package (parsed fresh each run).

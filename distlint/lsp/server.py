@@ -1,7 +1,7 @@
 """``distlint server``: the language server (pygls 2).
 
 Diagnostics come from the editor's buffer text (unsaved contents included) through
-:func:`distlint.engine.check_source`; nothing of the user's code is imported or run, and
+:func:`distlint.engine.checker.check_source`; nothing of the user's code is imported or run, and
 confirm mode never runs here. Clients that support pull diagnostics (LSP 3.17
 ``textDocument/diagnostic``) get them on request; others get ``publishDiagnostics`` pushed on
 open, save and (debounced) change. Each diagnostic's ``data`` carries its fix edits and a
@@ -30,7 +30,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from distlint import __version__
-from distlint.config import (
+from distlint.config.settings import (
     CliOverrides,
     Config,
     ConfigError,
@@ -38,9 +38,8 @@ from distlint.config import (
     FileSettings,
     settings_for,
 )
-from distlint.engine import FileResult, check_source
+from distlint.engine.checker import FileResult, check_source
 from distlint.findings import Applicability, Finding, Severity, Span
-from distlint.headline import headline
 from distlint.lsp.text import (
     LineInfo,
     TextEdit,
@@ -52,8 +51,9 @@ from distlint.lsp.text import (
     to_client_units,
 )
 from distlint.meta import rule_url
-from distlint.registry import all_rules, get_rule
-from distlint.suppressions import scan
+from distlint.output.headline import headline
+from distlint.rules.registry import all_rules, get_rule
+from distlint.syntax.suppressions import scan
 
 logger = logging.getLogger("distlint.lsp")
 
@@ -156,7 +156,7 @@ def _analyse(job: Job, checked: Checked) -> None:
     module_name: str | None = None
     is_package = False
     if path is not None:
-        from distlint.imports import module_name_for
+        from distlint.syntax.imports import module_name_for
 
         module_name, is_package = module_name_for(path)
     display = str(path) if path is not None else job.uri
@@ -179,9 +179,9 @@ def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings
     """The buffer as that file of its project: the files it imports and those importing it
     are linked with it (open buffers replacing their files), through the first-pass cache at
     the project root, so cross-file findings reach the editor as they reach ``check .``."""
-    from distlint.cache import FirstPassCache, default_directory
-    from distlint.project_files import project_root
-    from distlint.runner import Task, context_tasks, run
+    from distlint.config.project_files import project_root
+    from distlint.engine.cache import FirstPassCache, default_directory
+    from distlint.engine.runner import Task, context_tasks, run
 
     data = job.text.encode("utf-8", "surrogatepass")
     contents = {Path(p): t.encode("utf-8", "surrogatepass") for p, t in job.other_texts.items()}
@@ -767,7 +767,7 @@ def rule_markdown(code: str) -> str | None:
     """Hover text for a code (its docs page) or a prefix (the rules it selects)."""
     rule = get_rule(code)
     if rule is not None:
-        from distlint.docs import rule_doc
+        from distlint.output.docs import rule_doc
 
         try:
             doc = rule_doc(rule.code)
@@ -789,7 +789,7 @@ def rule_markdown(code: str) -> str | None:
 def _markup(caps: types.ClientCapabilities, markdown: str) -> types.MarkupContent:
     formats = get_capability(caps, "text_document.hover.content_format", None)
     if formats and types.MarkupKind.Markdown not in formats:
-        from distlint.docs import markdown_to_text
+        from distlint.output.docs import markdown_to_text
 
         return types.MarkupContent(
             kind=types.MarkupKind.PlainText, value=markdown_to_text(markdown)

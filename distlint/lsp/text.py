@@ -12,12 +12,13 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from distlint.lexing import tokens
-from distlint.source import NEWLINES
+from distlint.syntax.lexing import tokens
+from distlint.syntax.source import NEWLINES
 
 # The engine's line breaks (and the LSP's): \r\n, \r and \n only, never \f or \u2028.
 
-# Blanket or listed noqa comments (the grammar of distlint.suppressions), distlint: ignore[...].
+# Blanket or listed noqa comments (the grammar of distlint.syntax.suppressions),
+# distlint: ignore[...].
 _NOQA = re.compile(
     r"#\s*noqa(?![\w-])(?P<colon>:\s*(?P<codes>[A-Za-z]+\d*(?:[\s,]+[A-Za-z]+\d*)*))?", re.I
 )
@@ -77,7 +78,7 @@ class LineInfo:
     """Per-line facts for placing a noqa comment: each line's comment, and where a statement's
     physical line continues (inside a multi-line string or after a backslash).
 
-    A linear scan of strings and comments (:mod:`distlint.lexing`, as for suppressions)
+    A linear scan of strings and comments (:mod:`distlint.syntax.lexing`, as for suppressions)
     rather than ``tokenize``: many times faster on large files, and it accepts any text.
     """
 

@@ -1,8 +1,9 @@
 """DL501, DL503, DL504: torch APIs called with names that torch does not have (or no longer wants).
 
 Facts come from data shipped with distlint, never from an imported torch:
-``distlint/data/torch-<version>.json`` (API signatures and config names, generated from torch by
-``scripts/gen_torch_tables.py``) and ``distlint/data/deprecated_torch.json`` (DL504).
+``distlint/knowledge/data/torch-<version>.json`` (API signatures and config names, generated
+from torch by
+``scripts/gen_torch_tables.py``) and ``distlint/knowledge/data/deprecated_torch.json`` (DL504).
 DL502 (``torch.compile`` backend/mode/options) lives in :mod:`distlint.rules.compile_options`.
 """
 
@@ -18,12 +19,12 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.guards import is_feature_guarded, is_version_test, probed_keywords
-from distlint.imports import ImportTable, dotted_name, scope_statements
-from distlint.regions import ends_in_exit, literal_value
-from distlint.registry import Rule
-from distlint.torch_tables import Signature, TorchTable, closest, load_table
-from distlint.walker import children, descendants, parameters
+from distlint.knowledge.torch_tables import Signature, TorchTable, closest, load_table
+from distlint.rules.registry import Rule
+from distlint.semantic.regions import ends_in_exit, literal_value
+from distlint.syntax.guards import is_feature_guarded, is_version_test, probed_keywords
+from distlint.syntax.imports import ImportTable, dotted_name, scope_statements
+from distlint.syntax.walker import children, descendants, parameters
 
 _PARTIAL = frozenset({"functools.partial"})
 _CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config")
@@ -351,9 +352,9 @@ class DeprecatedApi:
 
 @functools.cache
 def deprecated_apis() -> tuple[DeprecatedApi, ...]:
-    """The DL504 table (``distlint/data/deprecated_torch.json``)."""
+    """The DL504 table (``distlint/knowledge/data/deprecated_torch.json``)."""
     text = (
-        resources.files("distlint.data")
+        resources.files("distlint.knowledge.data")
         .joinpath("deprecated_torch.json")
         .read_text(encoding="utf-8")
     )

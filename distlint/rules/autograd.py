@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.regions import literal_value
-from distlint.registry import Rule
+from distlint.rules.registry import Rule
 from distlint.semantic.rankflow import target_names
-from distlint.walker import blocks_of, descendants, parameters
+from distlint.semantic.regions import literal_value
+from distlint.syntax.walker import blocks_of, descendants, parameters
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.imports import dotted_name, scope_statements
-from distlint.walker import descendants, evaluated, parameters
+from distlint.syntax.imports import dotted_name, scope_statements
+from distlint.syntax.walker import descendants, evaluated, parameters
 
 # -- tensor guess --------------------------------------------------------------------------------
 
@@ -245,7 +245,7 @@ def own_nodes(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tuple[cst.CSTNod
 
     Nested function, lambda and class bodies are left out: they are scopes of their own.
     """
-    from distlint.walker import children
+    from distlint.syntax.walker import children
 
     stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(node, ())]
     while stack:

@@ -1,6 +1,6 @@
 """DL502: ``torch.compile`` options that torch rejects when ``torch.compile(...)`` is called.
 
-Facts come from the shipped torch table (``distlint/data/torch-<version>.json``, generated
+Facts come from the shipped torch table (``distlint/knowledge/data/torch-<version>.json``, generated
 from torch by ``scripts/gen_torch_tables.py``), so checking never imports torch.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.imports import scope_statements
-from distlint.regions import is_literal, literal_value
-from distlint.registry import Rule
-from distlint.torch_tables import TorchTable, closest, load_table
+from distlint.knowledge.torch_tables import TorchTable, closest, load_table
+from distlint.rules.registry import Rule
+from distlint.semantic.regions import is_literal, literal_value
+from distlint.syntax.imports import scope_statements
 
 # Backends that packages register at import time or through the `torch_dynamo_backends`
 # entry point: valid when that package is installed, which a static checker cannot know.

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.imports import scope_statements
-from distlint.positions import node_ranges
 from distlint.rules.compile_analysis import function_nodes, own_nodes
 from distlint.rules.graph_breaks import _RegionRule
 from distlint.semantic.link import Root
-from distlint.walker import descendants
+from distlint.syntax.imports import scope_statements
+from distlint.syntax.positions import node_ranges
+from distlint.syntax.walker import descendants
 
 DIST = "torch.distributed."
 DIST_CONSTANTS = {
@@ -194,7 +194,7 @@ def _flow(ctx, scope: cst.CSTNode, names: set[str]) -> Flow:  # type: ignore[no-
     resolve = ctx.imports.resolve
     flow = Flow()
     stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = []
-    from distlint.walker import children
+    from distlint.syntax.walker import children
 
     body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body  # type: ignore[union-attr]
     if isinstance(scope, cst.FunctionDef) and not isinstance(scope.body, cst.IndentedBlock):

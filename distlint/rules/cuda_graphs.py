@@ -15,11 +15,16 @@ import re
 
 import libcst as cst
 
-from distlint.captures import GRAPH_CONTEXTS, GRAPHED_CALLABLES, graphed_items, statement_method
 from distlint.findings import Applicability, Fix, FixAvailability, Location, Severity
-from distlint.regions import literal_value
-from distlint.registry import Rule
-from distlint.walker import children, descendants, parameters, scope_nodes
+from distlint.knowledge.captures import (
+    GRAPH_CONTEXTS,
+    GRAPHED_CALLABLES,
+    graphed_items,
+    statement_method,
+)
+from distlint.rules.registry import Rule
+from distlint.semantic.regions import literal_value
+from distlint.syntax.walker import children, descendants, parameters, scope_nodes
 
 _CAPTURING = "is_current_stream_capturing"
 _SYNC_FUNCTIONS = frozenset({"torch.cuda.synchronize", "torch.cuda.current_stream"})

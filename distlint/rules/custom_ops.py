@@ -16,11 +16,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from distlint.config.globs import is_test_path
 from distlint.findings import Finding, Location, Severity, Span, make_position
-from distlint.globs import is_test_path
-from distlint.imports import dotted_name
-from distlint.regions import literal_value
-from distlint.registry import Rule
 from distlint.rules.autograd import (
     eval_only,
     grad_disabled,
@@ -31,11 +28,14 @@ from distlint.rules.autograd import (
     positional,
     strip_views,
 )
-from distlint.walker import descendants
+from distlint.rules.registry import Rule
+from distlint.semantic.regions import literal_value
+from distlint.syntax.imports import dotted_name
+from distlint.syntax.walker import descendants
 
 if TYPE_CHECKING:
-    from distlint.context import NodeSpan
-    from distlint.project import Project
+    from distlint.engine.context import NodeSpan
+    from distlint.engine.project import Project
 
 CUSTOM_OP = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})
 REGISTER_FAKE = frozenset(
@@ -970,7 +970,7 @@ def _is_view_expr(expr: cst.BaseExpression) -> bool:
 
 def native_kernels(project: Project) -> dict[str, set[str]]:
     """qualname -> dispatch keys of kernels registered in C++/CUDA sources of the project."""
-    from distlint.native import scan_native
+    from distlint.knowledge.native import scan_native
 
     kernels: dict[str, set[str]] = defaultdict(set)
     for _, text in project.native_sources:
@@ -992,7 +992,7 @@ class NativeOpMissingRegistration(_OpFacts):
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        from distlint.native import scan_native
+        from distlint.knowledge.native import scan_native
 
         if not project.native_sources:
             return

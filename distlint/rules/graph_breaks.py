@@ -15,9 +15,6 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Location, Severity
-from distlint.imports import scope_statements
-from distlint.regions import DISABLE_FUNCTIONS, is_compile_disabled, is_compiling_test
-from distlint.registry import Rule
 from distlint.rules.compile_analysis import (
     Conversion,
     TensorGuess,
@@ -27,7 +24,10 @@ from distlint.rules.compile_analysis import (
     tensor_branches,
     truth_tested,
 )
-from distlint.walker import descendants
+from distlint.rules.registry import Rule
+from distlint.semantic.regions import DISABLE_FUNCTIONS, is_compile_disabled, is_compiling_test
+from distlint.syntax.imports import scope_statements
+from distlint.syntax.walker import descendants
 
 GB_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb{}.html"
 
@@ -815,7 +815,7 @@ class TrainStepInCompiledRegion(_RegionRule):
 
 def _optimizer_names(ctx) -> frozenset[str]:  # type: ignore[no-untyped-def]
     """Names and ``self.`` attributes assigned from ``torch.optim.X(...)`` anywhere in the file."""
-    from distlint.walker import children
+    from distlint.syntax.walker import children
 
     names: set[str] = set()
     stack: list[cst.CSTNode] = [ctx.module]

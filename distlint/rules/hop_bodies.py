@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.imports import scope_statements
 from distlint.rules.compile_analysis import binds_locally
+from distlint.syntax.imports import scope_statements
 
 CHECKPOINT = "torch.utils.checkpoint.checkpoint"
 COND = "torch.cond"

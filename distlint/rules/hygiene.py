@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.imports import dotted_name
-from distlint.registry import Rule
-from distlint.walker import descendants, evaluated, scope_nodes
+from distlint.rules.registry import Rule
+from distlint.syntax.imports import dotted_name
+from distlint.syntax.walker import descendants, evaluated, scope_nodes
 
 _C10D = "torch.distributed."
 _FUNCOL = "torch.distributed._functional_collectives."

@@ -14,11 +14,11 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.imports import scope_statements
 from distlint.rules.compile_analysis import _params, function_nodes
 from distlint.rules.compile_state import compiled_bindings, file_functions
 from distlint.rules.graph_breaks import _locally_bound, _RegionRule
-from distlint.walker import descendants
+from distlint.syntax.imports import scope_statements
+from distlint.syntax.walker import descendants
 
 ITERATOR_BUILTINS = frozenset({"zip", "map", "filter", "enumerate", "reversed", "iter"})
 DICT_VIEWS = frozenset({"items", "values"})

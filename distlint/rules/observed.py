@@ -2,7 +2,7 @@
 :mod:`distlint.confirm.match` rather than by a visitor."""
 
 from distlint.findings import Severity
-from distlint.registry import Rule
+from distlint.rules.registry import Rule
 
 
 class ObservedGraphBreak(Rule):

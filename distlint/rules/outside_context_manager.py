@@ -17,9 +17,9 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.imports import scope_statements
 from distlint.rules.compile_analysis import binds_locally, bound_values, self_attribute_values
 from distlint.rules.graph_breaks import _RegionRule
+from distlint.syntax.imports import scope_statements
 
 GRAD_MODES = frozenset(
     {

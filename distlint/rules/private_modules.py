@@ -3,7 +3,7 @@
 PyTorch's public API is the modules whose dotted path has no ``_``-prefixed part
 (https://github.com/pytorch/pytorch/wiki/Public-API-definition-and-documentation); everything
 else may change or disappear in any release without a deprecation period. The facts come from
-``distlint/data/private_torch_modules.json``, generated from the installed torch by
+``distlint/knowledge/data/private_torch_modules.json``, generated from the installed torch by
 ``scripts/gen_deprecations.py``: which private module paths torch has (to tell ``from
 torch.utils import _pytree``, a module, from ``from torch.nn.modules.utils import _pair``, a
 name) and which of their names a public module exports as the very same object.
@@ -20,10 +20,10 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.guards import is_feature_guarded
-from distlint.imports import dotted_name
-from distlint.registry import Rule
 from distlint.rules.api_validation import deprecated_apis
+from distlint.rules.registry import Rule
+from distlint.syntax.guards import is_feature_guarded
+from distlint.syntax.imports import dotted_name
 
 # Private paths that torch documents for users, or tells users to use, or that are test and
 # debugging helpers; never reported (each with the reason in rules/DL505.md).
@@ -60,9 +60,9 @@ class PrivateModules:
 
 @functools.cache
 def private_modules() -> PrivateModules:
-    """The DL505 table (``distlint/data/private_torch_modules.json``)."""
+    """The DL505 table (``distlint/knowledge/data/private_torch_modules.json``)."""
     text = (
-        resources.files("distlint.data")
+        resources.files("distlint.knowledge.data")
         .joinpath("private_torch_modules.json")
         .read_text(encoding="utf-8")
     )

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
-from distlint.registry import Rule
 from distlint.rules.rank_messages import collective_text, condition_text, evidence, report
+from distlint.rules.registry import Rule
 from distlint.semantic.effects import Divergence
 
 if TYPE_CHECKING:
-    from distlint.project import Project
+    from distlint.engine.project import Project
 
 
 class RankDivergentAbort(Rule):

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
-from distlint.registry import Rule
 from distlint.rules.rank_messages import (
     collective_text,
     condition_text,
@@ -14,10 +13,11 @@ from distlint.rules.rank_messages import (
     report,
     what_runs,
 )
+from distlint.rules.registry import Rule
 from distlint.semantic.effects import Divergence
 
 if TYPE_CHECKING:
-    from distlint.project import Project
+    from distlint.engine.project import Project
 
 
 class PossiblyRankDivergentCollective(Rule):

@@ -14,8 +14,8 @@ from distlint.findings import Finding, Location
 from distlint.semantic.effects import Divergence, project_divergences
 
 if TYPE_CHECKING:
-    from distlint.project import Project
-    from distlint.registry import Rule
+    from distlint.engine.project import Project
+    from distlint.rules.registry import Rule
 
 HINT = (
     "Issue it on every rank (hoist it out of the branch, or mirror it in the other branch); "

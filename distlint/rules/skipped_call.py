@@ -13,9 +13,9 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.imports import scope_statements
-from distlint.regions import DISABLE_FUNCTIONS
 from distlint.rules.graph_breaks import _RegionRule
+from distlint.semantic.regions import DISABLE_FUNCTIONS
+from distlint.syntax.imports import scope_statements
 
 TEST_CASES = frozenset({"unittest.TestCase", "unittest.IsolatedAsyncioTestCase"})
 _SKIPPED_METHODS = frozenset({"fail", "skipTest"})

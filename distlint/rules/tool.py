@@ -1,7 +1,7 @@
 """DL0xx: findings about distlint's own input, produced by the engine rather than a visitor."""
 
 from distlint.findings import Severity
-from distlint.registry import Rule
+from distlint.rules.registry import Rule
 
 
 class SyntaxErrorRule(Rule):

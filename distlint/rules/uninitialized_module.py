@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from distlint.config.globs import is_test_path
 from distlint.findings import Severity
-from distlint.globs import is_test_path
-from distlint.imports import scope_statements
-from distlint.registry import Rule
-from distlint.walker import descendants
+from distlint.rules.registry import Rule
+from distlint.syntax.imports import scope_statements
+from distlint.syntax.walker import descendants
 
 _NN = "torch.nn."
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.imports import dotted_name
-from distlint.regions import is_literal, literal_value
-from distlint.registry import Rule
-from distlint.walker import children, subclasses_of
+from distlint.rules.registry import Rule
+from distlint.semantic.regions import is_literal, literal_value
+from distlint.syntax.imports import dotted_name
+from distlint.syntax.walker import children, subclasses_of
 
 DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})
 FSDP1 = frozenset(

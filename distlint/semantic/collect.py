@@ -14,14 +14,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from distlint.captures import (
+from distlint.knowledge.captures import (
     GRAPH_CONTEXTS,
     GRAPHED_CALLABLES,
     graphed_items,
     statement_method,
 )
-from distlint.imports import ImportTable, dotted_name
-from distlint.regions import compiling_sides, exits_when_compiling, is_literal, literal_value
 from distlint.semantic.bindings import LITERAL_TYPES, STARRED
 from distlint.semantic.collectives import (
     DDP,
@@ -59,16 +57,23 @@ from distlint.semantic.rankflow import (
     switched_off,
     target_names,
 )
+from distlint.semantic.regions import (
+    compiling_sides,
+    exits_when_compiling,
+    is_literal,
+    literal_value,
+)
 from distlint.semantic.taint import (
     FileTaint,
     ScopeScan,
     file_taint,
     self_attribute,
 )
-from distlint.walker import children, descendants, parameters
+from distlint.syntax.imports import ImportTable, dotted_name
+from distlint.syntax.walker import children, descendants, parameters
 
 if TYPE_CHECKING:
-    from distlint.context import FileContext
+    from distlint.engine.context import FileContext
 
 # Externals that never compile, collect or matter for the call graph: not worth a span.
 _INERT_PREFIXES = (
@@ -1711,7 +1716,7 @@ def _unwrap(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:
-    from distlint.imports import scope_statements
+    from distlint.syntax.imports import scope_statements
 
     for stmt in scope_statements(body):
         if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
@@ -1739,7 +1744,7 @@ def dynamo_config(
 
     A value that is not a literal is kept as ``"<expr>"``: the setting is then unknown.
     """
-    from distlint.imports import scope_statements
+    from distlint.syntax.imports import scope_statements
 
     found: dict[str, object] = {}
     for stmt in scope_statements(body):

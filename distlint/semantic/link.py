@@ -16,7 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from distlint.findings import Position, Span
-from distlint.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS
 from distlint.semantic.bindings import bind, decided_side, forward_arguments
 from distlint.semantic.collectives import BUFFERED_MODULES, CONVERTS_BATCH_NORM
 from distlint.semantic.model import (
@@ -30,6 +29,7 @@ from distlint.semantic.model import (
     Value,
 )
 from distlint.semantic.packs import knowledge
+from distlint.semantic.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS
 from distlint.semantic.regions_model import Region, RootInfo
 from distlint.semantic.spans import SourceLookup, resolve_spans
 

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable
 
 import libcst as cst
 
-from distlint.context import ORDINAL_TYPES, NodeSpan
+from distlint.engine.context import ORDINAL_TYPES, NodeSpan
 from distlint.findings import Position, Span, make_position
-from distlint.positions import node_ranges
-from distlint.source import NEWLINES, SourceError, check_nesting, parse_module
-from distlint.walker import walk
+from distlint.syntax.positions import node_ranges
+from distlint.syntax.source import NEWLINES, SourceError, check_nesting, parse_module
+from distlint.syntax.walker import walk
 
 SourceLookup = Callable[[str], "str | None"]  # display path -> source text
 _NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))

@@ -15,10 +15,10 @@ import libcst as cst
 
 from distlint.semantic.packs import source_words
 from distlint.semantic.rankflow import RANK, UNKNOWN_KIND, Kind, RankFlow, Why
-from distlint.walker import children, subclasses_of
+from distlint.syntax.walker import children, subclasses_of
 
 if TYPE_CHECKING:
-    from distlint.context import FileContext
+    from distlint.engine.context import FileContext
 
 _EXPRESSIONS = subclasses_of(cst.BaseExpression)
 

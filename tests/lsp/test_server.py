@@ -18,8 +18,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from distlint.headline import HEADLINE_MAX, headline
 from distlint.meta import rule_url
+from distlint.output.headline import HEADLINE_MAX, headline
 from tests.lsp.helpers import (
     CLIENTS,
     ENCODING_OF,

@@ -278,7 +278,7 @@ def _generator():  # type: ignore[no-untyped-def]
 
 
 def _table_entries() -> list[dict]:
-    path = REPO / "distlint" / "data" / "deprecated_torch.json"
+    path = REPO / "distlint" / "knowledge" / "data" / "deprecated_torch.json"
     return json.loads(path.read_text(encoding="utf-8"))["entries"]
 
 

@@ -1,0 +1,88 @@
+"""Output formats. Each reporter turns one :class:`Report` into text; none does any I/O."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from distlint.findings import Finding, Severity, ToolError
+from distlint.rules.registry import Rule
+
+if TYPE_CHECKING:
+    from distlint.confirm.match import ConfirmRun
+
+
+@dataclass
+class Report:
+    """The outcome of one ``distlint check`` run, in deterministic order."""
+
+    findings: list[Finding]
+    errors: list[ToolError]
+    files_checked: int
+    rules: list[type[Rule]]  # every rule enabled for at least one file, in code order
+    root: Path  # SARIF %SRCROOT%: the repository root (or the working directory)
+    cwd: Path
+    read_source: Callable[[str], str | None]  # display path -> text, for snippets/fingerprints
+    suppressed: int = 0
+    notices: list[str] = field(default_factory=list)  # e.g. paths that do not exist
+    confirm: ConfirmRun | None = None  # only with --confirm: the confirm run, for the reporters
+    # with --fix / --fix-only: (path, code, name) -> how many findings were fixed
+    fixed: Counter[tuple[str, str, str]] | None = None
+    unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes count as applicable
+    baselined: int | None = None  # with a configured baseline: the findings it held (not shown)
+
+    def counts(self) -> dict[Severity, int]:
+        tally = dict.fromkeys(Severity, 0)
+        for finding in self.findings:
+            tally[finding.severity] += 1
+        return tally
+
+    @property
+    def files_with_findings(self) -> int:
+        return len({finding.path for finding in self.findings})
+
+
+def source_reader(paths: dict[str, Path], overrides: dict[str, str]) -> Callable[[str], str | None]:
+    """A cached reader from display path to decoded text (stdin text comes via ``overrides``)."""
+    from distlint.syntax.source import SourceError, decode_source
+
+    cache: dict[str, str | None] = dict(overrides)
+
+    def read(display: str) -> str | None:
+        if display not in cache:
+            path = paths.get(display)
+            try:
+                cache[display] = decode_source(path.read_bytes()) if path else None
+            except (OSError, SourceError):
+                cache[display] = None
+        return cache[display]
+
+    return read
+
+
+FORMATS = ("text", "json", "github", "sarif")
+OUTPUT_FORMATS = ("full", "concise")  # the shapes of the text format (Ruff's names)
+
+
+def render(report: Report, fmt: str, **options: object) -> str:
+    """Render ``report`` in one of :data:`FORMATS`."""
+    if fmt == "text":
+        from distlint.output.text import render_text
+
+        return render_text(report, **options)  # type: ignore[arg-type]
+    if fmt == "json":
+        from distlint.output.json_format import render_json
+
+        return render_json(report)
+    if fmt == "github":
+        from distlint.output.github import render_github
+
+        return render_github(report)
+    if fmt == "sarif":
+        from distlint.output.sarif import render_sarif
+
+        return render_sarif(report)
+    raise ValueError(f"unknown format {fmt!r}")

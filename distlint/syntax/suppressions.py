@@ -1,0 +1,154 @@
+"""Inline suppressions: ``# noqa``, ``# distlint: ignore[...]``, ``# distlint: file-ignore[...]``.
+
+Comments are found with a linear scan of the source text (:mod:`distlint.syntax.lexing`: strings,
+comments, brackets, line continuations), which also gives the logical lines that a
+suppression covers: a suppression anywhere on a multi-line statement applies to findings
+that start in it. The
+scan only runs for files whose text mentions ``noqa`` or ``distlint:``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from distlint.syntax.lexing import tokens
+
+_MAY_SUPPRESS = re.compile(r"#.*?(?:noqa|distlint\s*:)", re.IGNORECASE)
+
+_NOQA = re.compile(
+    r"#\s*noqa(?![\w-])(?::\s*(?P<codes>[A-Za-z]+\d*(?:[\s,]+[A-Za-z]+\d*)*))?", re.I
+)
+_DISTLINT = re.compile(
+    r"#\s*distlint\s*:\s*(?P<kind>file-ignore|ignore)\b(?:\[(?P<codes>[^\]]*)\])?", re.I
+)
+_CODE_SPLIT = re.compile(r"[\s,]+")
+
+
+@dataclass
+class Suppression:
+    """One suppression comment and which of its codes were used."""
+
+    line: int
+    column: int  # 0-based code-point column of the '#'
+    end_column: int  # 0-based, exclusive: the end of the comment
+    kind: str  # "noqa", "ignore" or "file-ignore"
+    codes: tuple[str, ...]  # upper-cased codes or prefixes; empty = every code
+    own_line: bool  # the comment stands alone on its line
+    used: set[str] = field(default_factory=set)
+
+    def matches(self, code: str) -> str | None:
+        """The selector that covers ``code`` (``"*"`` for a blanket one), else None."""
+        if not self.codes:
+            return "*"
+        for selector in self.codes:
+            if code.startswith(selector):
+                return selector
+        return None
+
+
+@dataclass
+class SuppressionIndex:
+    """The suppressions of one file and the logical-line spans needed to apply them."""
+
+    suppressions: list[Suppression]
+    logical_start: dict[int, int]
+    logical_end: dict[int, int]
+
+    def suppressor(self, code: str, line: int) -> tuple[Suppression, str] | None:
+        """The suppression (and its matching selector) that silences ``code`` at ``line``."""
+        first = self.logical_start.get(line, line)
+        last = self.logical_end.get(line, line)
+        for supp in self.suppressions:
+            if supp.kind == "file-ignore" or first <= supp.line <= last:
+                applies = True
+            else:  # a `# distlint: ignore[...]` line right above the statement
+                applies = supp.kind == "ignore" and supp.own_line and supp.line == first - 1
+            if applies:
+                selector = supp.matches(code)
+                if selector is not None:
+                    return supp, selector
+        return None
+
+    def is_suppressed(self, code: str, line: int) -> bool:
+        """Whether ``code`` at ``line`` is silenced; records the use for unused-suppression."""
+        hit = self.suppressor(code, line)
+        if hit is None:
+            return False
+        supp, selector = hit
+        supp.used.add(selector)
+        return True
+
+
+def scan(source: str) -> SuppressionIndex | None:
+    """Suppressions of ``source``, or None when it has none (the common, cheap case)."""
+    if _MAY_SUPPRESS.search(source) is None:
+        return None
+    suppressions: list[Suppression] = []
+    logical_start: dict[int, int] = {}
+    logical_end: dict[int, int] = {}
+    line = 1
+    line_offset = 0  # index in source where the current physical line starts
+    depth = 0
+    start_line = 1
+    for kind, begin, end in tokens(source):
+        if kind == "string":
+            text = source[begin:end]
+            newlines = _count_newlines(text)
+            if newlines:
+                line += newlines
+                line_offset = begin + max(text.rfind("\n"), text.rfind("\r")) + 1
+        elif kind == "comment":
+            prefix = source[line_offset:begin]
+            supp = _parse_comment(source[begin:end], line, len(prefix), not prefix.strip())
+            if supp is not None:
+                suppressions.append(supp)
+        elif kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth = max(0, depth - 1)
+        else:  # newline or backslash continuation
+            if kind == "newline" and depth == 0:
+                if start_line != line:
+                    for covered in range(start_line, line + 1):
+                        logical_start[covered] = start_line
+                        logical_end[covered] = line
+                start_line = line + 1
+            line += 1
+            line_offset = end
+    if start_line < line:
+        for covered in range(start_line, line + 1):
+            logical_start[covered] = start_line
+            logical_end[covered] = line
+    if not suppressions:
+        return None
+    return SuppressionIndex(suppressions, logical_start, logical_end)
+
+
+def _count_newlines(text: str) -> int:
+    if "\r" not in text:
+        return text.count("\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n").count("\n")
+
+
+def _parse_comment(comment: str, line: int, column: int, own_line: bool) -> Suppression | None:
+    end = column + len(comment)
+    match = _DISTLINT.search(comment)
+    if match is not None:
+        kind = match.group("kind").lower()
+        return Suppression(line, column, end, kind, _split_codes(match.group("codes")), own_line)
+    match = _NOQA.search(comment)
+    if match is not None:
+        codes = _split_codes(match.group("codes"))
+        # A noqa listing only other tools' codes (E501) must not silence distlint.
+        if match.group("codes") and not codes:
+            return None
+        return Suppression(line, column, end, "noqa", codes, own_line)
+    return None
+
+
+def _split_codes(raw: str | None) -> tuple[str, ...]:
+    if not raw:
+        return ()
+    codes = [code.upper() for code in _CODE_SPLIT.split(raw.strip()) if code]
+    return tuple(code for code in codes if code.startswith("DL"))
