@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from distlint.lsp.text import LineInfo
 from distlint.syntax.lexing import tokens
 from distlint.syntax.source import SourceError, check_nesting
 from distlint.syntax.suppressions import scan
+from distlint.syntax.text import LineInfo
 
 
 def kinds(text: str, structure: bool = True) -> list[tuple[str, str]]:

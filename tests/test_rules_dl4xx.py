@@ -15,8 +15,8 @@ import pytest
 
 from distlint.config.settings import FileSettings
 from distlint.engine.checker import analyze_source, check_source
-from distlint.engine.project import FileRecords, Project
 from distlint.findings import Finding, Severity
+from distlint.rules.project import FileRecords, Project
 from distlint.rules.registry import get_rule
 from distlint.semantic.link import link
 
@@ -895,7 +895,7 @@ def test_custom_op_places_are_measured_in_one_pass_per_file(
 ) -> None:
     """A file defining many ops: one position pass for all of them (one per op was
     quadratic: a 400 KB file with 200 ``lib.define`` calls took minutes)."""
-    import distlint.semantic.spans as spans
+    import distlint.syntax.spans as spans
 
     calls: list[int] = []
     real = spans.node_ranges

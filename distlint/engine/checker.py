@@ -24,7 +24,6 @@ from typing import Any
 import libcst as cst
 
 from distlint.config.settings import FileSettings
-from distlint.engine.context import ORDINAL_TYPES, FileContext, PendingReport
 from distlint.findings import (
     Edit,
     Finding,
@@ -36,11 +35,11 @@ from distlint.findings import (
     ToolError,
     make_position,
 )
+from distlint.rules.context import ORDINAL_TYPES, FileContext, PendingReport
 from distlint.rules.registry import Rule, all_rules
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
-from distlint.semantic.spans import SourceLookup
 from distlint.syntax.imports import module_name_for
 from distlint.syntax.positions import NodeRange, node_ranges
 from distlint.syntax.source import (
@@ -51,6 +50,7 @@ from distlint.syntax.source import (
     on_large_stack,
     parse_module,
 )
+from distlint.syntax.spans import SourceLookup
 from distlint.syntax.suppressions import SuppressionIndex, scan
 from distlint.syntax.walker import walk
 
@@ -150,7 +150,7 @@ def _alone(
     first: FileResult, source: SourceLookup, again: Any, wrappers: tuple[str, ...] = ()
 ) -> FileResult:
     """Finish a one-file project: link its summary and run the second pass if needed."""
-    from distlint.engine.project import FileRecords, Project
+    from distlint.rules.project import FileRecords, Project
 
     if first.summary is None:
         return first.final()

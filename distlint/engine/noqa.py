@@ -2,7 +2,7 @@
 
 Each finding gets its code on the physical line that ends the statement's first line (after a
 multi-line string or a backslash continuation, as the editor's "suppress" action places it:
-:func:`distlint.lsp.text.noqa_edit`). An existing ``# noqa: A`` or ``# distlint: ignore[A]``
+:func:`distlint.syntax.text.noqa_edit`). An existing ``# noqa: A`` or ``# distlint: ignore[A]``
 gets the code added to its list; any other comment is kept and the noqa comment follows it.
 Running it again changes nothing: every finding is then suppressed.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from distlint.findings import Finding
-from distlint.lsp.text import LineInfo, TextEdit, apply_edits, noqa_edit, split_lines
+from distlint.syntax.text import LineInfo, TextEdit, apply_edits, noqa_edit, split_lines
 
 NOT_SUPPRESSIBLE = frozenset({"DL000", "DL001"})  # a file that was not checked; unused noqa
 

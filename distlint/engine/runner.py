@@ -57,13 +57,13 @@ from distlint.engine.checker import (
     project_findings,
     with_errors,
 )
-from distlint.engine.project import FileRecords, Project
 from distlint.findings import ToolError
+from distlint.rules.project import FileRecords, Project
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
-from distlint.semantic.spans import SourceLookup
 from distlint.syntax.imports import module_name_for
 from distlint.syntax.source import SourceError, decode_source, on_large_stack
+from distlint.syntax.spans import SourceLookup
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
 FILE_TIMEOUT = 20.0  # seconds: the command line's default budget for one file's analysis

@@ -40,7 +40,11 @@ from distlint.config.settings import (
 )
 from distlint.engine.checker import FileResult, check_source
 from distlint.findings import Applicability, Finding, Severity, Span
-from distlint.lsp.text import (
+from distlint.meta import rule_url
+from distlint.output.headline import headline
+from distlint.rules.registry import all_rules, get_rule
+from distlint.syntax.suppressions import scan
+from distlint.syntax.text import (
     LineInfo,
     TextEdit,
     code_at,
@@ -50,10 +54,6 @@ from distlint.lsp.text import (
     split_lines,
     to_client_units,
 )
-from distlint.meta import rule_url
-from distlint.output.headline import headline
-from distlint.rules.registry import all_rules, get_rule
-from distlint.syntax.suppressions import scan
 
 logger = logging.getLogger("distlint.lsp")
 

@@ -34,8 +34,8 @@ from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants
 
 if TYPE_CHECKING:
-    from distlint.engine.context import NodeSpan
-    from distlint.engine.project import Project
+    from distlint.rules.context import NodeSpan
+    from distlint.rules.project import Project
 
 CUSTOM_OP = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})
 REGISTER_FAKE = frozenset(

@@ -11,7 +11,7 @@ from distlint.rules.registry import Rule
 from distlint.semantic.effects import Divergence
 
 if TYPE_CHECKING:
-    from distlint.engine.project import Project
+    from distlint.rules.project import Project
 
 
 class RankDivergentAbort(Rule):

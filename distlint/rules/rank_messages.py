@@ -14,7 +14,7 @@ from distlint.findings import Finding, Location
 from distlint.semantic.effects import Divergence, project_divergences
 
 if TYPE_CHECKING:
-    from distlint.engine.project import Project
+    from distlint.rules.project import Project
     from distlint.rules.registry import Rule
 
 HINT = (

@@ -30,9 +30,9 @@ from distlint.findings import FixAvailability, Severity
 if TYPE_CHECKING:
     import libcst as cst
 
-    from distlint.engine.context import FileContext
-    from distlint.engine.project import Project
     from distlint.findings import Finding, Fix, Location
+    from distlint.rules.context import FileContext
+    from distlint.rules.project import Project
 
 CODE_PATTERN = re.compile(r"DL\d{3}")
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -100,7 +100,7 @@ class Rule:
     def check_project(cls, project: Project) -> Iterable[Finding]:
         """Findings that need several files' records.
 
-        See :class:`distlint.engine.project.Project`.
+        See :class:`distlint.rules.project.Project`.
         """
         return ()
 

@@ -73,7 +73,7 @@ from distlint.syntax.imports import ImportTable, dotted_name
 from distlint.syntax.walker import children, descendants, parameters
 
 if TYPE_CHECKING:
-    from distlint.engine.context import FileContext
+    from distlint.rules.context import FileContext
 
 # Externals that never compile, collect or matter for the call graph: not worth a span.
 _INERT_PREFIXES = (

@@ -37,7 +37,7 @@ from distlint.syntax.imports import ImportTable, dotted_name
 from distlint.syntax.walker import children, descendants, evaluated, parameters
 
 if TYPE_CHECKING:
-    from distlint.engine.context import FileContext
+    from distlint.rules.context import FileContext
 
 UNIFORM, UNKNOWN, PLACEMENT, MAYBE, RANK = range(5)
 

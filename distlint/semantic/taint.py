@@ -18,7 +18,7 @@ from distlint.semantic.rankflow import RANK, UNKNOWN_KIND, Kind, RankFlow, Why
 from distlint.syntax.walker import children, subclasses_of
 
 if TYPE_CHECKING:
-    from distlint.engine.context import FileContext
+    from distlint.rules.context import FileContext
 
 _EXPRESSIONS = subclasses_of(cst.BaseExpression)
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 
 import libcst as cst
 
-from distlint.engine.context import ORDINAL_TYPES, NodeSpan
 from distlint.findings import Position, Span, make_position
+from distlint.rules.context import ORDINAL_TYPES, NodeSpan
 from distlint.syntax.positions import node_ranges
 from distlint.syntax.source import NEWLINES, SourceError, check_nesting, parse_module
 from distlint.syntax.walker import walk
