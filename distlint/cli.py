@@ -31,8 +31,10 @@ from distlint.config.settings import (
 )
 from distlint.confirm.cli import ConfirmRequest, confirm_options, register
 from distlint.findings import Finding, ToolError
+from distlint.meta import FORMATS, OUTPUT_FORMATS
 from distlint.output.baseline import BaselineError
-from distlint.output.report import FORMATS, OUTPUT_FORMATS, Report, render, source_reader
+from distlint.output.render import render
+from distlint.output.report import Report, source_reader
 from distlint.output.text import statistics_rows
 from distlint.rules.registry import all_rules, get_rule
 

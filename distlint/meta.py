@@ -6,6 +6,8 @@ TOOL_NAME = "distlint"
 VERSION = __version__
 HOMEPAGE = "https://github.com/distlint/distlint"
 RULES_URL = f"{HOMEPAGE}/blob/main/rules"
+FORMATS = ("text", "json", "github", "sarif")
+OUTPUT_FORMATS = ("full", "concise")  # the shapes of the text format (Ruff's names)
 
 
 def rule_url(code: str) -> str:

@@ -6,9 +6,9 @@ import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import FileResult
 from distlint.engine.runner import Task, first_pass, link_results, run
+from distlint.file_settings import FileSettings
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts
 

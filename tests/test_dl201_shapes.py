@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.config.settings import FileSettings
+from distlint.file_settings import FileSettings
 from tests.expectations import expected_findings
 
 FOLDER = Path(__file__).resolve().parent.parent / "fixtures" / "DL201"

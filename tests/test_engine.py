@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from distlint.cli import main
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import check_bytes, check_path, check_source
+from distlint.file_settings import FileSettings
 from distlint.rules.compiled_collectives import ObjectCollectiveInCompiledRegion
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from distlint.config.discovery import NATIVE_SUFFIXES
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import FileResult
 from distlint.engine.runner import NativeSource, Task, run
+from distlint.file_settings import FileSettings
 from distlint.rules.registry import all_rules
 from tests.expectations import expected_findings
 

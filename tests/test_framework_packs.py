@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from distlint.config.settings import FileSettings
 from distlint.engine.runner import Task, run
+from distlint.file_settings import FileSettings
 from distlint.semantic import packs
 from distlint.semantic.collectives import C10D_COLLECTIVES, FULLY_SHARD, WRAPPERS
 from distlint.semantic.ranks import RANK_ATTRIBUTES, RANK_PREDICATE_NAMES, is_rank_call_name

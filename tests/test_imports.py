@@ -8,8 +8,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import check_path, check_source
+from distlint.file_settings import FileSettings
 from distlint.syntax.imports import ImportTable, canonical_name, dotted_name, module_name_for
 
 DL203_ON = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.output.report import FORMATS
+from distlint.meta import FORMATS
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -20,7 +20,8 @@ from distlint.findings import (
 )
 from distlint.output.github import annotation, escape_data, escape_property, render_github
 from distlint.output.json_format import finding_to_dict, render_json
-from distlint.output.report import Report, render
+from distlint.output.render import render
+from distlint.output.report import Report
 from distlint.output.text import render_text, summary_line
 from distlint.rules.registry import all_rules
 

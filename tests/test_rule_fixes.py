@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import textwrap
 
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import check_source
 from distlint.engine.fixes import applicable, fix_project, parse_error
+from distlint.file_settings import FileSettings
 from distlint.findings import Finding
 
 # -- the rules' fixes -----------------------------------------------------------------------------

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import check_source
+from distlint.file_settings import FileSettings
 from distlint.findings import Finding, Severity
 from distlint.rules.registry import get_rule
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import check_source
+from distlint.file_settings import FileSettings
 from distlint.findings import Finding, Severity
 from tests.project_util import check_sources
 

@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import check_source
+from distlint.file_settings import FileSettings
 from distlint.findings import Finding, Severity
 
 CODES = frozenset({f"DL{n}" for n in range(101, 111)})

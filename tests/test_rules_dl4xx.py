@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import analyze_source, check_source
+from distlint.file_settings import FileSettings
 from distlint.findings import Finding, Severity
 from distlint.rules.project import FileRecords, Project
 from distlint.rules.registry import get_rule

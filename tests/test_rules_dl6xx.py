@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import check_source
+from distlint.file_settings import FileSettings
 from distlint.findings import Finding, Severity
 
 

@@ -68,8 +68,8 @@ def test_chained_lambdas_that_once_crashed_the_parser_are_checked(tmp_path: Path
 
 
 def test_a_file_that_stalls_the_parser_is_reported_after_the_timeout(tmp_path: Path) -> None:
-    from distlint.config.settings import FileSettings
     from distlint.engine.runner import Task, _check_isolated
+    from distlint.file_settings import FileSettings
 
     # LibCST needs minutes for a 5,000-link attribute chain (CPython rejects it outright).
     path = tmp_path / "stall.py"
@@ -245,8 +245,8 @@ def test_files_given_up_on_are_not_cached() -> None:
 
 
 def test_a_file_over_the_size_cap_is_not_parsed(tmp_path: Path, monkeypatch) -> None:
-    from distlint.config.settings import FileSettings
     from distlint.engine import checker as engine
+    from distlint.file_settings import FileSettings
 
     big = tmp_path / "big.py"
     big.write_bytes(b"x = 1\n" * (2 * 1024 * 1024))  # 12 MiB

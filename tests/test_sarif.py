@@ -27,7 +27,8 @@ from distlint.findings import (
 )
 from distlint.output.docs import parse_doc
 from distlint.output.fingerprint import line_hashes
-from distlint.output.report import Report, render
+from distlint.output.render import render
+from distlint.output.report import Report
 from distlint.rules.registry import all_rules
 from tests.sarif_validation import assert_valid_sarif
 

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from distlint.cli import main
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import check_source
+from distlint.file_settings import FileSettings
 
 DEFAULT = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))
 WITH_DL001 = FileSettings(enabled=frozenset({"DL000", "DL001", "DL203", "DL502"}))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from distlint.config.selection import (
     normalize_selector,
     suggest_code,
 )
+from distlint.file_settings import FileSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -140,21 +141,6 @@ class CliOverrides:
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class FileSettings:
-    """What the engine needs to check one file: picklable, no paths to config files."""
-
-    enabled: frozenset[str]
-    torch_version: str | None = None
-    compile_wrappers: tuple[str, ...] = ()
-    collective_wrappers: tuple[str, ...] = ()
-    rank_predicates: tuple[str, ...] = ()
-    extra: tuple[tuple[str, Any], ...] = field(default=())
-    # The lowest torch the project supports: the configured torch-version, else the lower bound
-    # of the project's own torch requirement (distlint/config/torch_version.py); None: not known.
-    torch_floor: str | None = None
 
 
 def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> FileSettings:

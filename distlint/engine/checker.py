@@ -23,7 +23,7 @@ from typing import Any
 
 import libcst as cst
 
-from distlint.config.settings import FileSettings
+from distlint.file_settings import FileSettings
 from distlint.findings import (
     Edit,
     Finding,
@@ -35,7 +35,7 @@ from distlint.findings import (
     ToolError,
     make_position,
 )
-from distlint.rules.context import ORDINAL_TYPES, FileContext, PendingReport
+from distlint.rules.context import FileContext, PendingReport
 from distlint.rules.registry import Rule, all_rules
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
@@ -50,7 +50,7 @@ from distlint.syntax.source import (
     on_large_stack,
     parse_module,
 )
-from distlint.syntax.spans import SourceLookup
+from distlint.syntax.spans import ORDINAL_TYPES, SourceLookup
 from distlint.syntax.suppressions import SuppressionIndex, scan
 from distlint.syntax.walker import walk
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distlint.config.settings import CliOverrides, ConfigResolver, FileSettings, settings_for
+from distlint.config.settings import CliOverrides, ConfigResolver, settings_for
+from distlint.file_settings import FileSettings
 from distlint.findings import Finding, ToolError
 from distlint.syntax.source import SourceError, decode_source
 

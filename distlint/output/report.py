@@ -1,4 +1,4 @@
-"""Output formats. Each reporter turns one :class:`Report` into text; none does any I/O."""
+"""The outcome of one check, as every reporter reads it (rendering: :mod:`.render`)."""
 
 from __future__ import annotations
 
@@ -61,28 +61,3 @@ def source_reader(paths: dict[str, Path], overrides: dict[str, str]) -> Callable
         return cache[display]
 
     return read
-
-
-FORMATS = ("text", "json", "github", "sarif")
-OUTPUT_FORMATS = ("full", "concise")  # the shapes of the text format (Ruff's names)
-
-
-def render(report: Report, fmt: str, **options: object) -> str:
-    """Render ``report`` in one of :data:`FORMATS`."""
-    if fmt == "text":
-        from distlint.output.text import render_text
-
-        return render_text(report, **options)  # type: ignore[arg-type]
-    if fmt == "json":
-        from distlint.output.json_format import render_json
-
-        return render_json(report)
-    if fmt == "github":
-        from distlint.output.github import render_github
-
-        return render_github(report)
-    if fmt == "sarif":
-        from distlint.output.sarif import render_sarif
-
-        return render_sarif(report)
-    raise ValueError(f"unknown format {fmt!r}")

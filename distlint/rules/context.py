@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import libcst as cst
 
@@ -19,64 +19,28 @@ from distlint.semantic.regions import (
 )
 from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import ImportTable
+from distlint.syntax.parsed_file import ParsedFile
 from distlint.syntax.walker import subclasses_of, walk
 
 if TYPE_CHECKING:
-    from distlint.config.settings import FileSettings
+    from distlint.file_settings import FileSettings
     from distlint.findings import Fix, Location, Severity, Span
-    from distlint.rules.registry import Rule
     from distlint.semantic.link import ProjectFacts
 
 
-class NodeSpan:
-    """A node whose span is computed later, in a batch (positions cost a partial codegen).
+class ReportingRule(Protocol):
+    """What a pending report needs of its rule (every :class:`~distlint.rules.registry.Rule`)."""
 
-    Eager ones (the default) get ``span`` right after the file's walk. Lazy ones only get a
-    ``key`` (node type, its ordinal among nodes of that type in walk order, and an optional
-    field such as ``"test"``): ``ProjectFacts.resolve`` re-finds the node and computes the
-    span when a finding is about to point at it (``span`` is None until then). Either way the
-    node reference is dropped after the walk, so summaries and records stay picklable.
-    """
-
-    __slots__ = ("_span", "eager", "key", "node", "part", "path")
-
-    def __init__(
-        self, node: cst.CSTNode | None, path: str, eager: bool = True, part: str | None = None
-    ) -> None:
-        self.node = node
-        self.path = path
-        self.eager = eager
-        self.part = part
-        self.key: tuple[str, int, str | None] | None = None
-        self._span: Span | None = None
-
-    @property
-    def span(self) -> Span | None:
-        return self._span
-
-    @span.setter
-    def span(self, value: Span | None) -> None:
-        self._span = value
-
-    def __getstate__(self) -> tuple:
-        return (self.path, self._span, self.key)
-
-    def __setstate__(self, state: tuple) -> None:
-        self.node = None
-        self.eager = True
-        self.part = None
-        self.path, self._span, self.key = state
-
-
-# Node types whose walk-order ordinal identifies them for lazy spans.
-ORDINAL_TYPES = (cst.Call, cst.If, cst.Return, cst.Raise, cst.Break, cst.Continue, cst.Decorator)
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
 
 
 @dataclass
 class PendingReport:
     """A finding whose position is not known yet (positions are computed after the walk)."""
 
-    rule: type[Rule]
+    rule: type[ReportingRule]
     node: cst.CSTNode
     message: str
     severity: Severity | None
@@ -100,7 +64,7 @@ class _FunctionScope:
         self._region: Region | bool | None = False  # False: not computed yet
 
 
-class FileContext:
+class FileContext(ParsedFile):
     """Per-file facts for rules: path, settings, name resolution, ancestors, compiled roots."""
 
     def __init__(
@@ -112,33 +76,29 @@ class FileContext:
         module_name: str | None = None,
         is_package: bool = False,
     ) -> None:
-        self.path = path
-        self.source = source
+        super().__init__(path, source, module, settings, module_name, is_package)
         # cheap gate: without the word, no code of the file is guarded by is_compiling()
         self._compiling_guards = "compiling" in source
-        self.module = module
-        self.settings = settings
-        self.module_name = module_name
-        self.is_package = is_package
-        self.imports = ImportTable.for_module(module, module_name, is_package)
         self.parents: list[cst.CSTNode] = []
         self.reports: list[PendingReport] = []
         self.records: list[tuple[str, object]] = []
-        self.located: list[NodeSpan] = []
-        self.facts: ProjectFacts | None = None  # set when the file is checked with the project
-        self.module_key = module_name or path
+        self._facts: ProjectFacts | None = None
         self._functions: list[_FunctionScope] = []
         self._scopes: list[str] = []  # qualname parts of enclosing classes and functions
         self._wrappers = frozenset(settings.compile_wrappers)
-        self._local_ranks: object = None
-        self._function_tables: dict[cst.FunctionDef, ImportTable] = {}
-        self._resolved: dict[int, str | None] = {}
-        self._dynamo_config: dict[str, object] | None = None
         self._own_compile: OwnCompile | None = None
-        self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
-        self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
         self._taken_sides: dict[int, bool] | None = None  # id(if) -> the side compiled calls take
         self._after_exit: set[int] = set()  # statements after an ``if`` whose taken side exits
+
+    @property
+    def facts(self) -> ProjectFacts | None:
+        """The project's linked facts, set when the file is checked with the project."""
+        return self._facts
+
+    @facts.setter
+    def facts(self, value: ProjectFacts | None) -> None:
+        self._facts = value
+        self.in_project = value is not None
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -160,15 +120,6 @@ class FileContext:
         scope (see ``ImportTable.from_several_libraries``)."""
         return self._table().from_several_libraries(name)
 
-    def resolve_in(self, table: ImportTable, expr: cst.BaseExpression) -> str | None:
-        """``resolve`` for an explicit scope table (the summary's walk), sharing the memo."""
-        key = id(expr)
-        cache = self._resolved
-        if key in cache:
-            return cache[key]
-        value = cache[key] = table.resolve(expr)
-        return value
-
     def _table(self) -> ImportTable:
         """The innermost scope's table, building function tables lazily (outermost first)."""
         table = self.imports
@@ -176,14 +127,6 @@ class FileContext:
             if scope._table is None:
                 scope._table = self.table_for(scope.func, table)
             table = scope._table
-        return table
-
-    def table_for(self, func: cst.FunctionDef, parent: ImportTable) -> ImportTable:
-        """The import table of ``func`` inside ``parent`` (built once, shared by all users)."""
-        table = self._function_tables.get(func)
-        if table is None:
-            table = parent.for_function(func, self.module_name, self.is_package)
-            self._function_tables[func] = table
         return table
 
     # -- functions and compiled regions ---------------------------------------------------------
@@ -337,11 +280,9 @@ class FileContext:
     @property
     def dynamo_config(self) -> dict[str, object]:
         """This file's module-level ``torch._dynamo.config.X = value`` settings, by ``X``."""
-        if self._dynamo_config is None:
-            from distlint.semantic.collect import dynamo_config
+        from distlint.semantic.collect import file_dynamo_config
 
-            self._dynamo_config = dynamo_config(self.module.body, self.imports.resolve)
-        return self._dynamo_config
+        return self.memo(file_dynamo_config)
 
     def module_compile_receiver(self, call: cst.Call) -> cst.BaseExpression | None:
         """The receiver of ``x.compile(...)`` if it may be ``nn.Module.compile``, else None."""
@@ -364,36 +305,6 @@ class FileContext:
 
     # -- project-wide records ------------------------------------------------------------------
 
-    def locate(self, node: cst.CSTNode, *, lazy: bool = False, part: str | None = None) -> NodeSpan:
-        """A placeholder for ``node``'s span (or its field ``part``'s), see NodeSpan."""
-        located = NodeSpan(node, self.path, not lazy or type(node) not in self.seen, part)
-        self.located.append(located)
-        return located
-
-    def settle_located(self) -> list[tuple[NodeSpan, cst.CSTNode]]:
-        """Key the lazy placeholders; return the eager ones with the node to measure."""
-        eager: list[tuple[NodeSpan, cst.CSTNode]] = []
-        indexes: dict[type, dict[int, int]] = {}
-        for item in self.located:
-            node = item.node
-            if node is None:
-                continue
-            target = getattr(node, item.part) if item.part else node
-            if item.eager:
-                eager.append((item, target))
-            else:
-                kind = type(node)
-                index = indexes.get(kind)
-                if index is None:
-                    index = indexes[kind] = {id(n): i for i, n in enumerate(self.seen[kind])}
-                ordinal = index.get(id(node))
-                if ordinal is None:  # not seen by the walk: measure it now
-                    eager.append((item, target))
-                else:
-                    item.key = (kind.__name__, ordinal, item.part)
-            item.node = None
-        return eager
-
     @property
     def function(self) -> cst.FunctionDef | None:
         """The innermost enclosing function definition."""
@@ -412,7 +323,7 @@ class FileContext:
 
     def add_report(
         self,
-        rule: Rule,
+        rule: ReportingRule,
         node: cst.CSTNode,
         message: str,
         severity: Severity | None,

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from distlint.config.globs import is_test_path
 from distlint.findings import Finding, Location, Severity, Span, make_position
+from distlint.rules._paths import is_test_path
 from distlint.rules.autograd import (
     eval_only,
     grad_disabled,
@@ -34,8 +34,8 @@ from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants
 
 if TYPE_CHECKING:
-    from distlint.rules.context import NodeSpan
     from distlint.rules.project import Project
+    from distlint.syntax.spans import NodeSpan
 
 CUSTOM_OP = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})
 REGISTER_FAKE = frozenset(

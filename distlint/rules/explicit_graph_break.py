@@ -13,8 +13,8 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules._region import _locally_bound, _RegionRule
 from distlint.rules.compile_analysis import own_nodes
-from distlint.rules.graph_breaks import _locally_bound, _RegionRule
 from distlint.rules.hop_bodies import CHECKPOINT, COND, hop_bodies
 from distlint.syntax.imports import scope_statements
 

@@ -15,60 +15,20 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Location, Severity
+from distlint.rules._region import _locally_bound, _RegionRule
 from distlint.rules.compile_analysis import (
     Conversion,
-    TensorGuess,
     classify_conversion,
     conversion_kind,
     own_nodes,
     tensor_branches,
     truth_tested,
 )
-from distlint.rules.registry import Rule
 from distlint.semantic.regions import DISABLE_FUNCTIONS, is_compile_disabled, is_compiling_test
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants
 
 GB_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb{}.html"
-
-
-class _RegionRule(Rule):
-    """Helpers for rules that look inside compiled regions."""
-
-    scope = "region"
-
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(ctx)
-        self._guesses: dict[int, TensorGuess] = {}
-        self._module_guess: TensorGuess | None = None
-
-    @property
-    def config(self) -> dict[str, object]:
-        return self.ctx.dynamo_config
-
-    def guess(self) -> TensorGuess:
-        """The tensor guess of the innermost enclosing function."""
-        func = self.ctx.function
-        key = id(func)
-        found = self._guesses.get(key)
-        if found is None:
-            if self._module_guess is None:
-                self._module_guess = TensorGuess(
-                    self.ctx.imports.resolve, None, module=self.ctx.module
-                )
-            found = TensorGuess(self.ctx.resolve, func, self._module_guess)
-            self._guesses[key] = found
-        return found
-
-    def is_builtin(self, func: cst.BaseExpression, name: str) -> bool:
-        """``func`` is the builtin ``name`` (not shadowed by an import or a local)."""
-        if not isinstance(func, cst.Name) or func.value != name:
-            return False
-        return not self.ctx._table().is_bound(name)
-
-    def spell(self, node: cst.CSTNode, limit: int = 60) -> str:
-        text = " ".join(self.ctx.module.code_for_node(node).split())
-        return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- detectors shared by DL105 ------------------------------------------------------------------
@@ -937,11 +897,6 @@ class DisabledCallUnderFullgraph(_RegionRule):
                     related_nodes=((call, "called here"),),
                 )
             return
-
-
-def _locally_bound(ctx, name: str) -> bool:  # type: ignore[no-untyped-def]
-    table = ctx._table()
-    return table is not ctx.imports and name in getattr(table, "_bindings", {})
 
 
 def _calls_parameter(func: cst.FunctionDef, name: str) -> cst.Call | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from distlint.findings import Finding, Location, Severity, Span
 
 if TYPE_CHECKING:
-    from distlint.rules.registry import Rule
+    from distlint.rules.context import ReportingRule
     from distlint.semantic.link import ProjectFacts
 
 
@@ -46,7 +46,7 @@ class Project:
 
     @staticmethod
     def finding(
-        rule: type[Rule],
+        rule: type[ReportingRule],
         path: str,
         span: Span,
         message: str,

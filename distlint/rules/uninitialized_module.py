@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.config.globs import is_test_path
 from distlint.findings import Severity
+from distlint.rules._paths import is_test_path
 from distlint.rules.registry import Rule
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants

@@ -73,7 +73,7 @@ from distlint.syntax.imports import ImportTable, dotted_name
 from distlint.syntax.walker import children, descendants, parameters
 
 if TYPE_CHECKING:
-    from distlint.rules.context import FileContext
+    from distlint.syntax.parsed_file import ParsedFile
 
 # Externals that never compile, collect or matter for the call graph: not worth a span.
 _INERT_PREFIXES = (
@@ -201,7 +201,7 @@ class _Scope:
 class Collector:
     """Builds the :class:`ModuleSummary` of one file (see the module docstring)."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: ParsedFile) -> None:
         self.ctx = ctx
         self.key = ctx.module_key
         self.summary = ModuleSummary(ctx.module_key, ctx.path)
@@ -234,7 +234,7 @@ class Collector:
             resolved = self.ctx.imports.resolve_name(name)
             if resolved is not None:
                 self.summary.exports.setdefault(name, ("g", resolved))
-        self.summary.dynamo_flags = self.ctx.dynamo_config
+        self.summary.dynamo_flags = self.ctx.memo(file_dynamo_config)
         return self.summary
 
     # -- definitions -------------------------------------------------------------------------
@@ -1735,6 +1735,11 @@ def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:
 
 
 DYNAMO_CONFIG = "torch._dynamo.config."
+
+
+def file_dynamo_config(ctx: ParsedFile) -> dict[str, object]:
+    """The module-level :func:`dynamo_config` of ``ctx``'s file (memoised with ``ctx.memo``)."""
+    return dynamo_config(ctx.module.body, ctx.imports.resolve)
 
 
 def dynamo_config(

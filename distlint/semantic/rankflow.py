@@ -37,7 +37,7 @@ from distlint.syntax.imports import ImportTable, dotted_name
 from distlint.syntax.walker import children, descendants, evaluated, parameters
 
 if TYPE_CHECKING:
-    from distlint.rules.context import FileContext
+    from distlint.syntax.parsed_file import ParsedFile
 
 UNIFORM, UNKNOWN, PLACEMENT, MAYBE, RANK = range(5)
 
@@ -258,7 +258,7 @@ class RankFlow:
     per class, joined over every assignment).
     """
 
-    def __init__(self, ctx: FileContext, predicates: frozenset[str]) -> None:
+    def __init__(self, ctx: ParsedFile, predicates: frozenset[str]) -> None:
         self.ctx = ctx
         self.predicates = predicates
         self.tests: dict[int, Kind] = {}

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from distlint.config.settings import FileSettings
 from distlint.engine.checker import check_source
+from distlint.file_settings import FileSettings
 from distlint.rules.registry import all_rules
 from distlint.syntax.source import on_large_stack
 

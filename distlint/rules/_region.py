@@ -1,0 +1,55 @@
+"""The base of rules that look inside compiled regions (DL1xx), shared by their modules.
+
+Kept apart from the rules so that rule modules import it without importing each other.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from distlint.rules.compile_analysis import TensorGuess
+from distlint.rules.registry import Rule
+
+
+class _RegionRule(Rule):
+    """Helpers for rules that look inside compiled regions."""
+
+    scope = "region"
+
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._guesses: dict[int, TensorGuess] = {}
+        self._module_guess: TensorGuess | None = None
+
+    @property
+    def config(self) -> dict[str, object]:
+        return self.ctx.dynamo_config
+
+    def guess(self) -> TensorGuess:
+        """The tensor guess of the innermost enclosing function."""
+        func = self.ctx.function
+        key = id(func)
+        found = self._guesses.get(key)
+        if found is None:
+            if self._module_guess is None:
+                self._module_guess = TensorGuess(
+                    self.ctx.imports.resolve, None, module=self.ctx.module
+                )
+            found = TensorGuess(self.ctx.resolve, func, self._module_guess)
+            self._guesses[key] = found
+        return found
+
+    def is_builtin(self, func: cst.BaseExpression, name: str) -> bool:
+        """``func`` is the builtin ``name`` (not shadowed by an import or a local)."""
+        if not isinstance(func, cst.Name) or func.value != name:
+            return False
+        return not self.ctx._table().is_bound(name)
+
+    def spell(self, node: cst.CSTNode, limit: int = 60) -> str:
+        text = " ".join(self.ctx.module.code_for_node(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _locally_bound(ctx, name: str) -> bool:  # type: ignore[no-untyped-def]
+    table = ctx._table()
+    return table is not ctx.imports and name in getattr(table, "_bindings", {})
