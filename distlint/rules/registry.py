@@ -2,8 +2,8 @@
 
 A rule is a class with its metadata as class attributes and ``visit_<Node>`` /
 ``leave_<Node>`` methods named after LibCST node types. Subclassing :class:`Rule` registers it:
-there is no list to edit. Every module in :mod:`distlint.rules` is imported by
-:func:`all_rules`, so adding a file there is all it takes.
+there is no list to edit. Every module under :mod:`distlint.rules` (family folders too) is
+imported by :func:`all_rules`, so adding a file there is all it takes.
 
 A rule's ``scope`` says what it needs to know:
 
@@ -147,8 +147,8 @@ def all_rules() -> dict[str, type[Rule]]:
     """Every registered rule by code, in code order (imports all rule modules once)."""
     import distlint.rules as package
 
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
+    for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        importlib.import_module(module.name)
     return dict(sorted(_REGISTRY.items()))
 
 
