@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from distlint.cli import main
 from distlint.engine.checker import check_bytes, check_path, check_source
 from distlint.file_settings import FileSettings
-from distlint.rules.compiled_collectives import ObjectCollectiveInCompiledRegion
+from distlint.rules.collectives.compiled_collectives import ObjectCollectiveInCompiledRegion
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))

@@ -12,7 +12,7 @@ import pytest
 from distlint.engine.checker import check_source
 from distlint.file_settings import FileSettings
 from distlint.findings import Applicability, Finding, Severity
-from distlint.rules.api_validation import deprecated_apis
+from distlint.rules.api.api_validation import deprecated_apis
 from distlint.rules.registry import get_rule
 
 
@@ -720,7 +720,7 @@ def test_dl505_silent_under_guards_type_checking_and_in_torch_itself() -> None:
 
 
 def test_dl505_table_is_generated_from_torch() -> None:
-    from distlint.rules.private_modules import first_private, private_modules
+    from distlint.rules.api.private_torch_module import first_private, private_modules
 
     table = private_modules()
     assert table.torch_version.startswith("2.13")

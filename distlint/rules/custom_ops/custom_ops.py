@@ -18,7 +18,7 @@ import libcst as cst
 
 from distlint.findings import Finding, Location, Severity, Span, make_position
 from distlint.rules._paths import is_test_path
-from distlint.rules.autograd import (
+from distlint.rules.custom_ops.autograd import (
     eval_only,
     grad_disabled,
     inplace_method,

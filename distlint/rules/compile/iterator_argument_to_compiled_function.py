@@ -14,9 +14,9 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _locally_bound, _RegionRule
-from distlint.rules.compile_analysis import _params, function_nodes
-from distlint.rules.compile_state import compiled_bindings, file_functions
+from distlint.rules.compile._analysis import _params, function_nodes
+from distlint.rules.compile._region import _locally_bound, _RegionRule
+from distlint.rules.compile.compile_state import compiled_bindings, file_functions
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants
 

@@ -6,7 +6,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
-from distlint.rules.rank_messages import collective_text, condition_text, evidence, report
+from distlint.rules.collectives._rank_messages import (
+    collective_text,
+    condition_text,
+    evidence,
+    report,
+)
 from distlint.rules.registry import Rule
 from distlint.semantic.effects import Divergence
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _RegionRule
-from distlint.rules.compile_analysis import function_nodes, own_nodes
+from distlint.rules.compile._analysis import function_nodes, own_nodes
+from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.link import Root
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.positions import node_ranges

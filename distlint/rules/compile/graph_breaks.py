@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Location, Severity
-from distlint.rules._region import _locally_bound, _RegionRule
-from distlint.rules.compile_analysis import (
+from distlint.rules.compile._analysis import (
     Conversion,
     classify_conversion,
     conversion_kind,
@@ -24,6 +23,7 @@ from distlint.rules.compile_analysis import (
     tensor_branches,
     truth_tested,
 )
+from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.semantic.regions import DISABLE_FUNCTIONS, is_compile_disabled, is_compiling_test
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants
@@ -651,7 +651,7 @@ class GraphBreakInLoop(_RegionRule):
 
     def _fsdp2_children(self, loop: cst.For | cst.While, region) -> bool:  # type: ignore[no-untyped-def]
         """A compiled root looping over FSDP2-sharded children (proof: test_proof_dl107_109.py)."""
-        from distlint.rules.compile_state import sharded_children_loop
+        from distlint.rules.compile.compile_state import sharded_children_loop
 
         children = sharded_children_loop(self.ctx, loop)
         if children is None:
@@ -852,8 +852,8 @@ class DisabledCallUnderFullgraph(_RegionRule):
     def _check_arguments(self, node: cst.Call) -> None:
         """``step(x, record_stats)``: a disabled function (or a disabled module) passed from
         eager code into a fullgraph=True function that calls it."""
-        from distlint.rules.compile_state import compiled_bindings, file_functions
-        from distlint.rules.iterator_argument import positional_params
+        from distlint.rules.compile.compile_state import compiled_bindings, file_functions
+        from distlint.rules.compile.iterator_argument_to_compiled_function import positional_params
 
         func = node.func
         if not isinstance(func, cst.Name) or _locally_bound(self.ctx, func.value):
@@ -901,7 +901,7 @@ class DisabledCallUnderFullgraph(_RegionRule):
 
 def _calls_parameter(func: cst.FunctionDef, name: str) -> cst.Call | None:
     """The first call of ``func``'s parameter ``name`` in its own body (never rebound)."""
-    from distlint.rules.compile_analysis import function_nodes
+    from distlint.rules.compile._analysis import function_nodes
 
     found = None
     for node, _ in function_nodes(func):

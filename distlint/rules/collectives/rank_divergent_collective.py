@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
-from distlint.rules.rank_messages import (
+from distlint.rules.collectives._rank_messages import (
     HINT,
     collective_text,
     condition_text,

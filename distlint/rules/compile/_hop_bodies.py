@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.rules.compile_analysis import binds_locally
+from distlint.rules.compile._analysis import binds_locally
 from distlint.syntax.imports import scope_statements
 
 CHECKPOINT = "torch.utils.checkpoint.checkpoint"

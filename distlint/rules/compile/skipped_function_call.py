@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _RegionRule
+from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.regions import DISABLE_FUNCTIONS
 from distlint.syntax.imports import scope_statements
 

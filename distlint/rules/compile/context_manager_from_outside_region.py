@@ -17,8 +17,8 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _RegionRule
-from distlint.rules.compile_analysis import binds_locally, bound_values, self_attribute_values
+from distlint.rules.compile._analysis import binds_locally, bound_values, self_attribute_values
+from distlint.rules.compile._region import _RegionRule
 from distlint.syntax.imports import scope_statements
 
 GRAD_MODES = frozenset(

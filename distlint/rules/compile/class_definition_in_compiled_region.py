@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _RegionRule
+from distlint.rules.compile._region import _RegionRule
 
 
 class ClassDefinitionInCompiledRegion(_RegionRule):

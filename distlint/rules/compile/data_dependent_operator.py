@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _RegionRule
+from distlint.rules.compile._region import _RegionRule
 
 # torch function -> (aten operator named in the message, what to use instead)
 OPERATORS = {

@@ -74,7 +74,7 @@ GRAD_ENABLING = frozenset({"torch.enable_grad", "torch.autograd.grad_mode.enable
 SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
 
 
-# -- shared helpers (also used by distlint.rules.custom_ops) -------------------------------------
+# -- shared helpers (also used by distlint.rules.custom_ops.custom_ops) ---------------------------
 
 
 def inplace_method(name: str) -> bool:

@@ -20,7 +20,7 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.api_validation import deprecated_apis
+from distlint.rules.api.api_validation import deprecated_apis
 from distlint.rules.registry import Rule
 from distlint.syntax.guards import is_feature_guarded
 from distlint.syntax.imports import dotted_name

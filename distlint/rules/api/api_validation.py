@@ -4,7 +4,8 @@ Facts come from data shipped with distlint, never from an imported torch:
 ``distlint/knowledge/data/torch-<version>.json`` (API signatures and config names, generated
 from torch by
 ``scripts/gen_torch_tables.py``) and ``distlint/knowledge/data/deprecated_torch.json`` (DL504).
-DL502 (``torch.compile`` backend/mode/options) lives in :mod:`distlint.rules.compile_options`.
+DL502 (``torch.compile`` backend/mode/options) lives in
+:mod:`distlint.rules.api.invalid_compile_option`.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _RegionRule
-from distlint.rules.compile_analysis import bound_values, own_nodes, self_attribute_values
-from distlint.rules.hop_bodies import COND, HopBody, hop_bodies
+from distlint.rules.compile._analysis import bound_values, own_nodes, self_attribute_values
+from distlint.rules.compile._hop_bodies import COND, HopBody, hop_bodies
+from distlint.rules.compile._region import _RegionRule
 from distlint.syntax.imports import scope_statements
 
 MUTATORS = frozenset(

@@ -13,13 +13,13 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _RegionRule
-from distlint.rules.compile_analysis import (
+from distlint.rules.compile._analysis import (
     NON_TENSOR_ATTRS,
     NON_TENSOR_METHODS,
     _is_tensor_annotation,
     torch_call_returns_tensor,
 )
+from distlint.rules.compile._region import _RegionRule
 
 _VALUE_METHODS = frozenset({"item", "tolist"})  # a Python value read from tensor data
 _SEQUENCES = frozenset(

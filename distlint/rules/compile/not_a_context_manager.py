@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _locally_bound, _RegionRule
+from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.syntax.imports import scope_statements
 
 _PROTOCOL = frozenset({"__enter__", "__exit__"})

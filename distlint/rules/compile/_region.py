@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.rules.compile_analysis import TensorGuess
+from distlint.rules.compile._analysis import TensorGuess
 from distlint.rules.registry import Rule
 
 

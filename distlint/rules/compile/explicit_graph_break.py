@@ -13,9 +13,9 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._region import _locally_bound, _RegionRule
-from distlint.rules.compile_analysis import own_nodes
-from distlint.rules.hop_bodies import CHECKPOINT, COND, hop_bodies
+from distlint.rules.compile._analysis import own_nodes
+from distlint.rules.compile._hop_bodies import CHECKPOINT, COND, hop_bodies
+from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.syntax.imports import scope_statements
 
 # name -> (GB id without fullgraph, GB id under fullgraph, what happens without fullgraph)
