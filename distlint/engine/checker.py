@@ -492,7 +492,7 @@ def _finding(
 def _unused_suppressions(
     path: str, index: SuppressionIndex, settings: FileSettings, lines: list[str]
 ) -> list[Finding]:
-    from distlint.rules.tool.tool import UnusedSuppression
+    from distlint.rules.tool.unused_suppression import UnusedSuppression
 
     known = all_rules()
     found = []
@@ -538,7 +538,7 @@ def _too_large(path: str, size: int) -> FileResult:
 def _unparsable(
     path: str, message: str, line: int, column: int, text: str | None = None
 ) -> FileResult:
-    from distlint.rules.tool.tool import SyntaxErrorRule
+    from distlint.rules.tool.syntax_error import SyntaxErrorRule
 
     lines = NEWLINES.split(text) if text is not None else [""]
     line = max(1, min(line, len(lines)))

@@ -1,16 +1,9 @@
-"""DL0xx: findings about distlint's own input, produced by the engine rather than a visitor."""
+"""DL001 unused-suppression: see its docs page, rules/DL001.md."""
+
+from __future__ import annotations
 
 from distlint.findings import Severity
 from distlint.rules.registry import Rule
-
-
-class SyntaxErrorRule(Rule):
-    code = "DL000"
-    name = "syntax-error"
-    severity = Severity.ERROR
-    summary = "The file cannot be parsed, so it was not checked."
-    tags = ("correctness",)
-    precision = "very-high"
 
 
 class UnusedSuppression(Rule):
