@@ -8,7 +8,6 @@ pass and link it in ``check_project``. DL405 looks at one op body at a time.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -16,17 +15,15 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from distlint.findings import Finding, Location, Severity, Span, make_position
+from distlint.findings import Location, Span
 from distlint.rules._paths import is_test_path
-from distlint.rules.custom_ops.autograd import (
+from distlint.rules.custom_ops._autograd import (
     eval_only,
     grad_disabled,
-    inplace_method,
     is_forward,
     keyword,
     optional_input,
     positional,
-    strip_views,
 )
 from distlint.rules.registry import Rule
 from distlint.semantic.regions import literal_value
@@ -37,16 +34,32 @@ if TYPE_CHECKING:
     from distlint.rules.project import Project
     from distlint.syntax.spans import NodeSpan
 
+
 CUSTOM_OP = frozenset({"torch.library.custom_op", "torch._library.custom_ops.custom_op"})
+
+
 REGISTER_FAKE = frozenset(
     {"torch.library.register_fake", "torch.library.impl_abstract", "torch.library.fake"}
 )
+
+
 REGISTER_AUTOGRAD = frozenset({"torch.library.register_autograd"})
+
+
 REGISTER_KERNEL = frozenset({"torch.library.register_kernel"})
+
+
 LIBRARY = frozenset({"torch.library.Library"})
+
+
 DEFINE = frozenset({"torch.library.define"})
+
+
 IMPL = frozenset({"torch.library.impl"})
+
+
 OP_METHODS = {"register_fake": "fake", "register_autograd": "autograd", "register_kernel": "kernel"}
+
 
 # Dispatch keys whose kernel serves fake tensors (Meta, or every backend) / autograd.
 FAKE_KEYS = frozenset(
@@ -57,6 +70,8 @@ FAKE_KEYS = frozenset(
         "CompositeImplicitAutograd",
     }
 )
+
+
 AUTOGRAD_KEYS = frozenset(
     {
         "Autograd",
@@ -69,8 +84,13 @@ AUTOGRAD_KEYS = frozenset(
         "CompositeImplicitAutograd",
     }
 )
+
+
 CATCH_ALL = "CompositeImplicitAutograd"
+
+
 _DEVICE_KEYS = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta", "xpu": "XPU", "mps": "MPS"}
+
 
 # Packages whose functions are never project custom ops (keeps "use" records few).
 _NOT_PROJECT = frozenset(
@@ -169,6 +189,8 @@ def normalize_key(key: str) -> str:
 
 
 _OP_FACT_CODES = frozenset({"DL401", "DL402", "DL404", "DL408"})
+
+
 # custom_op tags for which torch 2.13 generates the fake of an op that declares mutated
 # arguments (tests/proof/test_proof_dl4xx.py compiles such ops with fullgraph=True).
 _GENERATED_FAKE_TAGS = frozenset({"torch.Tag.inplace", "torch.Tag.out"})
@@ -513,9 +535,6 @@ def _ops_qualname(name: str) -> str | None:
     return f"{parts[2]}::{parts[3]}"
 
 
-# -- linking ---------------------------------------------------------------------------------------
-
-
 @dataclass
 class _OpIndex:
     """Every file's records of one rule, linked: which op has what, where it is used."""
@@ -588,39 +607,6 @@ class _OpIndex:
                 yield path, use
 
 
-def _lacks_fake(index: _OpIndex, op: OpRecord) -> bool:
-    """A ``custom_op`` with no fake registered anywhere (DL401's candidates)."""
-    return op.kind == "custom_op" and not index.has_fake(op)
-
-
-def _lacks_autograd(index: _OpIndex, op: OpRecord) -> bool:
-    """A ``custom_op`` with outputs, no autograd formula, called in training (DL402's)."""
-    return (
-        op.kind == "custom_op"
-        and not op.returns_none
-        and not index.has_autograd(op)
-        and any(use.training for _, use in index.uses_of(op))
-    )
-
-
-def _missing_kernels(
-    index: _OpIndex, op: OpRecord, native: dict[str, set[str]]
-) -> tuple[bool, bool]:
-    """(no fake/Meta kernel, no Autograd kernel though a backward runs through it) of a
-    ``Library.define`` op (DL404). The Autograd half needs a call in a module's forward with
-    grad on: ops only called inside an autograd.Function, in export or inference code, or by
-    other packages are left alone."""
-    if op.kind != "define" or op.tensor_free:
-        return False, False
-    missing_fake = not index.has_fake(op, native)
-    missing_autograd = (
-        not op.no_outputs
-        and not index.has_autograd(op, native)
-        and any(use.training for _, use in index.uses_of(op))
-    )
-    return missing_fake, missing_autograd
-
-
 def _test_fixture_op(project: Project, index: _OpIndex, path: str, op: OpRecord) -> bool:
     """An op a test defines and never compiles: tests define ops to exercise them eagerly or to
     export them, where the missing registration costs nothing (ao's quantize tests, torch_xla's
@@ -659,399 +645,6 @@ def _measured(project: Project, located: NodeSpan | None) -> Span | None:
 def _where(project: Project, path: str, record: OpRecord) -> str:
     span = _span(project, record)
     return f"{path}:{span.start.line}" if span is not None else path
-
-
-# -- DL401 -----------------------------------------------------------------------------------------
-
-
-class CustomOpMissingFake(_OpFacts):
-    code = "DL401"
-    name = "custom-op-missing-fake"
-    severity = Severity.WARNING
-    summary = "A torch.library.custom_op has no register_fake: torch.compile fails on it."
-    tags = ("correctness", "torch.compile", "custom-ops")
-    precision = "high"
-    scope = "project"
-
-    @classmethod
-    def check_project(cls, project: Project) -> Iterable[Finding]:
-        index = _OpIndex.build(project.records(cls.code))
-        candidates = [
-            (path, op)
-            for path, op in index.ops
-            if _lacks_fake(index, op) and not _test_fixture_op(project, index, path, op)
-        ]
-        index.measure(project, (op for _, op in candidates))
-        for path, op in candidates:
-            span = _span(project, op)
-            if span is None:
-                continue
-            if op.mutates and (op.returns_none or op.inplace_or_out):
-                continue  # torch generates the fake of a mutation-only, in-place or out= op
-            compiled_uses = []
-            related: list[Location] = []
-            for use_path, use in index.uses_of(op):
-                compiled, _, roots = _region_of(project, use)
-                if compiled and _span(project, use) is not None:
-                    compiled_uses.append((use_path, use))
-                    related.append(
-                        Location(use_path, _span(project, use), "called in a compiled region")
-                    )
-                    related.extend(roots)
-            shown = op.shown or op.qualname
-            message = (
-                f"Custom op `{op.qualname}` has no fake implementation anywhere in the project: "
-                "`torch.compile` fails on its first call with `TorchRuntimeError: RuntimeError "
-                f"when making fake tensor call` (`There was no fake impl registered for "
-                f"<CustomOpDef({op.qualname})>`), a hard error, not a graph break (GB4315). "
-                f"Add one with `@{shown}.register_fake`."
-            )
-            if compiled_uses:
-                use_path, use = compiled_uses[0]
-                message += (
-                    f" It is called in a compiled region at {_where(project, use_path, use)}."
-                )
-            yield project.finding(
-                cls,
-                path,
-                span,
-                message,
-                severity=Severity.ERROR if compiled_uses else None,
-                related=tuple(dict.fromkeys(related))[:6],
-            )
-
-
-# -- DL402 -----------------------------------------------------------------------------------------
-
-
-class CustomOpMissingAutograd(_OpFacts):
-    code = "DL402"
-    name = "custom-op-missing-autograd"
-    severity = Severity.WARNING
-    summary = "A custom_op called in a module's forward has no register_autograd."
-    tags = ("correctness", "autograd", "custom-ops")
-    precision = "medium"
-    scope = "project"
-
-    @classmethod
-    def check_project(cls, project: Project) -> Iterable[Finding]:
-        index = _OpIndex.build(project.records(cls.code))
-        candidates = [
-            (path, op)
-            for path, op in index.ops
-            if _lacks_autograd(index, op) and not _test_fixture_op(project, index, path, op)
-        ]
-        index.measure(project, (op for _, op in candidates))
-        for path, op in candidates:
-            training = [(p, u) for p, u in index.uses_of(op) if u.training]
-            if not training:
-                continue
-            span = _span(project, op)
-            if span is None:
-                continue
-            training = [(p, u) for p, u in training if _span(project, u)]
-            if not training:
-                continue
-            use_path, use = training[0]
-            shown = op.shown or op.qualname
-            yield project.finding(
-                cls,
-                path,
-                span,
-                f"Custom op `{op.qualname}` has no autograd formula but is called in a module's "
-                f"`forward` ({_where(project, use_path, use)}): `backward()` raises `RuntimeError: "
-                f"Trying to backward through {op.qualname.replace('::', '.')}.default but no "
-                "autograd formula was "
-                "registered. Please use register_autograd to add one.` (under `torch.compile`, "
-                f"at the first compiled call). Add `{shown}.register_autograd(backward, "
-                "setup_context=...)`.",
-                related=tuple(
-                    Location(p, _span(project, u), "called in forward")  # type: ignore[arg-type]
-                    for p, u in training[:5]
-                ),
-            )
-
-
-# -- DL404 -----------------------------------------------------------------------------------------
-
-
-class LibraryOpMissingKernels(_OpFacts):
-    code = "DL404"
-    name = "library-op-missing-kernels"
-    severity = Severity.WARNING
-    summary = "An op defined with torch.library.Library/define lacks a fake or Autograd kernel."
-    tags = ("correctness", "torch.compile", "autograd", "custom-ops")
-    precision = "medium"
-    scope = "project"
-
-    @classmethod
-    def check_project(cls, project: Project) -> Iterable[Finding]:
-        index = _OpIndex.build(project.records(cls.code))
-        native = native_kernels(project)
-        missing = [
-            (path, op, *_missing_kernels(index, op, native))
-            for path, op in index.ops
-            if not _test_fixture_op(project, index, path, op)
-        ]
-        index.measure(project, (op for _, op, fake, autograd in missing if fake or autograd))
-        for path, op, missing_fake, missing_autograd in missing:
-            span = _span(project, op) if missing_fake or missing_autograd else None
-            if span is None:
-                continue
-            problems = []
-            if missing_fake:
-                problems.append(
-                    "no fake/Meta kernel: `torch.compile` breaks the graph at each call "
-                    "(`Operator does not support running with fake tensors`, GB0090) and "
-                    "`fullgraph=True` fails"
-                )
-            if missing_autograd:
-                problems.append(
-                    "no Autograd kernel: backward warns `an autograd kernel was not registered "
-                    "to the Autograd key(s) but we are trying to backprop through it` and, with "
-                    "an opaque kernel, gradients are silently `None`"
-                )
-            if not problems:
-                continue
-            fixes = []
-            if missing_fake:
-                fixes.append(f'`torch.library.register_fake("{op.qualname}")`')
-            if missing_autograd:
-                fixes.append(f'`torch.library.register_autograd("{op.qualname}", ...)`')
-            yield project.finding(
-                cls,
-                path,
-                span,
-                f"Operator `{op.qualname}` has "
-                + "; and ".join(problems)
-                + ". Register "
-                + " and ".join(fixes)
-                + " (or use `torch.library.custom_op`).",
-            )
-
-
-# -- DL405 -----------------------------------------------------------------------------------------
-
-
-class CustomOpUndeclaredMutation(Rule):
-    code = "DL405"
-    name = "custom-op-undeclared-mutation"
-    severity = Severity.ERROR
-    summary = "A custom_op writes into an argument that mutates_args does not declare."
-    tags = ("correctness", "torch.compile", "custom-ops")
-    precision = "high"
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        for decorator in node.decorators:
-            call = decorator.decorator
-            if isinstance(call, cst.Call) and self.ctx.resolve(call.func) in CUSTOM_OP:
-                self._check(node, call)
-                return
-
-    def _check(self, func: cst.FunctionDef, call: cst.Call) -> None:
-        if keyword(call, "schema") is not None:
-            return  # the schema says what is mutable
-        first = positional(call, 0)
-        qualname = literal_value(first.value) if first is not None else None
-        arg = keyword(call, "mutates_args")
-        if arg is None:
-            return  # a TypeError at import time already
-        declared = declared_mutations(arg.value)
-        if declared is None or declared == "unknown":
-            return
-        params = [
-            p.name.value
-            for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)
-        ]
-        undeclared = {p for p in params if p not in declared}
-        if not undeclared:
-            return
-        seen: set[str] = set()
-        for node, param, how in _mutations(func.body, undeclared, self.ctx.resolve):
-            if param in seen:
-                continue
-            seen.add(param)
-            self.report(
-                node,
-                f"Custom op `{qualname}` writes into its argument `{param}` ({how}) but "
-                f"`mutates_args` does not name it: `torch.library.opcheck` fails (`Argument "
-                f"{param} is not defined as mutable but was mutated`), and compiled code may "
-                f'reorder or drop the write. Add "{param}" to `mutates_args`, or write into '
-                "a new tensor.",
-                related_nodes=((call, "custom_op defined here"),),
-            )
-
-
-def _mutations(
-    body: cst.BaseSuite, params: set[str], resolve
-) -> Iterator[tuple[cst.CSTNode, str, str]]:  # type: ignore[no-untyped-def]
-    """(node, argument, how) for each in-place write into one of ``params`` (source order).
-
-    Follows simple aliases (``y = x``, ``y = x.view(-1)``, ``y = x[0]``) and stops following a
-    name once it is rebound to something else (``x = x.clone()``).
-    """
-    aliases = {p: p for p in params}
-
-    def target_of(expr: cst.BaseExpression) -> str | None:
-        base = strip_views(expr, through_data=True)
-        if isinstance(base, cst.Name):
-            return aliases.get(base.value)
-        return None
-
-    class Finder(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.found: list[tuple[cst.CSTNode, str, str]] = []
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False  # nested functions have their own arguments
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Call(self, node: cst.Call) -> None:
-            func = node.func
-            name = resolve(func)
-            if name is None and isinstance(func, cst.Attribute):
-                if inplace_method(func.attr.value):
-                    param = target_of(func.value)
-                    if param is not None:
-                        self.found.append((node, param, f"`.{func.attr.value}()`"))
-            elif name is not None and name.startswith("torch."):
-                out = keyword(node, "out")
-                if out is not None:
-                    values = (
-                        [e.value for e in out.value.elements]
-                        if isinstance(out.value, (cst.Tuple, cst.List))
-                        else [out.value]
-                    )
-                    for value in values:
-                        param = target_of(value)
-                        if param is not None:
-                            self.found.append((node, param, "`out=`"))
-                    return
-                short = name.rsplit(".", 1)[-1]
-                first = positional(node, 0)
-                if inplace_method(short) and first is not None and "init" not in name:
-                    param = target_of(first.value)
-                    if param is not None:
-                        self.found.append((node, param, f"`{short}`"))
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            param = target_of(node.target)
-            if param is not None:
-                self.found.append((node, param, "augmented assignment"))
-
-        def leave_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                t = target.target
-                if isinstance(t, cst.Subscript):
-                    param = target_of(t)
-                    if param is not None:
-                        self.found.append((t, param, "item assignment"))
-                elif isinstance(t, cst.Name):
-                    source = target_of(node.value) if _is_view_expr(node.value) else None
-                    if source is not None:
-                        aliases[t.value] = source
-                    else:
-                        aliases.pop(t.value, None)
-
-    finder = Finder()
-    body.visit(finder)
-    yield from finder.found
-
-
-def _is_view_expr(expr: cst.BaseExpression) -> bool:
-    base = strip_views(expr, through_data=True)
-    return isinstance(base, cst.Name)
-
-
-# -- DL408 -----------------------------------------------------------------------------------------
-
-
-def native_kernels(project: Project) -> dict[str, set[str]]:
-    """qualname -> dispatch keys of kernels registered in C++/CUDA sources of the project."""
-    from distlint.knowledge.native import scan_native
-
-    kernels: dict[str, set[str]] = defaultdict(set)
-    for _, text in project.native_sources:
-        for entry in scan_native(text):
-            key = entry.kernel_key
-            if key is not None:
-                kernels[f"{entry.namespace}::{entry.name}"].add(key)
-    return kernels
-
-
-class NativeOpMissingRegistration(_OpFacts):
-    code = "DL408"
-    name = "native-op-missing-registration"
-    severity = Severity.WARNING
-    summary = "A C++ TORCH_LIBRARY op has no Autograd and no Meta/fake kernel anywhere."
-    tags = ("correctness", "torch.compile", "autograd", "custom-ops")
-    precision = "medium"
-    scope = "project"
-
-    @classmethod
-    def check_project(cls, project: Project) -> Iterable[Finding]:
-        from distlint.knowledge.native import scan_native
-
-        if not project.native_sources:
-            return
-        index = _OpIndex.build(project.records(cls.code))
-        scanned = [(path, text, scan_native(text)) for path, text in project.native_sources]
-        native: dict[str, set[str]] = defaultdict(set)
-        wildcard: dict[str, set[str]] = defaultdict(set)  # op name -> keys (unknown namespace)
-        for _, _, entries in scanned:
-            for entry in entries:
-                if entry.kernel_key is None:
-                    continue
-                native[f"{entry.namespace}::{entry.name}"].add(entry.kernel_key)
-                if entry.namespace_is_macro:
-                    wildcard[entry.name].add(entry.kernel_key)
-        python_fake = {q for q in index.fake if "::" in q}
-        python_autograd = {q for q in index.autograd if "::" in q}
-        for q, keys in index.kernels.items():
-            if "::" in q:
-                if keys & FAKE_KEYS:
-                    python_fake.add(q)
-                if keys & AUTOGRAD_KEYS:
-                    python_autograd.add(q)
-        for path, text, entries in scanned:
-            lines = re.split(r"\r\n|\r|\n", text)
-            for entry in entries:
-                if entry.kind != "def" or entry.kernel_key is not None:
-                    continue
-                qualname = f"{entry.namespace}::{entry.name}"
-                keys = native.get(qualname, set()) | wildcard.get(entry.name, set())
-                if entry.namespace_is_macro:
-                    keys |= {
-                        k
-                        for q, ks in native.items()
-                        if q.split("::", 1)[1] == entry.name
-                        for k in ks
-                    }
-                    fake = any(q.split("::", 1)[1] == entry.name for q in python_fake)
-                    autograd = any(q.split("::", 1)[1] == entry.name for q in python_autograd)
-                else:
-                    fake = qualname in python_fake
-                    autograd = qualname in python_autograd
-                fake = fake or bool(keys & FAKE_KEYS)
-                autograd = autograd or bool(keys & AUTOGRAD_KEYS)
-                if fake or autograd:
-                    continue
-                start = make_position(lines, entry.line, entry.column)
-                end = make_position(lines, entry.line, entry.end_column)
-                yield project.finding(
-                    cls,
-                    path,
-                    Span(start, end),
-                    f"Operator `{qualname}` is defined in C++ with no Autograd and no Meta/fake "
-                    "kernel anywhere in the project: `torch.compile` breaks the graph at each "
-                    "call (`Operator does not support running with fake tensors`, GB0090; "
-                    "`fullgraph=True` fails), and backward through it warns `an autograd kernel "
-                    "was not registered to the Autograd key(s)` (gradients can be silently "
-                    f"wrong). Add `TORCH_LIBRARY_IMPL({entry.namespace}, Meta, m)` (or "
-                    f'`torch.library.register_fake("{qualname}")`) and an Autograd kernel.',
-                )
 
 
 def _module_constant(module: cst.Module, name: str) -> cst.BaseExpression | None:
