@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity, ToolError
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 
 if TYPE_CHECKING:
     from distlint.confirm.match import ConfirmRun

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 class ReportingRule(Protocol):
-    """What a pending report needs of its rule (every :class:`~distlint.rules.registry.Rule`)."""
+    """What a pending report needs of its rule (every :class:`~distlint.rules.base.Rule`)."""
 
     code: ClassVar[str]
     name: ClassVar[str]

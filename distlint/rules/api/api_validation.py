@@ -21,7 +21,7 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import Signature, TorchTable, closest, load_table
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 from distlint.semantic.regions import ends_in_exit, literal_value
 from distlint.syntax.guards import is_feature_guarded, is_version_test, probed_keywords
 from distlint.syntax.imports import ImportTable, dotted_name, scope_statements

@@ -10,7 +10,7 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import TorchTable, closest, load_table
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 from distlint.semantic.regions import is_literal, literal_value
 from distlint.syntax.imports import scope_statements
 

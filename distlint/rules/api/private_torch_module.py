@@ -21,7 +21,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.api.api_validation import deprecated_apis
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 from distlint.syntax.guards import is_feature_guarded
 from distlint.syntax.imports import dotted_name
 

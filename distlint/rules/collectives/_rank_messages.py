@@ -14,8 +14,8 @@ from distlint.findings import Finding, Location
 from distlint.semantic.effects import Divergence, project_divergences
 
 if TYPE_CHECKING:
+    from distlint.rules.base import Rule
     from distlint.rules.project import Project
-    from distlint.rules.registry import Rule
 
 HINT = (
     "Issue it on every rank (hoist it out of the branch, or mirror it in the other branch); "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 
 # Observed on torch 2.13.0 (re-observed by tests/proof/test_proof_dl203.py): each crashes Dynamo
 # with InternalTorchDynamoError (UnsafeScriptObjectError on the ProcessGroup OpaqueObject), GB2078.

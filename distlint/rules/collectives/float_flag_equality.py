@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import evaluated, scope_nodes
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
+from distlint.rules.base import Rule
 from distlint.rules.collectives._rank_messages import (
     collective_text,
     condition_text,
@@ -13,7 +14,6 @@ from distlint.rules.collectives._rank_messages import (
     report,
     what_runs,
 )
-from distlint.rules.registry import Rule
 from distlint.semantic.effects import Divergence
 
 if TYPE_CHECKING:

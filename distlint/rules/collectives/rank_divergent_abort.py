@@ -6,13 +6,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
+from distlint.rules.base import Rule
 from distlint.rules.collectives._rank_messages import (
     collective_text,
     condition_text,
     evidence,
     report,
 )
-from distlint.rules.registry import Rule
 from distlint.semantic.effects import Divergence
 
 if TYPE_CHECKING:

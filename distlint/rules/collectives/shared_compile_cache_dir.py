@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 from distlint.syntax.walker import descendants, evaluated
 
 CACHE_VARIABLES = frozenset({"TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"})

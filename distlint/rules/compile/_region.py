@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from distlint.rules.base import Rule
 from distlint.rules.compile._analysis import TensorGuess
-from distlint.rules.registry import Rule
 
 
 class _RegionRule(Rule):

@@ -13,7 +13,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules._paths import is_test_path
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants
 

@@ -22,7 +22,7 @@ from distlint.knowledge.captures import (
     graphed_items,
     statement_method,
 )
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 from distlint.semantic.regions import literal_value
 from distlint.syntax.walker import children, descendants
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import Rule
 from distlint.rules.cuda_graphs._capture import _is_cudagraph_compile
-from distlint.rules.registry import Rule
 
 
 class CudagraphMutatedInput(Rule):

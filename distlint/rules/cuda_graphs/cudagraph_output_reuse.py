@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
+from distlint.rules.base import Rule
 from distlint.rules.cuda_graphs._capture import _is_cudagraph_compile
-from distlint.rules.registry import Rule
 from distlint.syntax.walker import parameters, scope_nodes
 
 

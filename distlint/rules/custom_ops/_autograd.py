@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 from distlint.semantic.regions import literal_value
 from distlint.syntax.walker import blocks_of, parameters
 

@@ -17,6 +17,7 @@ import libcst as cst
 
 from distlint.findings import Location, Span
 from distlint.rules._paths import is_test_path
+from distlint.rules.base import Rule
 from distlint.rules.custom_ops._autograd import (
     eval_only,
     grad_disabled,
@@ -25,7 +26,6 @@ from distlint.rules.custom_ops._autograd import (
     optional_input,
     positional,
 )
-from distlint.rules.registry import Rule
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import Rule
 from distlint.rules.custom_ops._autograd import _grad_state
-from distlint.rules.registry import Rule
 from distlint.syntax.walker import descendants
 
 AUTOGRAD_FUNCTION_BASES = frozenset(

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import Rule
 from distlint.rules.custom_ops._autograd import (
     inplace_method,
     keyword,
     positional,
     strip_views,
 )
-from distlint.rules.registry import Rule
 from distlint.semantic.regions import literal_value
 
 if TYPE_CHECKING:

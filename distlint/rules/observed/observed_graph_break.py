@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from distlint.findings import Severity
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 
 
 class ObservedGraphBreak(Rule):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.registry import Rule
+from distlint.rules.base import Rule
 from distlint.semantic.regions import is_literal, literal_value
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import children, subclasses_of
