@@ -23,7 +23,7 @@ import libcst as cst
 from bench.run import corpus_files, torch_distributed_dir
 from distlint.config.settings import FileSettings
 from distlint.engine.runner import Task, run
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 
 COSTS: dict[str, float] = {}
 

@@ -36,7 +36,7 @@ from distlint.output.baseline import BaselineError
 from distlint.output.render import render
 from distlint.output.report import Report, source_reader
 from distlint.output.text import statistics_rows
-from distlint.rules.base import all_rules, get_rule
+from distlint.rules.registry import all_rules, get_rule
 
 if TYPE_CHECKING:
     from distlint.engine.cache import FirstPassCache

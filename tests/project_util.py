@@ -9,7 +9,7 @@ from pathlib import Path
 from distlint.engine.checker import FileResult
 from distlint.engine.runner import Task, first_pass, link_results, run
 from distlint.file_settings import FileSettings
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts
 
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from distlint.cli import main
 from distlint.output.docs import docs_dir
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

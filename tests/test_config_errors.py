@@ -9,7 +9,7 @@ import pytest
 
 from distlint.config.selection import suggest_code
 from distlint.config.settings import ConfigError, load_config_file
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 from tests.test_cli import cli
 
 KNOWN = tuple(all_rules())

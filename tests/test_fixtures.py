@@ -16,7 +16,7 @@ from distlint.config.discovery import NATIVE_SUFFIXES
 from distlint.engine.checker import FileResult
 from distlint.engine.runner import NativeSource, Task, run
 from distlint.file_settings import FileSettings
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 from tests.expectations import expected_findings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

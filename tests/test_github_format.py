@@ -30,7 +30,7 @@ from distlint.cli import main
 from distlint.findings import Finding, Severity, Span, make_position
 from distlint.output.render import render
 from distlint.output.report import Report
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 from tests.github_action import load_action, run_step, step_named
 from tests.sarif_validation import assert_valid_sarif
 

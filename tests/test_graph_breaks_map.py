@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location(

@@ -23,7 +23,7 @@ from distlint.output.json_format import finding_to_dict, render_json
 from distlint.output.render import render
 from distlint.output.report import Report
 from distlint.output.text import render_text, summary_line
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 
 SOURCE = 'import torch\n\ng = torch.compile(print, backend="nvfuser")\n'
 

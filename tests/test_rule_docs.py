@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from distlint.cli import main
 from distlint.output.docs import REQUIRED_SECTIONS, docs_dir, parse_doc, rule_doc
-from distlint.rules.base import Rule, all_rules
+from distlint.rules.base import Rule
+from distlint.rules.registry import all_rules
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 RULES = all_rules()

@@ -10,7 +10,7 @@ import pytest
 from distlint.engine.checker import check_source
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding, Severity
-from distlint.rules.base import get_rule
+from distlint.rules.registry import get_rule
 
 
 def findings(source: str, code: str) -> list[Finding]:

@@ -13,7 +13,7 @@ import pytest
 from distlint.engine.checker import check_source
 from distlint.file_settings import FileSettings
 from distlint.findings import Applicability, Finding, Severity
-from distlint.rules.base import get_rule
+from distlint.rules.registry import get_rule
 
 DL203_ONLY = FileSettings(enabled=frozenset({"DL203"}))
 DL502_ONLY = FileSettings(enabled=frozenset({"DL502"}))

@@ -16,8 +16,8 @@ import pytest
 from distlint.engine.checker import analyze_source, check_source
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding, Severity
-from distlint.rules.base import get_rule
 from distlint.rules.project import FileRecords, Project
+from distlint.rules.registry import get_rule
 from distlint.semantic.link import link
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -13,7 +13,7 @@ from distlint.engine.checker import check_source
 from distlint.file_settings import FileSettings
 from distlint.findings import Applicability, Finding, Severity
 from distlint.rules.api.api_validation import deprecated_apis
-from distlint.rules.base import get_rule
+from distlint.rules.registry import get_rule
 
 
 def findings(source: str, code: str, torch_version: str | None = None) -> list[Finding]:

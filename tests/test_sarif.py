@@ -29,7 +29,7 @@ from distlint.output.docs import parse_doc
 from distlint.output.fingerprint import line_hashes
 from distlint.output.render import render
 from distlint.output.report import Report
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 from tests.sarif_validation import assert_valid_sarif
 
 ROOT = Path("/home/ci/checkout")

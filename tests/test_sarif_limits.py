@@ -20,7 +20,7 @@ import pytest
 import distlint.output.sarif as sarif
 from distlint.findings import Finding, Location, Severity, Span, make_position
 from distlint.output.report import Report
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 from tests.sarif_validation import assert_valid_sarif
 
 ROOT = Path("/home/ci/checkout")

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from distlint.cli import main
 from distlint.config.selection import enabled_codes, is_valid_selector
 from distlint.config.settings import CliOverrides, Config, settings_for
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 
 RULES = {
     "DL000": True,

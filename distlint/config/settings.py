@@ -145,7 +145,7 @@ class CliOverrides:
 
 def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> FileSettings:
     """Per-file settings: selection (config + CLI) minus matching per-file-ignores."""
-    from distlint.rules.base import all_rules
+    from distlint.rules.registry import all_rules
 
     rules = {code: rule.default_enabled for code, rule in all_rules().items()}
     select = overrides.select if overrides.select is not None else config.select
@@ -218,7 +218,7 @@ def load_config_file(path: Path) -> Config:
 
 
 def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
-    from distlint.rules.base import all_rules
+    from distlint.rules.registry import all_rules
 
     known_codes = tuple(all_rules())
     values: dict[str, Any] = {}

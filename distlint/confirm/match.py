@@ -432,7 +432,7 @@ def observed_findings(
     enabled: Callable[[str], bool],
     read_text: Callable[[str], str | None] | None = None,
 ) -> list[Finding]:
-    from distlint.rules.base import get_rule
+    from distlint.rules.registry import get_rule
     from distlint.syntax.suppressions import scan
 
     findings: dict[tuple[Any, ...], Finding] = {}

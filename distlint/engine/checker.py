@@ -35,8 +35,9 @@ from distlint.findings import (
     ToolError,
     make_position,
 )
-from distlint.rules.base import Rule, all_rules
+from distlint.rules.base import Rule
 from distlint.rules.context import FileContext, PendingReport
+from distlint.rules.registry import all_rules
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary

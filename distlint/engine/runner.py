@@ -58,8 +58,8 @@ from distlint.engine.checker import (
     with_errors,
 )
 from distlint.findings import ToolError
-from distlint.rules.base import all_rules
 from distlint.rules.project import FileRecords, Project
+from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.syntax.imports import module_name_for
 from distlint.syntax.source import SourceError, decode_source, on_large_stack

@@ -42,7 +42,7 @@ from distlint.engine.checker import FileResult, check_source
 from distlint.findings import Applicability, Finding, Severity, Span
 from distlint.meta import rule_url
 from distlint.output.headline import headline
-from distlint.rules.base import all_rules, get_rule
+from distlint.rules.registry import all_rules, get_rule
 from distlint.syntax.suppressions import scan
 from distlint.syntax.text import (
     LineInfo,

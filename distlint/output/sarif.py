@@ -37,7 +37,8 @@ from distlint.output.docs import markdown_to_text, rule_doc
 from distlint.output.fingerprint import line_hashes
 from distlint.output.headline import headline
 from distlint.output.report import Report
-from distlint.rules.base import Rule, get_rule
+from distlint.rules.base import Rule
+from distlint.rules.registry import get_rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"

@@ -1,9 +1,9 @@
-"""Rules declare themselves once; this module collects them.
+"""The base class of every rule; subclassing it is a rule's one registration.
 
 A rule is a class with its metadata as class attributes and ``visit_<Node>`` /
 ``leave_<Node>`` methods named after LibCST node types. Subclassing :class:`Rule` registers it:
 there is no list to edit. Every module under :mod:`distlint.rules` (family folders too) is
-imported by :func:`all_rules`, so adding a file there is all it takes.
+imported by :func:`distlint.rules.registry.all_rules`, so adding a file there is all it takes.
 
 A rule's ``scope`` says what it needs to know:
 
@@ -18,8 +18,6 @@ A rule's ``scope`` says what it needs to know:
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from collections.abc import Iterable, Iterator
 from functools import cache
@@ -140,18 +138,3 @@ def _check_metadata(cls: type[Rule]) -> None:
         raise ValueError(f"{cls.__name__}: summary is required")
     if cls.scope not in ("file", "region", "project"):
         raise ValueError(f"{cls.__name__}: scope must be file, region or project")
-
-
-@cache
-def all_rules() -> dict[str, type[Rule]]:
-    """Every registered rule by code, in code order (imports all rule modules once)."""
-    import distlint.rules as package
-
-    for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-        importlib.import_module(module.name)
-    return dict(sorted(_REGISTRY.items()))
-
-
-def get_rule(code: str) -> type[Rule] | None:
-    """The rule with this code, or None."""
-    return all_rules().get(code.upper())

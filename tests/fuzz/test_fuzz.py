@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from distlint.engine.runner import Task, run
 from distlint.file_settings import FileSettings
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 from tests.fuzz.generator import program, valid
 from tests.fuzz.harness import check_batch, culprits, fill_batch
 

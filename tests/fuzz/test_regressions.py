@@ -10,7 +10,7 @@ import threading
 
 from distlint.engine.checker import check_source
 from distlint.file_settings import FileSettings
-from distlint.rules.base import all_rules
+from distlint.rules.registry import all_rules
 from distlint.syntax.source import on_large_stack
 
 ALL = FileSettings(enabled=frozenset(all_rules()))
