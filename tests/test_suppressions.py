@@ -290,3 +290,34 @@ def test_dl001_through_the_cli(tmp_path, monkeypatch) -> None:
         ("DL001", 2),
     ]
     assert all(f["severity"] == "note" for f in found)
+
+
+# -- one grammar: other tools' codes in a `# distlint:` list -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "comment",
+    ["# distlint: ignore[E501]", "# distlint: ignore[E501, W291]", "# distlint: ignore[dl]x"],
+)
+def test_a_distlint_ignore_of_only_other_codes_silences_nothing(comment: str) -> None:
+    """It once read as a blanket ignore (a list without a DL code was taken for "all")."""
+    result = check_source(src(CALL + "  " + comment), "s.py", DEFAULT)
+    expected = ["DL502"] if comment.endswith("x") else ["DL203", "DL502"]
+    assert [f.code for f in result.findings] == expected
+
+
+def test_a_file_ignore_of_only_other_codes_silences_nothing() -> None:
+    assert codes(src() + "# distlint: file-ignore[E501]\n") == ["DL203", "DL502"]
+
+
+def test_dl001_reports_other_tools_codes_in_a_distlint_comment() -> None:
+    found = dl001("x = 1\n# distlint: file-ignore[E501]\n")
+    assert found == [(2, 1, "Unused suppression: `E501` is not a distlint rule code; remove it.")]
+    mixed = dl001(src(CALL + "  # distlint: ignore[DL203, E501]"))
+    assert [message for _, _, message in mixed] == [
+        "Unused suppression: `E501` is not a distlint rule code; remove it."
+    ]
+
+
+def test_an_empty_distlint_list_is_a_blanket_ignore() -> None:
+    assert codes(src(CALL + "  # distlint: ignore[]")) == ["DL502"]

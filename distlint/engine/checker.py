@@ -498,6 +498,7 @@ def _unused_suppressions(
     known = all_rules()
     found = []
     for supp in index.suppressions:
+        unused: list[tuple[str, str]] = []
         for selector in supp.codes:
             if selector in supp.used:
                 continue
@@ -507,20 +508,24 @@ def _unused_suppressions(
             if "DL001".startswith(selector):
                 continue
             reason = "suppressed nothing" if covers_known else "is not a distlint rule code"
-            span = Span(
-                make_position(lines, supp.line, supp.column),
-                make_position(lines, supp.line, supp.end_column),
+            unused.append((selector, reason))
+        if supp.kind != "noqa":  # another tool's code in a `# distlint:` list silences nothing
+            unused += [(code, "is not a distlint rule code") for code in supp.comment.foreign]
+        span = Span(
+            make_position(lines, supp.line, supp.column),
+            make_position(lines, supp.line, supp.end_column),
+        )
+        found += [
+            Finding(
+                code=UnusedSuppression.code,
+                name=UnusedSuppression.name,
+                severity=UnusedSuppression.severity,
+                message=f"Unused suppression: `{selector}` {reason}; remove it.",
+                path=path,
+                span=span,
             )
-            found.append(
-                Finding(
-                    code=UnusedSuppression.code,
-                    name=UnusedSuppression.name,
-                    severity=UnusedSuppression.severity,
-                    message=f"Unused suppression: `{selector}` {reason}; remove it.",
-                    path=path,
-                    span=span,
-                )
-            )
+            for selector, reason in unused
+        ]
     return found
 
 

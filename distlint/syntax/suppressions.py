@@ -1,5 +1,11 @@
 """Inline suppressions: ``# noqa``, ``# distlint: ignore[...]``, ``# distlint: file-ignore[...]``.
 
+The one grammar of suppression comments, read by the engine and by the language server
+(:func:`parse_comment`): a comment without a code list silences every code; a list silences
+the distlint codes (and prefixes) it names. Other tools' codes in a list (``E501``) silence
+nothing: in ``# noqa: E501`` they belong to the other tool, in a ``# distlint:`` comment they
+are a mistake that DL001 reports.
+
 Comments are found with a linear scan of the source text (:mod:`distlint.syntax.lexing`: strings,
 comments, brackets, line continuations), which also gives the logical lines that a
 suppression covers: a suppression anywhere on a multi-line statement applies to findings
@@ -22,7 +28,53 @@ _NOQA = re.compile(
 _DISTLINT = re.compile(
     r"#\s*distlint\s*:\s*(?P<kind>file-ignore|ignore)\b(?:\[(?P<codes>[^\]]*)\])?", re.I
 )
-_CODE_SPLIT = re.compile(r"[\s,]+")
+_CODE_TOKEN = re.compile(r"[^\s,]+")
+CODE_PREFIX = "DL"  # distlint's codes; anything else in a list is another tool's
+
+
+@dataclass(frozen=True)
+class SuppressionComment:
+    """What one suppression comment says, with where its codes are (offsets in the comment)."""
+
+    kind: str  # "noqa", "ignore" or "file-ignore"
+    blanket: bool  # no code list (or an empty one): every code
+    codes: tuple[str, ...]  # the distlint codes and prefixes listed, upper-cased
+    foreign: tuple[str, ...]  # listed tokens that are not distlint codes (E501), upper-cased
+    list_span: tuple[int, int] | None  # [start, end) of the list's text, None without a list
+    code_spans: tuple[tuple[int, int, str], ...]  # every listed token: (start, end, UPPER)
+
+    def covers(self, code: str) -> str | None:
+        """The selector that silences ``code`` (``"*"`` for a blanket comment), else None."""
+        if self.blanket:
+            return "*"
+        code = code.upper()
+        for selector in self.codes:
+            if code.startswith(selector):
+                return selector
+        return None
+
+
+def parse_comment(comment: str) -> SuppressionComment | None:
+    """The suppression a ``#`` comment holds, or None when it holds none."""
+    match = _DISTLINT.search(comment)
+    kind = match.group("kind").lower() if match is not None else "noqa"
+    if match is None:
+        match = _NOQA.search(comment)
+        if match is None:
+            return None
+    raw = match.group("codes")
+    if raw is None:
+        return SuppressionComment(kind, True, (), (), None, ())
+    base = match.start("codes")
+    spans = tuple(
+        (base + token.start(), base + token.end(), token.group().upper())
+        for token in _CODE_TOKEN.finditer(raw)
+    )
+    listed = [code for _, _, code in spans]
+    codes = tuple(code for code in listed if code.startswith(CODE_PREFIX))
+    foreign = tuple(code for code in listed if not code.startswith(CODE_PREFIX))
+    span = (base, match.end("codes"))
+    return SuppressionComment(kind, not listed, codes, foreign, span, spans)
 
 
 @dataclass
@@ -32,19 +84,22 @@ class Suppression:
     line: int
     column: int  # 0-based code-point column of the '#'
     end_column: int  # 0-based, exclusive: the end of the comment
-    kind: str  # "noqa", "ignore" or "file-ignore"
-    codes: tuple[str, ...]  # upper-cased codes or prefixes; empty = every code
+    comment: SuppressionComment
     own_line: bool  # the comment stands alone on its line
     used: set[str] = field(default_factory=set)
 
+    @property
+    def kind(self) -> str:
+        return self.comment.kind
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """The distlint codes or prefixes listed (none for a blanket comment)."""
+        return self.comment.codes
+
     def matches(self, code: str) -> str | None:
         """The selector that covers ``code`` (``"*"`` for a blanket one), else None."""
-        if not self.codes:
-            return "*"
-        for selector in self.codes:
-            if code.startswith(selector):
-                return selector
-        return None
+        return self.comment.covers(code)
 
 
 @dataclass
@@ -132,23 +187,10 @@ def _count_newlines(text: str) -> int:
 
 
 def _parse_comment(comment: str, line: int, column: int, own_line: bool) -> Suppression | None:
-    end = column + len(comment)
-    match = _DISTLINT.search(comment)
-    if match is not None:
-        kind = match.group("kind").lower()
-        return Suppression(line, column, end, kind, _split_codes(match.group("codes")), own_line)
-    match = _NOQA.search(comment)
-    if match is not None:
-        codes = _split_codes(match.group("codes"))
-        # A noqa listing only other tools' codes (E501) must not silence distlint.
-        if match.group("codes") and not codes:
-            return None
-        return Suppression(line, column, end, "noqa", codes, own_line)
-    return None
-
-
-def _split_codes(raw: str | None) -> tuple[str, ...]:
-    if not raw:
-        return ()
-    codes = [code.upper() for code in _CODE_SPLIT.split(raw.strip()) if code]
-    return tuple(code for code in codes if code.startswith("DL"))
+    parsed = parse_comment(comment)
+    if parsed is None:
+        return None
+    # A noqa listing only other tools' codes (E501) is theirs: nothing of ours to track.
+    if parsed.kind == "noqa" and not parsed.blanket and not parsed.codes:
+        return None
+    return Suppression(line, column, column + len(comment), parsed, own_line)

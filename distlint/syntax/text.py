@@ -7,23 +7,15 @@ UTF-32) with :func:`to_client_units` / :func:`from_client_units`.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from distlint.syntax.lexing import tokens
 from distlint.syntax.source import NEWLINES
+from distlint.syntax.suppressions import parse_comment
 
 # The engine's line breaks (and the LSP's): \r\n, \r and \n only, never \f or \u2028.
-
-# Blanket or listed noqa comments (the grammar of distlint.syntax.suppressions),
-# distlint: ignore[...].
-_NOQA = re.compile(
-    r"#\s*noqa(?![\w-])(?P<colon>:\s*(?P<codes>[A-Za-z]+\d*(?:[\s,]+[A-Za-z]+\d*)*))?", re.I
-)
-_IGNORE = re.compile(r"#\s*distlint\s*:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?", re.I)
-_CODE_TOKEN = re.compile(r"[A-Za-z]+\d*")
 
 
 def split_lines(text: str) -> list[str]:
@@ -129,39 +121,22 @@ def noqa_edit(info: LineInfo, row: int, code: str) -> TextEdit | None:
     found = info.comment(row)
     if found is not None:
         column, comment = found
-        ignore = _IGNORE.search(comment)
-        if ignore is not None:
-            codes = ignore.group("codes")
-            if codes is None or not _codes(codes):
-                return None  # a blanket `# distlint: ignore`
-            if _covers(codes, code):
-                return None
-            before = codes.rstrip()
-            at = column + ignore.start("codes") + len(before)
+        parsed = parse_comment(comment)
+        # A file-ignore list is not extended for one line's finding: a noqa goes after it.
+        if parsed is not None and parsed.kind != "file-ignore":
+            if parsed.covers(code) is not None:
+                return None  # a blanket comment, or the code is listed already
+            assert parsed.list_span is not None  # not blanket: there is a list
+            start, end = parsed.list_span
+            before = comment[start:end].rstrip()
+            at = column + start + len(before)
             sep = ", " if before.strip() else ""
             return TextEdit((row, at), (row, at), f"{sep}{code}")
-        noqa = _NOQA.search(comment)
-        if noqa is not None:
-            codes = noqa.group("codes")
-            if codes is None:
-                return None  # a blanket noqa comment
-            if _covers(codes, code):
-                return None
-            at = column + noqa.end("codes")
-            return TextEdit((row, at), (row, at), f", {code}")
         # Another comment (`# type: ignore`, prose): add ours after it.
         end = len(line.rstrip())
         return TextEdit((row, end), (row, len(line)), f"  # noqa: {code}")
     end = len(line.rstrip())
     return TextEdit((row, end), (row, len(line)), f"  # noqa: {code}")
-
-
-def _codes(raw: str) -> list[str]:
-    return [token.upper() for token in _CODE_TOKEN.findall(raw)]
-
-
-def _covers(raw: str, code: str) -> bool:
-    return any(code.upper().startswith(selector) for selector in _codes(raw))
 
 
 # -- fix-all --------------------------------------------------------------------------------------
@@ -208,13 +183,10 @@ def code_at(comment: str, column: int) -> tuple[int, int, str] | None:
 
     Returns (start, end, code) with columns relative to the comment's start.
     """
-    for pattern in (_IGNORE, _NOQA):
-        match = pattern.search(comment)
-        if match is None or match.group("codes") is None:
-            continue
-        base = match.start("codes")
-        for token in _CODE_TOKEN.finditer(match.group("codes")):
-            start, end = base + token.start(), base + token.end()
-            if start <= column <= end:
-                return start, end, token.group().upper()
+    parsed = parse_comment(comment)
+    if parsed is None:
+        return None
+    for start, end, code in parsed.code_spans:
+        if start <= column <= end:
+            return start, end, code
     return None
