@@ -36,7 +36,7 @@ from distlint.findings import (
     make_position,
 )
 from distlint.rules.base import Rule
-from distlint.rules.context import FileContext, PendingReport
+from distlint.rules.context import PendingReport, RuleContext
 from distlint.rules.registry import all_rules
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
@@ -291,7 +291,7 @@ def _analyze_source(
         return _unparsable(display_path, message, line, column, text)
 
     try:
-        ctx = FileContext(display_path, text, module, settings, module_name, is_package)
+        ctx = RuleContext(display_path, text, module, settings, module_name, is_package)
         if second is not None:
             ctx.facts = second.facts
     except Exception as exc:  # a bug in the shared analysis: report it, never crash the run
@@ -341,7 +341,7 @@ def _walking_rules(enabled: frozenset[str], scopes: tuple[str, ...]) -> tuple[ty
 
 
 def _dispatch_tables(
-    ctx: FileContext, rules: list[Rule], errors: list[ToolError]
+    ctx: RuleContext, rules: list[Rule], errors: list[ToolError]
 ) -> tuple[dict[type, list[Any]], dict[type, list[Any]]]:
     """One dispatcher per node type and event, calling every rule's handler for it."""
     visits: dict[type, list[tuple[Rule, Any]]] = {}
@@ -404,7 +404,7 @@ def _dispatcher(pairs: list[tuple[Rule, Any]], crashed: set[str], errors: list[T
 
 
 def _finish(
-    ctx: FileContext,
+    ctx: RuleContext,
     text: str,
     settings: FileSettings,
     errors: list[ToolError],

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from distlint.findings import Finding, Fix, Location
-    from distlint.rules.context import FileContext
+    from distlint.rules.context import RuleContext
     from distlint.rules.project import Project
 
 CODE_PATTERN = re.compile(r"DL\d{3}")
@@ -68,7 +68,7 @@ class Rule:
             raise ValueError(f"rule code {cls.code} declared twice")
         _REGISTRY[cls.code] = cls
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
 
     def report(

@@ -54,17 +54,18 @@ _STATEMENTS = subclasses_of(cst.BaseSmallStatement, cst.BaseCompoundStatement)
 
 
 class _FunctionScope:
-    __slots__ = ("_region", "_table", "func", "qualname", "root")
+    __slots__ = ("_region", "_region_known", "_table", "func", "qualname", "root")
 
     def __init__(self, func: cst.FunctionDef, root: CompileRoot | None, qualname: str) -> None:
         self.func = func
         self.root = root
         self.qualname = qualname
         self._table: ImportTable | None = None
-        self._region: Region | bool | None = False  # False: not computed yet
+        self._region: Region | None = None
+        self._region_known = False
 
 
-class FileContext(ParsedFile):
+class RuleContext(ParsedFile):
     """Per-file facts for rules: path, settings, name resolution, ancestors, compiled roots."""
 
     def __init__(
@@ -112,15 +113,15 @@ class FileContext(ParsedFile):
         cache = self._resolved
         if key in cache:
             return cache[key]
-        value = cache[key] = self._table().resolve(expr)
+        value = cache[key] = self.scope_table().resolve(expr)
         return value
 
     def bound_several_ways(self, name: str) -> bool:
         """Whether ``name`` is bound to different objects on different paths in the current
         scope (see ``ImportTable.from_several_libraries``)."""
-        return self._table().from_several_libraries(name)
+        return self.scope_table().from_several_libraries(name)
 
-    def _table(self) -> ImportTable:
+    def scope_table(self) -> ImportTable:
         """The innermost scope's table, building function tables lazily (outermost first)."""
         table = self.imports
         for scope in self._functions:
@@ -186,12 +187,13 @@ class FileContext(ParsedFile):
         if not self._functions:
             return None
         scope = self._functions[-1]
-        if scope._region is False:
+        if not scope._region_known:
             scope._region = self._compute_region(scope)
+            scope._region_known = True
         region = scope._region
         if region is not None and not self.traced(self.parents):
             return None
-        return region  # type: ignore[return-value]
+        return region
 
     def traced(self, ancestors: Sequence[cst.CSTNode]) -> bool:
         """Whether Dynamo may trace the node under ``ancestors`` (outermost first) when its
@@ -206,14 +208,17 @@ class FileContext(ParsedFile):
         what follows an ``if`` whose taken side returns or raises."""
         if self._taken_sides is None:
             self._settle_taken_sides()
-        if not self._taken_sides and not self._after_exit:
+        taken_sides = self._taken_sides or {}
+        if not taken_sides and not self._after_exit:
             return False
         for index in range(len(parents) - 1):
             parent, child = parents[index], parents[index + 1]
             if id(child) in self._after_exit:
                 return True
-            taken = self._taken_sides.get(id(parent))  # type: ignore[union-attr]
-            if taken is not None and child is (parent.orelse if taken else parent.body):  # type: ignore[attr-defined]
+            taken = taken_sides.get(id(parent))
+            if taken is None or not isinstance(parent, cst.If):
+                continue
+            if child is (parent.orelse if taken else parent.body):
                 return True
         return False
 

@@ -797,7 +797,7 @@ class Collector:
     def _calls(self, scope: _Scope, statement: cst.CSTNode, effects: list[Effect]) -> None:
         """Record the calls of a statement (of a compound statement: of its header only).
 
-        The first pass's walk gathered them (``FileContext.note_call``), outer before inner,
+        The first pass's walk gathered them (``RuleContext.note_call``), outer before inner,
         in source order: no second traversal of the expressions.
         """
         for call in self.ctx.statement_calls.get(id(statement), ()):

@@ -2,7 +2,7 @@
 
 :class:`FileTaint` scans each scope once (assignments, returns, nested defs) for the
 summary, and runs the flow-sensitive rank lattice (:mod:`.rankflow`) over the file when it
-may hold a rank source at all. Rules ask through ``FileContext.rank_dependent``.
+may hold a rank source at all. Rules ask through ``RuleContext.rank_dependent``.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def self_attribute(target: cst.BaseExpression) -> str | None:
     return None
 
 
-# -- the per-file analysis (rules ask through FileContext.rank_dependent) ---------------------
+# -- the per-file analysis (rules ask through RuleContext.rank_dependent) ---------------------
 
 
 class FileTaint:

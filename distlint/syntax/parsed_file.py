@@ -1,7 +1,7 @@
 """One parsed file as the analysis reads it: text, tree, names, and the nodes it located.
 
 The semantic layer (summaries, rank flow, rank taint) reads a file through this index. The
-rule context (:class:`distlint.rules.context.FileContext`) extends it with what exists only
+rule context (:class:`distlint.rules.context.RuleContext`) extends it with what exists only
 while rules walk the file: the enclosing functions, the compiled region, pending reports.
 """
 

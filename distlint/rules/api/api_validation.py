@@ -22,6 +22,7 @@ import libcst as cst
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import Signature, TorchTable, closest, load_table
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.semantic.regions import ends_in_exit, literal_value
 from distlint.syntax.guards import is_feature_guarded, is_version_test, probed_keywords
 from distlint.syntax.imports import ImportTable, dotted_name, scope_statements
@@ -449,7 +450,7 @@ class DeprecatedTorchApi(Rule):
     precision = "very-high"
     fix_availability = FixAvailability.SOMETIMES
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         # Judged against the lowest torch the project supports (configured, or inferred from
         # its requirements): a deprecation newer than that is one it cannot act on yet.
@@ -631,7 +632,7 @@ class DeprecatedTorchApi(Rule):
 
     def _check_names(self, module: cst.Module, candidates: set[str]) -> None:
         # (node, parent, scope); a def's own scope covers all of its children, as in the
-        # engine's walk (FileContext.enter_function runs before they are visited).
+        # engine's walk (RuleContext.enter_function runs before they are visited).
         top = _Scope(None, None, self.ctx)
         # passive: under an annotation or in an isinstance/issubclass test, where a class
         # is only looked at (nothing is created, nothing warns)
@@ -737,7 +738,9 @@ class _Scope:
 
     __slots__ = ("_built", "ctx", "func", "parent")
 
-    def __init__(self, parent: _Scope | None, func: cst.FunctionDef | None, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self, parent: _Scope | None, func: cst.FunctionDef | None, ctx: RuleContext
+    ) -> None:
         self.parent = parent
         self.func = func
         self.ctx = ctx

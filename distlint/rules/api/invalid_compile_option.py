@@ -11,6 +11,7 @@ import libcst as cst
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import TorchTable, closest, load_table
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_literal, literal_value
 from distlint.syntax.imports import scope_statements
 
@@ -45,7 +46,7 @@ class InvalidCompileOption(Rule):
     tags = ("correctness", "torch.compile", "api")
     precision = "very-high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._table: TorchTable | None = None
         self._registered = _registered_backends(ctx.module)
@@ -171,7 +172,7 @@ class InvalidCompileOption(Rule):
                 )
 
 
-def _compile_kwargs(node: cst.Call, ctx) -> dict[str, cst.Arg] | None:  # type: ignore[no-untyped-def]
+def _compile_kwargs(node: cst.Call, ctx: RuleContext) -> dict[str, cst.Arg] | None:
     """Keyword arguments of a torch.compile-like call, or None if ``node`` is not one."""
     name = ctx.resolve(node.func)
     if name == "torch.compile":

@@ -22,6 +22,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.api.api_validation import deprecated_apis
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.syntax.guards import is_feature_guarded
 from distlint.syntax.imports import dotted_name
 
@@ -110,7 +111,7 @@ class PrivateTorchModule(Rule):
     tags = ("maintainability", "api")
     precision = "high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         own = ctx.module_name or ""
         # torch's own code (or a vendored copy of it) may use its private modules

@@ -21,6 +21,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_literal, literal_value
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import children
@@ -260,7 +261,7 @@ class DdpUnusedParameters(Rule):
     tags = ("correctness", "distributed", "ddp")
     precision = "medium"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         # A finding sits on a call resolving to DDP, whose name is spelled in the file (an
         # alias still names it in its import): other files are skipped without a walk.
@@ -574,7 +575,7 @@ class RankDivergentParameterWrite(Rule):
     tags = ("correctness", "distributed", "ddp")
     precision = "medium"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         # Nothing is reported unless a call resolves to a wrapper, whose name is spelled in
         # the file (an alias still names it in its import): other files are skipped at once.
@@ -775,7 +776,7 @@ class RankDivergentParameterWrite(Rule):
             )
 
 
-def _memo(cache: dict[int, bool], ctx, test: cst.BaseExpression) -> bool:  # type: ignore[no-untyped-def]
+def _memo(cache: dict[int, bool], ctx: RuleContext, test: cst.BaseExpression) -> bool:
     found = cache.get(id(test))
     if found is None:
         found = cache[id(test)] = ctx.rank_dependent(test)
@@ -851,7 +852,7 @@ class DdpSmallBucketCompile(Rule):
     tags = ("correctness", "torch.compile", "ddp")
     precision = "high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         # A finding needs a literal `bucket_cap_mb=` keyword: other files are skipped at once.
         self._active = "bucket_cap_mb" in ctx.source

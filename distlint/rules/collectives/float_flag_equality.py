@@ -8,6 +8,7 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import evaluated, scope_nodes
 
@@ -88,7 +89,7 @@ class FloatFlagEquality(Rule):
     tags = ("hygiene", "distributed")
     precision = "medium"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._scopes: dict[int, _Received] = {}
 

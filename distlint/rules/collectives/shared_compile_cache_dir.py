@@ -6,6 +6,7 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.syntax.walker import descendants, evaluated
 
 CACHE_VARIABLES = frozenset({"TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"})
@@ -54,7 +55,7 @@ class SharedCompileCacheDir(Rule):
     tags = ("hygiene", "torch.compile", "distributed")
     precision = "medium"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._multi_process: str | None = None
         self._constants: dict[str, cst.BaseExpression] = {}

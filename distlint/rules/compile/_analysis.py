@@ -1,7 +1,7 @@
 """Shared static guesses for the DL1xx rules (graph breaks inside compiled regions).
 
 Nothing here is a rule. It answers two questions from the source of one file, without
-importing torch (the file's module-level dynamo config is ``FileContext.dynamo_config``):
+importing torch (the file's module-level dynamo config is ``RuleContext.dynamo_config``):
 
 * whether an expression is probably a tensor (:class:`TensorGuess`): calls of ``torch.*``
   functions, tensor methods, comparisons involving those, names assigned only from such

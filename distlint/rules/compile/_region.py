@@ -9,6 +9,7 @@ import libcst as cst
 
 from distlint.rules.base import Rule
 from distlint.rules.compile._analysis import TensorGuess
+from distlint.rules.context import RuleContext
 
 
 class _RegionRule(Rule):
@@ -16,7 +17,7 @@ class _RegionRule(Rule):
 
     scope = "region"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._guesses: dict[int, TensorGuess] = {}
         self._module_guess: TensorGuess | None = None
@@ -43,13 +44,13 @@ class _RegionRule(Rule):
         """``func`` is the builtin ``name`` (not shadowed by an import or a local)."""
         if not isinstance(func, cst.Name) or func.value != name:
             return False
-        return not self.ctx._table().is_bound(name)
+        return not self.ctx.scope_table().is_bound(name)
 
     def spell(self, node: cst.CSTNode, limit: int = 60) -> str:
         text = " ".join(self.ctx.module.code_for_node(node).split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _locally_bound(ctx, name: str) -> bool:  # type: ignore[no-untyped-def]
-    table = ctx._table()
+def _locally_bound(ctx: RuleContext, name: str) -> bool:
+    table = ctx.scope_table()
     return table is not ctx.imports and name in getattr(table, "_bindings", {})

@@ -22,6 +22,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.compile._analysis import function_nodes, own_nodes
 from distlint.rules.compile._region import _RegionRule
+from distlint.rules.context import RuleContext
 from distlint.semantic.link import Root
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.positions import node_ranges
@@ -67,11 +68,12 @@ class Binding:
     node: cst.CSTNode | None = None
 
 
-def compiled_bindings(ctx) -> dict[str, list[Binding]]:  # type: ignore[no-untyped-def]
+def compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
     """Names bound to compiled callables, from the linked roots at this file's compile sites."""
-    cached = getattr(ctx, "_dl107_bindings", None)
-    if cached is not None:
-        return cached
+    return ctx.memo(_compiled_bindings)
+
+
+def _compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
     found: dict[str, list[Binding]] = {}
     facts = ctx.facts
     roots = [r for r in facts.roots if r.info.path == ctx.path] if facts is not None else []
@@ -107,7 +109,6 @@ def compiled_bindings(ctx) -> dict[str, list[Binding]]:  # type: ignore[no-untyp
                 if (kind == "decorator") != (root.info.kind == "decorator"):
                     continue
                 found.setdefault(name, []).append(Binding(name, root, origin, node))
-    ctx._dl107_bindings = found
     return found
 
 
@@ -118,7 +119,7 @@ def _first_positional(call: cst.Call) -> cst.BaseExpression | None:
     return None
 
 
-def region_functions(ctx, root: Root) -> dict[str, cst.FunctionDef]:  # type: ignore[no-untyped-def]
+def region_functions(ctx: RuleContext, root: Root) -> dict[str, cst.FunctionDef]:
     """Functions of this file in ``root``'s compiled region, by id."""
     facts = ctx.facts
     if facts is None:
@@ -127,11 +128,12 @@ def region_functions(ctx, root: Root) -> dict[str, cst.FunctionDef]:  # type: ig
     return {fid: func for fid, func in file_functions(ctx).items() if fid in ids}
 
 
-def file_functions(ctx) -> dict[str, cst.FunctionDef]:  # type: ignore[no-untyped-def]
+def file_functions(ctx: RuleContext) -> dict[str, cst.FunctionDef]:
     """Every function definition of the file by id (``module:qualname``)."""
-    cached = getattr(ctx, "_dl107_functions", None)
-    if cached is not None:
-        return cached
+    return ctx.memo(_file_functions)
+
+
+def _file_functions(ctx: RuleContext) -> dict[str, cst.FunctionDef]:
     found: dict[str, cst.FunctionDef] = {}
 
     def walk(body: object, prefix: str) -> None:
@@ -145,7 +147,6 @@ def file_functions(ctx) -> dict[str, cst.FunctionDef]:  # type: ignore[no-untype
                 walk(stmt.body.body, prefix + stmt.name.value + ".")
 
     walk(ctx.module.body, "")
-    ctx._dl107_functions = found
     return found
 
 
@@ -178,19 +179,19 @@ def may_precede(a: Event, b: Event) -> bool:
     return a.index < b.index or any(loop in b.loops for loop in a.loops)
 
 
-def flows(ctx) -> list[Flow]:  # type: ignore[no-untyped-def]
-    cached = getattr(ctx, "_dl107_flows", None)
-    if cached is not None:
-        return cached
+def flows(ctx: RuleContext) -> list[Flow]:
+    return ctx.memo(_flows)
+
+
+def _flows(ctx: RuleContext) -> list[Flow]:
     names = set(compiled_bindings(ctx))
     result = [_flow(ctx, ctx.module, names)]
     for func in file_functions(ctx).values():
         result.append(_flow(ctx, func, names))
-    ctx._dl107_flows = result
     return result
 
 
-def _flow(ctx, scope: cst.CSTNode, names: set[str]) -> Flow:  # type: ignore[no-untyped-def]
+def _flow(ctx: RuleContext, scope: cst.CSTNode, names: set[str]) -> Flow:
     resolve = ctx.imports.resolve
     flow = Flow()
     stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = []
@@ -415,7 +416,7 @@ def _int_literal(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Integer)
 
 
-def _rebound_global_ints(ctx) -> dict[str, cst.CSTNode]:  # type: ignore[no-untyped-def]
+def _rebound_global_ints(ctx: RuleContext) -> dict[str, cst.CSTNode]:
     """Module-level int names that some loop rebinds (module code, or a ``global`` function)."""
     ints: set[str] = set()
     for stmt in scope_statements(ctx.module.body):
@@ -526,7 +527,7 @@ def _variable_in(
 # -- DL108 --------------------------------------------------------------------------------------
 
 
-def dist_reads(ctx, root: Root) -> list[tuple[cst.Call, str]]:  # type: ignore[no-untyped-def]
+def dist_reads(ctx: RuleContext, root: Root) -> list[tuple[cst.Call, str]]:
     """Calls of the folded ``torch.distributed`` getters in the root's region (this file)."""
     found = []
     for func in region_functions(ctx, root).values():
@@ -689,7 +690,7 @@ def _chain_base(expr: cst.BaseExpression) -> tuple[str | None, int]:
             return None, depth
 
 
-def _module_loop_vars(flow: Flow, ctx) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _module_loop_vars(flow: Flow, ctx: RuleContext) -> dict[str, str]:
     """``mod`` -> ``m`` for ``for mod in m.modules()`` / ``for name, mod in
     m.named_modules()`` / ``for blk in m.layers`` loops of the flow's events."""
     found: dict[str, str] = {}
@@ -717,7 +718,7 @@ def _module_loop_vars(flow: Flow, ctx) -> dict[str, str]:  # type: ignore[no-unt
     return found
 
 
-def _modules_called(ctx, root: Root) -> set[str]:  # type: ignore[no-untyped-def]
+def _modules_called(ctx: RuleContext, root: Root) -> set[str]:
     """Module-global names called inside the root's region functions of this file."""
     names: set[str] = set()
     for func in region_functions(ctx, root).values():
@@ -740,12 +741,13 @@ def _modules_called(ctx, root: Root) -> set[str]:  # type: ignore[no-untyped-def
 # -- DL105 addition: FSDP2-sharded children looped over in a compiled root ---------------------
 
 
-def fully_sharded_attributes(ctx) -> frozenset[str]:  # type: ignore[no-untyped-def]
+def fully_sharded_attributes(ctx: RuleContext) -> frozenset[str]:
     """Attribute names whose elements the file passes to FSDP2's ``fully_shard``:
     ``for blk in model.layers: fully_shard(blk)`` or ``fully_shard(model.layers[i])``."""
-    cached = getattr(ctx, "_dl105_fsdp2", None)
-    if cached is not None:
-        return cached
+    return ctx.memo(_fully_sharded_attributes)
+
+
+def _fully_sharded_attributes(ctx: RuleContext) -> frozenset[str]:
     found: set[str] = set()
     loops: dict[str, str] = {}  # loop variable -> attribute iterated
     for node in descendants(ctx.module):
@@ -767,11 +769,10 @@ def fully_sharded_attributes(ctx) -> frozenset[str]:  # type: ignore[no-untyped-
         elif isinstance(arg, cst.Subscript) and isinstance(arg.value, cst.Attribute):
             found.add(arg.value.attr.value)
     result = frozenset(found)
-    ctx._dl105_fsdp2 = result
     return result
 
 
-def sharded_children_loop(ctx, loop: cst.For | cst.While) -> str | None:  # type: ignore[no-untyped-def]
+def sharded_children_loop(ctx: RuleContext, loop: cst.For | cst.While) -> str | None:
     """``self.layers`` when ``loop`` runs ``for blk in self.layers: blk(...)`` in a function
     that a whole-module compile root compiles, and the file fully_shards those children."""
     region = ctx.region

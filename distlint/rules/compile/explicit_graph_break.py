@@ -16,6 +16,7 @@ from distlint.findings import Severity
 from distlint.rules.compile._analysis import own_nodes
 from distlint.rules.compile._hop_bodies import CHECKPOINT, COND, hop_bodies
 from distlint.rules.compile._region import _locally_bound, _RegionRule
+from distlint.rules.context import RuleContext
 from distlint.syntax.imports import scope_statements
 
 # name -> (GB id without fullgraph, GB id under fullgraph, what happens without fullgraph)
@@ -59,7 +60,7 @@ class ExplicitGraphBreak(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "very-high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._reported: set[int] = set()
 

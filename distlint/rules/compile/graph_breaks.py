@@ -24,6 +24,7 @@ from distlint.rules.compile._analysis import (
     truth_tested,
 )
 from distlint.rules.compile._region import _locally_bound, _RegionRule
+from distlint.rules.context import RuleContext
 from distlint.semantic.regions import DISABLE_FUNCTIONS, is_compile_disabled, is_compiling_test
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants
@@ -95,22 +96,22 @@ _HOST_ADVICE = {
 }
 
 
-def _logger_names(ctx) -> frozenset[str]:  # type: ignore[no-untyped-def]
-    cached = getattr(ctx, "_dl1xx_loggers", None)
-    if cached is None:
-        names = set()
-        for stmt in scope_statements(ctx.module.body):
-            if (
-                isinstance(stmt, cst.Assign)
-                and isinstance(stmt.value, cst.Call)
-                and ctx.imports.resolve(stmt.value.func) == "logging.getLogger"
-            ):
-                for target in stmt.targets:
-                    if isinstance(target.target, cst.Name):
-                        names.add(target.target.value)
-        cached = frozenset(names)
-        ctx._dl1xx_loggers = cached
-    return cached
+def _logger_names(ctx: RuleContext) -> frozenset[str]:
+    return ctx.memo(_find_logger_names)
+
+
+def _find_logger_names(ctx: RuleContext) -> frozenset[str]:
+    names = set()
+    for stmt in scope_statements(ctx.module.body):
+        if (
+            isinstance(stmt, cst.Assign)
+            and isinstance(stmt.value, cst.Call)
+            and ctx.imports.resolve(stmt.value.func) == "logging.getLogger"
+        ):
+            for target in stmt.targets:
+                if isinstance(target.target, cst.Name):
+                    names.add(target.target.value)
+    return frozenset(names)
 
 
 def host_call(rule: _RegionRule, node: cst.Call) -> tuple[str, str] | None:
@@ -715,7 +716,7 @@ class TrainStepInCompiledRegion(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._optimizers = _optimizer_names(ctx)
 
@@ -773,7 +774,7 @@ class TrainStepInCompiledRegion(_RegionRule):
         self.report(node, message, severity=severity, related=region.related)
 
 
-def _optimizer_names(ctx) -> frozenset[str]:  # type: ignore[no-untyped-def]
+def _optimizer_names(ctx: RuleContext) -> frozenset[str]:
     """Names and ``self.`` attributes assigned from ``torch.optim.X(...)`` anywhere in the file."""
     from distlint.syntax.walker import children
 
@@ -808,7 +809,7 @@ class DisabledCallUnderFullgraph(_RegionRule):
     tags = ("correctness", "torch.compile")
     precision = "very-high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._functions, self._methods = _disabled_callables(ctx)
         self._modules = _disabled_modules(ctx)
@@ -919,7 +920,7 @@ def _calls_parameter(func: cst.FunctionDef, name: str) -> cst.Call | None:
     return found
 
 
-def _disabled_modules(ctx) -> frozenset[str]:  # type: ignore[no-untyped-def]
+def _disabled_modules(ctx: RuleContext) -> frozenset[str]:
     """Module-level names bound to ``torch.compiler.disable(<a module constructed here>)``."""
     resolve = ctx.imports.resolve
     classes = {stmt.name.value for stmt in ctx.module.body if isinstance(stmt, cst.ClassDef)}
@@ -949,7 +950,7 @@ def _enclosing_class(parents: Sequence[cst.CSTNode]) -> str | None:
     return None
 
 
-def _disabled_callables(ctx) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:  # type: ignore[no-untyped-def]
+def _disabled_callables(ctx: RuleContext) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
     """Module functions and class methods of this file cut out of compilation."""
     resolve = ctx.imports.resolve
     functions: set[str] = set()

@@ -18,6 +18,7 @@ from distlint.findings import Severity
 from distlint.rules.compile._analysis import bound_values, own_nodes, self_attribute_values
 from distlint.rules.compile._hop_bodies import COND, HopBody, hop_bodies
 from distlint.rules.compile._region import _RegionRule
+from distlint.rules.context import RuleContext
 from distlint.syntax.imports import scope_statements
 
 MUTATORS = frozenset(
@@ -62,7 +63,7 @@ class HopBodySideEffect(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._reported: set[int] = set()
 

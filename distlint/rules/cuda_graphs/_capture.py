@@ -23,6 +23,7 @@ from distlint.knowledge.captures import (
     statement_method,
 )
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
 from distlint.syntax.walker import children, descendants
 
@@ -48,7 +49,7 @@ _CONDITIONAL_TYPES = frozenset(
 class _CaptureRule(Rule):
     """Knows whether the node being visited runs while a CUDA graph is being captured."""
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._spans: set[int] = set()  # ids of statements between capture_begin and capture_end
         self._graphed: set[str] = set()  # names of functions given to make_graphed_callables
@@ -195,7 +196,7 @@ def _mentions(expr: cst.BaseExpression, name: str) -> bool:
     return False
 
 
-def _is_cudagraph_compile(call: cst.Call, ctx) -> bool:  # type: ignore[no-untyped-def]
+def _is_cudagraph_compile(call: cst.Call, ctx: RuleContext) -> bool:
     if ctx.resolve(call.func) != "torch.compile":
         return False
     for arg in call.args:

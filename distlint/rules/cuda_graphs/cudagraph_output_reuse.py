@@ -6,6 +6,7 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.rules.cuda_graphs._capture import _is_cudagraph_compile
 from distlint.syntax.walker import parameters, scope_nodes
 
@@ -31,7 +32,7 @@ class CudagraphOutputReuse(Rule):
         _OutputUse(self, graphed).run(node)
 
 
-def _cudagraph_callables(module: cst.Module, ctx) -> set[str]:  # type: ignore[no-untyped-def]
+def _cudagraph_callables(module: cst.Module, ctx: RuleContext) -> set[str]:
     """Names bound in this file to CUDA-graph-replaying compiled callables: decorated functions
     anywhere, and module-level assignments (a function's own assignments are its locals, seen
     in source order by ``_OutputUse``; peft's tests rebind ``model`` per test)."""
@@ -65,7 +66,7 @@ def _cudagraph_callables(module: cst.Module, ctx) -> set[str]:  # type: ignore[n
     return names
 
 
-def _local_cudagraph_names(function: cst.FunctionDef, ctx) -> set[str]:  # type: ignore[no-untyped-def]
+def _local_cudagraph_names(function: cst.FunctionDef, ctx: RuleContext) -> set[str]:
     """Names a function binds itself to CUDA-graph-replaying compiled callables."""
     return {
         target.target.value

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
 from distlint.syntax.walker import blocks_of, parameters
 
@@ -438,7 +439,7 @@ def _defines_forward(node: cst.ClassDef) -> bool:
 class _ModuleClassRule(Rule):
     """Knows the enclosing class's parameters and submodules while walking its methods."""
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._classes: list[_ModuleClass] = []
 

@@ -18,6 +18,7 @@ import libcst as cst
 from distlint.findings import Location, Span
 from distlint.rules._paths import is_test_path
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.rules.custom_ops._autograd import (
     eval_only,
     grad_disabled,
@@ -204,7 +205,7 @@ class _OpFacts(Rule):
     handlers return at once.
     """
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._libs: dict[str, tuple[str, str]] = {}  # spelled variable -> (namespace, key)
         self._local_ops: set[str] = set()  # Python names of custom ops defined in this file

@@ -9,6 +9,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.rules.custom_ops._autograd import _grad_state
 from distlint.syntax.walker import descendants
 
@@ -36,7 +37,7 @@ class AutogradFunctionMissingBackward(Rule):
     tags = ("correctness", "autograd", "torch.compile")
     precision = "high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._classes: dict[str, _FunctionClass] = {}
 

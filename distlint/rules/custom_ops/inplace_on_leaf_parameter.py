@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.context import RuleContext
 from distlint.rules.custom_ops._autograd import (
     INIT_PREFIX,
     _ModuleClass,
@@ -24,7 +25,7 @@ class InplaceOnLeafParameter(_ModuleClassRule):
     tags = ("correctness", "autograd", "torch.compile")
     precision = "high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._aliases: dict[str, tuple[str, ...]] = {}  # local name -> parameter chain
 

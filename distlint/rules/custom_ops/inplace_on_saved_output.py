@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.context import RuleContext
 from distlint.rules.custom_ops._autograd import (
     INIT_PREFIX,
     INPLACE_CAPABLE_MODULES,
@@ -72,7 +73,7 @@ class InplaceOnSavedOutput(_ModuleClassRule):
     tags = ("correctness", "autograd", "torch.compile")
     precision = "high"
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         # local name -> (op whose saved output it holds, the branch body that bound it or None)
         self._saved: dict[str, tuple[str, cst.CSTNode | None]] = {}

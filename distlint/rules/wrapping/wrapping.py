@@ -17,6 +17,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.base import Rule
+from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_literal, literal_value
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import children, subclasses_of
@@ -105,7 +106,7 @@ class SiteFacts:
     sharded: cst.Call | None  # a `fully_shard` call on a submodule of the target
 
 
-# Per file (one FileContext), per scope node id: its compile sites (see _WrappingRule._sites).
+# Per file (one RuleContext), per scope node id: its compile sites (see _WrappingRule._sites).
 _ANALYSES: weakref.WeakKeyDictionary[object, dict[int, list[SiteFacts]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -123,7 +124,7 @@ class _WrappingRule(Rule):
     triggers: tuple[str, ...] = ()
     needs_fullgraph = False
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         source = ctx.source
         self._active = (
@@ -594,7 +595,7 @@ def _is_builtin_module(name: str) -> bool:
     return last[:1].isupper() and last not in _NOT_BUILTIN_MODULES
 
 
-def _compile_site(call: cst.Call, name: str | None, ctx) -> CompileSite | None:  # type: ignore[no-untyped-def]
+def _compile_site(call: cst.Call, name: str | None, ctx: RuleContext) -> CompileSite | None:
     if name in COMPILE:
         target = _argument(call, 0, "model")
         if target is None:
