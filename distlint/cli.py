@@ -36,6 +36,7 @@ from distlint.output.baseline import BaselineError
 from distlint.output.render import render
 from distlint.output.report import Report, source_reader
 from distlint.output.text import statistics_rows
+from distlint.rules.plugins import PluginError
 from distlint.rules.registry import all_rules, get_rule
 
 if TYPE_CHECKING:
@@ -58,7 +59,10 @@ def _selectors(values: tuple[str, ...], option: str) -> tuple[str, ...]:
             part = normalize_selector(part)
             if not part:
                 continue
-            if not is_valid_selector(part, codes):
+            # A plugin's prefix is known once the configuration loaded its plugins: those
+            # selectors are checked then (config.settings.settings_for).
+            builtin = part == "ALL" or part.startswith("DL")
+            if builtin and not is_valid_selector(part, codes):
                 hint = suggest_code(part, codes)
                 suggestion = f"; did you mean {hint}?" if hint else ""
                 raise UsageFailure(f"{option}: unknown rule selector '{part}'{suggestion}")
@@ -96,7 +100,19 @@ def _config_before_confirm(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group; an installed plugin that cannot load is exit 2, never a traceback
+    (a local plugin's failure is a configuration error, reported where the config is read)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PluginError as exc:
+            click.echo(f"distlint: plugin error: {exc}", err=True)
+            sys.exit(EXIT_ERROR)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="distlint")
 def main() -> None:
     """Find torch.compile and distributed-training bugs before the job hangs."""

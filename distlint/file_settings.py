@@ -23,3 +23,6 @@ class FileSettings:
     # The lowest torch the project supports: the configured torch-version, else the lower bound
     # of the project's own torch requirement (distlint/config/torch_version.py); None: not known.
     torch_floor: str | None = None
+    # Local plugins (absolute paths) whose rules ``enabled`` may name; a worker process
+    # loads them before its first file (distlint.rules.plugins).
+    plugins: tuple[str, ...] = ()

@@ -59,7 +59,7 @@ def test_every_problem_of_a_file_in_one_error(tmp_path: Path) -> None:
         f"{where}unknown key 'selct' in [tool.distlint]; did you mean 'select'? (valid keys: "
         "select, extend-select, ignore, exclude, extend-exclude, compile-wrappers, "
         "collective-wrappers, rank-predicates, per-file-ignores, torch-version, baseline, "
-        "file-timeout, confirm)",
+        "file-timeout, confirm, plugins)",
         f"{where}key 'torch-version' in [tool.distlint] must be a string such as \"2.13\", "
         "got int 2",
         f"{where}key 'per-file-ignores' in [tool.distlint], entry 'a.py': unknown rule selector "

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from distlint.file_settings import FileSettings
-from tests.expectations import expected_findings
+from distlint.testing import expected_findings
 
 FOLDER = Path(__file__).resolve().parent.parent / "fixtures" / "DL201"
 PROJECT = FOLDER / "project"

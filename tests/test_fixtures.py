@@ -17,7 +17,7 @@ from distlint.engine.checker import FileResult
 from distlint.engine.runner import NativeSource, Task, run
 from distlint.file_settings import FileSettings
 from distlint.rules.registry import all_rules
-from tests.expectations import expected_findings
+from distlint.testing import expected_findings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIXTURE_FILES = sorted(FIXTURES.rglob("*.py")) + sorted(

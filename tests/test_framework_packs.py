@@ -24,7 +24,7 @@ from distlint.file_settings import FileSettings
 from distlint.semantic import packs
 from distlint.semantic.collectives import C10D_COLLECTIVES, FULLY_SHARD, WRAPPERS
 from distlint.semantic.ranks import RANK_ATTRIBUTES, RANK_PREDICATE_NAMES, is_rank_call_name
-from tests.expectations import expected_findings
+from distlint.testing import expected_findings
 
 FOLDER = Path(__file__).resolve().parent.parent / "fixtures" / "DL201"
 BAD = FOLDER / "bad_frameworks.py"

@@ -24,6 +24,7 @@ LAYERS = (
     ("engine",),  # the pipeline: check files and projects, caching, parallelism
     ("output",),  # reporters, docs, baselines
     ("lsp",),  # the language server
+    ("api", "testing"),  # the public API for rule and plugin authors
     ("cli", "__main__"),  # the command line
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 ALWAYS_ON = frozenset({"DL000"})
-_SELECTOR = re.compile(r"ALL|DL\d{0,3}")
+_SELECTOR = re.compile(r"ALL|[A-Z]{2,5}\d{0,3}")  # DL..., or a plugin's prefix
 
 
 def normalize_selector(raw: str) -> str:

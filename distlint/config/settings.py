@@ -66,6 +66,7 @@ VALID_KEYS = (
     "baseline",
     "file-timeout",
     "confirm",
+    "plugins",
 )
 
 
@@ -100,6 +101,7 @@ class Config:
     baseline: str | None = None  # report only findings this file does not hold (see baseline.py)
     file_timeout: float | None = None  # seconds per file (None: the default; 0: no budget)
     has_table: bool = True  # False for a pyproject.toml without [tool.distlint]
+    plugins: tuple[str, ...] = ()  # local plugins: absolute paths (see distlint.rules.plugins)
 
     @property
     def base(self) -> Path:
@@ -131,6 +133,7 @@ class Config:
             "rank-predicates": list(self.rank_predicates),
             "file-timeout": self.file_timeout,
             "confirm": {k: list(v) if isinstance(v, tuple) else v for k, v in self.confirm},
+            "plugins": list(self.plugins),
         }
 
 
@@ -148,6 +151,14 @@ def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> Fi
     from distlint.rules.registry import all_rules
 
     rules = {code: rule.default_enabled for code, rule in all_rules().items()}
+    for option, chosen in (
+        ("--select", overrides.select or ()),
+        ("--extend-select", overrides.extend_select),
+        ("--ignore", overrides.ignore),
+    ):
+        for selector in chosen:  # those of plugins could not be checked before loading them
+            if not is_valid_selector(selector, rules):
+                raise ConfigError(f"{option}: unknown rule selector '{selector}'")
     select = overrides.select if overrides.select is not None else config.select
     enabled = set(
         enabled_codes(
@@ -167,6 +178,7 @@ def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> Fi
         compile_wrappers=config.compile_wrappers,
         collective_wrappers=config.collective_wrappers,
         rank_predicates=config.rank_predicates,
+        plugins=config.plugins,
     )
 
 
@@ -220,10 +232,19 @@ def load_config_file(path: Path) -> Config:
 def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
     from distlint.rules.registry import all_rules
 
-    known_codes = tuple(all_rules())
     values: dict[str, Any] = {}
     problems: list[str] = []
+    if "plugins" in table:  # first: the codes of their rules are valid selectors below
+        try:
+            values["plugins"] = _plugins(
+                f"{path}: key 'plugins' in {prefix}", table["plugins"], path
+            )
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    known_codes = tuple(all_rules())
     for key, value in table.items():
+        if key == "plugins":
+            continue
         if key not in VALID_KEYS:
             hint = difflib.get_close_matches(key, VALID_KEYS, n=1)
             suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
@@ -260,7 +281,21 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
         confirm=values.get("confirm", ()),
         baseline=values.get("baseline"),
         file_timeout=values.get("file-timeout"),
+        plugins=values.get("plugins", ()),
     )
+
+
+def _plugins(where: str, value: Any, path: Path) -> tuple[str, ...]:
+    """Local plugin paths, absolute, after loading them (a broken plugin is an error here)."""
+    from distlint.rules.plugins import PluginError
+    from distlint.rules.registry import add_local_plugins
+
+    paths = tuple(str((path.parent / item).resolve()) for item in _string_list(where, value))
+    try:
+        add_local_plugins(paths)
+    except PluginError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return paths
 
 
 def _value(

@@ -37,7 +37,7 @@ from distlint.findings import (
 )
 from distlint.rules.base import Rule
 from distlint.rules.context import PendingReport, RuleContext
-from distlint.rules.registry import all_rules
+from distlint.rules.registry import add_local_plugins, all_rules, code_prefixes
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
@@ -299,6 +299,8 @@ def _analyze_source(
         return FileResult(display_path, errors=(ToolError(display_path, message),))
     errors: list[ToolError] = []
     scopes = ("file", "project") if second is None else ("file", "region")
+    if settings.plugins:  # loaded at configuration time; again in a spawned worker
+        add_local_plugins(settings.plugins)
     rules = [rule(ctx) for rule in _walking_rules(settings.enabled, scopes)]
     on_visit, on_leave = _dispatch_tables(ctx, rules, errors)
     if second is None:
@@ -421,7 +423,8 @@ def _finish(
     ranges = _report_ranges(ctx.module, reports, [node for _, node in eager])
     for item, node in eager:
         item.span = _span(ranges.get(node), lines)
-    index = scan(text) if (reports or extra or "DL001" in settings.enabled) else None
+    wanted = reports or extra or "DL001" in settings.enabled
+    index = scan(text, code_prefixes()) if wanted else None
     if not reports and not extra and index is None:
         return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
     findings: list[Finding] = []

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from distlint.rules.context import RuleContext
     from distlint.rules.project import Project
 
-CODE_PATTERN = re.compile(r"DL\d{3}")
+CODE_PATTERN = re.compile(r"[A-Z]{2,5}\d{3}")
+BUILTIN_PREFIX = "DL"  # distlint's own codes; a plugin chooses a prefix of its own
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
 _REGISTRY: dict[str, type[Rule]] = {}
@@ -54,6 +55,7 @@ class Rule:
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
     tags: ClassVar[tuple[str, ...]] = ()
     precision: ClassVar[str] = "high"
+    docs_url: ClassVar[str | None] = None  # a plugin rule's docs page (built-in: rules/CODE.md)
     scope: ClassVar[str] = "file"  # "file" | "region" | "project" (see the module docstring)
     # A rule may set ``self.active = False`` in ``__init__`` when the file cannot concern it
     # (its trigger words are absent): its handlers are then not called for that file at all.
@@ -108,11 +110,25 @@ class Rule:
         yield from _visitor_methods(cls)
 
     @classmethod
-    def url(cls) -> str:
-        """Where the rule's docs page lives online."""
+    def url(cls) -> str | None:
+        """Where the rule's docs page lives online (a plugin rule: its ``docs_url``, if any)."""
         from distlint.meta import rule_url
 
-        return rule_url(cls.code)
+        return rule_url(cls.code) if cls.code.startswith(BUILTIN_PREFIX) else cls.docs_url
+
+
+class RegionRule(Rule):
+    """A rule about code inside ``torch.compile`` regions: ``self.ctx.region`` says which
+    roots compile the current function (visitors run in the second pass)."""
+
+    scope = "region"
+
+
+class ProjectRule(Rule):
+    """A rule about several files: visitors keep plain data with ``self.record(...)``; the
+    classmethod ``check_project(project)`` turns every file's records into findings."""
+
+    scope = "project"
 
 
 @cache
@@ -129,7 +145,13 @@ def _visitor_methods(cls: type[Rule]) -> tuple[tuple[str, str], ...]:
 def _check_metadata(cls: type[Rule]) -> None:
     """Fail at import time, not in a user's CI, when a rule's metadata is malformed."""
     if not CODE_PATTERN.fullmatch(cls.code):
-        raise ValueError(f"{cls.__name__}: bad rule code {cls.code!r}")
+        raise ValueError(f"{cls.__name__}: bad rule code {cls.code!r} (want XYZ123)")
+    builtin = cls.__module__.startswith("distlint.")
+    if builtin != cls.code.startswith(BUILTIN_PREFIX):
+        raise ValueError(
+            f"{cls.__name__}: rule code {cls.code!r}: DL codes are distlint's own; "
+            "a plugin's codes take a prefix of their own"
+        )
     if not NAME_PATTERN.fullmatch(getattr(cls, "name", "")):
         raise ValueError(f"{cls.__name__}: rule name must be kebab-case, got {cls.name!r}")
     if not isinstance(getattr(cls, "severity", None), Severity):

@@ -1,4 +1,5 @@
-"""The catalog: every rule, found by importing each module under :mod:`distlint.rules`.
+"""The catalog: every rule, found by importing each module under :mod:`distlint.rules`, then
+the installed plugins and the local ones a configuration names (:mod:`.plugins`).
 
 Rules register themselves by subclassing :class:`~distlint.rules.base.Rule`; nothing here
 lists them.
@@ -10,6 +11,7 @@ import importlib
 import pkgutil
 from functools import cache
 
+from distlint.rules import plugins
 from distlint.rules.base import _REGISTRY, Rule
 
 
@@ -20,7 +22,21 @@ def all_rules() -> dict[str, type[Rule]]:
 
     for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
         importlib.import_module(module.name)
+    plugins.load_installed()
     return dict(sorted(_REGISTRY.items()))
+
+
+def add_local_plugins(paths: tuple[str, ...]) -> None:
+    """Load local plugins (absolute paths) into the catalog; raises plugins.PluginError."""
+    if plugins.load_local(paths):
+        all_rules.cache_clear()
+        code_prefixes.cache_clear()
+
+
+@cache
+def code_prefixes() -> tuple[str, ...]:
+    """The letter prefixes of every known code (``DL``, and each plugin's)."""
+    return tuple(sorted({code.rstrip("0123456789") for code in all_rules()}))
 
 
 def get_rule(code: str) -> type[Rule] | None:

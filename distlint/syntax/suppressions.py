@@ -29,7 +29,8 @@ _DISTLINT = re.compile(
     r"#\s*distlint\s*:\s*(?P<kind>file-ignore|ignore)\b(?:\[(?P<codes>[^\]]*)\])?", re.I
 )
 _CODE_TOKEN = re.compile(r"[^\s,]+")
-CODE_PREFIX = "DL"  # distlint's codes; anything else in a list is another tool's
+# distlint's codes (plugins add their own prefixes); anything else in a list is another tool's
+DEFAULT_PREFIXES: tuple[str, ...] = ("DL",)
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,13 @@ class SuppressionComment:
         return None
 
 
-def parse_comment(comment: str) -> SuppressionComment | None:
-    """The suppression a ``#`` comment holds, or None when it holds none."""
+def parse_comment(
+    comment: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES
+) -> SuppressionComment | None:
+    """The suppression a ``#`` comment holds, or None when it holds none.
+
+    ``prefixes``: the code prefixes that are ours (``DL`` and the plugins').
+    """
     match = _DISTLINT.search(comment)
     kind = match.group("kind").lower() if match is not None else "noqa"
     if match is None:
@@ -71,8 +77,8 @@ def parse_comment(comment: str) -> SuppressionComment | None:
         for token in _CODE_TOKEN.finditer(raw)
     )
     listed = [code for _, _, code in spans]
-    codes = tuple(code for code in listed if code.startswith(CODE_PREFIX))
-    foreign = tuple(code for code in listed if not code.startswith(CODE_PREFIX))
+    codes = tuple(code for code in listed if code.startswith(prefixes))
+    foreign = tuple(code for code in listed if not code.startswith(prefixes))
     span = (base, match.end("codes"))
     return SuppressionComment(kind, not listed, codes, foreign, span, spans)
 
@@ -135,7 +141,7 @@ class SuppressionIndex:
         return True
 
 
-def scan(source: str) -> SuppressionIndex | None:
+def scan(source: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> SuppressionIndex | None:
     """Suppressions of ``source``, or None when it has none (the common, cheap case)."""
     if _MAY_SUPPRESS.search(source) is None:
         return None
@@ -155,7 +161,9 @@ def scan(source: str) -> SuppressionIndex | None:
                 line_offset = begin + max(text.rfind("\n"), text.rfind("\r")) + 1
         elif kind == "comment":
             prefix = source[line_offset:begin]
-            supp = _parse_comment(source[begin:end], line, len(prefix), not prefix.strip())
+            supp = _parse_comment(
+                source[begin:end], line, len(prefix), not prefix.strip(), prefixes
+            )
             if supp is not None:
                 suppressions.append(supp)
         elif kind == "open":
@@ -186,8 +194,10 @@ def _count_newlines(text: str) -> int:
     return text.replace("\r\n", "\n").replace("\r", "\n").count("\n")
 
 
-def _parse_comment(comment: str, line: int, column: int, own_line: bool) -> Suppression | None:
-    parsed = parse_comment(comment)
+def _parse_comment(
+    comment: str, line: int, column: int, own_line: bool, prefixes: tuple[str, ...]
+) -> Suppression | None:
+    parsed = parse_comment(comment, prefixes)
     if parsed is None:
         return None
     # A noqa listing only other tools' codes (E501) is theirs: nothing of ours to track.

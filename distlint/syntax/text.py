@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from distlint.syntax.lexing import tokens
 from distlint.syntax.source import NEWLINES
-from distlint.syntax.suppressions import parse_comment
+from distlint.syntax.suppressions import DEFAULT_PREFIXES, parse_comment
 
 # The engine's line breaks (and the LSP's): \r\n, \r and \n only, never \f or \u2028.
 
@@ -121,7 +121,7 @@ def noqa_edit(info: LineInfo, row: int, code: str) -> TextEdit | None:
     found = info.comment(row)
     if found is not None:
         column, comment = found
-        parsed = parse_comment(comment)
+        parsed = parse_comment(comment, (*DEFAULT_PREFIXES, code.upper().rstrip("0123456789")))
         # A file-ignore list is not extended for one line's finding: a noqa goes after it.
         if parsed is not None and parsed.kind != "file-ignore":
             if parsed.covers(code) is not None:

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from distlint.rules.api.api_validation import deprecated_apis
-from tests.expectations import expected_findings
+from distlint.testing import expected_findings
 from tests.proof.harness import FIXTURES, REPO, Outcome, run_cases, run_fixtures
 
 pytestmark = [

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.rules.base import Rule
+from distlint.rules.base import RegionRule
 from distlint.rules.compile._analysis import TensorGuess
 from distlint.rules.context import RuleContext
 
 
-class _RegionRule(Rule):
+class _RegionRule(RegionRule):
     """Helpers for rules that look inside compiled regions."""
-
-    scope = "region"
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
