@@ -140,7 +140,7 @@ def render(registry: dict[str, list[dict]], coverage: dict[str, dict], version: 
         kinds = " / ".join(
             f"`{_cell(t)}`" if "`" not in t else _cell(t) for t in gb_types(registry[gb])
         )
-        rules = ", ".join(f"[{code}](../rules/{code}.md)" for code in entry.get("rules", []))
+        rules = ", ".join(f"[{code}](rules/{code}.md)" for code in entry.get("rules", []))
         lines.append(
             f"| [{gb}]({GB_URL.format(number)}) | {kinds} | {entry.get('predictable', '?')} | "
             f"{_cell(entry.get('reason', ''))} | {rules} |"

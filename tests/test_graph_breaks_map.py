@@ -50,9 +50,9 @@ def test_rules_exist_and_their_pages_link_the_ids() -> None:
         assert entry["predictable"] != "no" or not entry["rules"], gb
         for code in entry["rules"]:
             assert code in rules, (gb, code)
-            page = (ROOT / "rules" / f"{code}.md").read_text(encoding="utf-8")
+            page = (ROOT / "docs" / "rules" / f"{code}.md").read_text(encoding="utf-8")
             link = gen.GB_URL.format(gb[2:])
-            assert link in page, f"rules/{code}.md does not link {gb} ({link})"
+            assert link in page, f"docs/rules/{code}.md does not link {gb} ({link})"
 
 
 @needs_torch

@@ -12,7 +12,7 @@ from distlint.output.docs import REQUIRED_SECTIONS, docs_dir, parse_doc, rule_do
 from distlint.rules.base import Rule
 from distlint.rules.registry import all_rules
 
-RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+RULES_DIR = Path(__file__).resolve().parent.parent / "docs" / "rules"
 RULES = all_rules()
 CODES = sorted(RULES)
 PAGES = sorted(RULES_DIR.glob("*.md"))
@@ -29,7 +29,7 @@ def test_docs_are_read_from_the_repository_rules_folder() -> None:
 
 @pytest.mark.parametrize("code", CODES)
 def test_rule_has_a_page(code: str) -> None:
-    assert (RULES_DIR / f"{code}.md").is_file(), f"missing rules/{code}.md"
+    assert (RULES_DIR / f"{code}.md").is_file(), f"missing docs/rules/{code}.md"
     assert rule_doc(code) is not None
 
 

@@ -1,7 +1,7 @@
-"""Rule docs pages (``rules/DLxxx.md``): the catalog users read, also SARIF help and LSP hover.
+"""Rule docs pages (``docs/rules/DLxxx.md``): the catalog users read, SARIF help, LSP hover.
 
 Installed wheels carry the pages as ``distlint/_rule_docs``; a source checkout reads the
-repository's ``rules/`` folder directly.
+repository's ``docs/rules/`` folder directly.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def docs_dir() -> Path:
     packaged = Path(__file__).parents[1] / "_rule_docs"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "rules"
+    return Path(__file__).resolve().parents[2] / "docs" / "rules"
 
 
 @cache

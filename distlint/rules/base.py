@@ -43,7 +43,7 @@ class Rule:
     """Base class of every rule.
 
     Class attributes are the rule's metadata (one source of truth, checked against its docs
-    page ``rules/<code>.md`` by a test). One instance is made per checked file, so a rule may
+    page ``docs/rules/<code>.md`` by a test). One instance is made per checked file, so a rule may
     keep per-file state on ``self``.
     """
 
@@ -55,7 +55,9 @@ class Rule:
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
     tags: ClassVar[tuple[str, ...]] = ()
     precision: ClassVar[str] = "high"
-    docs_url: ClassVar[str | None] = None  # a plugin rule's docs page (built-in: rules/CODE.md)
+    docs_url: ClassVar[str | None] = (
+        None  # a plugin rule's docs page (built-in: docs/rules/CODE.md)
+    )
     scope: ClassVar[str] = "file"  # "file" | "region" | "project" (see the module docstring)
     # A rule may set ``self.active = False`` in ``__init__`` when the file cannot concern it
     # (its trigger words are absent): its handlers are then not called for that file at all.

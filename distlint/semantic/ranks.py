@@ -1,4 +1,4 @@
-"""Where rank-valued data comes from (the sources of rank taint for DL201, rules/DL201.md).
+"""Where rank-valued data comes from (the sources of rank taint for DL201, docs/rules/DL201.md).
 
 Only values that differ between ranks count. World size, ``is_initialized()``,
 ``is_available()``, the backend and config flags are the same on every rank: branching on

@@ -27,7 +27,7 @@ from distlint.syntax.guards import is_feature_guarded
 from distlint.syntax.imports import dotted_name
 
 # Private paths that torch documents for users, or tells users to use, or that are test and
-# debugging helpers; never reported (each with the reason in rules/DL505.md).
+# debugging helpers; never reported (each with the reason in docs/rules/DL505.md).
 _DOCUMENTED_EXACT = frozenset(
     {
         "torch._dynamo",  # mark_dynamic, reset, config: documented in the torch.compiler docs

@@ -1,4 +1,4 @@
-"""DL206 float-flag-equality: see its docs page, rules/DL206.md."""
+"""DL206 float-flag-equality: see its docs page, docs/rules/DL206.md."""
 
 from __future__ import annotations
 

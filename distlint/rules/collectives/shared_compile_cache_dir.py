@@ -1,4 +1,4 @@
-"""DL207 shared-compile-cache-dir: see its docs page, rules/DL207.md."""
+"""DL207 shared-compile-cache-dir: see its docs page, docs/rules/DL207.md."""
 
 from __future__ import annotations
 

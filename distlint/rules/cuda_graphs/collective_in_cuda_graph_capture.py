@@ -1,4 +1,4 @@
-"""DL602 collective-in-cuda-graph-capture: see its docs page, rules/DL602.md."""
+"""DL602 collective-in-cuda-graph-capture: see its docs page, docs/rules/DL602.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL603 cudagraph-mutated-input: see its docs page, rules/DL603.md."""
+"""DL603 cudagraph-mutated-input: see its docs page, docs/rules/DL603.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL604 cudagraph-output-reuse: see its docs page, rules/DL604.md."""
+"""DL604 cudagraph-output-reuse: see its docs page, docs/rules/DL604.md."""
 
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ class _OutputUse:
         reported: set[str] = set()
         for kind, node, name in events:
             # `cudagraph_mark_step_begin()` does not protect a kept output: on an H200 the
-            # kept value was silently overwritten with and without it (rules/DL604.md).
+            # kept value was silently overwritten with and without it (docs/rules/DL604.md).
             if kind == "call":
                 calls += 1
                 last_call = node

@@ -1,4 +1,4 @@
-"""DL601 host-sync-in-cuda-graph-capture: see its docs page, rules/DL601.md."""
+"""DL601 host-sync-in-cuda-graph-capture: see its docs page, docs/rules/DL601.md."""
 
 from __future__ import annotations
 

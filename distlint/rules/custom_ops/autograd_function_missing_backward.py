@@ -1,4 +1,4 @@
-"""DL403 autograd-function-missing-backward: see its docs page, rules/DL403.md."""
+"""DL403 autograd-function-missing-backward: see its docs page, docs/rules/DL403.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL402 custom-op-missing-autograd: see its docs page, rules/DL402.md."""
+"""DL402 custom-op-missing-autograd: see its docs page, docs/rules/DL402.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL401 custom-op-missing-fake: see its docs page, rules/DL401.md."""
+"""DL401 custom-op-missing-fake: see its docs page, docs/rules/DL401.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL405 custom-op-undeclared-mutation: see its docs page, rules/DL405.md."""
+"""DL405 custom-op-undeclared-mutation: see its docs page, docs/rules/DL405.md."""
 
 from __future__ import annotations
 

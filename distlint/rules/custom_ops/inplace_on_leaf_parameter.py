@@ -1,4 +1,4 @@
-"""DL406 inplace-on-leaf-parameter: see its docs page, rules/DL406.md."""
+"""DL406 inplace-on-leaf-parameter: see its docs page, docs/rules/DL406.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL407 inplace-on-saved-output: see its docs page, rules/DL407.md."""
+"""DL407 inplace-on-saved-output: see its docs page, docs/rules/DL407.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL404 library-op-missing-kernels: see its docs page, rules/DL404.md."""
+"""DL404 library-op-missing-kernels: see its docs page, docs/rules/DL404.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL408 native-op-missing-registration: see its docs page, rules/DL408.md."""
+"""DL408 native-op-missing-registration: see its docs page, docs/rules/DL408.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL902 observed-compile-error: see its docs page, rules/DL902.md."""
+"""DL902 observed-compile-error: see its docs page, docs/rules/DL902.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL901 observed-graph-break: see its docs page, rules/DL901.md."""
+"""DL901 observed-graph-break: see its docs page, docs/rules/DL901.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DL000 syntax-error: see its docs page, rules/DL000.md."""
+"""DL000 syntax-error: see its docs page, docs/rules/DL000.md."""
 
 from __future__ import annotations
 

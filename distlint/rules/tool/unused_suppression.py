@@ -1,4 +1,4 @@
-"""DL001 unused-suppression: see its docs page, rules/DL001.md."""
+"""DL001 unused-suppression: see its docs page, docs/rules/DL001.md."""
 
 from __future__ import annotations
 
