@@ -1,7 +1,9 @@
 """Rule docs pages (``docs/rules/DLxxx.md``): the catalog users read, SARIF help, LSP hover.
 
 Installed wheels carry the pages as ``distlint/_rule_docs``; a source checkout reads the
-repository's ``docs/rules/`` folder directly.
+repository's ``docs/rules/`` folder directly. A page holds the prose; its metadata table
+(severity, default, fix, family) is rendered from the rule class under the title, so the
+metadata is written once, on the class.
 """
 
 from __future__ import annotations
@@ -10,6 +12,10 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from distlint.rules.base import Rule
 
 REQUIRED_SECTIONS = (
     "What it does",
@@ -23,6 +29,17 @@ REQUIRED_SECTIONS = (
 
 _HEADING = re.compile(r"^## +(.+?)\s*$", re.MULTILINE)
 _TITLE = re.compile(r"^# +(DL\d{3}) +([a-z0-9-]+)\s*$", re.MULTILINE)
+# The families of built-in codes, by the code's first digit (DL303 is a wrapping rule).
+FAMILIES = {
+    "DL0": "the tool itself",
+    "DL1": "graph breaks and compile failures",
+    "DL2": "collectives and replicas",
+    "DL3": "compile × DDP/FSDP wrapping",
+    "DL4": "custom ops and autograd",
+    "DL5": "invalid torch API use",
+    "DL6": "CUDA graphs",
+    "DL9": "observed by confirm mode",
+}
 _META_ROW = re.compile(r"^\|\s*([A-Za-z ]+?)\s*\|\s*(.+?)\s*\|\s*$", re.MULTILINE)
 
 
@@ -52,10 +69,30 @@ def docs_dir() -> Path:
 @cache
 def rule_doc(code: str) -> RuleDoc | None:
     """The docs page of ``code``, or None if it has none."""
+    from distlint.rules.registry import get_rule
+
     path = docs_dir() / f"{code}.md"
-    if not path.is_file():
+    rule = get_rule(code)
+    if not path.is_file() or rule is None:
         return None
-    return parse_doc(path.read_text(encoding="utf-8"))
+    return parse_doc(render_page(rule, path.read_text(encoding="utf-8")))
+
+
+def metadata_table(rule: type[Rule]) -> str:
+    """The table shown under a page's title, from the rule's class attributes."""
+    rows = [
+        ("Severity", rule.severity.value),
+        ("Default", "enabled" if rule.default_enabled else "disabled"),
+        ("Fix", rule.fix_availability.value),
+        ("Family", f"{rule.code[:3]} {FAMILIES.get(rule.code[:3], 'plugin')}"),
+    ]
+    return "| | |\n|---|---|\n" + "".join(f"| {key} | {value} |\n" for key, value in rows)
+
+
+def render_page(rule: type[Rule], page: str) -> str:
+    """A page as shown: the title, the metadata table rendered from ``rule``, the prose."""
+    title, _, rest = page.partition("\n")
+    return f"{title}\n\n{metadata_table(rule)}\n{rest.lstrip(chr(10))}"
 
 
 def parse_doc(markdown: str) -> RuleDoc:
