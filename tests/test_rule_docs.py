@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from distlint.cli import main
-from distlint.output.docs import REQUIRED_SECTIONS, docs_dir, parse_doc, rule_doc
+from distlint.output.docs import REQUIRED_SECTIONS, docs_dir, parse_doc, render_page, rule_doc
 from distlint.rules.base import Rule
 from distlint.rules.registry import all_rules
 
@@ -101,7 +101,9 @@ def test_codes_and_names_are_unique() -> None:
 def test_rule_command_prints_the_page() -> None:
     result = CliRunner().invoke(main, ["rule", "DL502"])
     assert result.exit_code == 0, result.output
-    assert result.output.rstrip("\n") == _page("DL502").rstrip("\n")
+    shown = render_page(RULES["DL502"], _page("DL502"))
+    assert result.output.rstrip("\n") == shown.rstrip("\n")
+    assert f"| Fix | {RULES['DL502'].fix_availability.value} |" in result.output
 
 
 def test_rule_command_accepts_lowercase_codes() -> None:
