@@ -20,7 +20,7 @@ from distlint.semantic.regions import (
 from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import ImportTable
 from distlint.syntax.parsed_file import ParsedFile
-from distlint.syntax.walker import subclasses_of, walk
+from distlint.syntax.walker import walk
 
 if TYPE_CHECKING:
     from distlint.file_settings import FileSettings
@@ -50,9 +50,6 @@ class PendingReport:
     related_nodes: tuple[tuple[cst.CSTNode, str], ...] = ()
 
 
-_STATEMENTS = subclasses_of(cst.BaseSmallStatement, cst.BaseCompoundStatement)
-
-
 class _FunctionScope:
     __slots__ = ("_region", "_region_known", "_table", "func", "qualname", "root")
 
@@ -80,7 +77,6 @@ class RuleContext(ParsedFile):
         super().__init__(path, source, module, settings, module_name, is_package)
         # cheap gate: without the word, no code of the file is guarded by is_compiling()
         self._compiling_guards = "compiling" in source
-        self.parents: list[cst.CSTNode] = []
         self.reports: list[PendingReport] = []
         self.records: list[tuple[str, object]] = []
         self._facts: ProjectFacts | None = None
@@ -138,24 +134,6 @@ class RuleContext(ParsedFile):
         qualname = ".".join((*self._scopes, func.name.value))
         self._functions.append(_FunctionScope(func, root, qualname))
         self._scopes += [func.name.value, "<locals>"]
-
-    def note_call(self, call: cst.Call) -> None:
-        """Remember ``call`` under its innermost statement (first pass; the summary reads it).
-
-        Calls in a lambda body are not run where the lambda is written: they are skipped.
-        """
-        self.seen[cst.Call].append(call)
-        for parent in reversed(self.parents):
-            kind = type(parent)
-            if kind is cst.Lambda:
-                return
-            if kind in _STATEMENTS:
-                self.statement_calls.setdefault(id(parent), []).append(call)
-                return
-
-    def note_node(self, node: cst.CSTNode) -> None:
-        """Count a node of an ordinal type (first pass; see NodeSpan)."""
-        self.seen[type(node)].append(node)
 
     def leave_function(self, func: cst.FunctionDef) -> None:
         if self._functions and self._functions[-1].func is func:

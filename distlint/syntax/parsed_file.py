@@ -15,8 +15,10 @@ import libcst as cst
 from distlint.file_settings import FileSettings
 from distlint.syntax.imports import ImportTable
 from distlint.syntax.spans import ORDINAL_TYPES, NodeSpan
+from distlint.syntax.walker import subclasses_of, walk
 
 FileT = TypeVar("FileT", bound="ParsedFile")
+_STATEMENTS = subclasses_of(cst.BaseSmallStatement, cst.BaseCompoundStatement)
 T = TypeVar("T")
 
 
@@ -43,10 +45,37 @@ class ParsedFile:
         self.located: list[NodeSpan] = []
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
         self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
+        self.parents: list[cst.CSTNode] = []  # the walk's ancestors of the current node
         self.in_project = False  # checked with the project's linked facts (second pass)
         self._function_tables: dict[cst.FunctionDef, ImportTable] = {}
         self._resolved: dict[int, str | None] = {}
         self._memo: dict[Callable[..., object], object] = {}
+
+    def note_call(self, call: cst.Call) -> None:
+        """Remember ``call`` under its innermost statement (first pass; the summary reads it).
+
+        Calls in a lambda body are not run where the lambda is written: they are skipped.
+        """
+        self.seen[cst.Call].append(call)
+        for parent in reversed(self.parents):
+            kind = type(parent)
+            if kind is cst.Lambda:
+                return
+            if kind in _STATEMENTS:
+                self.statement_calls.setdefault(id(parent), []).append(call)
+                return
+
+    def note_node(self, node: cst.CSTNode) -> None:
+        """Count a node of an ordinal type (first pass; see NodeSpan)."""
+        self.seen[type(node)].append(node)
+
+    def index(self) -> None:
+        """Note every call and ordinal node in one walk of its own (the engine notes them
+        during the rules' walk instead); for analyses run without rules."""
+        on_visit: dict[type, list] = {cst.Call: [self.note_call]}
+        for kind in ORDINAL_TYPES[1:]:
+            on_visit[kind] = [self.note_node]
+        walk(self.module, on_visit, {}, self.parents)
 
     def memo(self: FileT, build: Callable[[FileT], T]) -> T:
         """``build(self)``, computed once per file: the typed home of per-file caches.
