@@ -21,7 +21,7 @@ Usage::
 
 After a torch upgrade, ``--add-missing`` adds the registry's new ids to the map with
 ``predictable: "unreviewed"``; review each (reproduce it on that torch before calling it
-``yes``), then regenerate. ``tests/test_graph_breaks_map.py`` fails while an id is unreviewed,
+``yes``), then regenerate. ``tests/rules/test_graph_breaks_map.py`` fails while an id is unreviewed,
 missing from the map, marked ``yes`` without a rule, or while the page is stale.
 
 The output is deterministic (registry order is sorted by id).

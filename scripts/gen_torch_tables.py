@@ -33,8 +33,9 @@ Adding another torch version:
    but its ``raised_at`` / ``condition`` notes were read from torch's source
    (``torch/__init__.py`` ``compile`` and ``_TorchCompileInductorWrapper``,
    ``torch/_dynamo/backends/registry.py``); re-read them and update ``COMPILE_NOTES`` below if
-   they changed. Then run the proof tests (``pytest -m torch tests/test_torch_tables.py``) under
-   that torch; they check the recorded facts against the real behaviour.
+   they changed. Then run the proof tests
+   (``pytest -m torch tests/knowledge/test_torch_tables.py``) under that torch; they check the
+   recorded facts against the real behaviour.
 4. If the release added or moved a public API that training code calls, add its names to
    ``SIGNATURE_APIS`` (canonical spelling first, then its other public spellings).
 5. Commit the new file. ``load_table(None)`` picks the newest version automatically.
@@ -55,7 +56,8 @@ from typing import Any
 DATA_DIR = Path(__file__).resolve().parents[1] / "distlint" / "knowledge" / "data"
 _SENTINEL = "distlint_sentinel_xyz"
 
-# Facts read from torch's source and proven by tests/test_torch_tables.py (marker ``torch``).
+# Facts read from torch's source and proven by tests/knowledge/test_torch_tables.py
+# (marker ``torch``).
 COMPILE_NOTES: dict[str, Any] = {
     "raised_at": {
         "compile": (

@@ -8,7 +8,8 @@
 * ``hook_repo``, ``pre_commit_dir`` and ``target`` (tests/precommit_util.py) are available to
   every module.
 * The first-pass cache is off (``DISTLINT_NO_CACHE``): a test that swaps a rule in the test
-  process would otherwise read results cached by another test; tests/test_cache.py turns it on.
+  process would otherwise read results cached by another test; tests/engine/test_cache.py
+  turns it on.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import pytest
 
 from distlint.knowledge.torch_tables import TorchTable, available_versions, closest, load_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "distlint" / "knowledge" / "data" / "torch-2.13.json"
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from distlint.rules.registry import all_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location(
     "gen_graph_breaks", ROOT / "scripts" / "gen_graph_breaks.py"
 )

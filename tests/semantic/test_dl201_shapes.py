@@ -23,7 +23,7 @@ import pytest
 from distlint.file_settings import FileSettings
 from distlint.testing import expected_findings
 
-FOLDER = Path(__file__).resolve().parent.parent / "fixtures" / "DL201"
+FOLDER = Path(__file__).resolve().parents[2] / "fixtures" / "DL201"
 PROJECT = FOLDER / "project"
 ONLY_DL201 = FileSettings(enabled=frozenset({"DL201"}))
 

@@ -87,7 +87,7 @@ _CHECK_ALL = (sys.executable, "-m", "distlint", "check", "--select=ALL", "--form
 
 
 def _check_parts(method: str, jobs: str) -> list[dict]:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
         [*_CHECK_ALL, "--exit-zero", "--jobs", jobs, *_PROJECT_PARTS],
         cwd=root,

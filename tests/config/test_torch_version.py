@@ -11,7 +11,7 @@ import pytest
 from distlint.config.torch_version import infer_requirement, lowest_version
 from tests.test_cli import cli
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ from distlint.rules.registry import all_rules
 from tests.github_action import load_action, run_step, step_named
 from tests.sarif_validation import assert_valid_sarif
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO_ROOT / "examples" / "github" / "distlint.yml"
 DOC = REPO_ROOT / "docs" / "github-code-scanning.md"
 

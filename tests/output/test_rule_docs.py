@@ -12,7 +12,7 @@ from distlint.output.docs import REQUIRED_SECTIONS, docs_dir, parse_doc, render_
 from distlint.rules.base import Rule
 from distlint.rules.registry import all_rules
 
-RULES_DIR = Path(__file__).resolve().parent.parent / "docs" / "rules"
+RULES_DIR = Path(__file__).resolve().parents[2] / "docs" / "rules"
 RULES = all_rules()
 CODES = sorted(RULES)
 PAGES = sorted(RULES_DIR.glob("*.md"))

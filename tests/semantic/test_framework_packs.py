@@ -26,7 +26,7 @@ from distlint.semantic.collectives import C10D_COLLECTIVES, FULLY_SHARD, WRAPPER
 from distlint.semantic.ranks import RANK_ATTRIBUTES, RANK_PREDICATE_NAMES, is_rank_call_name
 from distlint.testing import expected_findings
 
-FOLDER = Path(__file__).resolve().parent.parent / "fixtures" / "DL201"
+FOLDER = Path(__file__).resolve().parents[2] / "fixtures" / "DL201"
 BAD = FOLDER / "bad_frameworks.py"
 TRAPS = FOLDER / "traps_frameworks.py"
 ONLY_DL201 = FileSettings(enabled=frozenset({"DL201"}))

@@ -20,7 +20,7 @@ from distlint.rules.project import FileRecords, Project
 from distlint.rules.registry import get_rule
 from distlint.semantic.link import link
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def findings(source: str, *codes: str) -> list[Finding]:

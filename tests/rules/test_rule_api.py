@@ -12,7 +12,7 @@ import libcst as cst
 from distlint.file_settings import FileSettings
 from distlint.rules.context import RuleContext
 
-RULES = Path(__file__).resolve().parents[1] / "distlint" / "rules"
+RULES = Path(__file__).resolve().parents[2] / "distlint" / "rules"
 
 
 def _is_context(node: ast.expr) -> bool:

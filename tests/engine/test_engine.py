@@ -23,7 +23,7 @@ from distlint.engine.checker import check_bytes, check_path, check_source
 from distlint.file_settings import FileSettings
 from distlint.rules.collectives.compiled_collectives import ObjectCollectiveInCompiledRegion
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))
 
 DL203_SRC = """\

@@ -699,7 +699,7 @@ def test_message_names_where_the_rank_comes_from(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("code", RANK_RULES)
 def test_docs_example_triggers_the_rule(tmp_path: Path, code: str) -> None:
-    page = (Path(__file__).resolve().parent.parent / "docs" / "rules" / f"{code}.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "rules" / f"{code}.md").read_text()
     example = parse_doc(page).sections["Example"]
     source = example.split("```python", 1)[1].split("```", 1)[0]
     results = check_sources(tmp_path, {"example.py": source}, enabled=RANK_RULES)
