@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import libcst as cst
 
 from bench.run import corpus_files, torch_distributed_dir
-from distlint.config import FileSettings
-from distlint.registry import all_rules
-from distlint.runner import Task, run
+from distlint.config.settings import FileSettings
+from distlint.engine.runner import Task, run
+from distlint.rules.registry import all_rules
 
 COSTS: dict[str, float] = {}
 

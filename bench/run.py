@@ -29,7 +29,7 @@ from pathlib import Path
 PARSE_ONLY = """
 import sys, libcst
 from pathlib import Path
-from distlint.source import decode_source
+from distlint.syntax.source import decode_source
 for name in sys.argv[1:]:
     libcst.parse_module(decode_source(Path(name).read_bytes()))
 """

@@ -21,19 +21,28 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from distlint import __version__
-from distlint.baseline import BaselineError
-from distlint.config import CliOverrides, ConfigError, ConfigResolver, settings_for, torch_floor
+from distlint.config.selection import is_valid_selector, normalize_selector, suggest_code
+from distlint.config.settings import (
+    CliOverrides,
+    ConfigError,
+    ConfigResolver,
+    settings_for,
+    torch_floor,
+)
 from distlint.confirm.cli import ConfirmRequest, confirm_options, register
 from distlint.findings import Finding, ToolError
-from distlint.registry import all_rules, get_rule
-from distlint.reporters import FORMATS, OUTPUT_FORMATS, Report, render, source_reader
-from distlint.reporters.text import statistics_rows
-from distlint.selection import is_valid_selector, normalize_selector, suggest_code
+from distlint.meta import FORMATS, OUTPUT_FORMATS
+from distlint.output.baseline import BaselineError
+from distlint.output.render import render
+from distlint.output.report import Report, source_reader
+from distlint.output.text import statistics_rows
+from distlint.rules.plugins import PluginError
+from distlint.rules.registry import all_rules, get_rule
 
 if TYPE_CHECKING:
-    from distlint.cache import FirstPassCache
-    from distlint.fixes import FixRun
-    from distlint.session import CheckSession
+    from distlint.engine.cache import FirstPassCache
+    from distlint.engine.fixes import FixRun
+    from distlint.engine.session import CheckSession
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -50,7 +59,10 @@ def _selectors(values: tuple[str, ...], option: str) -> tuple[str, ...]:
             part = normalize_selector(part)
             if not part:
                 continue
-            if not is_valid_selector(part, codes):
+            # A plugin's prefix is known once the configuration loaded its plugins: those
+            # selectors are checked then (config.settings.settings_for).
+            builtin = part == "ALL" or part.startswith("DL")
+            if builtin and not is_valid_selector(part, codes):
                 hint = suggest_code(part, codes)
                 suggestion = f"; did you mean {hint}?" if hint else ""
                 raise UsageFailure(f"{option}: unknown rule selector '{part}'{suggestion}")
@@ -88,7 +100,19 @@ def _config_before_confirm(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group; an installed plugin that cannot load is exit 2, never a traceback
+    (a local plugin's failure is a configuration error, reported where the config is read)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PluginError as exc:
+            click.echo(f"distlint: plugin error: {exc}", err=True)
+            sys.exit(EXIT_ERROR)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="distlint")
 def main() -> None:
     """Find torch.compile and distributed-training bugs before the job hangs."""
@@ -338,8 +362,8 @@ class _Modes:
 
 
 def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object) -> int:
-    from distlint.gitignore import find_repo_root
-    from distlint.session import CheckSession
+    from distlint.config.gitignore import find_repo_root
+    from distlint.engine.session import CheckSession
 
     cwd = Path.cwd()
     config_file = opts["config_file"]
@@ -388,7 +412,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
     fix_run = None
     problems: list[str] = []  # files a fix or a noqa could not be written to, and why
     if modes.fix:
-        from distlint.fixes import fix_project
+        from distlint.engine.fixes import fix_project
 
         fix_run = fix_project(session.check, session.read, unsafe=modes.unsafe)
         findings = fix_run.findings
@@ -507,7 +531,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def _echo_diffs(fix_run: FixRun, session: CheckSession) -> None:
-    from distlint.fixes import unified_diff
+    from distlint.engine.fixes import unified_diff
 
     for display in fix_run.changed():
         sys.stdout.write(unified_diff(display, fix_run.originals[display], fix_run.texts[display]))
@@ -516,7 +540,7 @@ def _echo_diffs(fix_run: FixRun, session: CheckSession) -> None:
 
 def _emit_fix_summary(report: Report, opts: dict[str, object]) -> None:
     """``--fix-only``: what was fixed, not what is left."""
-    from distlint.reporters.text import fix_summary_lines
+    from distlint.output.text import fix_summary_lines
 
     if opts["quiet"] or str(opts["fmt"]) != "text":
         return
@@ -531,7 +555,7 @@ def _apart_from_baseline(
     read: Callable[[str], str | None],
 ) -> tuple[list[Finding], list[Finding] | None]:
     """(findings to report, findings a configured baseline holds; None when none is set)."""
-    from distlint.baseline import split
+    from distlint.output.baseline import split
 
     by_display: dict[str, Path | None] = {}
 
@@ -554,7 +578,7 @@ def _write_baseline(
     problems: list[str],
 ) -> int:
     """``--baseline FILE``: record every current finding; exit 0 unless something failed."""
-    from distlint.baseline import write
+    from distlint.output.baseline import write
 
     count = write(target, findings, read, Path.cwd())
     click.echo(f"Wrote {_plural(count, 'finding')} to the baseline {target}.", err=True)
@@ -569,8 +593,8 @@ def _write_baseline(
 
 def _add_noqa(session: CheckSession, findings: list[Finding], stdin_mode: bool) -> int:
     """``--add-noqa``: write the comments, say how many; exit 0 unless something failed."""
-    from distlint.fixes import parse_error
-    from distlint.noqa import add_noqa
+    from distlint.engine.fixes import parse_error
+    from distlint.engine.noqa import add_noqa
 
     by_path: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -611,8 +635,8 @@ def _add_noqa(session: CheckSession, findings: list[Finding], stdin_mode: bool) 
 
 def _open_cache(directory: Path | None) -> FirstPassCache | None:
     """The first-pass cache (None when it cannot be created: the run goes on without)."""
-    from distlint.cache import FirstPassCache, default_directory
-    from distlint.project_files import project_root
+    from distlint.config.project_files import project_root
+    from distlint.engine.cache import FirstPassCache, default_directory
 
     if directory is None:
         directory = default_directory(project_root(Path.cwd()) or Path.cwd())
@@ -654,7 +678,7 @@ def _emit(report: Report, opts: dict[str, object], err: bool = False) -> None:
 
 
 def _sarif(report: Report, opts: dict[str, object]) -> str:
-    from distlint.reporters.sarif import render_sarif
+    from distlint.output.sarif import render_sarif
 
     return render_sarif(report, category=opts.get("sarif_category"))  # type: ignore[arg-type]
 
@@ -695,7 +719,7 @@ def rules_command(fmt: str) -> None:
 @click.argument("code")
 def rule_command(code: str) -> None:
     """Print the documentation of rule CODE (e.g. DL201)."""
-    from distlint.docs import rule_doc
+    from distlint.output.docs import rule_doc
 
     rule = get_rule(code)
     if rule is None:
@@ -723,9 +747,9 @@ def rule_command(code: str) -> None:
 )
 def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path | None) -> None:
     """Show the compiled roots, the functions they reach, and rank-divergent collectives."""
-    from distlint.discovery import Discovery
-    from distlint.explain import explain, render_text
-    from distlint.runner import Task, default_jobs, first_pass, link_results
+    from distlint.config.discovery import Discovery
+    from distlint.engine.runner import Task, default_jobs, first_pass, link_results
+    from distlint.output.explain import explain, render_text
 
     try:
         resolver = ConfigResolver(forced=config_file)

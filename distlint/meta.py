@@ -5,7 +5,9 @@ from distlint import __version__
 TOOL_NAME = "distlint"
 VERSION = __version__
 HOMEPAGE = "https://github.com/distlint/distlint"
-RULES_URL = f"{HOMEPAGE}/blob/main/rules"
+RULES_URL = f"{HOMEPAGE}/blob/main/docs/rules"
+FORMATS = ("text", "json", "github", "sarif")
+OUTPUT_FORMATS = ("full", "concise")  # the shapes of the text format (Ruff's names)
 
 
 def rule_url(code: str) -> str:

@@ -1,15 +1,16 @@
-"""Generate ``distlint/data/torch-<major.minor>.json``: facts about torch shipped as data.
+"""Generate ``distlint/knowledge/data/torch-<major.minor>.json``: facts about torch shipped as data.
 
 distlint never imports torch while checking code. Everything a rule needs to know about a torch
 release (valid ``torch.compile`` backends, modes and ``options``, the names in
 ``torch._dynamo.config`` / ``torch._inductor.config``, the exact error messages, and the
 parameters of the public APIs training code calls) is read from the installed torch by this script
-and stored as JSON; ``distlint.torch_tables`` loads it.
+and stored as JSON; ``distlint.knowledge.torch_tables`` loads it.
 
 Tables: ``compile_backends``, ``compile_modes``, ``inductor_options``, ``dynamo_config``,
 ``inductor_config``, ``config_aliases``, ``config_deprecated``, ``compile_checks`` (DL502, DL503),
 and ``signatures`` / ``signature_aliases`` (DL501): for each API in ``SIGNATURE_APIS`` (keyed by
-the canonical name ``distlint.imports.canonical_name`` gives), the names it accepts as keywords,
+the canonical name ``distlint.syntax.imports.canonical_name`` gives), the names it accepts as
+keywords,
 its positional-only parameters, whether it takes ``*args`` / ``**kwargs``, and the name Python
 puts in its ``TypeError`` (``compile``, ``DistributedDataParallel.__init__``). Other spellings of
 the same object (``torch.utils.data.dataloader.DataLoader``) map to the canonical name in
@@ -18,7 +19,8 @@ introspectable signature, are left out.
 
 Usage (with the target torch installed, run from anywhere)::
 
-    python scripts/gen_torch_tables.py          # write distlint/data/torch-<major.minor>.json
+    # write distlint/knowledge/data/torch-<major.minor>.json
+    python scripts/gen_torch_tables.py
     python scripts/gen_torch_tables.py --check  # exit 1 and print a diff if the file is stale
 
 Adding another torch version:
@@ -31,8 +33,9 @@ Adding another torch version:
    but its ``raised_at`` / ``condition`` notes were read from torch's source
    (``torch/__init__.py`` ``compile`` and ``_TorchCompileInductorWrapper``,
    ``torch/_dynamo/backends/registry.py``); re-read them and update ``COMPILE_NOTES`` below if
-   they changed. Then run the proof tests (``pytest -m torch tests/test_torch_tables.py``) under
-   that torch; they check the recorded facts against the real behaviour.
+   they changed. Then run the proof tests
+   (``pytest -m torch tests/knowledge/test_torch_tables.py``) under that torch; they check the
+   recorded facts against the real behaviour.
 4. If the release added or moved a public API that training code calls, add its names to
    ``SIGNATURE_APIS`` (canonical spelling first, then its other public spellings).
 5. Commit the new file. ``load_table(None)`` picks the newest version automatically.
@@ -50,10 +53,11 @@ import typing
 from pathlib import Path
 from typing import Any
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "distlint" / "data"
+DATA_DIR = Path(__file__).resolve().parents[1] / "distlint" / "knowledge" / "data"
 _SENTINEL = "distlint_sentinel_xyz"
 
-# Facts read from torch's source and proven by tests/test_torch_tables.py (marker ``torch``).
+# Facts read from torch's source and proven by tests/knowledge/test_torch_tables.py
+# (marker ``torch``).
 COMPILE_NOTES: dict[str, Any] = {
     "raised_at": {
         "compile": (
@@ -122,7 +126,8 @@ COMPILE_NOTES: dict[str, Any] = {
 
 
 # Public APIs whose keyword arguments DL501 checks. Within one entry, the first name is the
-# canonical one (what ``distlint.imports.canonical_name`` makes of any spelling); the others are
+# canonical one (what ``distlint.syntax.imports.canonical_name`` makes of any spelling); the
+# others are
 # further public spellings of the same object. Names a torch release lacks are skipped.
 SIGNATURE_APIS: tuple[tuple[str, ...], ...] = (
     # torch.compile and friends

@@ -7,8 +7,12 @@
   make ``-m "not torch"`` pay for ``import torch``.
 * ``hook_repo``, ``pre_commit_dir`` and ``target`` (tests/precommit_util.py) are available to
   every module.
+* The rule catalog is the same for every test: a test whose run walked into a folder whose
+  configuration names a local plugin (examples/plugin) loads it into the process's catalog,
+  which is undone after it (``_catalog_restored``).
 * The first-pass cache is off (``DISTLINT_NO_CACHE``): a test that swaps a rule in the test
-  process would otherwise read results cached by another test; tests/test_cache.py turns it on.
+  process would otherwise read results cached by another test; tests/engine/test_cache.py
+  turns it on.
 """
 
 from __future__ import annotations
@@ -44,3 +48,22 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             "(pytest -m 'not torch' must not import torch)"
         )
     return result
+
+
+@pytest.fixture(autouse=True)
+def _catalog_restored() -> Generator[None, None, None]:
+    from distlint.rules import plugins, registry
+    from distlint.rules.base import _REGISTRY
+
+    rules, loaded = dict(_REGISTRY), dict(plugins._loaded)
+    yield
+    if rules != _REGISTRY or loaded != plugins._loaded:
+        _REGISTRY.clear()
+        _REGISTRY.update(rules)
+        plugins._loaded.clear()
+        plugins._loaded.update(loaded)
+        for name in [name for name in sys.modules if name.startswith("distlint_plugin_")]:
+            if name.split(".")[0] not in {module.__name__ for module in loaded.values()}:
+                del sys.modules[name]  # a later load imports the plugin's rule modules anew
+        registry.all_rules.cache_clear()
+        registry.code_prefixes.cache_clear()

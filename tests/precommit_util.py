@@ -20,7 +20,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / ".pre-commit-hooks.yaml"
 # Folders that do not go into the installed package. Leaving them out of the hook repository
 # keeps its commit, and so the cached hook environment, the same while only tests change.
-NOT_PACKAGED = ("tests/", "fixtures/", "bench/", "scripts/", "docs/", "examples/", ".ci/")
+# Test-only trees; docs/ is left out except docs/rules/ (the wheel ships the rule pages).
+NOT_PACKAGED = ("tests/", "fixtures/", "bench/", "scripts/", "examples/", ".ci/")
+NOT_PACKAGED_DOCS = "docs/"
+PACKAGED_DOCS = "docs/rules/"
 FIXED_DATE = "2000-01-01T00:00:00+0000"
 IDENTITY = {"user.name": "distlint tests", "user.email": "tests@distlint.invalid"}
 PRE_COMMIT_TIMEOUT = 900  # the first run pip-installs distlint and its dependencies
@@ -112,7 +115,10 @@ def hook_repo(pre_commit_dir: Path):
     _init_repo(build)
     for name in sorted(set(filter(None, listing.split("\0")))):
         source = REPO_ROOT / name
-        if name.startswith(NOT_PACKAGED) or not (source.is_file() or source.is_symlink()):
+        test_only = name.startswith(NOT_PACKAGED) or (
+            name.startswith(NOT_PACKAGED_DOCS) and not name.startswith(PACKAGED_DOCS)
+        )
+        if test_only or not (source.is_file() or source.is_symlink()):
             continue  # test-only, deleted in the working tree, or a submodule
         target = build / name
         target.parent.mkdir(parents=True, exist_ok=True)

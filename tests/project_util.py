@@ -6,10 +6,10 @@ import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 
-from distlint.config import FileSettings
-from distlint.engine import FileResult
-from distlint.registry import all_rules
-from distlint.runner import Task, first_pass, link_results, run
+from distlint.engine.checker import FileResult
+from distlint.engine.runner import Task, first_pass, link_results, run
+from distlint.file_settings import FileSettings
+from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts
 
 

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from distlint.cli import main
-from distlint.docs import docs_dir
-from distlint.registry import all_rules
+from distlint.output.docs import docs_dir, render_page
+from distlint.rules.registry import all_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -485,9 +485,10 @@ def test_rule_prints_the_docs_page(project: Path, spelling: str) -> None:
     assert result.exit_code == 0
     assert "DL203" in result.stdout
     assert "object-collective-in-compiled-region" in result.stdout
-    page = docs_dir() / "DL203.md"
-    if page.is_file():
-        assert result.stdout.rstrip("\n") == page.read_text(encoding="utf-8").rstrip("\n")
+    page = (docs_dir() / "DL203.md").read_text(encoding="utf-8")
+    shown = render_page(all_rules()["DL203"], page)  # the page with its metadata table
+    assert "| Severity | error |" in shown
+    assert result.stdout.rstrip("\n") == shown.rstrip("\n")
 
 
 def test_unknown_rule_is_exit_2_with_a_suggestion(project: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.fixes import applicable, parse_error
+from distlint.engine.fixes import applicable, parse_error
 from tests.test_cli import cli
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -149,7 +149,9 @@ def test_fix_keeps_encoding_bom_and_line_endings(work: Path) -> None:
 def test_a_fix_that_would_not_parse_is_rolled_back(
     work: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("distlint.fixes.parse_error", lambda text: "syntax error at line 3: boom")
+    monkeypatch.setattr(
+        "distlint.engine.fixes.parse_error", lambda text: "syntax error at line 3: boom"
+    )
     result = cli(["check", "--fix", "safe.py"])
     assert result.exit_code == 1  # the finding is still there
     assert (work / "safe.py").read_text() == SAFE_ONLY

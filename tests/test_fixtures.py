@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from distlint.config import FileSettings
-from distlint.discovery import NATIVE_SUFFIXES
-from distlint.engine import FileResult
-from distlint.registry import all_rules
-from distlint.runner import NativeSource, Task, run
-from tests.expectations import expected_findings
+from distlint.config.discovery import NATIVE_SUFFIXES
+from distlint.engine.checker import FileResult
+from distlint.engine.runner import NativeSource, Task, run
+from distlint.file_settings import FileSettings
+from distlint.rules.registry import all_rules
+from distlint.testing import expected_findings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FIXTURE_FILES = sorted(FIXTURES.rglob("*.py")) + sorted(

@@ -73,7 +73,7 @@ def test_a_project_rule_that_raises_loses_only_its_own_findings(tmp_path: Path) 
     (tmp_path / "good.py").write_text(GOOD_WITH_FINDING)
     boot = (
         "import sys\n"
-        "from distlint.registry import all_rules\n"
+        "from distlint.rules.registry import all_rules\n"
         "def boom(project):\n"
         "    raise RecursionError('injected')\n"
         "all_rules()['DL201'].check_project = classmethod(lambda cls, project: boom(project))\n"

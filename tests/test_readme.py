@@ -4,7 +4,8 @@ distlint is installed from the repository itself (no PyPI release, no tag yet): 
 name the checkout (``.``), the pre-commit snippet names the repository and a commit (run here
 with ``repo:`` a path to a one-commit snapshot of this tree and ``rev:`` its commit), and the
 GitHub workflow uses the composite action in ``action.yml`` at a commit (linted with actionlint,
-also against ``action.yml``'s inputs and outputs; its steps run in tests/test_github_format.py).
+also against ``action.yml``'s inputs and outputs; its steps run in
+tests/output/test_github_format.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.reporters import FORMATS
+from distlint.meta import FORMATS
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -114,7 +114,7 @@ def test_each_kind_of_reference_is_caught(tmp_path: Path, line: str) -> None:
     "line",
     [
         'os.environ["TRITON_CACHE_DIR"] = "/' + _SHARED + '/cache/triton"',
-        "see rules/DL201.md and docs/github-code-scanning.md",
+        "see docs/rules/DL201.md and docs/github-code-scanning.md",
         "peers stuck in the barrier",
         'write(project / "' + _SHARED + '" / "strict.toml")',
     ],

@@ -42,7 +42,9 @@ def test_not_torch_selects_no_proof_test() -> None:
 
 def test_a_warning_from_distlint_fails_the_test() -> None:
     with pytest.raises(UserWarning, match="ours"):
-        warnings.warn_explicit("ours", UserWarning, "distlint/engine.py", 1, module="distlint.x")
+        warnings.warn_explicit(
+            "ours", UserWarning, "distlint/engine/checker.py", 1, module="distlint.x"
+        )
 
 
 @pytest.mark.parametrize("module", ["torch", "torch.jit._script"])

@@ -25,7 +25,7 @@ from distlint.confirm.targets import (
     load_settings,
     script_target,
 )
-from distlint.reporters import FORMATS
+from distlint.meta import FORMATS
 
 EXIT_ERROR = 2
 

@@ -137,7 +137,7 @@ def covering_rules(gb: str | None) -> tuple[str, ...]:
 
     try:
         text = (
-            resources.files("distlint.data")
+            resources.files("distlint.knowledge.data")
             .joinpath("graph_break_coverage.json")
             .read_text(encoding="utf-8")
         )

@@ -432,8 +432,8 @@ def observed_findings(
     enabled: Callable[[str], bool],
     read_text: Callable[[str], str | None] | None = None,
 ) -> list[Finding]:
-    from distlint.registry import get_rule
-    from distlint.suppressions import scan
+    from distlint.rules.registry import get_rule
+    from distlint.syntax.suppressions import scan
 
     findings: dict[tuple[Any, ...], Finding] = {}
     for obs in observations:

@@ -1,7 +1,7 @@
 """``distlint server``: the language server (pygls 2).
 
 Diagnostics come from the editor's buffer text (unsaved contents included) through
-:func:`distlint.engine.check_source`; nothing of the user's code is imported or run, and
+:func:`distlint.engine.checker.check_source`; nothing of the user's code is imported or run, and
 confirm mode never runs here. Clients that support pull diagnostics (LSP 3.17
 ``textDocument/diagnostic``) get them on request; others get ``publishDiagnostics`` pushed on
 open, save and (debounced) change. Each diagnostic's ``data`` carries its fix edits and a
@@ -34,7 +34,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from distlint import __version__
-from distlint.config import (
+from distlint.config.settings import (
     CliOverrides,
     Config,
     ConfigError,
@@ -42,10 +42,15 @@ from distlint.config import (
     FileSettings,
     settings_for,
 )
-from distlint.engine import FileResult, check_source
+from distlint.engine.checker import FileResult, check_source
+from distlint.engine.runner import file_budget
 from distlint.findings import Applicability, Finding, Severity, Span, make_position
-from distlint.headline import headline
-from distlint.lsp.text import (
+from distlint.lsp.worker import Analyses, Outcome
+from distlint.meta import rule_url
+from distlint.output.headline import headline
+from distlint.rules.registry import all_rules, get_rule
+from distlint.syntax.suppressions import scan
+from distlint.syntax.text import (
     LineInfo,
     TextEdit,
     code_at,
@@ -55,11 +60,6 @@ from distlint.lsp.text import (
     split_lines,
     to_client_units,
 )
-from distlint.lsp.worker import Analyses, Outcome
-from distlint.meta import rule_url
-from distlint.registry import all_rules, get_rule
-from distlint.runner import file_budget
-from distlint.suppressions import scan
 
 logger = logging.getLogger("distlint.lsp")
 
@@ -178,7 +178,7 @@ def _analyse(job: Job, analysis: Analysis) -> None:
     module_name: str | None = None
     is_package = False
     if path is not None:
-        from distlint.imports import module_name_for
+        from distlint.syntax.imports import module_name_for
 
         module_name, is_package = module_name_for(path)
     display = str(path) if path is not None else job.uri
@@ -201,9 +201,9 @@ def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings
     """The buffer as that file of its project: the files it imports and those importing it
     are linked with it (open buffers replacing their files), through the first-pass cache at
     the project root, so cross-file findings reach the editor as they reach ``check .``."""
-    from distlint.cache import FirstPassCache, default_directory
-    from distlint.project_files import project_root
-    from distlint.runner import Task, context_tasks, run
+    from distlint.config.project_files import project_root
+    from distlint.engine.cache import FirstPassCache, default_directory
+    from distlint.engine.runner import Task, context_tasks, run
 
     data = job.text.encode("utf-8", "surrogatepass")
     contents = {Path(p): t.encode("utf-8", "surrogatepass") for p, t in job.other_texts.items()}
@@ -346,7 +346,7 @@ def _diagnostic(
 
 def _notice(job: Job, message: str, severity: Severity) -> types.Diagnostic:
     """A DL000 at the top of the document: distlint could not check it (or not all of it)."""
-    from distlint.rules.tool import SyntaxErrorRule
+    from distlint.rules.tool.syntax_error import SyntaxErrorRule
 
     start = make_position([], 1, 0)
     finding = Finding(
@@ -896,7 +896,7 @@ def rule_markdown(code: str) -> str | None:
     """Hover text for a code (its docs page) or a prefix (the rules it selects)."""
     rule = get_rule(code)
     if rule is not None:
-        from distlint.docs import rule_doc
+        from distlint.output.docs import rule_doc
 
         try:
             doc = rule_doc(rule.code)
@@ -918,7 +918,7 @@ def rule_markdown(code: str) -> str | None:
 def _markup(caps: types.ClientCapabilities, markdown: str) -> types.MarkupContent:
     formats = get_capability(caps, "text_document.hover.content_format", None)
     if formats and types.MarkupKind.Markdown not in formats:
-        from distlint.docs import markdown_to_text
+        from distlint.output.docs import markdown_to_text
 
         return types.MarkupContent(
             kind=types.MarkupKind.PlainText, value=markdown_to_text(markdown)

@@ -39,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from distlint.engine import FileResult
-from distlint.runner import _context, _died, _Worker
+from distlint.engine.checker import FileResult
+from distlint.engine.runner import _context, _died, _Worker
 
 _SETUP_TIMEOUT = 120.0  # seconds for a new worker to start (spawn imports distlint first)
 _GROWTH = 2  # past this many times its idle resident size, a worker is replaced on close

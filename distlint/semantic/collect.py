@@ -14,20 +14,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from distlint.captures import (
+from distlint.knowledge.captures import (
     GRAPH_CONTEXTS,
     GRAPHED_CALLABLES,
     graphed_items,
     statement_method,
-)
-from distlint.imports import ImportTable, dotted_name
-from distlint.regions import (
-    compile_assigned,
-    compiling_sides,
-    exits_when_compiling,
-    is_literal,
-    literal_value,
-    reads_any,
 )
 from distlint.semantic.bindings import LITERAL_TYPES, STARRED
 from distlint.semantic.collectives import (
@@ -66,16 +57,25 @@ from distlint.semantic.rankflow import (
     switched_off,
     target_names,
 )
+from distlint.semantic.regions import (
+    compile_assigned,
+    compiling_sides,
+    exits_when_compiling,
+    is_literal,
+    literal_value,
+    reads_any,
+)
 from distlint.semantic.taint import (
     FileTaint,
     ScopeScan,
     file_taint,
     self_attribute,
 )
-from distlint.walker import children, descendants, parameters
+from distlint.syntax.imports import ImportTable, dotted_name
+from distlint.syntax.walker import children, descendants, parameters
 
 if TYPE_CHECKING:
-    from distlint.context import FileContext
+    from distlint.syntax.parsed_file import ParsedFile
 
 # Externals that never compile, collect or matter for the call graph: not worth a span.
 _INERT_PREFIXES = (
@@ -239,7 +239,7 @@ class _Scope:
 class Collector:
     """Builds the :class:`ModuleSummary` of one file (see the module docstring)."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: ParsedFile) -> None:
         self.ctx = ctx
         self.key = ctx.module_key
         self.summary = ModuleSummary(ctx.module_key, ctx.path)
@@ -272,7 +272,7 @@ class Collector:
             resolved = self.ctx.imports.resolve_name(name)
             if resolved is not None:
                 self.summary.exports.setdefault(name, ("g", resolved))
-        self.summary.dynamo_flags = self.ctx.dynamo_config
+        self.summary.dynamo_flags = self.ctx.memo(file_dynamo_config)
         return self.summary
 
     # -- definitions -------------------------------------------------------------------------
@@ -983,7 +983,7 @@ class Collector:
     def _calls(self, scope: _Scope, statement: cst.CSTNode, effects: list[Effect]) -> None:
         """Record the calls of a statement (of a compound statement: of its header only).
 
-        The first pass's walk gathered them (``FileContext.note_call``), outer before inner,
+        The first pass's walk gathered them (``RuleContext.note_call``), outer before inner,
         in source order: no second traversal of the expressions.
         """
         for call in self.ctx.statement_calls.get(id(statement), ()):
@@ -1921,7 +1921,7 @@ def _unwrap(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:
-    from distlint.imports import scope_statements
+    from distlint.syntax.imports import scope_statements
 
     for stmt in scope_statements(body):
         if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
@@ -1942,6 +1942,11 @@ def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:
 DYNAMO_CONFIG = "torch._dynamo.config."
 
 
+def file_dynamo_config(ctx: ParsedFile) -> dict[str, object]:
+    """The module-level :func:`dynamo_config` of ``ctx``'s file (memoised with ``ctx.memo``)."""
+    return dynamo_config(ctx.module.body, ctx.imports.resolve)
+
+
 def dynamo_config(
     body: Sequence[cst.CSTNode], resolve: Callable[[cst.BaseExpression], str | None]
 ) -> dict[str, object]:
@@ -1949,7 +1954,7 @@ def dynamo_config(
 
     A value that is not a literal is kept as ``"<expr>"``: the setting is then unknown.
     """
-    from distlint.imports import scope_statements
+    from distlint.syntax.imports import scope_statements
 
     found: dict[str, object] = {}
     for stmt in scope_statements(body):

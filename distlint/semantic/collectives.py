@@ -14,9 +14,9 @@ from collections.abc import Callable, Collection, Sequence
 
 import libcst as cst
 
-from distlint.imports import dotted_name
 from distlint.semantic.packs import knowledge, method_on_receiver
-from distlint.walker import evaluated
+from distlint.syntax.imports import dotted_name
+from distlint.syntax.walker import evaluated
 
 _C10D = "torch.distributed."
 _FUNCOL = "torch.distributed._functional_collectives."

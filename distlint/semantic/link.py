@@ -16,7 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from distlint.findings import Position, Span
-from distlint.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS
 from distlint.semantic.bindings import (
     LITERAL_TYPES,
     STARRED,
@@ -36,8 +35,9 @@ from distlint.semantic.model import (
     Value,
 )
 from distlint.semantic.packs import knowledge
+from distlint.semantic.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS
 from distlint.semantic.regions_model import Region, RootInfo
-from distlint.semantic.spans import SourceLookup, resolve_spans
+from distlint.syntax.spans import SourceLookup, resolve_spans
 
 # Abstract values: ("func", id) ("class", id) ("inst", class id) ("ext", dotted)
 # ("seqv", (values...)) ("partialv", (compilers...), options) ("super", class id)
@@ -89,7 +89,7 @@ class ProjectFacts:
     derived: dict[str, object] = field(default_factory=dict)  # analyses shared by rules
 
     def resolve(self, items: Iterable[object]) -> None:
-        """Measure lazily located nodes (see :mod:`distlint.semantic.spans`); a file parsed
+        """Measure lazily located nodes (see :mod:`distlint.syntax.spans`); a file parsed
         for that is kept, so measuring several of its nodes one by one parses it once."""
         resolve_spans(items, self.sources, self._parsed)
 

@@ -1,6 +1,7 @@
 """Framework knowledge packs: what Accelerate, Lightning, DeepSpeed... do, read from data.
 
-``distlint/data/frameworks.json`` holds one entry per documented fact of a library (its kind,
+``distlint/knowledge/data/frameworks.json`` holds one entry per documented fact of a library
+(its kind,
 the name it matches, the library version and one line of evidence). This module loads it once
 and answers the questions the rank and collective analysis asks: is this attribute a rank,
 is this method on this receiver a collective, does this call return a distributed model, does
@@ -23,7 +24,7 @@ from importlib import resources
 
 import libcst as cst
 
-from distlint.imports import dotted_name
+from distlint.syntax.imports import dotted_name
 
 KINDS = (
     "rank-attribute",
@@ -88,7 +89,7 @@ class Knowledge:
 
 
 def _load() -> tuple[Entry, ...]:
-    text = resources.files("distlint.data").joinpath("frameworks.json").read_text("utf-8")
+    text = resources.files("distlint.knowledge.data").joinpath("frameworks.json").read_text("utf-8")
     return parse(json.loads(text))
 
 

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import libcst as cst
 
-from distlint.imports import ImportTable, dotted_name
 from distlint.semantic.collectives import collective_kind
 from distlint.semantic.packs import knowledge, method_on_receiver
 from distlint.semantic.ranks import (
@@ -34,10 +33,11 @@ from distlint.semantic.ranks import (
     direct_rank_source,
     is_matrix_rank,
 )
-from distlint.walker import children, descendants, evaluated, parameters
+from distlint.syntax.imports import ImportTable, dotted_name
+from distlint.syntax.walker import children, descendants, evaluated, parameters
 
 if TYPE_CHECKING:
-    from distlint.context import FileContext
+    from distlint.syntax.parsed_file import ParsedFile
 
 UNIFORM, UNKNOWN, PLACEMENT, MAYBE, RANK = range(5)
 
@@ -258,7 +258,7 @@ class RankFlow:
     per class, joined over every assignment).
     """
 
-    def __init__(self, ctx: FileContext, predicates: frozenset[str]) -> None:
+    def __init__(self, ctx: ParsedFile, predicates: frozenset[str]) -> None:
         self.ctx = ctx
         self.predicates = predicates
         self.tests: dict[int, Kind] = {}

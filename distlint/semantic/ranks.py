@@ -1,4 +1,4 @@
-"""Where rank-valued data comes from (the sources of rank taint for DL201, rules/DL201.md).
+"""Where rank-valued data comes from (the sources of rank taint for DL201, docs/rules/DL201.md).
 
 Only values that differ between ranks count. World size, ``is_initialized()``,
 ``is_available()``, the backend and config flags are the same on every rank: branching on
@@ -11,9 +11,9 @@ import re
 
 import libcst as cst
 
-from distlint.imports import dotted_name
 from distlint.semantic.packs import Names
-from distlint.walker import evaluated
+from distlint.syntax.imports import dotted_name
+from distlint.syntax.walker import evaluated
 
 # Resolved call targets that return a rank (or a per-rank boolean).
 RANK_FUNCTIONS = frozenset(
@@ -28,7 +28,8 @@ RANK_FUNCTIONS = frozenset(
 # Names people give their own per-rank getters and predicates, whatever object or module they
 # come from (``mpu.get_tensor_model_parallel_rank()``, detectron2's ``comm.is_main_process()``);
 # libraries' own (``trainer.is_world_process_zero()``, ``accelerator.process_index``) are in the
-# framework packs (distlint/data/frameworks.json, :mod:`.packs`), looked up through these views.
+# framework packs (distlint/knowledge/data/frameworks.json, :mod:`.packs`), looked up through
+# these views.
 RANK_CALL_SUFFIXES = ("_rank",)
 RANK_PREDICATE_NAMES = Names(
     {

@@ -2,7 +2,7 @@
 
 :class:`FileTaint` scans each scope once (assignments, returns, nested defs) for the
 summary, and runs the flow-sensitive rank lattice (:mod:`.rankflow`) over the file when it
-may hold a rank source at all. Rules ask through ``FileContext.rank_dependent``.
+may hold a rank source at all. Rules ask through ``RuleContext.rank_dependent``.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import libcst as cst
 
 from distlint.semantic.packs import source_words
 from distlint.semantic.rankflow import RANK, UNKNOWN_KIND, Kind, RankFlow, Why
-from distlint.walker import children, subclasses_of
+from distlint.syntax.walker import children, subclasses_of
 
 if TYPE_CHECKING:
-    from distlint.context import FileContext
+    from distlint.syntax.parsed_file import ParsedFile
 
 _EXPRESSIONS = subclasses_of(cst.BaseExpression)
 
@@ -130,16 +130,16 @@ def self_attribute(target: cst.BaseExpression) -> str | None:
     return None
 
 
-# -- the per-file analysis (rules ask through FileContext.rank_dependent) ---------------------
+# -- the per-file analysis (rules ask through RuleContext.rank_dependent) ---------------------
 
 
 class FileTaint:
     """One file's scope scans, and its rank lattice when the file may hold a rank source."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: ParsedFile) -> None:
         self.predicates = frozenset(ctx.settings.rank_predicates)
         self.scans: dict[cst.CSTNode, ScopeScan] = {}
-        self.active = _may_hold_sources(ctx.source, self.predicates) or ctx.facts is not None
+        self.active = _may_hold_sources(ctx.source, self.predicates) or ctx.in_project
         self.flow: RankFlow | None = None
         if self.active:
             try:
@@ -188,15 +188,12 @@ def _may_hold_sources(source: str, predicates: frozenset[str]) -> bool:
     return any(p.rsplit(".", 1)[-1] in source for p in predicates)
 
 
-def file_taint(ctx: FileContext) -> FileTaint:
-    taint = ctx._local_ranks
-    if taint is None:
-        taint = ctx._local_ranks = FileTaint(ctx)
-    assert isinstance(taint, FileTaint)
-    return taint
+def file_taint(ctx: ParsedFile) -> FileTaint:
+    """The file's taint analysis, built once per file."""
+    return ctx.memo(FileTaint)
 
 
-def expression_is_rank_dependent(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def expression_is_rank_dependent(ctx: ParsedFile, expr: cst.BaseExpression) -> bool:
     """Whether an ``if``/``while`` test is proven to differ between ranks."""
     taint = file_taint(ctx)
     return taint.active and taint.test_kind(expr).level == RANK

@@ -115,9 +115,9 @@ def test_fullgraph_failures_are_confirmed_or_dl902(entries: Collected) -> None: 
 
 
 def test_engine_findings_get_statuses(entries: Collected) -> None:
-    from distlint.config import FileSettings
-    from distlint.engine import check_path
-    from distlint.registry import all_rules
+    from distlint.engine.checker import check_path
+    from distlint.file_settings import FileSettings
+    from distlint.rules.registry import all_rules
 
     if not {"DL101", "DL102"} <= set(all_rules()):
         pytest.skip("DL101/DL102 are not registered yet")

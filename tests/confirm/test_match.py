@@ -208,7 +208,7 @@ def test_report_helpers() -> None:
         "2 not observed, 0 not reached; 1 of 2 targets did not run to the end."
     ]
     assert notification_lines(run) == ["confirm target c:d: timeout: killed"]
-    from distlint.reporters.sarif import to_json_dict
+    from distlint.output.sarif import to_json_dict
 
     invocation = to_json_dict(sarif_invocation(run))
     assert invocation["executionSuccessful"] is False

@@ -16,9 +16,9 @@ from pathlib import Path
 import hypothesmith
 from hypothesis import HealthCheck, Phase, given, settings
 
-from distlint.config import FileSettings
-from distlint.registry import all_rules
-from distlint.runner import Task, run
+from distlint.engine.runner import Task, run
+from distlint.file_settings import FileSettings
+from distlint.rules.registry import all_rules
 from tests.fuzz.generator import program, valid
 from tests.fuzz.harness import check_batch, culprits, fill_batch
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import sys
 import threading
 
-from distlint.config import FileSettings
-from distlint.engine import check_source
-from distlint.registry import all_rules
-from distlint.source import on_large_stack
+from distlint.engine.checker import check_source
+from distlint.file_settings import FileSettings
+from distlint.rules.registry import all_rules
+from distlint.syntax.source import on_large_stack
 
 ALL = FileSettings(enabled=frozenset(all_rules()))
 

@@ -18,7 +18,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from distlint.runner import START_METHOD_VARIABLE
+from distlint.engine.runner import START_METHOD_VARIABLE
 from tests.lsp.helpers import (
     TIMEOUT,
     Doc,

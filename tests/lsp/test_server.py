@@ -17,8 +17,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
 from bench.lsp_latency import parse_time, training_script
-from distlint.headline import HEADLINE_MAX, headline
 from distlint.meta import rule_url
+from distlint.output.headline import HEADLINE_MAX, headline
 from tests.lsp.helpers import (
     CLIENTS,
     ENCODING_OF,

@@ -1,10 +1,10 @@
-"""Unit tests of distlint.lsp.text: encodings, noqa placement, fix-all merging, hover codes."""
+"""Unit tests of distlint.syntax.text: encodings, noqa placement, fix-all merging, hover codes."""
 
 from __future__ import annotations
 
 import pytest
 
-from distlint.lsp.text import (
+from distlint.syntax.text import (
     LineInfo,
     TextEdit,
     apply_edits,

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.expectations import expected_findings
+from distlint.testing import expected_findings
 from tests.proof.gloo import FIXTURES, RankOutcome, case_names, run_gloo_cases
 
 pytestmark = [

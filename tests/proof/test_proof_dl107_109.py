@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from tests.expectations import expected_findings
+from distlint.testing import expected_findings
 from tests.proof.dynamo_cases import Run, cases, dynamo_runs
 from tests.proof.harness import FIXTURES
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.expectations import expected_findings
+from distlint.testing import expected_findings
 from tests.proof.harness import FIXTURES, Outcome, run_cases
 
 pytestmark = [

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tests.expectations import expected_findings
+from distlint.testing import expected_findings
 from tests.proof.harness import FIXTURES, Outcome, run_cases, run_fixtures
 
 pytestmark = [

@@ -19,8 +19,8 @@ import sys
 
 import pytest
 
-from distlint.rules.api_validation import deprecated_apis
-from tests.expectations import expected_findings
+from distlint.rules.api.api_validation import deprecated_apis
+from distlint.testing import expected_findings
 from tests.proof.harness import FIXTURES, REPO, Outcome, run_cases, run_fixtures
 
 pytestmark = [
@@ -278,7 +278,7 @@ def _generator():  # type: ignore[no-untyped-def]
 
 
 def _table_entries() -> list[dict]:
-    path = REPO / "distlint" / "data" / "deprecated_torch.json"
+    path = REPO / "distlint" / "knowledge" / "data" / "deprecated_torch.json"
     return json.loads(path.read_text(encoding="utf-8"))["entries"]
 
 
@@ -400,7 +400,7 @@ def test_dl505_flagged_modules_exist_and_import_without_any_warning() -> None:
 def test_dl505_every_public_home_holds_the_same_object() -> None:
     import importlib
 
-    from distlint.rules.private_modules import private_modules
+    from distlint.rules.api.private_torch_module import private_modules
 
     homes = private_modules().public_homes
     assert homes

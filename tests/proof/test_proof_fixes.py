@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from distlint.config import FileSettings
-from distlint.engine import check_source
-from distlint.fixes import fix_project
-from distlint.rules.api_validation import DROP_IN, deprecated_apis
+from distlint.engine.checker import check_source
+from distlint.engine.fixes import fix_project
+from distlint.file_settings import FileSettings
+from distlint.rules.api.api_validation import DROP_IN, deprecated_apis
 from tests.proof.harness import FIXTURES, run_cases
 
 pytestmark = [

@@ -1,0 +1,1 @@
+"""Configuration: [tool.distlint], rule selection, which files are checked."""

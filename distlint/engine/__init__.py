@@ -1,0 +1,1 @@
+"""The pipeline: check files and projects with the enabled rules, in parallel."""

@@ -1,0 +1,192 @@
+"""A content-addressed cache of first passes, so a re-check parses only what changed.
+
+A file's first pass (its file-scope findings, its summary and its records for project rules)
+depends on its bytes, its display path and module name, its settings and distlint itself, and
+on nothing else: that is the key (distlint is identified by a hash of its own code and data,
+so an upgrade or an edit of a rule invalidates every entry). What comes after the first
+passes (project findings, second-pass results) is kept too, under a key made of every file's
+key (``runner.ProjectResults``): it is reused only when no file of the project changed, so a
+change in one file reaches every finding that depends on it.
+
+Entries are pickles, so each is signed (HMAC-SHA256) with a key that is not in the cache: a
+cache directory committed to a repository, or restored from somewhere else, is never
+unpickled unless it was written with the same key. The key is ``DISTLINT_CACHE_KEY`` when set
+(CI: a secret, so a restored cache is used), else a random key kept in the user's cache
+directory. An entry that is unreadable, unsigned, signed with another key or for another file
+is a miss and is rewritten. Writes are atomic (a temporary file renamed into place), so
+concurrent runs never read half an entry; the directory holds a ``.gitignore`` of ``*`` and a
+``CACHEDIR.TAG``, and is pruned to its size bound, oldest entries first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import hmac
+import os
+import pickle
+import secrets
+import tempfile
+from pathlib import Path
+
+CACHE_DIR_VARIABLE = "DISTLINT_CACHE_DIR"
+CACHE_KEY_VARIABLE = "DISTLINT_CACHE_KEY"
+DEFAULT_DIR_NAME = ".distlint_cache"
+DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+_SIGNATURE_BYTES = 32
+_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# distlint's cache (see distlint/engine/cache.py)\n"
+)
+
+
+class FirstPassCache:
+    """First-pass results by key (see the module docstring); ``get`` never raises."""
+
+    def __init__(self, directory: Path, secret: bytes, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.directory = directory
+        self._secret = secret
+        self._max_bytes = max_bytes
+        self._written = 0
+
+    @classmethod
+    def open(cls, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> FirstPassCache | None:
+        """The cache in ``directory`` (created), or None when it cannot be written."""
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            ignore = directory / ".gitignore"
+            if not ignore.exists():
+                _write_atomic(ignore, b"# Automatically created by distlint.\n*\n")
+            tag = directory / "CACHEDIR.TAG"
+            if not tag.exists():
+                _write_atomic(tag, _TAG.encode())
+            return cls(directory, _secret(), max_bytes)
+        except OSError:
+            return None
+
+    def key(self, data: bytes, identity: tuple) -> str:
+        """The entry name for a file's bytes and what else its first pass depends on."""
+        digest = hashlib.blake2b(digest_size=20)
+        digest.update(code_fingerprint().encode())
+        digest.update(repr(identity).encode())
+        digest.update(b"\0")
+        digest.update(data)
+        return digest.hexdigest()
+
+    def get(self, key: str, display: str) -> object | None:
+        path = self._entry(key)
+        try:
+            blob = path.read_bytes()
+        except OSError:
+            return None
+        signature, payload = blob[:_SIGNATURE_BYTES], blob[_SIGNATURE_BYTES:]
+        if not hmac.compare_digest(signature, self._sign(key, payload)):
+            return None  # foreign, corrupt or truncated: never unpickled
+        try:
+            result = pickle.loads(payload)
+        except Exception:  # signed but unreadable (another Python): a miss
+            return None
+        return result if getattr(result, "path", None) == display else None
+
+    def put(self, key: str, result: object) -> None:
+        try:
+            payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # pragma: no cover - results are picklable (workers send them)
+            return
+        path = self._entry(key)
+        try:
+            path.parent.mkdir(exist_ok=True)
+            _write_atomic(path, self._sign(key, payload) + payload)
+        except OSError:
+            return  # a read-only or full disk: the run goes on without caching
+        self._written += len(payload) + _SIGNATURE_BYTES
+
+    def prune(self) -> None:
+        """Remove the oldest entries while the cache is over its size bound."""
+        if not self._written:
+            return
+        entries = []
+        for path in self.directory.glob("??/*.entry"):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            entries.append((stat.st_mtime_ns, stat.st_size, path))
+        total = sum(size for _, size, _ in entries)
+        for _, size, path in sorted(entries):
+            if total <= self._max_bytes * 0.8:
+                break
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            total -= size
+
+    def _entry(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.entry"
+
+    def _sign(self, key: str, payload: bytes) -> bytes:
+        return hmac.new(self._secret, key.encode() + payload, hashlib.sha256).digest()
+
+
+def identity_of(display: str, module_name: str | None, is_package: bool, settings: object) -> tuple:
+    """What a first pass depends on besides the bytes, in a stable form (sets sorted)."""
+    fields = []
+    for field in dataclasses.fields(settings):  # type: ignore[arg-type]
+        value = getattr(settings, field.name)
+        if isinstance(value, (set, frozenset)):
+            value = tuple(sorted(value))
+        fields.append((field.name, value))
+    return (display, module_name, is_package, tuple(fields))
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A hash of distlint's own code and data files."""
+    package = Path(__file__).resolve().parents[1]  # distlint/
+    digest = hashlib.blake2b(digest_size=16)
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(package).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def default_directory(root: Path) -> Path:
+    """``DISTLINT_CACHE_DIR``, else ``.distlint_cache`` at the project root."""
+    chosen = os.environ.get(CACHE_DIR_VARIABLE)
+    return Path(chosen) if chosen else root / DEFAULT_DIR_NAME
+
+
+def _secret() -> bytes:
+    chosen = os.environ.get(CACHE_KEY_VARIABLE)
+    if chosen:
+        return chosen.encode()
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = Path(home) / "distlint" / "cache-key"
+    try:
+        return bytes.fromhex(path.read_text().strip())
+    except (OSError, ValueError):
+        pass
+    key = secrets.token_bytes(32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(path, key.hex().encode(), mode=0o600)
+        return bytes.fromhex(path.read_text().strip())  # another run may have won the race
+    except (OSError, ValueError):
+        return key  # nowhere to keep it: entries of this run only
+
+
+def _write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,836 @@
+"""Check one file: decode, parse once, walk once with every enabled rule, then report.
+
+A file goes through these stages. The first pass runs file- and project-scope rules and
+summarises the file for the semantic layer (:mod:`distlint.semantic`). Once every file's
+summary is linked, project rules run, and files that hold or reach compiled regions (or run
+under a CUDA graph capture started elsewhere) get a second pass with the project facts: only
+region-scope rules and the file rules that read the facts (``Rule.reads_facts``), on the
+first pass's tree when it is still in memory (:class:`ParsedTrees`). Last, :func:`settle`
+applies the file's suppressions once to the findings of every stage, then reports unused ones
+(DL001). :func:`check_source` does all of it for a single file; the runner does it for many
+files in parallel.
+
+Failure policy: a file that cannot be read or parsed becomes a DL000 finding; a rule that
+raises becomes a ToolError naming the rule and the file, that rule stops for this file, and
+every other rule's findings are still reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+
+from distlint.file_settings import FileSettings
+from distlint.findings import (
+    Edit,
+    Finding,
+    Fix,
+    Location,
+    Position,
+    Severity,
+    Span,
+    ToolError,
+    make_position,
+)
+from distlint.rules.base import Rule
+from distlint.rules.context import PendingReport, RuleContext
+from distlint.rules.registry import add_local_plugins, all_rules, code_prefixes
+from distlint.semantic.collect import Collector
+from distlint.semantic.link import ProjectFacts, link
+from distlint.semantic.model import ModuleSummary
+from distlint.syntax.imports import module_name_for
+from distlint.syntax.positions import NodeRange, node_ranges
+from distlint.syntax.regular_files import read_regular_file
+from distlint.syntax.source import (
+    NEWLINES,
+    SourceError,
+    StageTimeout,
+    check_nesting,
+    decode_source,
+    on_large_stack,
+    parse_module,
+)
+from distlint.syntax.spans import ORDINAL_TYPES, SourceLookup, parsed_entry
+from distlint.syntax.suppressions import Suppression, SuppressionIndex, scan
+from distlint.syntax.walker import walk
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """Everything one file produced; picklable, sent back from worker processes.
+
+    ``summary`` and ``records`` are the first pass's input to linking, ``suppressions`` its
+    input to :func:`settle` (a pass's findings are not suppressed yet); they are dropped from
+    final results.
+    """
+
+    path: str
+    findings: tuple[Finding, ...] = ()
+    errors: tuple[ToolError, ...] = ()
+    suppressed: int = 0
+    summary: ModuleSummary | None = None
+    records: tuple[tuple[str, object], ...] = ()
+    suppressions: SuppressionIndex | None = None
+
+    def final(self) -> FileResult:
+        return FileResult(self.path, self.findings, self.errors, self.suppressed)
+
+
+@dataclass(frozen=True)
+class SecondPass:
+    """What a file's second pass gets: the project facts."""
+
+    facts: ProjectFacts
+
+
+class ParsedTrees:
+    """First-pass trees kept for the second pass in the same process (runs in one process).
+
+    Only files that may get a second pass are kept (their summary has a compile site or a
+    CUDA graph capture), up to ``max_chars`` of source in all: a kept tree costs about 16
+    bytes per character of its text (tracemalloc, torch/distributed/fsdp). A file whose tree
+    was not kept is parsed again.
+    """
+
+    def __init__(self, max_chars: int = 2_000_000) -> None:
+        self._kept: dict[str, tuple[str, cst.Module, dict[type, list[cst.CSTNode]]]] = {}
+        self._room = max_chars
+
+    def offer(self, ctx: RuleContext, summary: ModuleSummary) -> None:
+        """Keep the tree of a file just summarised if it may get a second pass."""
+        text = ctx.source
+        if (summary.compile_sites or summary.capture_sites) and len(text) <= self._room:
+            self._kept[ctx.path] = (text, ctx.module, ctx.seen)
+            self._room -= len(text)
+
+    def take(self, path: str) -> tuple[str, cst.Module] | None:
+        """The text and tree kept for ``path`` (given once), or None."""
+        kept = self._kept.pop(path, None)
+        return (kept[0], kept[1]) if kept is not None else None
+
+    def for_spans(self) -> dict[str, tuple]:
+        """The kept trees as linking measures lazy spans with them (``link``'s ``parsed``)."""
+        return {path: parsed_entry(*kept) for path, kept in self._kept.items()}
+
+
+def check_path(file_path: Path, display_path: str, settings: FileSettings) -> FileResult:
+    """Read ``file_path`` from disk and check it as a project of one file."""
+    module_name, is_package = module_name_for(file_path)
+    trees = ParsedTrees()
+    first = analyze_path(file_path, display_path, settings, module_name, is_package, None, trees)
+
+    def source(_: str) -> str | None:
+        try:
+            return decode_source(read_regular_file(file_path))
+        except (OSError, SourceError):
+            return None
+
+    return _alone(
+        first,
+        source,
+        lambda second: analyze_path(
+            file_path, display_path, settings, module_name, is_package, second, trees
+        ),
+        settings,
+        trees,
+    )
+
+
+def check_bytes(
+    data: bytes,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None = None,
+    is_package: bool = False,
+) -> FileResult:
+    """Decode ``data`` as Python source (BOM, PEP 263 cookie) and check it alone."""
+    trees = ParsedTrees()
+    first = analyze_bytes(data, display_path, settings, module_name, is_package, None, trees)
+
+    def source(_: str) -> str | None:
+        try:
+            return decode_source(data)
+        except SourceError:
+            return None
+
+    return _alone(
+        first,
+        source,
+        lambda second: analyze_bytes(
+            data, display_path, settings, module_name, is_package, second, trees
+        ),
+        settings,
+        trees,
+    )
+
+
+def check_source(
+    text: str,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None = None,
+    is_package: bool = False,
+) -> FileResult:
+    """Check source text that is already decoded (the LSP server's unsaved buffers)."""
+    trees = ParsedTrees()
+    first = analyze_source(text, display_path, settings, module_name, is_package, None, trees)
+    return _alone(
+        first,
+        lambda _: text,
+        lambda second: analyze_source(
+            text, display_path, settings, module_name, is_package, second, trees
+        ),
+        settings,
+        trees,
+    )
+
+
+def _alone(
+    first: FileResult,
+    source: SourceLookup,
+    again: Any,
+    settings: FileSettings,
+    trees: ParsedTrees | None = None,
+) -> FileResult:
+    """Finish a one-file project: link its summary, run the project rules and the second
+    pass if needed (on the first pass's tree, kept in ``trees``), then settle."""
+    enabled = settings.enabled
+    if first.summary is None:
+        return settle(first, enabled)
+    parsed = trees.for_spans() if trees is not None else None
+    stage = project_stage([first], settings.compile_wrappers, source, (), parsed)
+    facts = stage.facts
+    second = None
+    if facts is not None and needs_second_pass(facts, first.summary.key):
+        second = again(SecondPass(facts))
+    return settle(first, enabled, second, stage.found.get(first.path, ()), stage.errors)
+
+
+PROJECT_TIMEOUT = 300.0  # seconds: the command line's default budget for the project stage
+PROJECT = "(project)"  # where errors of the project stage are said to be
+
+
+@dataclass
+class ProjectStage:
+    """What linking and the project rules gave: the facts (None when linking failed), the
+    project findings by file, and the stage's errors (a crash or an overrun names itself)."""
+
+    facts: ProjectFacts | None
+    found: dict[str, list[Finding]]
+    errors: list[ToolError]
+
+
+def project_stage(
+    results: Sequence[FileResult],
+    wrappers: Sequence[str],
+    sources: SourceLookup,
+    native: Sequence[tuple[str, str, frozenset[str]]] = (),
+    parsed: dict | None = None,
+    budget: float | None = None,
+) -> ProjectStage:
+    """Link the first passes' summaries, then run the project rules, within ``budget``
+    seconds for both (None: no limit). A crash or an overrun of linking costs the project
+    rules and the second pass, one of a project rule costs that rule's findings; each is
+    reported as a tool error, and the file-scope findings stand. ``native``: (path, text,
+    rules enabled) of C/C++ sources."""
+    from distlint.rules.project import FileRecords, Project
+
+    started = time.monotonic()
+    linked = [r for r in results if r.summary is not None]
+    summaries = [r.summary for r in linked]
+    try:
+        facts = on_large_stack(link, summaries, wrappers, sources, parsed, timeout=budget)
+    except StageTimeout:
+        why = f"linking the project did not finish within {_budget(budget)}"
+        return ProjectStage(None, {}, [ToolError(PROJECT, _not_run(why))])
+    except Exception as exc:  # a bug of ours: the file-scope findings still stand
+        why = f"internal error while linking the project: {type(exc).__name__}: {exc}"
+        return ProjectStage(None, {}, [ToolError(PROJECT, _not_run(why))])
+    project = Project(
+        [FileRecords(r.path, r.summary.key, r.records) for r in linked if r.summary is not None],
+        facts,
+        [(path, text) for path, text, _ in native],
+    )
+    enabled = {r.path: r.summary.enabled for r in linked if r.summary is not None}
+    enabled.update((path, codes) for path, _, codes in native)
+    left = None if budget is None else max(0.0, budget - (time.monotonic() - started))
+    errors: list[ToolError] = []
+    found = project_findings(project, enabled, errors, left, budget)
+    return ProjectStage(facts, found, errors)
+
+
+def _budget(budget: float | None) -> str:
+    return f"the {budget:g} s budget of the project stage (--project-timeout)"
+
+
+def _not_run(why: str) -> str:
+    return f"{why}; project rules and region rules were not run"
+
+
+def needs_second_pass(facts: ProjectFacts, module_key: str) -> bool:
+    """Whether a file must be walked again: it holds or compiles compiled code, or runs under
+    a CUDA graph capture started in another function."""
+    return facts.has_regions(module_key) or facts.has_captures(module_key)
+
+
+def settle(
+    first: FileResult,
+    enabled: frozenset[str],
+    second: FileResult | None = None,
+    project: Sequence[Finding] = (),
+    errors: Sequence[ToolError] = (),
+) -> FileResult:
+    """A file's final result: the findings of every stage (first pass, second pass, project
+    rules), its suppressions applied once, then DL001 on the suppressions none of them used.
+
+    The second pass re-ran the file rules that read facts: their first-pass findings and
+    errors give way to the second pass's. ``errors``: the project stage's, shown here.
+    """
+    findings = list(first.findings)
+    found_errors = list(first.errors)
+    if second is not None:
+        again = {code for code, _ in _second_pass_codes(enabled)}
+        findings = [f for f in findings if f.code not in again]
+        found_errors = [e for e in found_errors if e.rule not in again]
+        findings += second.findings
+        found_errors += second.errors
+    findings += project
+    found_errors += errors
+    index = first.suppressions
+    suppressed = 0
+    if index is not None:
+        index = SuppressionIndex(
+            [_unused_copy(supp) for supp in index.suppressions],
+            index.logical_start,
+            index.logical_end,
+        )
+        kept = []
+        for finding in findings:
+            if index.is_suppressed(finding.code, finding.span.start.line):
+                suppressed += 1
+            else:
+                kept.append(finding)
+        findings = kept
+        if "DL001" in enabled:
+            findings += _unused_suppressions(first.path, index, enabled)
+    unique = {(f.sort_key, f.span.end): f for f in findings}
+    ordered = tuple(sorted(unique.values(), key=lambda f: f.sort_key))
+    return FileResult(first.path, ordered, tuple(found_errors), suppressed)
+
+
+def _unused_copy(supp: Suppression) -> Suppression:
+    """``supp`` with no use recorded (a first pass may be settled more than once)."""
+    return Suppression(
+        supp.line, supp.column, supp.end_column, supp.comment, supp.own_line, set(), supp.span
+    )
+
+
+def project_findings(
+    project: Any,
+    enabled_by_path: dict[str, frozenset[str]],
+    errors: list[ToolError] | None = None,
+    timeout: float | None = None,
+    budget: float | None = None,
+) -> dict[str, list[Finding]]:
+    """Findings of project-scope rules, by file, keeping only rules enabled for that file. A
+    rule that raises loses its own findings only: the error goes to ``errors``. Past
+    ``timeout`` seconds the rules still running or not started lose theirs, and that is an
+    error too (``budget``: the whole stage's, for the message)."""
+    codes = set().union(*enabled_by_path.values()) if enabled_by_path else set()
+    rules = [
+        (code, rule)
+        for code, rule in all_rules().items()
+        if rule.scope == "project" and code in codes
+    ]
+    if not rules:
+        return {}
+    stage = _ProjectRules(project, rules)
+    try:
+        on_large_stack(stage.run, timeout=timeout)
+    except StageTimeout:
+        stage.stop.set()
+    done = list(stage.done)  # what finished in time; a rule that overran adds nothing now
+    found: dict[str, list[Finding]] = {}
+    for code, rule, produced in done:
+        if isinstance(produced, Exception):  # a bug of ours: the other rules' findings stand
+            if errors is not None:
+                what = f"{type(produced).__name__}: {produced}"
+                message = f"internal error in rule {code} ({rule.name}): {what}"
+                errors.append(ToolError(PROJECT, message, code))
+            continue
+        for finding in produced:
+            if code in enabled_by_path.get(finding.path, frozenset()):
+                found.setdefault(finding.path, []).append(finding)
+    finished = {code for code, _, _ in done}
+    late = [(code, rule) for code, rule in rules if code not in finished]
+    if stage.stop.is_set() and late and errors is not None:
+        code, rule = late[0]
+        message = f"rule {code} ({rule.name}) did not finish within {_budget(budget or timeout)}"
+        if late[1:]:
+            message += "; " + ", ".join(c for c, _ in late[1:]) + " did not run"
+        errors.append(ToolError(PROJECT, message + "; their findings are missing", code))
+    return found
+
+
+class _ProjectRules:
+    """The project rules, run one after another; what each gave is kept as it finishes, so
+    an overrun loses only the rules that had not finished."""
+
+    def __init__(self, project: Any, rules: list[tuple[str, type[Rule]]]) -> None:
+        self.project = project
+        self.rules = rules
+        self.done: list[tuple[str, type[Rule], list[Finding] | Exception]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        for code, rule in self.rules:
+            if self.stop.is_set():
+                return
+            try:
+                produced: list[Finding] | Exception = list(rule.check_project(self.project))
+            except Exception as exc:
+                produced = exc
+            if self.stop.is_set():
+                return
+            self.done.append((code, rule, produced))
+
+
+def analyze_path(
+    file_path: Path,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None,
+    is_package: bool,
+    second: SecondPass | None = None,
+    trees: ParsedTrees | None = None,
+) -> FileResult:
+    """One pass over a file on disk (see the module docstring); ``trees``: where the first
+    pass keeps its tree for the second, and where the second finds it."""
+    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
+    if kept is not None:
+        return kept
+    try:
+        size = file_path.stat().st_size
+        if size > MAX_FILE_BYTES:  # not even read
+            return _too_large(display_path, size)
+        data = read_regular_file(file_path)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return _unparsable(display_path, f"cannot read file: {reason}", 1, 0)
+    return analyze_bytes(data, display_path, settings, module_name, is_package, second, trees)
+
+
+def analyze_bytes(
+    data: bytes,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None = None,
+    is_package: bool = False,
+    second: SecondPass | None = None,
+    trees: ParsedTrees | None = None,
+) -> FileResult:
+    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
+    if kept is not None:
+        return kept
+    if len(data) > MAX_FILE_BYTES:
+        return _too_large(display_path, len(data))
+    try:
+        text = decode_source(data)
+    except SourceError as exc:
+        # The lines only place the finding (e.g. the line of an undecodable byte).
+        approximate = data.decode("utf-8", "replace")
+        return _unparsable(display_path, str(exc), exc.line, exc.column, approximate)
+    return analyze_source(text, display_path, settings, module_name, is_package, second, trees)
+
+
+def analyze_source(
+    text: str,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None = None,
+    is_package: bool = False,
+    second: SecondPass | None = None,
+    trees: ParsedTrees | None = None,
+) -> FileResult:
+    """One pass over decoded source: the first (``second`` is None) or the second.
+
+    It runs on a thread with a large stack and recursion limit (``source.on_large_stack``):
+    LibCST's visitors recurse once per level of a tree.
+    """
+    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
+    if kept is not None:
+        return kept
+    if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
+        return _too_large(display_path, len(text))
+    args = (text, display_path, settings, module_name, is_package, second, None, trees)
+    return on_large_stack(_analyze_source, *args)
+
+
+def _second_on_kept(
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None,
+    is_package: bool,
+    second: SecondPass | None,
+    trees: ParsedTrees | None,
+) -> FileResult | None:
+    """The second pass on the text and tree the first pass kept, if it kept them."""
+    kept = trees.take(display_path) if second is not None and trees is not None else None
+    if kept is None:
+        return None
+    text, module = kept
+    args = (text, display_path, settings, module_name, is_package, second, module)
+    return on_large_stack(_analyze_source, *args)
+
+
+def _analyze_source(
+    text: str,
+    display_path: str,
+    settings: FileSettings,
+    module_name: str | None,
+    is_package: bool,
+    second: SecondPass | None,
+    parsed: cst.Module | None = None,
+    trees: ParsedTrees | None = None,
+) -> FileResult:
+    try:
+        if parsed is not None:  # the first pass's tree of this text (ParsedTrees)
+            module = parsed
+        else:
+            check_nesting(text)
+            module = parse_module(text)
+    except SourceError as exc:
+        return _unparsable(display_path, str(exc), exc.line, exc.column, text)
+    except cst.ParserSyntaxError as exc:
+        message, line, column = _syntax_error_details(text, exc)
+        return _unparsable(display_path, message, line, column, text)
+    except RecursionError:
+        return _unparsable(display_path, "too deeply nested to parse", 1, 0, text)
+    except Exception as exc:  # LibCST's validation/logic errors (``'a' b'b'``, ``'a' t'b'``)
+        message, line, column = _syntax_error_details(text, None, exc)
+        return _unparsable(display_path, message, line, column, text)
+
+    try:
+        ctx = RuleContext(display_path, text, module, settings, module_name, is_package)
+        if second is not None:
+            ctx.facts = second.facts
+    except Exception as exc:  # a bug in the shared analysis: report it, never crash the run
+        message = f"internal error while analysing the file: {type(exc).__name__}: {exc}"
+        return FileResult(display_path, errors=(ToolError(display_path, message),))
+    errors: list[ToolError] = []
+    if settings.plugins:  # loaded at configuration time; again in a spawned worker
+        add_local_plugins(settings.plugins)
+    rules = [rule(ctx) for rule in _walking_rules(settings.enabled, second is not None)]
+    on_visit, on_leave = _dispatch_tables(ctx, rules, errors)
+    if second is None:
+        on_visit.setdefault(cst.Call, []).insert(0, ctx.note_call)
+        for kind in ORDINAL_TYPES[1:]:
+            on_visit.setdefault(kind, []).insert(0, ctx.note_node)
+    walked = True
+    try:
+        walk(module, on_visit, on_leave, ctx.parents)
+    except RecursionError:  # pragma: no cover - the walk is iterative; handlers may recurse
+        errors.append(ToolError(display_path, "analysis exceeded the recursion limit"))
+        walked = False
+    summary = None
+    if second is None:
+        try:
+            summary = Collector(ctx).collect()
+            summary.enabled = settings.enabled
+            if trees is not None and walked:
+                trees.offer(ctx, summary)
+        except RecursionError:
+            errors.append(ToolError(display_path, "semantic summary exceeded the recursion limit"))
+        except Exception as exc:  # a bug in the shared analysis: report it, never crash the run
+            errors.append(
+                ToolError(
+                    display_path,
+                    f"internal error while summarising the file: {type(exc).__name__}: {exc}",
+                )
+            )
+    return _finish(ctx, text, errors, summary, first=second is None)
+
+
+# -- dispatch --------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _walking_rules(enabled: frozenset[str], second: bool) -> tuple[type[Rule], ...]:
+    """Enabled rules of a pass that have visitor methods, in code order: file and project
+    rules in the first pass, :func:`_second_pass_codes` in the second."""
+    if second:
+        chosen = _second_pass_codes(enabled)
+    else:
+        chosen = tuple(
+            (code, rule)
+            for code, rule in all_rules().items()
+            if code in enabled and rule.scope in ("file", "project")
+        )
+    return tuple(rule for _, rule in chosen if any(True for _ in rule.visitor_methods()))
+
+
+@lru_cache(maxsize=64)
+def _second_pass_codes(enabled: frozenset[str]) -> tuple[tuple[str, type[Rule]], ...]:
+    """The enabled rules whose result depends on the project facts: region rules, and file
+    rules that read the facts (``reads_facts``; their first result is replaced)."""
+    return tuple(
+        (code, rule)
+        for code, rule in all_rules().items()
+        if code in enabled and (rule.scope == "region" or rule.reads_facts)
+    )
+
+
+def _dispatch_tables(
+    ctx: RuleContext, rules: list[Rule], errors: list[ToolError]
+) -> tuple[dict[type, list[Any]], dict[type, list[Any]]]:
+    """One dispatcher per node type and event, calling every rule's handler for it."""
+    visits: dict[type, list[tuple[Rule, Any]]] = {}
+    leaves: dict[type, list[tuple[Rule, Any]]] = {}
+    for rule in rules:
+        if not rule.active:
+            continue
+        for event, node_type_name in type(rule).visitor_methods():
+            node_type = getattr(cst, node_type_name, None)
+            if not isinstance(node_type, type):
+                raise TypeError(f"{type(rule).__name__}: unknown LibCST node {node_type_name}")
+            table = visits if event == "visit" else leaves
+            table.setdefault(node_type, []).append(
+                (rule, getattr(rule, f"{event}_{node_type_name}"))
+            )
+    crashed: set[str] = set()
+    on_visit: dict[type, list[Any]] = {
+        cst.FunctionDef: [ctx.enter_function],
+        cst.ClassDef: [ctx.enter_class],
+    }
+    on_leave: dict[type, list[Any]] = {}
+    for node_type, pairs in visits.items():
+        on_visit.setdefault(node_type, []).append(_dispatcher(pairs, crashed, errors))
+    for node_type, pairs in leaves.items():
+        on_leave.setdefault(node_type, []).append(_dispatcher(pairs, crashed, errors))
+    on_leave.setdefault(cst.FunctionDef, []).append(ctx.leave_function)
+    on_leave.setdefault(cst.ClassDef, []).append(ctx.leave_class)
+    return on_visit, on_leave
+
+
+def _dispatcher(pairs: list[tuple[Rule, Any]], crashed: set[str], errors: list[ToolError]) -> Any:
+    """Call each rule's handler; a rule that raises is recorded once and switched off.
+
+    Handlers' return values are ignored: rules cannot prune the walk, the summary needs all
+    of it.
+    """
+    handlers = tuple(pairs)
+
+    def dispatch(node: cst.CSTNode) -> None:
+        for rule, handler in handlers:
+            if crashed and rule.code in crashed:
+                continue
+            try:
+                handler(node)
+            except Exception as exc:  # any rule bug must not stop the other rules
+                crashed.add(rule.code)
+                errors.append(
+                    ToolError(
+                        rule.ctx.path,
+                        f"internal error in rule {rule.code} ({rule.name}): "
+                        f"{type(exc).__name__}: {exc}",
+                        rule=rule.code,
+                    )
+                )
+
+    return dispatch
+
+
+# -- findings --------------------------------------------------------------------------------------
+
+
+def _finish(
+    ctx: RuleContext,
+    text: str,
+    errors: list[ToolError],
+    summary: ModuleSummary | None = None,
+    first: bool = True,
+) -> FileResult:
+    """The pass's findings, placed but not suppressed yet (:func:`settle` does that once for
+    every stage); the first pass also gives the file's suppressions, measured."""
+    crashed = {e.rule for e in errors}
+    reports = [r for r in ctx.reports if r.rule.code not in crashed]
+    records = tuple((code, data) for code, data in ctx.records if code not in crashed)
+    eager = ctx.settle_located()
+    index = scan(text, code_prefixes()) if first else None
+    if not reports and not eager and index is None:
+        return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
+    lines = NEWLINES.split(text)
+    ranges = _report_ranges(ctx.module, reports, [node for _, node in eager])
+    for item, node in eager:
+        item.span = _span(ranges.get(node), lines)
+    if index is not None:
+        for supp in index.suppressions:
+            supp.span = Span(
+                make_position(lines, supp.line, supp.column),
+                make_position(lines, supp.line, supp.end_column),
+            )
+    findings = tuple(_finding(ctx.path, report, ranges, lines) for report in reports)
+    return FileResult(ctx.path, findings, tuple(errors), 0, summary, records, index)
+
+
+def _report_ranges(
+    module: cst.Module, reports: list[PendingReport], located: list[cst.CSTNode] = ()
+) -> dict[cst.CSTNode, NodeRange]:
+    nodes: list[cst.CSTNode] = list(located)
+    for report in reports:
+        nodes.append(report.node)
+        nodes.extend(node for node, _ in report.fix_nodes)
+        nodes.extend(node for node, _ in report.related_nodes)
+    try:
+        return node_ranges(module, nodes)
+    except RecursionError:  # pragma: no cover - codegen of pathological nesting
+        return {}
+
+
+def _span(node_range: NodeRange | None, lines: list[str]) -> Span:
+    if node_range is None:
+        start = end = Position(1, 1, 1)
+        return Span(start, end)
+    return Span(
+        make_position(lines, node_range.start_line, node_range.start_column),
+        make_position(lines, node_range.end_line, node_range.end_column),
+    )
+
+
+def _finding(
+    path: str, report: PendingReport, ranges: dict[cst.CSTNode, NodeRange], lines: list[str]
+) -> Finding:
+    rule = report.rule
+    fix = report.fix
+    if report.fix_nodes:
+        edits = tuple(
+            Edit(_span(ranges.get(node), lines), content) for node, content in report.fix_nodes
+        )
+        if fix is not None:
+            fix = Fix(fix.title, fix.edits + edits, fix.applicability)
+    return Finding(
+        code=rule.code,
+        name=rule.name,
+        severity=report.severity or rule.severity,
+        message=report.message,
+        path=path,
+        span=_span(ranges.get(report.node), lines),
+        related=report.related
+        + tuple(
+            Location(path, _span(ranges.get(node), lines), label)
+            for node, label in report.related_nodes
+        ),
+        fix=fix,
+    )
+
+
+def _unused_suppressions(
+    path: str, index: SuppressionIndex, enabled: frozenset[str]
+) -> list[Finding]:
+    from distlint.rules.tool.unused_suppression import UnusedSuppression
+
+    known = all_rules()
+    found = []
+    for supp in index.suppressions:
+        unused: list[tuple[str, str]] = []
+        for selector in supp.codes:
+            if selector in supp.used:
+                continue
+            covers_known = any(code.startswith(selector) for code in known)
+            if covers_known and not any(c.startswith(selector) for c in enabled):
+                continue  # the rule is off here, so we cannot tell whether it is needed
+            if "DL001".startswith(selector):
+                continue
+            reason = "suppressed nothing" if covers_known else "is not a distlint rule code"
+            unused.append((selector, reason))
+        if supp.kind != "noqa":  # another tool's code in a `# distlint:` list silences nothing
+            unused += [(code, "is not a distlint rule code") for code in supp.comment.foreign]
+        span = supp.span or Span(Position(supp.line, 1, 1), Position(supp.line, 1, 1))
+        found += [
+            Finding(
+                code=UnusedSuppression.code,
+                name=UnusedSuppression.name,
+                severity=UnusedSuppression.severity,
+                message=f"Unused suppression: `{selector}` {reason}; remove it.",
+                path=path,
+                span=span,
+            )
+            for selector, reason in unused
+        ]
+    return found
+
+
+# Files larger than this are not parsed: LibCST needs about 200 bytes of memory per byte of
+# source (a 50 MB file took more than 10 GB and the parser aborted). The largest real
+# Python files (generated tables, protobuf modules) stay well under it.
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+def _too_large(path: str, size: int) -> FileResult:
+    limit = MAX_FILE_BYTES // (1024 * 1024)
+    message = f"not checked: {size / (1024 * 1024):.1f} MiB is over the {limit} MiB size cap"
+    return _unparsable(path, message, 1, 0)
+
+
+def _unparsable(
+    path: str, message: str, line: int, column: int, text: str | None = None
+) -> FileResult:
+    from distlint.rules.tool.syntax_error import SyntaxErrorRule
+
+    lines = NEWLINES.split(text) if text is not None else [""]
+    line = max(1, min(line, len(lines)))
+    column = max(0, min(column, len(lines[line - 1])))
+    position = make_position(lines, line, column)
+    finding = Finding(
+        code=SyntaxErrorRule.code,
+        name=SyntaxErrorRule.name,
+        severity=Severity.ERROR,
+        message=message,
+        path=path,
+        span=Span(position, position),
+    )
+    return FileResult(path, (finding,))
+
+
+def _syntax_error_details(
+    text: str, exc: cst.ParserSyntaxError | None, other: Exception | None = None
+) -> tuple[str, int, int]:
+    """Prefer CPython's message and location: they are what users know how to read. When
+    CPython accepts the file, say that it is valid and only LibCST could not read it."""
+    try:
+        with warnings.catch_warnings():  # CPython's SyntaxWarnings are not the user's problem here
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except SyntaxError as err:
+        line = err.lineno or 1
+        column = max(0, (err.offset or 1) - 1)
+        return f"syntax error: {err.msg}", line, column
+    except (RecursionError, MemoryError, ValueError):
+        pass
+    else:
+        reason = exc.message.split("\n", 1)[0] if exc is not None else f"{other}"
+        line = exc.raw_line if exc is not None else 1
+        column = exc.raw_column if exc is not None else 0
+        return (
+            "valid Python that distlint's parser (LibCST) cannot read, so it was not checked "
+            f"({reason})",
+            line,
+            column,
+        )
+    if exc is None:
+        return f"cannot parse this file (LibCST: {type(other).__name__}: {other})", 1, 0
+    detail = exc.message.split("\n", 1)[0]
+    return (
+        f"cannot parse this file (LibCST: {detail})",
+        exc.raw_line,
+        exc.raw_column,
+    )

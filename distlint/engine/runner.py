@@ -1,0 +1,779 @@
+"""Check many files as one project, in parallel, with output independent of ``--jobs``.
+
+The stages of :mod:`distlint.engine.checker`: every file's first pass is independent (one parse,
+one walk, one summary), so files are spread over a process pool; the parent links the
+summaries (cheap), runs the project-scope rules, and sends the files that hold or reach
+compiled regions through a second pass (region rules and the file rules that read facts
+only), again in parallel; last, each file's findings of every stage are settled (suppressions,
+DL001) in the parent. The second pass's input (the facts) reaches each worker through the
+pool's initializer: inherited without pickling when workers are forked, pickled once per
+worker when they are spawned (macOS, Windows, ``DISTLINT_START_METHOD=spawn``), so both give
+the same result. In one process the second pass reuses the first pass's trees
+(:class:`~distlint.engine.checker.ParsedTrees`).
+
+Workers are supervised (:class:`_Pool`): each holds one file at a time, so when a worker dies
+(a parser crash kills the process, not just the file) or a file's analysis runs past the
+per-file budget (``file_timeout``: ``--file-timeout``, ``file-timeout``), that file alone is
+reported as DL000, the worker is replaced and the run goes on. With a budget every file is
+checked in a worker, ``-j1`` included (one worker); without one (the library default, the
+language server) small runs stay in-process and only files that may crash the parser are
+checked in a process of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from distlint.config.discovery import DiscoveredFile, Discovery
+from distlint.config.project_files import project_root, related_files
+from distlint.config.settings import (
+    CliOverrides,
+    Config,
+    ConfigError,
+    ConfigResolver,
+    FileSettings,
+    settings_for,
+)
+from distlint.engine.cache import FirstPassCache, identity_of
+from distlint.engine.checker import (
+    PROJECT,
+    PROJECT_TIMEOUT,
+    FileResult,
+    ParsedTrees,
+    SecondPass,
+    _unparsable,
+    analyze_bytes,
+    analyze_path,
+    check_bytes,
+    needs_second_pass,
+    project_stage,
+    settle,
+)
+from distlint.findings import Finding, ToolError
+from distlint.rules.registry import all_rules
+from distlint.semantic.link import ProjectFacts, link
+from distlint.syntax.imports import module_name_for
+from distlint.syntax.regular_files import read_regular_file
+from distlint.syntax.source import SourceError, decode_source
+from distlint.syntax.spans import SourceLookup
+
+_IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
+FILE_TIMEOUT = 20.0  # seconds: the command line's default budget for one file's analysis
+
+
+@dataclass(frozen=True)
+class Task:
+    path: Path
+    display: str
+    settings: FileSettings
+    module_name: str | None = None
+    is_package: bool = False
+    second: bool = False  # the second pass: its input comes with the pass (see _run_pass)
+    report: bool = True  # False: a file of the project linked for context, not reported on
+    data: bytes | None = None  # the file's content when it is not read from disk (stdin)
+
+
+SecondInputs = dict[str, SecondPass]  # display path -> the second pass's input for that file
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS / Windows
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class NativeSource:
+    """A C/C++/CUDA file that registers torch ops, and the rules enabled for it."""
+
+    display: str
+    text: str
+    enabled: frozenset[str]
+
+
+def native_sources(
+    files: Sequence[DiscoveredFile], resolver: ConfigResolver, overrides: CliOverrides
+) -> list[NativeSource]:
+    """The native files worth scanning: those that mention ``TORCH_LIBRARY`` (read once)."""
+    found = []
+    for file in files:
+        try:
+            data = read_regular_file(file.path)
+        except OSError:
+            continue
+        if b"TORCH_LIBRARY" not in data:
+            continue
+        settings = settings_for(resolver.for_path(file.path), overrides, file.path)
+        found.append(NativeSource(file.display, data.decode("utf-8", "replace"), settings.enabled))
+    return found
+
+
+def run(
+    tasks: Sequence[Task],
+    jobs: int,
+    native: Sequence[NativeSource] = (),
+    cache: FirstPassCache | None = None,
+    file_timeout: float | None = None,
+    project_timeout: float | None = None,
+) -> list[FileResult]:
+    """Results in the order of ``tasks`` (then one per native file with findings), the
+    files checked together as one project; tasks with ``report=False`` are summarised and
+    linked only (no result). First passes are taken from ``cache`` where it has them, and
+    what the later stages gave when no file changed (:class:`ProjectResults`).
+    ``file_timeout``: seconds one file's analysis (each pass) may take, in a worker process;
+    past it the file is a DL000 "not checked" (None: no budget). ``project_timeout``:
+    seconds linking and the project rules may take together; past it what did not finish is
+    reported as a tool error (None: no budget)."""
+    with _collector_paused():
+        results = _run_project(tasks, Jobs(jobs, file_timeout), native, cache, project_timeout)
+    if cache is not None:
+        cache.prune()
+    return results
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the run (and in workers forked during it).
+
+    Trees and summaries are acyclic and freed by reference counting; the automatic collector
+    would only re-scan the summaries kept for linking while the next files are parsed, which
+    cost ~10% of a check (bench/run.py). Cycles are still collected: every few files, and at
+    the end.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+_COLLECT_EVERY = 200  # files between explicit collections while the collector is paused
+_checked = 0
+
+
+def file_budget(option: float | None, config: Config) -> float | None:
+    """The per-file budget in seconds: the option, else the configuration's ``file-timeout``,
+    else :data:`FILE_TIMEOUT`; None (no budget) for 0."""
+    chosen = option if option is not None else config.file_timeout
+    chosen = FILE_TIMEOUT if chosen is None else chosen
+    return chosen or None
+
+
+def project_budget(option: float | None, config: Config) -> float | None:
+    """The project stage's budget in seconds: the option, else the configuration's
+    ``project-timeout``, else :data:`~distlint.engine.PROJECT_TIMEOUT`; None for 0."""
+    chosen = option if option is not None else config.project_timeout
+    chosen = PROJECT_TIMEOUT if chosen is None else chosen
+    return chosen or None
+
+
+def check_alone(
+    data: bytes,
+    display: str,
+    settings: FileSettings,
+    module_name: str | None = None,
+    is_package: bool = False,
+    file_timeout: float | None = FILE_TIMEOUT,
+) -> FileResult:
+    """:func:`distlint.engine.checker.check_bytes` (stdin; the library's one-file check) in a worker
+    process with the command line's budget: a file past ``file_timeout`` seconds, or one
+    that kills its worker, is a DL000 and the caller goes on. ``file_timeout=None``: in
+    this process, no budget (what ``check_bytes`` itself does)."""
+    args = (data, display, settings, module_name, is_package)
+    if file_timeout is None:
+        return check_bytes(*args)
+    all_rules()
+    with _Pool(1, {}) as pool:
+        return pool.map([(check_bytes, args, display)], file_timeout)[0]
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """How a pass runs: how many workers, and the per-file budget (None: none)."""
+
+    count: int
+    file_timeout: float | None = None
+
+
+def _run_project(
+    tasks: Sequence[Task],
+    jobs: Jobs,
+    native: Sequence[NativeSource],
+    cache: FirstPassCache | None,
+    project_timeout: float | None = None,
+) -> list[FileResult]:
+    tasks = _with_module_names(tasks)
+    trees = ParsedTrees()
+    wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
+    native_sources = [(source.display, source.text, source.enabled) for source in native]
+    project_key = None
+    if cache is not None:
+        first, keys = _first_pass_cached(tasks, jobs, cache, trees)
+        project_key = _project_key(cache, tasks, keys, first, native_sources, wrappers)
+    else:
+        first = _run_pass(tasks, jobs, trees=trees)
+    kept = cache.get(project_key, PROJECT) if cache is not None and project_key else None
+    if isinstance(kept, ProjectResults):  # no file changed since: the project stage's output
+        found, errors = kept.found, []
+        second = {
+            i: kept.second[t.display] for i, t in enumerate(tasks) if t.display in kept.second
+        }
+    else:
+        stage = project_stage(
+            first,
+            wrappers,
+            source_lookup(tasks),
+            native_sources,
+            trees.for_spans(),
+            project_timeout,
+        )
+        facts, found, errors = stage.facts, stage.found, stage.errors
+        again = [
+            i
+            for i, r in enumerate(first)
+            if tasks[i].report
+            and r.summary is not None
+            and facts is not None
+            and needs_second_pass(facts, r.summary.key)
+        ]
+        inputs = {tasks[i].display: SecondPass(facts) for i in again if facts is not None}
+        checked = _run_pass([_second(tasks[i]) for i in again], jobs, inputs, trees)
+        second = dict(zip(again, checked, strict=True))
+        if cache is not None and project_key and not errors and all(map(_cacheable, checked)):
+            by_display = {tasks[i].display: result for i, result in second.items()}
+            cache.put(project_key, ProjectResults(PROJECT, found, by_display))
+    native_results = [
+        FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
+        for source in native
+        if found.get(source.display)
+    ]
+    # a project rule crashed: its error is shown once, with the first reported file's result
+    shown = next((i for i, task in enumerate(tasks) if task.report), None)
+    final = [
+        settle(
+            result,
+            tasks[i].settings.enabled,
+            second.get(i),
+            found.get(result.path, ()),
+            errors if i == shown else (),
+        )
+        if tasks[i].report
+        else result
+        for i, result in enumerate(first)
+    ]
+    return _reported(tasks, final) + native_results
+
+
+def _reported(tasks: Sequence[Task], results: list[FileResult]) -> list[FileResult]:
+    return [result for task, result in zip(tasks, results, strict=True) if task.report]
+
+
+def context_tasks(
+    named: Sequence[Path],
+    given: Sequence[Path],
+    resolver: ConfigResolver,
+    overrides: CliOverrides,
+    cwd: Path,
+    contents: dict[Path, bytes] | None = None,
+    absolute: bool = False,
+) -> list[Task]:
+    """The other files of the named files' projects that they import or are imported by, to
+    link with them (not reported on): ``check train.py`` finds what ``check .`` finds in
+    ``train.py``. Only project-scope rules run on them (they record what project rules need).
+    ``given`` are the paths as named (a project inside a named directory is walked already);
+    ``contents`` overrides files on disk (stdin, an editor's buffer); ``absolute`` shows
+    their paths absolute (the language server). A configuration error met on the way (another
+    folder's broken ``distlint.toml``) leaves out what it governs: the files named were not
+    asked about it."""
+    try:
+        return _context_tasks(named, given, resolver, overrides, cwd, contents, absolute)
+    except ConfigError:
+        return []
+
+
+def _context_tasks(
+    named: Sequence[Path],
+    given: Sequence[Path],
+    resolver: ConfigResolver,
+    overrides: CliOverrides,
+    cwd: Path,
+    contents: dict[Path, bytes] | None,
+    absolute: bool,
+) -> list[Task]:
+    if not named:
+        return []
+    paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
+    roots = sorted({root for path in named if (root := project_root(path)) is not None})
+    roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
+    if not roots:
+        return []
+    candidates, _ = Discovery(resolver, cwd).files(roots)
+    by_path = {c.path: c for c in candidates}
+    project_codes = {code for code, rule in all_rules().items() if rule.scope == "project"}
+    tasks = []
+    for path in related_files(set(named), by_path, contents):
+        try:
+            settings = settings_for(resolver.for_path(path), overrides, path)
+        except ConfigError:
+            continue
+        settings = replace(settings, enabled=settings.enabled & project_codes)
+        display = path.as_posix() if absolute else by_path[path].display
+        tasks.append(Task(path, display, settings, report=False))
+    return tasks
+
+
+@dataclass(frozen=True)
+class ProjectResults:
+    """What the stages after the first pass gave for a project, cached under a key of every
+    file's first-pass key (:func:`_project_key`): a re-check where no file changed reuses it."""
+
+    path: str  # PROJECT: the cache checks that an entry is what was asked for
+    found: dict[str, list[Finding]]  # project findings by file
+    second: dict[str, FileResult]  # second-pass results by display path
+
+
+def _project_key(
+    cache: FirstPassCache,
+    tasks: Sequence[Task],
+    keys: Sequence[str | None],
+    first: Sequence[FileResult],
+    native: Sequence[tuple[str, str, frozenset[str]]],
+    wrappers: Sequence[str],
+) -> str | None:
+    """The project stage's cache key: every file's first-pass key (its bytes, path, module
+    and settings), which files are reported, the native sources and the compile wrappers.
+    None when a file could not be read or was given up on (not cacheable)."""
+    if any(key is None for key in keys) or not all(map(_cacheable, first)):
+        return None
+    files = tuple((t.display, t.report, key) for t, key in zip(tasks, keys, strict=True))
+    natives = tuple((path, text, tuple(sorted(codes))) for path, text, codes in native)
+    return cache.key(b"", ("project", files, natives, tuple(wrappers)))
+
+
+def _first_pass_cached(
+    tasks: Sequence[Task], jobs: Jobs, cache: FirstPassCache, trees: ParsedTrees | None = None
+) -> tuple[list[FileResult], list[str | None]]:
+    """The first pass, reusing cached results of files whose key is unchanged; the results
+    and each file's key (None: unreadable)."""
+    keys: list[str | None] = []
+    results: dict[int, FileResult] = {}
+    for index, task in enumerate(tasks):
+        try:
+            data = task.data if task.data is not None else read_regular_file(task.path)
+        except OSError:
+            keys.append(None)  # the pass reports the unreadable file
+            continue
+        identity = identity_of(task.display, task.module_name, task.is_package, task.settings)
+        key = cache.key(data, identity)
+        keys.append(key)
+        hit = cache.get(key, task.display)
+        if isinstance(hit, FileResult):
+            results[index] = hit
+    missing = [i for i in range(len(tasks)) if i not in results]
+    checked = _run_pass([tasks[i] for i in missing], jobs, trees=trees)
+    for index, result in zip(missing, checked, strict=True):
+        results[index] = result
+        key = keys[index]
+        if key is not None and _cacheable(result):
+            cache.put(key, result)
+    return [results[i] for i in range(len(tasks))], keys
+
+
+GAVE_UP = ("the parser ", "not checked:")  # how DL000 messages of files given up on start
+
+
+def _cacheable(result: FileResult) -> bool:
+    """Not a file the check gave up on (a crash or a stall may not happen again)."""
+    return not any(f.code == "DL000" and f.message.startswith(GAVE_UP) for f in result.findings)
+
+
+def link_results(
+    results: Sequence[FileResult], tasks: Sequence[Task], wrappers: Sequence[str] = ()
+) -> ProjectFacts:
+    """Facts from first-pass results (for ``explain-regions``)."""
+    summaries = [r.summary for r in results if r.summary is not None]
+    return link(summaries, wrappers, source_lookup(tasks))
+
+
+def source_lookup(tasks: Sequence[Task]) -> SourceLookup:
+    """Read a checked file's text by its display path (to measure lazily located nodes)."""
+    return FileSources(
+        {task.display: task.path for task in tasks},
+        {task.display: task.data for task in tasks if task.data is not None},
+    )
+
+
+@dataclass(frozen=True)
+class FileSources:
+    """A checked file's text by its display path; picklable, so facts can go to spawned
+    workers."""
+
+    paths: dict[str, Path]
+    contents: dict[str, bytes]  # files not read from disk (stdin)
+
+    def __call__(self, display: str) -> str | None:
+        data = self.contents.get(display)
+        try:
+            if data is None:
+                path = self.paths.get(display)
+                if path is None:
+                    return None
+                data = read_regular_file(path)
+            return decode_source(data)
+        except (OSError, SourceError):
+            return None
+
+
+def first_pass(
+    tasks: Sequence[Task], jobs: int, file_timeout: float | None = None
+) -> list[FileResult]:
+    """Only the first pass (summaries and file-scope findings), in the order of ``tasks``."""
+    return _run_pass(_with_module_names(tasks), Jobs(jobs, file_timeout))
+
+
+def _second(task: Task) -> Task:
+    return replace(task, second=True)
+
+
+def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
+    """Give each task its module name; files whose names collide are keyed by path instead."""
+    named = []
+    for task in tasks:
+        module_name, is_package = module_name_for(task.path)
+        named.append((task, module_name, is_package))
+    counts: dict[str | None, int] = {}
+    for _, module_name, _ in named:
+        counts[module_name] = counts.get(module_name, 0) + 1
+    return [
+        replace(
+            task,
+            module_name=module_name if counts[module_name] == 1 else None,
+            is_package=is_package,
+        )
+        for task, module_name, is_package in named
+    ]
+
+
+def _run_pass(
+    tasks: Sequence[Task],
+    jobs: Jobs,
+    inputs: SecondInputs | None = None,
+    trees: ParsedTrees | None = None,
+) -> list[FileResult]:
+    """One pass over ``tasks``, in parallel when worth it; results in order. ``inputs``
+    holds the second pass's input of each file (None in the first pass); ``trees`` keeps
+    first-pass trees for the second pass when both run in this process."""
+    inputs = inputs or {}
+    if not tasks:
+        return []
+    if jobs.file_timeout is None and (jobs.count <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES):
+        return [
+            _check(task, inputs.get(task.display), trees if task.report else None) for task in tasks
+        ]
+    all_rules()  # import every rule module before forking, so workers inherit them
+    calls = [(_check_in_worker, (task,), task.display) for task in tasks]
+    with _Pool(min(jobs.count, len(tasks)), inputs) as pool:
+        return pool.map(calls, jobs.file_timeout)
+
+
+# A worker's second-pass inputs, given by the pool's initializer (in workers only).
+_worker_inputs: SecondInputs = {}
+
+
+def _start_worker(inputs: SecondInputs) -> None:
+    global _worker_inputs
+    _worker_inputs = inputs
+    all_rules()  # spawned workers import the rule modules once, before their first file
+
+
+START_METHOD_VARIABLE = "DISTLINT_START_METHOD"
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """fork on Linux (cheapest), spawn elsewhere; ``DISTLINT_START_METHOD`` overrides (tests
+    use it to check that every start method gives the same output)."""
+    chosen = os.environ.get(START_METHOD_VARIABLE)
+    if chosen in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context(chosen)
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")  # pragma: no cover
+
+
+def _check(task: Task, second: SecondPass | None, trees: ParsedTrees | None = None) -> FileResult:
+    global _checked
+    _checked += 1
+    if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
+        gc.collect()
+    if task.data is None and _may_crash_parser(task.path):
+        return _check_isolated(task, second)
+    return _check_unguarded(task, second, trees)
+
+
+def _check_unguarded(
+    task: Task, second: SecondPass | None, trees: ParsedTrees | None = None
+) -> FileResult:
+    if task.second and second is None:
+        raise RuntimeError(f"{task.display}: the second pass got no project facts")
+    args = (task.display, task.settings, task.module_name, task.is_package, second, trees)
+    if task.data is not None:
+        return analyze_bytes(task.data, *args)
+    return analyze_path(task.path, *args)
+
+
+_LONG_LINE = 5_000
+
+
+def _may_crash_parser(path: Path) -> bool:
+    """Whether ``path`` has a line long enough to hide nesting that overflows LibCST's stack.
+
+    Deep brackets are rejected before parsing (source.check_nesting), but chains of thousands
+    of lambdas or operators also kill the process (SIGSEGV); they need a very long line, which
+    real code does not have, so only such rare files pay for a separate process.
+    """
+    try:
+        if path.stat().st_size <= _LONG_LINE:
+            return False
+        data = read_regular_file(path)
+    except OSError:
+        return False
+    return any(len(line) > _LONG_LINE for line in data.splitlines())
+
+
+def _check_in_worker(task: Task) -> FileResult:
+    """A file in a supervised worker: a crash or a stall here costs only this file."""
+    global _checked
+    _checked += 1
+    if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
+        gc.collect()
+    return _check_unguarded(task, _worker_inputs.get(task.display))
+
+
+ISOLATED_TIMEOUT = 60.0  # seconds for one file that may crash or stall the parser
+
+
+def _check_isolated(
+    task: Task, second: SecondPass | None = None, timeout: float = ISOLATED_TIMEOUT
+) -> FileResult:
+    """Check one file in a fresh process: a crash or a stall there is that file's alone."""
+    receiver, sender = _context().Pipe(duplex=False)
+    process = _context().Process(target=_check_and_send, args=(task, second, sender), daemon=True)
+    process.start()
+    sender.close()
+    try:
+        if receiver.poll(timeout):
+            return receiver.recv()
+        reason = f"the parser did not finish within {timeout:.0f} s; it was not checked"
+    except EOFError:
+        reason = "the parser crashed on this file (the process died); it was not checked"
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join()
+        receiver.close()
+    return _unparsable(task.display, reason, 1, 0)
+
+
+def _check_and_send(
+    task: Task, second: SecondPass | None, sender: multiprocessing.connection.Connection
+) -> None:
+    sender.send(_check_unguarded(task, second))
+    sender.close()
+
+
+# -- supervised workers ----------------------------------------------------------------------------
+
+Call = tuple[Callable[..., FileResult], tuple, str]  # function, its arguments, the file's name
+
+
+def _serve(conn: multiprocessing.connection.Connection, inputs: SecondInputs) -> None:
+    """A worker: ``(index, function, arguments, name)`` in, ``(index, result)`` out, until
+    None."""
+    _start_worker(inputs)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        index, function, args, name = message
+        try:
+            result = function(*args)
+        except Exception as exc:  # a bug: this file's error, never the end of the run
+            text = f"internal error while checking the file: {type(exc).__name__}: {exc}"
+            result = FileResult(name, errors=(ToolError(name, text),))
+        conn.send((index, result))
+
+
+class _Worker:
+    def __init__(self, inputs: SecondInputs) -> None:
+        context = _context()
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, inputs), daemon=True)
+        self.process.start()
+        child.close()
+        self.index: int | None = None  # the call it holds
+        self.started = 0.0
+        self.cpu_started: float | None = None
+        self.done = 0  # calls it finished
+
+    def give(self, index: int, call: Call) -> bool:
+        try:
+            self.conn.send((index, *call))
+        except (OSError, ValueError):  # it died before taking the call
+            return False
+        self.index, self.started = index, time.monotonic()
+        self.cpu_started = _cpu_seconds(self.process.pid)
+        return True
+
+    def used(self, now: float) -> float:
+        """Seconds the call it holds has taken: CPU time where known (a busy machine does
+        not make a file time out), else wall time."""
+        cpu = _cpu_seconds(self.process.pid) if self.cpu_started is not None else None
+        if cpu is None or self.cpu_started is None:
+            return now - self.started
+        return cpu - self.cpu_started
+
+    def over(self, budget: float, now: float) -> bool:
+        return self.used(now) >= budget or now - self.started >= _WALL_FACTOR * budget
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill:
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(None)
+            self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+
+class _Pool:
+    """Worker processes that each check one file at a time, supervised file by file.
+
+    A worker that dies costs the file it held (DL000 "the parser crashed"), one that holds a
+    file past the budget is killed and costs that file (DL000 "not checked: exceeded"); either
+    way a new worker takes its place and the other files are checked as usual.
+    """
+
+    def __init__(self, size: int, inputs: SecondInputs) -> None:
+        self.size = size
+        self.inputs = inputs
+        self.workers: list[_Worker] = []
+        self.fresh_deaths = 0  # workers in a row that died before finishing anything
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for worker in self.workers:
+            worker.stop(kill=exc[0] is not None)
+        self.workers = []
+
+    def _replace(self, worker: _Worker) -> _Worker:
+        worker.stop(kill=True)
+        if worker.done == 0:
+            self.fresh_deaths += 1
+            if self.fresh_deaths > 3:
+                raise RuntimeError("worker processes die as soon as they start")
+        else:
+            self.fresh_deaths = 0
+        new = _Worker(self.inputs)
+        self.workers[self.workers.index(worker)] = new
+        return new
+
+    def map(self, calls: Sequence[Call], timeout: float | None) -> list[FileResult]:
+        pending = deque(range(len(calls)))
+        results: dict[int, FileResult] = {}
+        self.workers = [_Worker(self.inputs) for _ in range(min(self.size, len(calls)))]
+
+        def feed(worker: _Worker) -> None:
+            while pending:
+                index = pending.popleft()
+                if worker.give(index, calls[index]):
+                    return
+                pending.appendleft(index)  # not this file's fault: another worker takes it
+                worker = self._replace(worker)
+
+        for worker in list(self.workers):
+            feed(worker)
+        while len(results) < len(calls):
+            busy = [w for w in self.workers if w.index is not None]
+            wait = None
+            if timeout is not None and busy:
+                now = time.monotonic()
+                wait = max(0.01, min(timeout - w.used(now) for w in busy))
+            handles: list[Any] = [w.conn for w in busy] + [w.process.sentinel for w in busy]
+            ready = set(multiprocessing.connection.wait(handles, wait))
+            now = time.monotonic()
+            for worker in busy:
+                index = worker.index
+                assert index is not None
+                name = calls[index][2]
+                if worker.conn in ready:
+                    try:
+                        got, result = worker.conn.recv()
+                    except (EOFError, OSError):
+                        results[index] = _gave_up(name, _died(worker))
+                        feed(self._replace(worker))
+                        continue
+                    results[got] = result
+                    worker.index = None
+                    worker.done += 1
+                    self.fresh_deaths = 0
+                    feed(worker)
+                elif worker.process.sentinel in ready:
+                    results[index] = _gave_up(name, _died(worker))
+                    feed(self._replace(worker))
+                elif timeout is not None and worker.over(timeout, now):
+                    budget = f"the {timeout:g} s budget for one file (--file-timeout)"
+                    results[index] = _gave_up(name, f"not checked: exceeded {budget}")
+                    feed(self._replace(worker))
+        return [results[i] for i in range(len(calls))]
+
+
+_WALL_FACTOR = 4  # a file may take this many times its budget in wall time (a busy machine)
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (its threads included), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _died(worker: _Worker) -> str:
+    worker.process.join(1)
+    code = worker.process.exitcode
+    how = ""
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            how = f": {signal.Signals(-code).name}"
+    return f"the parser crashed on this file (the process died{how}); it was not checked"
+
+
+def _gave_up(name: str, reason: str) -> FileResult:
+    return _unparsable(name, reason, 1, 0)

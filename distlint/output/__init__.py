@@ -1,0 +1,1 @@
+"""Output: reporters, fingerprints, headlines, baselines and the rule docs."""

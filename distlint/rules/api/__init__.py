@@ -1,0 +1,1 @@
+"""DL5xx: torch API usage checked against the shipped torch tables."""

@@ -1,0 +1,170 @@
+"""The base class of every rule; subclassing it is a rule's one registration.
+
+A rule is a class with its metadata as class attributes and ``visit_<Node>`` /
+``leave_<Node>`` methods named after LibCST node types. Subclassing :class:`Rule` registers it:
+there is no list to edit. Every module under :mod:`distlint.rules` (family folders too) is
+imported by :func:`distlint.rules.registry.all_rules`, so adding a file there is all it takes.
+
+A rule's ``scope`` says what it needs to know:
+
+* ``"file"``: the file alone. Its visitors run in the first pass over every file. One that
+  also reads the project facts when they are there (``self.ctx.facts``, rank taint) sets
+  ``reads_facts = True``: on the files that get a second pass it runs again there, with the
+  facts, and that result replaces its first one; every other file rule runs once.
+* ``"region"``: the project's compiled regions. Its visitors run once the summaries of all
+  files are linked, on the files that hold a compiled function, and ``self.ctx.region`` says
+  which roots compile the current function (every root form, across modules).
+* ``"project"``: facts from several files. Its visitors run in the first pass and keep plain
+  data with ``self.record(...)`` (spans through ``self.ctx.locate(node)``); after linking,
+  the classmethod ``check_project(project)`` turns every file's records into findings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from functools import cache
+from typing import TYPE_CHECKING, ClassVar
+
+from distlint.findings import FixAvailability, Severity
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from distlint.findings import Finding, Fix, Location
+    from distlint.rules.context import RuleContext
+    from distlint.rules.project import Project
+
+CODE_PATTERN = re.compile(r"[A-Z]{2,5}\d{3}")
+BUILTIN_PREFIX = "DL"  # distlint's own codes; a plugin chooses a prefix of its own
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+
+_REGISTRY: dict[str, type[Rule]] = {}
+
+
+class Rule:
+    """Base class of every rule.
+
+    Class attributes are the rule's metadata (one source of truth, checked against its docs
+    page ``docs/rules/<code>.md`` by a test). One instance is made per checked file, so a rule may
+    keep per-file state on ``self``.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+    summary: ClassVar[str]
+    default_enabled: ClassVar[bool] = True
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    tags: ClassVar[tuple[str, ...]] = ()
+    precision: ClassVar[str] = "high"
+    docs_url: ClassVar[str | None] = (
+        None  # a plugin rule's docs page (built-in: docs/rules/CODE.md)
+    )
+    scope: ClassVar[str] = "file"  # "file" | "region" | "project" (see the module docstring)
+    reads_facts: ClassVar[bool] = False  # a file rule that reads ``ctx.facts`` (see above)
+    # A rule may set ``self.active = False`` in ``__init__`` when the file cannot concern it
+    # (its trigger words are absent): its handlers are then not called for that file at all.
+    active: bool = True
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" not in cls.__dict__:
+            return  # an abstract helper base, not a rule
+        _check_metadata(cls)
+        if cls.code in _REGISTRY and _REGISTRY[cls.code].__qualname__ != cls.__qualname__:
+            raise ValueError(f"rule code {cls.code} declared twice")
+        _REGISTRY[cls.code] = cls
+
+    def __init__(self, ctx: RuleContext) -> None:
+        self.ctx = ctx
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        severity: Severity | None = None,
+        related: tuple[Location, ...] = (),
+        fix: Fix | None = None,
+        fix_nodes: tuple[tuple[cst.CSTNode, str], ...] = (),
+        related_nodes: tuple[tuple[cst.CSTNode, str], ...] = (),
+    ) -> None:
+        """Report a finding at ``node``; its position is computed later, only if needed.
+
+        ``fix_nodes`` describes a fix's edits as (node, replacement text) pairs, and
+        ``related_nodes`` related places in this file as (node, label) pairs; their spans
+        are resolved together with the finding's own position.
+        """
+        self.ctx.add_report(self, node, message, severity, related, fix, fix_nodes, related_nodes)
+
+    def record(self, data: object) -> None:
+        """Keep picklable ``data`` for :meth:`check_project` (project-scope rules)."""
+        self.ctx.records.append((self.code, data))
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        """Findings that need several files' records.
+
+        See :class:`distlint.rules.project.Project`.
+        """
+        return ()
+
+    @classmethod
+    def visitor_methods(cls) -> Iterator[tuple[str, str]]:
+        """(event, node type name) pairs for each ``visit_X`` / ``leave_X`` the rule defines."""
+        yield from _visitor_methods(cls)
+
+    @classmethod
+    def url(cls) -> str | None:
+        """Where the rule's docs page lives online (a plugin rule: its ``docs_url``, if any)."""
+        from distlint.meta import rule_url
+
+        return rule_url(cls.code) if cls.code.startswith(BUILTIN_PREFIX) else cls.docs_url
+
+
+class RegionRule(Rule):
+    """A rule about code inside ``torch.compile`` regions: ``self.ctx.region`` says which
+    roots compile the current function (visitors run in the second pass)."""
+
+    scope = "region"
+
+
+class ProjectRule(Rule):
+    """A rule about several files: visitors keep plain data with ``self.record(...)``; the
+    classmethod ``check_project(project)`` turns every file's records into findings."""
+
+    scope = "project"
+
+
+@cache
+def _visitor_methods(cls: type[Rule]) -> tuple[tuple[str, str], ...]:
+    found = []
+    for attr in dir(cls):
+        for event in ("visit", "leave"):
+            prefix = event + "_"
+            if attr.startswith(prefix) and callable(getattr(cls, attr)):
+                found.append((event, attr[len(prefix) :]))
+    return tuple(found)
+
+
+def _check_metadata(cls: type[Rule]) -> None:
+    """Fail at import time, not in a user's CI, when a rule's metadata is malformed."""
+    if not CODE_PATTERN.fullmatch(cls.code):
+        raise ValueError(f"{cls.__name__}: bad rule code {cls.code!r} (want XYZ123)")
+    builtin = cls.__module__.startswith("distlint.")
+    if builtin != cls.code.startswith(BUILTIN_PREFIX):
+        raise ValueError(
+            f"{cls.__name__}: rule code {cls.code!r}: DL codes are distlint's own; "
+            "a plugin's codes take a prefix of their own"
+        )
+    if not NAME_PATTERN.fullmatch(getattr(cls, "name", "")):
+        raise ValueError(f"{cls.__name__}: rule name must be kebab-case, got {cls.name!r}")
+    if not isinstance(getattr(cls, "severity", None), Severity):
+        raise ValueError(f"{cls.__name__}: severity must be a Severity")
+    if not getattr(cls, "summary", "").strip():
+        raise ValueError(f"{cls.__name__}: summary is required")
+    if cls.scope not in ("file", "region", "project"):
+        raise ValueError(f"{cls.__name__}: scope must be file, region or project")
+    if cls.reads_facts and cls.scope != "file":
+        raise ValueError(f"{cls.__name__}: only file rules declare reads_facts")

@@ -1,0 +1,1 @@
+"""DL2xx: collectives that diverge between ranks or cannot be traced."""

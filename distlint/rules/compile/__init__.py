@@ -1,0 +1,1 @@
+"""DL1xx: graph breaks, recompiles and other hazards inside torch.compile regions."""

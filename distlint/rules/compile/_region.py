@@ -1,0 +1,53 @@
+"""The base of rules that look inside compiled regions (DL1xx), shared by their modules.
+
+Kept apart from the rules so that rule modules import it without importing each other.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from distlint.rules.base import RegionRule
+from distlint.rules.compile._analysis import TensorGuess
+from distlint.rules.context import RuleContext
+
+
+class _RegionRule(RegionRule):
+    """Helpers for rules that look inside compiled regions."""
+
+    def __init__(self, ctx: RuleContext) -> None:
+        super().__init__(ctx)
+        self._guesses: dict[int, TensorGuess] = {}
+        self._module_guess: TensorGuess | None = None
+
+    @property
+    def config(self) -> dict[str, object]:
+        return self.ctx.dynamo_config
+
+    def guess(self) -> TensorGuess:
+        """The tensor guess of the innermost enclosing function."""
+        func = self.ctx.function
+        key = id(func)
+        found = self._guesses.get(key)
+        if found is None:
+            if self._module_guess is None:
+                self._module_guess = TensorGuess(
+                    self.ctx.imports.resolve, None, module=self.ctx.module
+                )
+            found = TensorGuess(self.ctx.resolve, func, self._module_guess)
+            self._guesses[key] = found
+        return found
+
+    def is_builtin(self, func: cst.BaseExpression, name: str) -> bool:
+        """``func`` is the builtin ``name`` (not shadowed by an import or a local)."""
+        if not isinstance(func, cst.Name) or func.value != name:
+            return False
+        return not self.ctx.scope_table().is_bound(name)
+
+    def spell(self, node: cst.CSTNode, limit: int = 60) -> str:
+        return self.ctx.spellings.spell(node, limit)
+
+
+def _locally_bound(ctx: RuleContext, name: str) -> bool:
+    table = ctx.scope_table()
+    return table is not ctx.imports and name in getattr(table, "_bindings", {})

@@ -1,0 +1,111 @@
+"""DL116: an ``nn.Module`` subclass whose ``__init__`` never calls ``super().__init__()``.
+
+Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL116): an instance made
+outside a compiled function and called inside it fails with ``Uninitialized nn.Module``
+(GB0119) under ``fullgraph=True`` (``InternalTorchDynamoError: AttributeError ...
+'_parameters'`` once ``__init__`` sets an attribute); any eager call fails too
+(``AttributeError: '<class>' object has no attribute '_backward_hooks'``).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from distlint.findings import Severity
+from distlint.rules._paths import is_test_path
+from distlint.rules.base import Rule
+from distlint.syntax.imports import scope_statements
+from distlint.syntax.walker import descendants
+
+_NN = "torch.nn."
+
+
+class UninitializedModule(Rule):
+    code = "DL116"
+    name = "uninitialized-module"
+    severity = Severity.ERROR
+    summary = (
+        "An nn.Module subclass whose __init__ never calls super().__init__(): calling an "
+        "instance fails (compiled: Uninitialized nn.Module, GB0119)."
+    )
+    tags = ("correctness", "torch.compile")
+    precision = "very-high"
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if node.decorators or not node.bases or not isinstance(node.body, cst.IndentedBlock):
+            return
+        if any(arg.keyword is not None or arg.star for arg in node.bases):
+            return  # a metaclass or **kwargs: construction may differ
+        bases = [self.ctx.imports.resolve(arg.value) for arg in node.bases]
+        if not all(_is_nn_class(base) for base in bases):
+            return  # another base (a mixin, a project class) may initialise the module
+        init = None
+        for stmt in node.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__init__", "__new__"):
+                if stmt.name.value == "__new__" or stmt.decorators:
+                    return
+                init = stmt
+        if init is None or _calls_an_init(node) or _raises(init):
+            return  # initialised, or an abstract __init__ that refuses to run
+        if is_test_path(self.ctx.path) and not _instance_called(self.ctx.module, node.name.value):
+            return  # a test double handed to code that only reads its attributes (peft, torchrl)
+        base = self.spell(node.bases[0].value)
+        self.report(
+            init.name,
+            f"`{node.name.value}.__init__` never calls `super().__init__()`, so the "
+            f"`{base}` machinery is not set up: calling an instance fails in eager code "
+            "(`AttributeError: ... no attribute '_backward_hooks'`), and a compiled function "
+            "calling one fails on torch 2.13 (`Unsupported: Uninitialized nn.Module`, GB0119, "
+            "or an internal `AttributeError` once `__init__` sets attributes). Call "
+            "`super().__init__()` first in `__init__`.",
+        )
+
+    def spell(self, node: cst.CSTNode) -> str:
+        return " ".join(self.ctx.module.code_for_node(node).split())
+
+
+def _is_nn_class(name: str | None) -> bool:
+    if name is None or not name.startswith(_NN):
+        return False
+    last = name.rpartition(".")[2]
+    return last[:1].isupper()
+
+
+def _calls_an_init(cls: cst.ClassDef) -> bool:
+    """Some method of the class calls an ``__init__`` (``super().__init__()``,
+    ``nn.Module.__init__(self)``, ``super(Cls, self).__init__()``...)."""
+    for stmt in scope_statements(cls.body.body):
+        if not isinstance(stmt, cst.FunctionDef):
+            continue
+        for node in descendants(stmt):
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "__init__"
+            ):
+                return True
+    return False
+
+
+def _raises(init: cst.FunctionDef) -> bool:
+    return any(isinstance(node, cst.Raise) for node in descendants(init.body))
+
+
+def _instance_called(module: cst.Module, name: str) -> bool:
+    """Whether the file calls an instance of class ``name``: ``Name(...)(...)``, or a name
+    assigned ``Name(...)`` anywhere that is then called (names only, any scope)."""
+    made: set[str] = set()
+    for node in descendants(module):
+        if isinstance(node, cst.Assign) and _makes(node.value, name):
+            made.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+    for node in descendants(module):
+        if isinstance(node, cst.Call) and (
+            _makes(node.func, name) or (isinstance(node.func, cst.Name) and node.func.value in made)
+        ):
+            return True
+    return False
+
+
+def _makes(expr: cst.BaseExpression, name: str) -> bool:
+    func = expr.func if isinstance(expr, cst.Call) else None
+    return isinstance(func, cst.Name) and func.value == name

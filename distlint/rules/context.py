@@ -1,0 +1,348 @@
+"""What a rule can ask about the file it is checking while the walk is under way."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+import libcst as cst
+
+from distlint.semantic.regions import (
+    BlockExits,
+    CompileRoot,
+    OwnCompile,
+    compile_assigned,
+    compile_root_of,
+    eager_only,
+    ends_in_exit,
+    module_compile_receiver,
+    own_compile,
+    runs_whenever_called,
+)
+from distlint.semantic.regions_model import Region
+from distlint.syntax.imports import ImportTable
+from distlint.syntax.parsed_file import ParsedFile
+from distlint.syntax.spelling import Spellings
+from distlint.syntax.walker import walk
+
+if TYPE_CHECKING:
+    from distlint.file_settings import FileSettings
+    from distlint.findings import Fix, Location, Severity, Span
+    from distlint.semantic.link import ProjectFacts
+
+
+class ReportingRule(Protocol):
+    """What a pending report needs of its rule (every :class:`~distlint.rules.base.Rule`)."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+
+
+@dataclass
+class PendingReport:
+    """A finding whose position is not known yet (positions are computed after the walk)."""
+
+    rule: type[ReportingRule]
+    node: cst.CSTNode
+    message: str
+    severity: Severity | None
+    related: tuple[Location, ...]
+    fix: Fix | None
+    fix_nodes: tuple[tuple[cst.CSTNode, str], ...]
+    related_nodes: tuple[tuple[cst.CSTNode, str], ...] = ()
+
+
+class _FunctionScope:
+    __slots__ = ("_region", "_region_known", "_table", "func", "qualname", "root")
+
+    def __init__(self, func: cst.FunctionDef, root: CompileRoot | None, qualname: str) -> None:
+        self.func = func
+        self.root = root
+        self.qualname = qualname
+        self._table: ImportTable | None = None
+        self._region: Region | None = None
+        self._region_known = False
+
+
+class RuleContext(ParsedFile):
+    """Per-file facts for rules: path, settings, name resolution, ancestors, compiled roots."""
+
+    def __init__(
+        self,
+        path: str,
+        source: str,
+        module: cst.Module,
+        settings: FileSettings,
+        module_name: str | None = None,
+        is_package: bool = False,
+    ) -> None:
+        super().__init__(path, source, module, settings, module_name, is_package)
+        # cheap gate: without the word, no code of the file is guarded by is_compiling()
+        self._compiling_guards = "compiling" in source
+        self.reports: list[PendingReport] = []
+        self.records: list[tuple[str, object]] = []
+        self._facts: ProjectFacts | None = None
+        self._functions: list[_FunctionScope] = []
+        self._scopes: list[str] = []  # qualname parts of enclosing classes and functions
+        self._wrappers = frozenset(settings.compile_wrappers)
+        self._own_compile: OwnCompile | None = None
+        self._taken_sides: dict[int, bool] | None = None  # id(if) -> the side compiled calls take
+        self._after_exit: set[int] = set()  # statements after an ``if`` whose taken side exits
+        self.spellings = Spellings(module)  # short node texts for messages, linear in the file
+        self._compiled_locals_of: dict[int, frozenset[str]] = {}
+        self._block_exits: BlockExits = {}
+
+    @property
+    def facts(self) -> ProjectFacts | None:
+        """The project's linked facts, set when the file is checked with the project."""
+        return self._facts
+
+    @facts.setter
+    def facts(self, value: ProjectFacts | None) -> None:
+        self._facts = value
+        self.in_project = value is not None
+
+    # -- names ---------------------------------------------------------------------------------
+
+    def resolve(self, expr: cst.BaseExpression) -> str | None:
+        """Canonical dotted name of ``expr`` (``dist.all_reduce`` -> ``torch.distributed...``).
+
+        Memoised per node: many rules ask about the same call, and a node's scope is fixed
+        (nodes of the tree live as long as the file's check, so their ids are stable).
+        """
+        key = id(expr)
+        cache = self._resolved
+        if key in cache:
+            return cache[key]
+        value = cache[key] = self.scope_table().resolve(expr)
+        return value
+
+    def bound_several_ways(self, name: str) -> bool:
+        """Whether ``name`` is bound to different objects on different paths in the current
+        scope (see ``ImportTable.from_several_libraries``)."""
+        return self.scope_table().from_several_libraries(name)
+
+    def scope_table(self) -> ImportTable:
+        """The innermost scope's table, building function tables lazily (outermost first)."""
+        table = self.imports
+        for scope in self._functions:
+            if scope._table is None:
+                scope._table = self.table_for(scope.func, table)
+            table = scope._table
+        return table
+
+    # -- functions and compiled regions ---------------------------------------------------------
+
+    def enter_function(self, func: cst.FunctionDef) -> None:
+        # Decorators are evaluated in the enclosing scope.
+        root = compile_root_of(func, self.resolve, self._wrappers)
+        qualname = ".".join((*self._scopes, func.name.value))
+        self._functions.append(_FunctionScope(func, root, qualname))
+        self._scopes += [func.name.value, "<locals>"]
+
+    def leave_function(self, func: cst.FunctionDef) -> None:
+        if self._functions and self._functions[-1].func is func:
+            self._functions.pop()
+            del self._scopes[-2:]
+
+    def enter_class(self, node: cst.ClassDef) -> None:
+        self._scopes.append(node.name.value)
+
+    def leave_class(self, node: cst.ClassDef) -> None:
+        if self._scopes and self._scopes[-1] == node.name.value:
+            self._scopes.pop()
+
+    @property
+    def function_id(self) -> str | None:
+        """``module:qualname`` of the innermost function (the id summaries and facts use)."""
+        if not self._functions:
+            return None
+        return f"{self.module_key}:{self._functions[-1].qualname}"
+
+    @property
+    def region(self) -> Region | None:
+        """The compiled region the innermost enclosing function belongs to, if any.
+
+        With project facts (the normal case) this covers every root form and every module:
+        decorators, ``torch.compile(f)``, compiled modules' ``forward``, and functions reached
+        from those by calls. Without facts it falls back to this function's own decorator.
+        """
+        if not self._functions:
+            return None
+        scope = self._functions[-1]
+        if not scope._region_known:
+            scope._region = self._compute_region(scope)
+            scope._region_known = True
+        region = scope._region
+        if region is not None and not self.traced(self.parents):
+            return None
+        return region
+
+    def certain(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` (being visited) runs every time a fullgraph=True root of its region
+        runs: its function always runs then (``Region.certain``) and nothing in the function
+        makes the node conditional. A break there certainly fails that compile."""
+        region = self.region
+        return (
+            region is not None
+            and region.certain
+            and runs_whenever_called(self.parents, node, self._block_exits)
+        )
+
+    def traced(self, ancestors: Sequence[cst.CSTNode]) -> bool:
+        """Whether Dynamo may trace the node under ``ancestors`` (outermost first) when its
+        function is compiled: not on the eager side of ``is_compiling()``, nor on a side of a
+        parameter test that no compiled call takes (``if use_cpu:``, never passed True)."""
+        if self._compiling_guards and eager_only(ancestors, self.resolve, self._compiled_locals):
+            return False
+        return not self._on_untaken_side(ancestors)
+
+    def _compiled_locals(self, function: cst.FunctionDef) -> frozenset[str]:
+        found = self._compiled_locals_of.get(id(function))
+        if found is None:
+            found = self._compiled_locals_of[id(function)] = compile_assigned(
+                function, self.resolve
+            )
+        return found
+
+    def _on_untaken_side(self, parents: Sequence[cst.CSTNode]) -> bool:
+        """``ProjectFacts.decided_branches``, keyed by the ``if``'s walk-order ordinal; also
+        what follows an ``if`` whose taken side returns or raises."""
+        if self._taken_sides is None:
+            self._settle_taken_sides()
+        taken_sides = self._taken_sides or {}
+        if not taken_sides and not self._after_exit:
+            return False
+        for index in range(len(parents) - 1):
+            parent, child = parents[index], parents[index + 1]
+            if id(child) in self._after_exit:
+                return True
+            taken = taken_sides.get(id(parent))
+            if taken is None or not isinstance(parent, cst.If):
+                continue
+            if child is (parent.orelse if taken else parent.body):
+                return True
+        return False
+
+    def _settle_taken_sides(self) -> None:
+        decided = self.facts.decided_branches.get(self.path) if self.facts else None
+        self._taken_sides, self._after_exit = {}, set()
+        if not decided:
+            return
+        ifs: list[tuple[cst.If, cst.CSTNode | None]] = []
+        stack: list[cst.CSTNode] = []
+        walk(
+            self.module,
+            {cst.If: [lambda n: ifs.append((n, stack[-1] if stack else None))]},
+            {},
+            stack,
+        )
+        for ordinal, taken in decided.items():
+            if ordinal >= len(ifs):
+                continue
+            branch, block = ifs[ordinal]
+            self._taken_sides[id(branch)] = taken
+            side = branch.body if taken else branch.orelse
+            if isinstance(side, cst.Else):
+                side = side.body
+            if isinstance(block, cst.IndentedBlock) and side is not None and ends_in_exit(side):
+                later = block.body[block.body.index(branch) + 1 :]
+                self._after_exit.update(id(stmt) for stmt in later)
+
+    def _compute_region(self, scope: _FunctionScope) -> Region | None:
+        if self.facts is not None:
+            return self.facts.region_of(f"{self.module_key}:{scope.qualname}")
+        if scope.root is None:
+            return None
+        from distlint.semantic.regions_model import RootInfo
+
+        span = self.span_now(scope.root.node)
+        root = scope.root
+        info = RootInfo(
+            self.path,
+            span,
+            f"{self.module_key}:{scope.qualname}",
+            "decorator",
+            root.fullgraph,
+            root.dynamic,
+            root.mode,
+            root.backend,
+        )
+        return Region((info,), direct=True, certain=root.fullgraph)
+
+    def span_now(self, node: cst.CSTNode) -> Span:
+        """The span of ``node``, computed now (one partial codegen; use sparingly)."""
+        from distlint.findings import Position, Span, make_position
+        from distlint.syntax.positions import node_ranges
+
+        found = node_ranges(self.module, [node]).get(node)
+        if found is None:
+            return Span(Position(1, 1, 1), Position(1, 1, 1))
+        lines = self.source.splitlines() or [""]
+        return Span(
+            make_position(lines, found.start_line, found.start_column),
+            make_position(lines, found.end_line, found.end_column),
+        )
+
+    @property
+    def dynamo_config(self) -> dict[str, object]:
+        """This file's module-level ``torch._dynamo.config.X = value`` settings, by ``X``."""
+        from distlint.semantic.collect import file_dynamo_config
+
+        return self.memo(file_dynamo_config)
+
+    def module_compile_receiver(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The receiver of ``x.compile(...)`` if it may be ``nn.Module.compile``, else None."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "compile"):
+            return None  # most calls: the file's own compile methods are looked up only here
+        if self._own_compile is None:
+            self._own_compile = own_compile(self.module, self.resolve)
+        return module_compile_receiver(
+            call, self.resolve, self.imports.is_bound("torch"), self._own_compile
+        )
+
+    # -- rank taint ------------------------------------------------------------------------------
+
+    def rank_dependent(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` may differ between ranks (rank taint, see semantic.taint)."""
+        from distlint.semantic.taint import expression_is_rank_dependent
+
+        return expression_is_rank_dependent(self, expr)
+
+    # -- project-wide records ------------------------------------------------------------------
+
+    @property
+    def function(self) -> cst.FunctionDef | None:
+        """The innermost enclosing function definition."""
+        return self._functions[-1].func if self._functions else None
+
+    @property
+    def compile_root(self) -> CompileRoot | None:
+        """The compile root of the innermost enclosing function, if it is compiled itself.
+
+        Regions are lexical here: a nested ``def`` inside a compiled function starts a scope
+        of its own (the semantic layer extends regions through the call graph).
+        """
+        return self._functions[-1].root if self._functions else None
+
+    # -- reporting -------------------------------------------------------------------------------
+
+    def add_report(
+        self,
+        rule: ReportingRule,
+        node: cst.CSTNode,
+        message: str,
+        severity: Severity | None,
+        related: tuple[Location, ...],
+        fix: Fix | None,
+        fix_nodes: tuple[tuple[cst.CSTNode, str], ...],
+        related_nodes: tuple[tuple[cst.CSTNode, str], ...] = (),
+    ) -> None:
+        self.reports.append(
+            PendingReport(
+                type(rule), node, message, severity, related, fix, fix_nodes, related_nodes
+            )
+        )

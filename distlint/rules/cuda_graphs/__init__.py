@@ -1,0 +1,1 @@
+"""DL6xx: CUDA graph capture and cudagraph trees."""

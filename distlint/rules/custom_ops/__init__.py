@@ -1,0 +1,1 @@
+"""DL4xx: custom operators and autograd functions."""

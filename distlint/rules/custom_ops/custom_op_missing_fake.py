@@ -1,0 +1,82 @@
+"""DL401 custom-op-missing-fake: see its docs page, docs/rules/DL401.md."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from distlint.findings import Finding, Location, Severity
+
+if TYPE_CHECKING:
+    from distlint.rules.project import Project
+from distlint.rules.custom_ops._custom_ops import (
+    OpRecord,
+    _OpFacts,
+    _OpIndex,
+    _region_of,
+    _span,
+    _test_fixture_op,
+    _where,
+)
+
+
+def _lacks_fake(index: _OpIndex, op: OpRecord) -> bool:
+    """A ``custom_op`` with no fake registered anywhere (DL401's candidates)."""
+    return op.kind == "custom_op" and not index.has_fake(op)
+
+
+class CustomOpMissingFake(_OpFacts):
+    code = "DL401"
+    name = "custom-op-missing-fake"
+    severity = Severity.WARNING
+    summary = "A torch.library.custom_op has no register_fake: torch.compile fails on it."
+    tags = ("correctness", "torch.compile", "custom-ops")
+    precision = "high"
+    scope = "project"
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        index = _OpIndex.build(project.records(cls.code))
+        candidates = [
+            (path, op)
+            for path, op in index.ops
+            if _lacks_fake(index, op) and not _test_fixture_op(project, index, path, op)
+        ]
+        index.measure(project, (op for _, op in candidates))
+        for path, op in candidates:
+            span = _span(project, op)
+            if span is None:
+                continue
+            if op.mutates and (op.returns_none or op.inplace_or_out):
+                continue  # torch generates the fake of a mutation-only, in-place or out= op
+            compiled_uses = []
+            related: list[Location] = []
+            for use_path, use in index.uses_of(op):
+                compiled, _, roots = _region_of(project, use)
+                if compiled and _span(project, use) is not None:
+                    compiled_uses.append((use_path, use))
+                    related.append(
+                        Location(use_path, _span(project, use), "called in a compiled region")
+                    )
+                    related.extend(roots)
+            shown = op.shown or op.qualname
+            message = (
+                f"Custom op `{op.qualname}` has no fake implementation anywhere in the project: "
+                "`torch.compile` fails on its first call with `TorchRuntimeError: RuntimeError "
+                f"when making fake tensor call` (`There was no fake impl registered for "
+                f"<CustomOpDef({op.qualname})>`), a hard error, not a graph break (GB4315). "
+                f"Add one with `@{shown}.register_fake`."
+            )
+            if compiled_uses:
+                use_path, use = compiled_uses[0]
+                message += (
+                    f" It is called in a compiled region at {_where(project, use_path, use)}."
+                )
+            yield project.finding(
+                cls,
+                path,
+                span,
+                message,
+                severity=Severity.ERROR if compiled_uses else None,
+                related=tuple(dict.fromkeys(related))[:6],
+            )

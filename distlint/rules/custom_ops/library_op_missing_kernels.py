@@ -1,0 +1,105 @@
+"""DL404 library-op-missing-kernels: see its docs page, docs/rules/DL404.md."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from distlint.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from distlint.rules.project import Project
+from distlint.rules.custom_ops._custom_ops import (
+    OpRecord,
+    _OpFacts,
+    _OpIndex,
+    _span,
+    _test_fixture_op,
+)
+
+
+def _missing_kernels(
+    index: _OpIndex, op: OpRecord, native: dict[str, set[str]]
+) -> tuple[bool, bool]:
+    """(no fake/Meta kernel, no Autograd kernel though a backward runs through it) of a
+    ``Library.define`` op (DL404). The Autograd half needs a call in a module's forward with
+    grad on: ops only called inside an autograd.Function, in export or inference code, or by
+    other packages are left alone."""
+    if op.kind != "define" or op.tensor_free:
+        return False, False
+    missing_fake = not index.has_fake(op, native)
+    missing_autograd = (
+        not op.no_outputs
+        and not index.has_autograd(op, native)
+        and any(use.training for _, use in index.uses_of(op))
+    )
+    return missing_fake, missing_autograd
+
+
+class LibraryOpMissingKernels(_OpFacts):
+    code = "DL404"
+    name = "library-op-missing-kernels"
+    severity = Severity.WARNING
+    summary = "An op defined with torch.library.Library/define lacks a fake or Autograd kernel."
+    tags = ("correctness", "torch.compile", "autograd", "custom-ops")
+    precision = "medium"
+    scope = "project"
+
+    @classmethod
+    def check_project(cls, project: Project) -> Iterable[Finding]:
+        index = _OpIndex.build(project.records(cls.code))
+        native = native_kernels(project)
+        missing = [
+            (path, op, *_missing_kernels(index, op, native))
+            for path, op in index.ops
+            if not _test_fixture_op(project, index, path, op)
+        ]
+        index.measure(project, (op for _, op, fake, autograd in missing if fake or autograd))
+        for path, op, missing_fake, missing_autograd in missing:
+            span = _span(project, op) if missing_fake or missing_autograd else None
+            if span is None:
+                continue
+            problems = []
+            if missing_fake:
+                problems.append(
+                    "no fake/Meta kernel: `torch.compile` breaks the graph at each call "
+                    "(`Operator does not support running with fake tensors`, GB0090) and "
+                    "`fullgraph=True` fails"
+                )
+            if missing_autograd:
+                problems.append(
+                    "no Autograd kernel: backward warns `an autograd kernel was not registered "
+                    "to the Autograd key(s) but we are trying to backprop through it` and, with "
+                    "an opaque kernel, gradients are silently `None`"
+                )
+            if not problems:
+                continue
+            fixes = []
+            if missing_fake:
+                fixes.append(f'`torch.library.register_fake("{op.qualname}")`')
+            if missing_autograd:
+                fixes.append(f'`torch.library.register_autograd("{op.qualname}", ...)`')
+            yield project.finding(
+                cls,
+                path,
+                span,
+                f"Operator `{op.qualname}` has "
+                + "; and ".join(problems)
+                + ". Register "
+                + " and ".join(fixes)
+                + " (or use `torch.library.custom_op`).",
+            )
+
+
+def native_kernels(project: Project) -> dict[str, set[str]]:
+    """qualname -> dispatch keys of kernels registered in C++/CUDA sources of the project."""
+    from distlint.knowledge.native import scan_native
+
+    kernels: dict[str, set[str]] = defaultdict(set)
+    for _, text in project.native_sources:
+        for entry in scan_native(text):
+            key = entry.kernel_key
+            if key is not None:
+                kernels[f"{entry.namespace}::{entry.name}"].add(key)
+    return kernels

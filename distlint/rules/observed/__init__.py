@@ -1,0 +1,1 @@
+"""DL9xx: what confirm mode observed under the real torch."""

@@ -1,0 +1,1 @@
+"""DL3xx: torch.compile around DDP/FSDP wrappers."""

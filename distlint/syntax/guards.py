@@ -1,0 +1,128 @@
+"""Version and feature guards: code that runs only on some torch versions, or as a fallback.
+
+A deprecated or unknown API used under ``if torch.__version__ < ...``, ``if hasattr(dist,
+"...")``, ``is_torch_min_version(...)``, a ``packaging.version`` comparison, or inside a
+``try`` whose handler catches ``ImportError``/``AttributeError``/``TypeError`` is the project
+supporting several torch versions on purpose. So is a keyword whose support the file probes
+(``"no_copy" in inspect.getfullargspec(dist.all_gather).args``, apex). Rules about API
+validity stay silent there.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+
+import libcst as cst
+
+from distlint.syntax.imports import dotted_name
+from distlint.syntax.walker import descendants, evaluated
+
+# Names that read a version or probe a feature: ``torch.__version__``, ``TORCH_VERSION``,
+# ``version.parse``, ``is_torch_min_version``, ``_TORCH_GREATER_EQUAL_2_1``,
+# ``is_torch_greater_or_equal_than_1_13``, ``TORCH_2_0``, ``is_fsdp2_available``.
+_VERSION_WORDS = re.compile(
+    r"version|greater|less_than|lower_than|older|newer|at_least|torch_\d|min_torch"
+    r"|_available|_supported",
+    re.IGNORECASE,
+)
+_PROBES = frozenset({"hasattr", "getattr"})
+_FALLBACK_ERRORS = frozenset(
+    {"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "NameError"}
+)
+
+
+def is_feature_guarded(ancestors: Sequence[cst.CSTNode]) -> bool:
+    """Whether a node below ``ancestors`` (outermost first) runs under a version/feature guard,
+    or never runs: in a test that is always skipped (``@pytest.mark.skipif(True, ...)``,
+    ``@pytest.mark.skip``, ``@unittest.skip``), its decorators included."""
+    return any(type(node) in _GUARD_KINDS and _guards(node) for node in ancestors)
+
+
+_GUARD_KINDS = frozenset({cst.FunctionDef, cst.If, cst.IfExp, cst.Try})
+
+
+@functools.lru_cache(maxsize=4096)  # asked for every ancestor of every call: an elif chain
+def _guards(node: cst.CSTNode) -> bool:  # of 600 branches re-read 180,000 tests
+    """Whether code below ``node`` runs only under a guard or never (see above)."""
+    kind = type(node)
+    if kind is cst.FunctionDef:
+        return any(_always_skips(d.decorator) for d in node.decorators)  # type: ignore[attr-defined]
+    if kind is cst.If or kind is cst.IfExp:
+        return is_version_test(node.test)  # type: ignore[attr-defined]
+    return any(_catches_fallback(h) for h in node.handlers)  # type: ignore[attr-defined]
+
+
+def is_version_test(test: cst.BaseExpression) -> bool:
+    """Whether a condition reads a version or probes for a feature."""
+    for node in descendants(test):
+        if isinstance(node, cst.Name) and _VERSION_WORDS.search(node.value):
+            return True
+        if isinstance(node, cst.Attribute) and _VERSION_WORDS.search(node.attr.value):
+            return True
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value in _PROBES
+        ):
+            return True
+    return False
+
+
+def _catches_fallback(handler: cst.ExceptHandler) -> bool:
+    caught = handler.type
+    if caught is None:
+        return False  # a bare except handles failures, not versions
+    items = caught.elements if isinstance(caught, cst.Tuple) else (caught,)
+    for item in items:
+        value = item.value if isinstance(item, cst.Element) else item
+        name = value.attr.value if isinstance(value, cst.Attribute) else getattr(value, "value", "")
+        if name in _FALLBACK_ERRORS:
+            return True
+    return False
+
+
+_SIGNATURE_READERS = frozenset({"getfullargspec", "getargspec", "signature"})
+
+
+def probed_keywords(module: cst.Module) -> frozenset[str]:
+    """Keywords a file tests for in a signature (``"k" in inspect.signature(f).parameters``):
+    the file passes them only where the installed torch accepts them."""
+    found: set[str] = set()
+    for node in descendants(module):
+        if not isinstance(node, cst.Comparison) or not isinstance(node.left, cst.SimpleString):
+            continue
+        if not any(isinstance(t.operator, cst.In) for t in node.comparisons):
+            continue
+        reads_signature = any(
+            isinstance(inner, cst.Call)
+            and (
+                (
+                    isinstance(inner.func, cst.Attribute)
+                    and inner.func.attr.value in _SIGNATURE_READERS
+                )
+                or (isinstance(inner.func, cst.Name) and inner.func.value in _SIGNATURE_READERS)
+            )
+            for t in node.comparisons
+            for inner in (t.comparator, *descendants(t.comparator))
+        )
+        value = evaluated(node.left)
+        if reads_signature and isinstance(value, str):
+            found.add(value)
+    return frozenset(found)
+
+
+def _always_skips(decorator: cst.BaseExpression) -> bool:
+    """``pytest.mark.skip``/``unittest.skip`` (called or not), or ``skipif`` with a literal
+    true condition (xformers: ``@pytest.mark.skipif(True, reason="broken on nightly")``)."""
+    call = decorator if isinstance(decorator, cst.Call) else None
+    func = call.func if call is not None else decorator
+    name = dotted_name(func) or ""
+    last = name.rsplit(".", 1)[-1]
+    if last == "skip" and ("mark" in name or "unittest" in name):
+        return True
+    if last == "skipif" and call is not None and call.args and call.args[0].keyword is None:
+        condition = call.args[0].value
+        return isinstance(condition, cst.Name) and condition.value == "True"
+    return False

@@ -1,0 +1,197 @@
+"""Reading and pre-screening source files before they reach the parser.
+
+Decoding follows Python: a UTF-8 BOM, else a PEP 263 coding cookie, else UTF-8. Binary and
+undecodable files are reported, not crashed on. LibCST's native parser overflows its stack
+(the process dies with SIGSEGV) on bracket nesting in the thousands; CPython itself rejects
+more than 200 levels ("too many nested parentheses"), so deeper files are reported as syntax
+errors without being parsed.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+import sys
+import threading
+import tokenize
+from collections.abc import Callable
+from typing import TypeVar
+
+import libcst as cst
+
+from distlint.syntax.lexing import tokens
+
+T = TypeVar("T")
+
+# Line breaks as Python and LibCST count them (positions, snippets, LSP ranges).
+NEWLINES = re.compile(r"\r\n|\r|\n")
+MAX_BRACKET_DEPTH = 200  # CPython's tokenizer limit (MAXLEVEL)
+_BINARY_SNIFF = 8192
+
+
+class SourceError(Exception):
+    """The file cannot be analysed; the message says why, for a DL000 finding."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+def decode_source(data: bytes) -> str:
+    """Bytes of a Python file to text, the way the interpreter would decode them."""
+    if b"\0" in data[:_BINARY_SNIFF]:
+        raise SourceError("binary file (contains NUL bytes); not a Python source file")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"bad encoding declaration: {exc.msg}", exc.lineno or 1) from None
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise SourceError(f"unknown encoding {encoding!r} in coding declaration") from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SourceError(
+            f"cannot decode file as {encoding}: byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start} is invalid",
+            line,
+        ) from None
+    except (LookupError, UnicodeError):  # ``rot13``, ``hex``, ``zlib``: codecs, not text
+        raise SourceError(
+            f"coding declaration names {encoding!r}, which is not a text encoding"
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    nul = text.find("\0")
+    if nul >= 0:  # past the first bytes sniffed above
+        line = text.count("\n", 0, nul) + 1
+        raise SourceError("binary file (contains NUL bytes); not a Python source file", line)
+    return text
+
+
+_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
+_INNERMOST_PAIRS = re.compile(r"\(\)|\[\]|\{\}")
+_SHALLOW_ROUNDS = 40
+
+
+def _shallow(text: str) -> bool:
+    """Fast path: the brackets (strings included) nest at most 40 deep, peeled in C.
+
+    Each round removes the innermost pairs; a balanced sequence of depth d is empty after d
+    rounds. Anything else (deep, or unbalanced through brackets in strings) gets the exact scan.
+    """
+    brackets = _NOT_BRACKETS.sub("", text)
+    for _ in range(_SHALLOW_ROUNDS):
+        if not brackets:
+            return True
+        peeled = _INNERMOST_PAIRS.sub("", brackets)
+        if len(peeled) == len(brackets):
+            return False
+        brackets = peeled
+    return not brackets
+
+
+def check_nesting(text: str) -> None:
+    """Raise SourceError when brackets nest deeper than CPython accepts."""
+    if text.count("(") + text.count("[") + text.count("{") <= MAX_BRACKET_DEPTH:
+        return
+    if _shallow(text):
+        return
+    depth = 0
+    for kind, start, _ in tokens(text):
+        if kind == "open":
+            depth += 1
+            if depth > MAX_BRACKET_DEPTH:
+                line = text.count("\n", 0, start) + 1
+                column = start - (text.rfind("\n", 0, start) + 1)
+                raise SourceError(
+                    f"too many nested parentheses (more than {MAX_BRACKET_DEPTH} levels)",
+                    line,
+                    column,
+                )
+        elif kind == "close":
+            depth -= 1
+
+
+# LibCST's native parser recurses once per operand of a long operator chain; on a thread's
+# default stack a chain of a few thousand operands spread over short lines (``x = (`` and
+# 8,000 lines of ``a +``) kills the process with SIGSEGV. On this stack it parses. The analysis
+# runs there too (:func:`on_large_stack`), with a recursion limit to match: LibCST's visitors and
+# code generation recurse once per level of a tree, so a 400-link attribute chain, which CPython
+# compiles, exceeded Python's default limit of 1,000 frames in rules that visit subtrees.
+_PARSER_STACK = 512 * 1024 * 1024
+_DEEP_RECURSION = 30_000  # frames; far below what the stack above holds
+_DEEP_THREAD = "distlint-deep"
+_stack_lock = threading.Lock()
+_limit_lock = threading.Lock()
+_deep_threads = 0
+_saved_limit = 0
+
+
+class StageTimeout(Exception):
+    """A function given to :func:`on_large_stack` ran past its ``timeout``."""
+
+
+def on_large_stack(function: Callable[..., T], *args: object, timeout: float | None = None) -> T:
+    """``function(*args)`` on a thread with a large stack and a recursion limit to match; its
+    exceptions are raised here. Called from such a thread, it just calls ``function``.
+
+    With ``timeout`` (seconds), :class:`StageTimeout` is raised when the call has not returned
+    by then; the thread cannot be stopped, it runs on as a daemon and its result is dropped.
+    """
+    if threading.current_thread().name == _DEEP_THREAD:
+        return function(*args)
+    outcome: list[object] = []
+
+    def run() -> None:
+        _deeper(True)
+        try:
+            outcome.append(function(*args))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(_Raised(exc))
+        finally:
+            _deeper(False)
+
+    with _stack_lock:
+        previous = threading.stack_size(_PARSER_STACK)
+        try:
+            worker = threading.Thread(target=run, name=_DEEP_THREAD, daemon=timeout is not None)
+            worker.start()
+        finally:
+            threading.stack_size(previous)
+    worker.join(timeout)
+    if worker.is_alive():
+        raise StageTimeout(f"did not finish within {timeout:g} s")
+    result = outcome[0]
+    if isinstance(result, _Raised):
+        raise result.exc
+    return result  # type: ignore[return-value]
+
+
+class _Raised:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _deeper(entering: bool) -> None:
+    """Raise the (process-wide) recursion limit while a deep thread runs; restore it after."""
+    global _deep_threads, _saved_limit
+    with _limit_lock:
+        if entering:
+            if _deep_threads == 0:
+                _saved_limit = sys.getrecursionlimit()
+                sys.setrecursionlimit(max(_saved_limit, _DEEP_RECURSION))
+            _deep_threads += 1
+        else:
+            _deep_threads -= 1
+            if _deep_threads == 0:
+                sys.setrecursionlimit(_saved_limit)
+
+
+def parse_module(text: str) -> cst.Module:
+    """``libcst.parse_module`` on a thread with a large stack (see above)."""
+    return on_large_stack(cst.parse_module, text)

@@ -1,0 +1,128 @@
+"""Spans of lazily located nodes, computed only when a finding points at them.
+
+The first pass keys such nodes by (type, ordinal in walk order, field) instead of measuring
+them: measuring costs a partial codegen of the file, and most summarised nodes (every
+collective, every condition that might be rank-dependent) never end up in a finding. When
+one does, its file is parsed again and walked the same way, and only the wanted nodes are
+measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import libcst as cst
+
+from distlint.findings import Position, Span, make_position
+from distlint.syntax.positions import node_ranges
+from distlint.syntax.source import NEWLINES, SourceError, check_nesting, parse_module
+from distlint.syntax.walker import walk
+
+
+class NodeSpan:
+    """A node whose span is computed later, in a batch (positions cost a partial codegen).
+
+    Eager ones (the default) get ``span`` right after the file's walk. Lazy ones only get a
+    ``key`` (node type, its ordinal among nodes of that type in walk order, and an optional
+    field such as ``"test"``): ``ProjectFacts.resolve`` re-finds the node and computes the
+    span when a finding is about to point at it (``span`` is None until then). Either way the
+    node reference is dropped after the walk, so summaries and records stay picklable.
+    """
+
+    __slots__ = ("_span", "eager", "key", "node", "part", "path")
+
+    def __init__(
+        self, node: cst.CSTNode | None, path: str, eager: bool = True, part: str | None = None
+    ) -> None:
+        self.node = node
+        self.path = path
+        self.eager = eager
+        self.part = part
+        self.key: tuple[str, int, str | None] | None = None
+        self._span: Span | None = None
+
+    @property
+    def span(self) -> Span | None:
+        return self._span
+
+    @span.setter
+    def span(self, value: Span | None) -> None:
+        self._span = value
+
+    def __getstate__(self) -> tuple:
+        return (self.path, self._span, self.key)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.node = None
+        self.eager = True
+        self.part = None
+        self.path, self._span, self.key = state
+
+
+# Node types whose walk-order ordinal identifies them for lazy spans.
+ORDINAL_TYPES = (cst.Call, cst.If, cst.Return, cst.Raise, cst.Break, cst.Continue, cst.Decorator)
+
+
+SourceLookup = Callable[[str], "str | None"]  # display path -> source text
+_NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))
+
+
+def resolve_spans(
+    items: Iterable[object], lookup: SourceLookup | None, cache: dict | None = None
+) -> None:
+    """Fill ``span`` of every lazy NodeSpan in ``items`` (unknown files: line 1)."""
+    pending: dict[str, list[NodeSpan]] = {}
+    for item in items:
+        if isinstance(item, NodeSpan) and item._span is None and item.key is not None:
+            pending.setdefault(item.path, []).append(item)
+    for path, group in pending.items():
+        parsed = cache.get(path) if cache is not None else None
+        if parsed is None:
+            text = lookup(path) if lookup is not None else None
+            parsed = _parse(text) if text is not None else None
+            if cache is not None:
+                cache[path] = parsed
+        spans = _measure(parsed, [item.key for item in group]) if parsed is not None else {}
+        for item in group:
+            item.span = spans.get(item.key, _NOWHERE)  # type: ignore[arg-type]
+
+
+def _parse(text: str) -> tuple | None:
+    """The module, its nodes of ordinal types by type name (walk order), and its lines."""
+    try:
+        check_nesting(text)
+        module = parse_module(text)
+    except (SourceError, cst.ParserSyntaxError, RecursionError):
+        return None
+    seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
+    handlers = {kind: [seen[kind].append] for kind in ORDINAL_TYPES}
+    walk(module, handlers, {}, [])
+    return parsed_entry(text, module, seen)
+
+
+def parsed_entry(text: str, module: cst.Module, seen: dict[type, list[cst.CSTNode]]) -> tuple:
+    """What measuring a file's lazy spans needs: its tree, its nodes of ordinal types in walk
+    order (``FileContext.seen`` after a first pass), and its lines."""
+    by_name = {kind.__name__: nodes for kind, nodes in seen.items()}
+    return module, by_name, NEWLINES.split(text)
+
+
+def _measure(parsed: tuple, keys: list) -> dict:
+    module, by_name, lines = parsed
+    targets: dict[tuple, cst.CSTNode] = {}
+    for key in keys:
+        kind, ordinal, part = key
+        nodes = by_name.get(kind, [])
+        if ordinal < len(nodes):
+            node = nodes[ordinal]
+            targets[key] = getattr(node, part) if part else node
+    ranges = node_ranges(module, targets.values())
+    found = {}
+    for key, node in targets.items():
+        measured = ranges.get(node)
+        if measured is not None:
+            found[key] = Span(
+                make_position(lines, measured.start_line, measured.start_column),
+                make_position(lines, measured.end_line, measured.end_column),
+            )
+    return found

@@ -1,0 +1,1 @@
+"""Example distlint plugin: rules for an in-house launcher (codes XYZ...)."""

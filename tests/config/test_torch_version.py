@@ -1,0 +1,136 @@
+"""The project's torch range from its own metadata, and DL504 judged against its lowest torch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from distlint.config.torch_version import infer_requirement, lowest_version
+from tests.test_cli import cli
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+@pytest.mark.parametrize(
+    ("requirement", "expected"),
+    [
+        ("torch>=2.4", (True, "2.4")),
+        ("torch >= 2.4.1, <2.7", (True, "2.4")),
+        ("torch==2.5.1+cu121", (True, "2.5")),
+        ("torch~=2.3", (True, "2.3")),
+        ("torch>2.2", (True, "2.2")),
+        ("torch>=2.1,>=2.4", (True, "2.4")),
+        ("torch[opt]>=2.1; python_version > '3.9'", (True, "2.1")),
+        ("torch (>=2.3)", (True, "2.3")),
+        ("Torch>=2", (True, "2.0")),
+        ("torch", (True, None)),
+        ("torch<3", (True, None)),
+        ("pytorch=2.4=py3.10_cuda12.1_cudnn9_0", (True, "2.4")),
+        ("pytorch 2.4.*", (True, "2.4")),
+        ("pytorch::pytorch>=2.2", (True, "2.2")),
+        ("torchvision>=0.19", (False, None)),
+        ("torch-tb-profiler", (False, None)),
+    ],
+)
+def test_lowest_version(requirement: str, expected: tuple[bool, str | None]) -> None:
+    assert lowest_version(requirement) == expected
+
+
+SOURCES = {
+    "pyproject.toml": (
+        '[project]\nname = "x"\ndependencies = ["numpy", "torch>=2.4,<2.14"]\n',
+        "pyproject.toml [project] dependencies: 'torch>=2.4,<2.14'",
+    ),
+    "requirements-train.txt": (
+        "-r base.txt\n# torch>=1.0 (a comment)\nnumpy\ntorch==2.5.1  # pinned\n",
+        "requirements-train.txt: 'torch==2.5.1 # pinned'",
+    ),
+    "setup.cfg": (
+        "[metadata]\nname = x\n\n[options]\ninstall_requires =\n    numpy\n    torch>=2.6\n",
+        "setup.cfg [options] install_requires: 'torch>=2.6'",
+    ),
+    "setup.py": (
+        "from setuptools import setup\n\nREQUIRES = ['numpy', 'torch>=2.7']\n"
+        "setup(name='x', install_requires=REQUIRES)\n",
+        "setup.py install_requires: 'torch>=2.7'",
+    ),
+    "environment.yml": (
+        "name: train\nchannels: [pytorch]\ndependencies:\n  - python=3.11\n"
+        "  - pytorch=2.8=py3.11_cuda12.1\n  - pip:\n    - accelerate\n",
+        "environment.yml dependencies: 'pytorch=2.8=py3.11_cuda12.1'",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_each_source(tmp_path: Path, name: str) -> None:
+    text, described = SOURCES[name]
+    (tmp_path / name).write_text(text)
+    found = infer_requirement(tmp_path)
+    assert found is not None and found.describe() == described
+
+
+def test_sources_in_order_and_nothing_found(tmp_path: Path) -> None:
+    assert infer_requirement(tmp_path) is None
+    for name in ("environment.yml", "setup.py", "setup.cfg", "requirements-train.txt"):
+        (tmp_path / name).write_text(SOURCES[name][0])
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndynamic = ["dependencies"]\n')
+    infer_requirement.cache_clear()
+    assert infer_requirement(tmp_path).source == "requirements-train.txt"  # type: ignore[union-attr]
+
+
+def test_setup_py_is_never_run(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text(
+        "import sys\nsys.exit(3)\nsetup(install_requires=[f'torch>={sys.version}'])\n"
+    )
+    assert infer_requirement(tmp_path) is None
+
+
+@pytest.fixture
+def dl504(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(FIXTURES / "DL504" / "bad.py", tmp_path / "train.py")
+    return tmp_path
+
+
+def _dl504(args: list[str] | None = None) -> list[dict]:
+    result = cli(["check", "--select", "DL504", "--format", "json", *(args or []), "train.py"])
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def test_a_project_declaring_torch_2_4_gets_no_replacement_torch_2_4_lacks(dl504: Path) -> None:
+    assert len(_dl504()) > 20  # no metadata: judged against the newest known torch (2.13)
+    (dl504 / "pyproject.toml").write_text(SOURCES["pyproject.toml"][0].replace("2.14", "3"))
+    findings = _dl504()
+    # Every deprecation in the table was first seen on torch 2.13: none is one that a project
+    # still supporting 2.4 could act on, and no replacement (all_gather_single, ...) is proposed.
+    assert findings == []
+    settings = json.loads(cli(["check", "--show-settings", "train.py"]).stdout)
+    assert settings["lowest-torch"] == "2.4"
+    assert settings["lowest-torch-from"] == (
+        "pyproject.toml [project] dependencies: 'torch>=2.4,<3'"
+    )
+
+
+def test_explicit_torch_version_wins_and_2_13_floor_reports(dl504: Path) -> None:
+    (dl504 / "requirements.txt").write_text("torch>=2.13\n")
+    assert len(_dl504()) > 20
+    (dl504 / "requirements.txt").write_text("torch>=2.4\n")
+    assert _dl504() == []
+    (dl504 / "pyproject.toml").write_text('[tool.distlint]\ntorch-version = "2.13"\n')
+    assert len(_dl504()) > 20
+    settings = json.loads(cli(["check", "--show-settings", "train.py"]).stdout)
+    assert settings["lowest-torch"] == "2.13"
+    assert settings["lowest-torch-from"] == f"torch-version in {dl504 / 'pyproject.toml'}"
+
+
+def test_no_lower_bound_means_the_newest_known_torch(dl504: Path) -> None:
+    (dl504 / "requirements.txt").write_text("torch<3\n")
+    assert len(_dl504()) > 20
+    settings = json.loads(cli(["check", "--show-settings", "train.py"]).stdout)
+    assert settings["lowest-torch"] is None
+    assert "no lower bound" in settings["lowest-torch-from"]

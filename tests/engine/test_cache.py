@@ -1,0 +1,204 @@
+"""The first-pass cache: hits, misses, invalidation across files, corrupt and foreign entries,
+concurrent runs, and the options that place or disable it."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from distlint.engine.cache import FirstPassCache
+
+DISTLINT = (sys.executable, "-m", "distlint", "check")
+
+HELPER_SYNC = """\
+import torch.distributed as dist
+
+
+def save_checkpoint(state, path):
+    dist.barrier()
+"""
+HELPER_QUIET = """\
+def save_checkpoint(state, path):
+    return path
+"""
+TRAIN = """\
+import torch.distributed as dist
+from pkg.helpers import save_checkpoint
+
+
+def finish(state, path):
+    if dist.get_rank() == 0:
+        save_checkpoint(state, path)
+"""
+
+
+def _project(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "helpers.py").write_text(HELPER_SYNC)
+    (root / "pkg" / "train.py").write_text(TRAIN)
+    return root
+
+
+def _check(root: Path, *args: str, env: dict | None = None) -> list[tuple[str, str, int]]:
+    environment = {k: v for k, v in os.environ.items() if k != "DISTLINT_NO_CACHE"}
+    environment["DISTLINT_CACHE_KEY"] = "test-key"
+    environment.update(env or {})
+    proc = subprocess.run(
+        [*DISTLINT, "--select", "DL201", "--format", "json", "--exit-zero", "--jobs", "1", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [(f["path"], f["code"], f["range"]["start"]["line"]) for f in json.loads(proc.stdout)]
+
+
+def _entries(directory: Path) -> list[Path]:
+    return sorted(directory.glob("??/*.entry"))
+
+
+def test_a_warm_run_reuses_entries_and_an_edit_elsewhere_changes_the_finding(tmp_path) -> None:
+    root = _project(tmp_path)
+    cache = root / ".distlint_cache"
+    assert _check(root, ".") == [("pkg/train.py", "DL201", 7)]
+    entries = _entries(cache)
+    assert len(entries) == 4  # one per file, one for the project stage
+    assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
+    stamps = {p: p.stat().st_mtime_ns for p in entries}
+    assert _check(root, ".") == [("pkg/train.py", "DL201", 7)]
+    assert {p: p.stat().st_mtime_ns for p in _entries(cache)} == stamps  # all hits, no rewrite
+    # the helper stops synchronising: the caller's finding goes, though train.py is unchanged
+    (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
+    assert _check(root, ".") == []
+    (root / "pkg" / "helpers.py").write_text(HELPER_SYNC)
+    assert _check(root, "pkg/train.py") == [("pkg/train.py", "DL201", 7)]
+
+
+def test_corrupt_foreign_and_unsigned_entries_are_misses_and_rewritten(tmp_path) -> None:
+    root = _project(tmp_path)
+    expected = _check(root, ".")
+    entries = _entries(root / ".distlint_cache")
+    entries[0].write_bytes(b"garbage")
+    entries[1].write_bytes(b"\0" * 32 + pickle.dumps({"not": "a result"}))
+    assert _check(root, ".") == expected
+    assert _check(root, ".", env={"DISTLINT_CACHE_KEY": "another-key"}) == expected
+    for entry in entries[:2]:
+        assert entry.read_bytes() != b"garbage" and len(entry.read_bytes()) > 64
+
+
+def test_an_entry_signed_with_another_key_is_never_unpickled(tmp_path, monkeypatch) -> None:
+    cache = FirstPassCache.open(tmp_path / "c")
+    assert cache is not None
+    cache.put("ab" + "0" * 38, {"path": "x"})
+    other = FirstPassCache(tmp_path / "c", b"other secret")
+    monkeypatch.setattr(pickle, "loads", lambda *_: pytest.fail("unpickled a foreign entry"))
+    assert other.get("ab" + "0" * 38, "x") is None
+
+
+def test_no_cache_and_cache_dir(tmp_path) -> None:
+    root = _project(tmp_path)
+    _check(root, "--no-cache", ".")
+    assert not (root / ".distlint_cache").exists()
+    _check(root, ".", env={"DISTLINT_NO_CACHE": "1"})
+    assert not (root / ".distlint_cache").exists()
+    _check(root, "--cache-dir", str(tmp_path / "elsewhere"), ".")
+    assert len(_entries(tmp_path / "elsewhere")) == 4
+    _check(root, ".", env={"DISTLINT_CACHE_DIR": str(tmp_path / "env")})
+    assert len(_entries(tmp_path / "env")) == 4
+
+
+def test_two_concurrent_runs_agree(tmp_path) -> None:
+    root = _project(tmp_path)
+    for i in range(6):
+        (root / "pkg" / f"extra{i}.py").write_text(textwrap.dedent(TRAIN))
+    command = [sys.executable, "-m", "distlint", "check", "--select", "DL201", "--format"]
+    command += ["json", "--exit-zero", "--jobs", "2", "."]
+    environment = {k: v for k, v in os.environ.items() if k != "DISTLINT_NO_CACHE"}
+    environment["DISTLINT_CACHE_KEY"] = "test-key"
+    runs = [
+        subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True, env=environment)
+        for _ in range(2)
+    ]
+    outputs = [json.loads(run.communicate(timeout=120)[0]) for run in runs]
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]) == 7
+    assert outputs[0] == json.loads(
+        subprocess.run(command, cwd=root, capture_output=True, text=True, env=environment).stdout
+    )
+
+
+def test_the_cache_is_pruned_to_its_bound(tmp_path) -> None:
+    cache = FirstPassCache.open(tmp_path / "c", max_bytes=10_000)
+    assert cache is not None
+    for i in range(20):
+        cache.put(f"{i:02d}" + "0" * 38, {"path": "x", "pad": "y" * 2_000})
+    cache.prune()
+    total = sum(p.stat().st_size for p in _entries(tmp_path / "c"))
+    assert 0 < total <= 8_000
+
+
+STAGED = {
+    "pkg/__init__.py": "",
+    "pkg/helpers.py": HELPER_SYNC,
+    "pkg/train.py": TRAIN,
+    "pkg/model.py": "import torch\n\n\n@torch.compile\ndef step(x):\n    print(x)\n    return x\n",
+}
+
+
+def test_a_re_check_of_unchanged_files_skips_linking_and_the_later_stages(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Project findings and second-pass results are cached under every file's key: nothing
+    changed, nothing is linked or walked again and the findings are the same; one file
+    changed, all of it runs again."""
+    import distlint.engine.checker as engine
+    from distlint.engine.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    calls: list[str] = []
+    real_link, real_analyze = engine.link, engine._analyze_source
+
+    def link(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append("link")
+        return real_link(*args, **kwargs)
+
+    def analyze(text, path, settings, name, package, second, *rest):  # type: ignore[no-untyped-def]
+        calls.append(f"{'second' if second is not None else 'first'} {path}")
+        return real_analyze(text, path, settings, name, package, second, *rest)
+
+    monkeypatch.setattr(engine, "link", link)
+    monkeypatch.setattr(engine, "_analyze_source", analyze)
+    root = tmp_path / "project"
+    paths = write_tree(root, STAGED)
+    (tmp_path / "cache").mkdir()
+    cache = FirstPassCache(tmp_path / "cache", b"key")
+
+    def check() -> list[tuple[str, str, int, int]]:
+        tasks = [
+            Task(p, p.relative_to(root).as_posix(), settings({"DL104", "DL201"})) for p in paths
+        ]
+        results = run(tasks, 1, cache=cache)
+        return [
+            (f.path, f.code, f.span.start.line, r.suppressed) for r in results for f in r.findings
+        ]
+
+    expected = [("pkg/model.py", "DL104", 6, 0), ("pkg/train.py", "DL201", 7, 0)]
+    assert check() == expected
+    assert calls.count("link") == 1 and "second pkg/model.py" in calls
+    calls.clear()
+    assert check() == expected
+    assert calls == []
+    (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
+    assert check() == [("pkg/model.py", "DL104", 6, 0)]
+    assert calls == ["first pkg/helpers.py", "link", "second pkg/model.py"]

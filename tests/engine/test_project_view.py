@@ -1,0 +1,166 @@
+"""Checking some files of a project gives them the findings a check of the whole project
+gives them: the files they import, and those importing them, are linked too (issue: the
+pre-commit hook and ``distlint check train.py`` lost every cross-file finding)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from distlint.config.project_files import project_root, related_files
+
+DISTLINT = (sys.executable, "-m", "distlint", "check")
+
+COMM = """\
+import torch.distributed as dist
+
+
+def is_main_process():
+    return dist.get_rank() == 0
+
+
+def all_reduce_mean(t):
+    dist.all_reduce(t)
+    return t / dist.get_world_size()
+"""
+TRAIN = """\
+import torch
+from pkg.utils.comm import all_reduce_mean, is_main_process
+
+
+def log_loss(loss):
+    if is_main_process():
+        print(all_reduce_mean(loss))
+"""
+OPS = """\
+import torch
+
+
+@torch.library.custom_op("demo::scale", mutates_args=())
+def scale(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@torch.compile(fullgraph=True)
+def step(x):
+    return scale(x) + 1
+"""
+FAKES = """\
+import torch
+from pkg.ops import scale
+
+
+@scale.register_fake
+def _(x):
+    return torch.empty_like(x)
+"""
+UNRELATED = "import os\nprint(os.sep)\n"
+
+
+def _project(root: Path) -> Path:
+    files = {
+        "pyproject.toml": "[project]\nname = 'demo'\n",
+        "pkg/__init__.py": "",
+        "pkg/utils/__init__.py": "",
+        "pkg/utils/comm.py": COMM,
+        "pkg/train.py": TRAIN,
+        "pkg/ops.py": OPS,
+        "pkg/fakes.py": FAKES,
+        "pkg/unrelated.py": UNRELATED,
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def _check(cwd: Path, *paths: str) -> list[tuple[str, str, int]]:
+    proc = subprocess.run(
+        [*DISTLINT, "--select", "DL201,DL401", "--format", "json", "--exit-zero", "-j1", *paths],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [(f["path"], f["code"], f["range"]["start"]["line"]) for f in json.loads(proc.stdout)]
+
+
+def test_one_file_gets_its_cross_file_dl201_as_in_a_project_check(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    whole = _check(root, ".")
+    assert ("pkg/train.py", "DL201", 7) in whole
+    assert _check(root, "pkg/train.py") == [f for f in whole if f[0] == "pkg/train.py"]
+    # from a subdirectory, paths relative to it
+    assert _check(root / "pkg", "train.py") == [("train.py", "DL201", 7)]
+
+
+def test_a_fake_registered_in_another_module_is_seen_from_the_op_file(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    assert not [f for f in _check(root, ".") if f[1] == "DL401"]
+    assert _check(root, "pkg/ops.py") == []  # fakes.py imports ops.py: it is linked
+
+
+def test_only_the_named_files_are_reported(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    (root / "pkg" / "utils" / "comm.py").write_text(
+        COMM + "\n\ndef bad(t):\n    if dist.get_rank() == 0:\n        dist.barrier()\n"
+    )
+    assert ("pkg/utils/comm.py", "DL201", 15) in _check(root, ".")
+    assert all(path == "pkg/train.py" for path, _, _ in _check(root, "pkg/train.py"))
+
+
+def test_the_files_linked_are_the_imports_and_the_importers(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    files = sorted(root.rglob("*.py"))
+    linked = related_files([root / "pkg" / "train.py"], files)
+    assert [p.relative_to(root).as_posix() for p in linked] == [
+        "pkg/__init__.py",
+        "pkg/utils/__init__.py",
+        "pkg/utils/comm.py",
+    ]
+    linked = related_files([root / "pkg" / "ops.py"], files)
+    assert [p.relative_to(root).as_posix() for p in linked] == ["pkg/fakes.py"]
+
+
+@pytest.mark.parametrize(
+    ("markers", "expected"),
+    [(("pyproject.toml",), "repo/proj"), (("distlint.toml",), "repo/proj"), ((), "repo")],
+)
+def test_the_project_root(tmp_path: Path, markers, expected) -> None:
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    project = tmp_path / "repo" / "proj"
+    (project / "src").mkdir(parents=True)
+    for marker in markers:
+        (project / marker).write_text("")
+    assert project_root(project / "src" / "a.py") == tmp_path / expected
+
+
+def test_stdin_with_a_file_name_is_that_file_of_its_project(tmp_path: Path) -> None:
+    """An editor piping an unsaved buffer gets the cross-file findings too."""
+    root = _project(tmp_path)
+    again = "\n\ndef again(loss):\n    if is_main_process():\n        all_reduce_mean(loss)\n"
+    buffer = TRAIN + again
+    name = "--stdin-filename=pkg/train.py"
+    proc = subprocess.run(
+        [*DISTLINT, "--select=DL201", "--format=json", "--exit-zero", name, "-"],
+        cwd=root,
+        input=buffer,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = [(f["path"], f["code"], f["range"]["start"]["line"]) for f in json.loads(proc.stdout)]
+    assert found == [("pkg/train.py", "DL201", 7), ("pkg/train.py", "DL201", 12)]
+
+
+def test_a_file_outside_any_project_has_no_project_context(tmp_path: Path) -> None:
+    (tmp_path / "alone.py").write_text("x = 1\n")
+    assert project_root(tmp_path / "alone.py") is None

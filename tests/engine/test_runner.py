@@ -1,0 +1,503 @@
+"""The runner survives files that kill the parser's process (SIGSEGV), in any --jobs mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+# 6,000 chained lambdas on one line overflowed LibCST's native parser on a thread's default
+# stack (SIGSEGV from about 5,000, libcst 1.9); distlint now parses on a large stack.
+LAMBDAS = "import torch\nx = " + "lambda: " * 6000 + "1\n"
+FINDING = 'import torch\ntorch.compile(f, backend="nvfuser")\n'
+# A parser that dies on files holding CRASH_ME (inherited by forked workers and by the
+# isolated re-check), to exercise the recovery of a process killed by a native crash.
+BOOT = """
+import os, signal, sys
+import distlint.engine.checker as engine
+real = engine.parse_module
+def parse_module(text):
+    if "CRASH_ME" in text:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return real(text)
+engine.parse_module = parse_module
+from distlint.cli import main
+sys.argv = ["distlint", *sys.argv[1:]]
+main()
+"""
+# One line over 5,000 characters: such files are parsed in a process of their own.
+CRASHER = "import torch\nx = 'CRASH_ME'" + " + 'a'" * 1000 + "\n"
+
+
+def _check_json(tmp_path: Path, jobs: str, boot: bool, *args: str) -> tuple[int, list[dict], str]:
+    prefix = [sys.executable, "-c", BOOT] if boot else [sys.executable, "-m", "distlint"]
+    proc = subprocess.run(
+        [*prefix, "check", "--format", "json", "--jobs", jobs, *args, "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_parser_crash_is_a_dl000_and_other_files_are_still_checked(tmp_path: Path, jobs) -> None:
+    (tmp_path / "crash.py").write_text(CRASHER)
+    for i in range(5):
+        (tmp_path / f"f{i}.py").write_text(FINDING)
+    code, findings, stderr = _check_json(tmp_path, jobs, boot=True)
+    assert code == 1, stderr
+    assert [(f["path"], f["code"]) for f in findings] == [("crash.py", "DL000")] + [
+        (f"f{i}.py", "DL502") for i in range(5)
+    ]
+    assert "parser crashed" in findings[0]["message"]
+    assert "Traceback" not in stderr
+
+
+def test_chained_lambdas_that_once_crashed_the_parser_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "lambdas.py").write_text(LAMBDAS)
+    (tmp_path / "f.py").write_text(FINDING)
+    code, findings, stderr = _check_json(tmp_path, "1", False, "--file-timeout", "0")
+    assert code == 1, stderr
+    assert [(f["path"], f["code"]) for f in findings] == [("f.py", "DL502")]
+
+
+def test_a_file_that_stalls_the_parser_is_reported_after_the_timeout(tmp_path: Path) -> None:
+    from distlint.engine.runner import Task, _check_isolated
+    from distlint.file_settings import FileSettings
+
+    # LibCST needs minutes for a 5,000-link attribute chain (CPython rejects it outright).
+    path = tmp_path / "stall.py"
+    path.write_text("x = a" + ".b" * 5000 + "\n")
+    task = Task(path, "stall.py", FileSettings(enabled=frozenset({"DL000", "DL502"})))
+    result = _check_isolated(task, timeout=1.0)
+    assert [f.code for f in result.findings] == ["DL000"]
+    assert "did not finish within 1 s" in result.findings[0].message
+
+
+# A project whose findings need the second pass in several files (compiled regions reached
+# across modules, a project-scope DL201), spread over more files than are checked in-process.
+_PROJECT_PARTS = ("fixtures/DL201/project", "fixtures/DL104", "fixtures/DL601", "fixtures/DL102")
+_CHECK_ALL = (sys.executable, "-m", "distlint", "check", "--select=ALL", "--format=json")
+
+
+def _check_parts(method: str, jobs: str) -> list[dict]:
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [*_CHECK_ALL, "--exit-zero", "--jobs", jobs, *_PROJECT_PARTS],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "DISTLINT_START_METHOD": method},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_fork_spawn_and_job_counts_give_the_same_findings() -> None:
+    """The second pass's facts reach spawned workers too (they were once silently dropped)."""
+    reference = _check_parts("fork", "1")
+    codes = {f["code"] for f in reference}
+    assert {"DL201", "DL104", "DL601", "DL102"} <= codes  # project- and region-scope findings
+    for method, jobs in (("fork", "3"), ("spawn", "3"), ("spawn", "1")):
+        assert _check_parts(method, jobs) == reference, (method, jobs)
+
+
+# A project with compiled code reached across modules, a cross-file DL201 and suppressions:
+# one used on a project finding, one used on a region finding, unused ones (DL001).
+_SUPPRESSING = {
+    "pkg/__init__.py": "",
+    "pkg/helpers.py": (
+        "import torch.distributed as dist\n\n\ndef sync(t):\n    dist.all_reduce(t)\n"
+        "    return t\n\n\ndef show(x):\n    print(x)  # noqa: DL104\n    return x\n"
+    ),
+    "pkg/train.py": (
+        "import torch\nimport torch.distributed as dist\nfrom pkg.helpers import show, sync\n\n\n"
+        "@torch.compile\ndef step(x):\n    return show(x)\n\n\ndef log(t):\n"
+        "    if dist.get_rank() == 0:\n        sync(t)  # distlint: ignore[DL201]\n"
+        "    if dist.get_rank() == 1:\n        sync(t)  # noqa: DL102\n"
+        "    return t  # noqa: DL999\n"
+    ),
+}
+
+
+def test_every_mode_gives_the_same_findings_with_suppressions(tmp_path: Path) -> None:
+    """Fork, spawn, one job, several, and the in-process run that reuses first-pass trees
+    (``--file-timeout 0 -j1``): the same findings, suppressions and DL001 after every stage."""
+    root = Path(__file__).resolve().parents[2]
+    for part in _PROJECT_PARTS:
+        shutil.copytree(root / part, tmp_path / part)
+    for name, text in _SUPPRESSING.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    def check(method: str, *args: str) -> list[dict]:
+        proc = subprocess.run(
+            [*_CHECK_ALL, "--exit-zero", "--no-cache", *args, "."],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "DISTLINT_START_METHOD": method},
+        )
+        assert proc.returncode == 0, proc.stderr
+        return [json.loads(proc.stdout), proc.stderr]
+
+    reference = check("fork", "-j1")
+    found = {(f["path"], f["code"], f["range"]["start"]["line"]) for f in reference[0]}
+    assert ("pkg/helpers.py", "DL104", 10) not in found  # suppressed in the second pass's file
+    assert ("pkg/train.py", "DL201", 13) not in found  # a project finding, suppressed
+    assert ("pkg/train.py", "DL201", 15) in found
+    assert ("pkg/train.py", "DL001", 15) in found  # noqa: DL102 on a line without DL102
+    assert ("pkg/train.py", "DL001", 16) in found  # not a rule code
+    assert not any(p == "pkg/helpers.py" and c == "DL001" for p, c, _ in found)
+    for method, args in (
+        ("fork", ("-j3",)),
+        ("spawn", ("-j3",)),
+        ("spawn", ("-j1",)),
+        ("fork", ("-j1", "--file-timeout", "0")),
+        ("fork", ("-j3", "--file-timeout", "0")),
+    ):
+        assert check(method, *args) == reference, (method, args)
+
+
+# -- the per-file budget and the size cap ---------------------------------------------------------
+
+# LibCST is superlinear on a long call chain: 2,500 links of `.b()` take seconds (not minutes).
+SLOW = "x = a" + ".b()" * 2500 + "\n"
+
+
+def _check(tmp_path: Path, *args: str, stdin: str | None = None) -> tuple[int, list[dict], str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "distlint", "check", "--no-cache", "--format", "json", *args],
+        cwd=tmp_path,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc.returncode, json.loads(proc.stdout or "null"), proc.stderr
+
+
+def _slow_project(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text(SLOW)
+    for i in range(5):
+        (tmp_path / f"f{i}.py").write_text(FINDING)
+
+
+EXCEEDED = "not checked: exceeded the 0.5 s budget for one file (--file-timeout)"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_over_the_budget_is_a_dl000_and_the_run_goes_on(tmp_path: Path, jobs: str) -> None:
+    _slow_project(tmp_path)
+    started = time.monotonic()
+    code, findings, stderr = _check(tmp_path, "--jobs", jobs, "--file-timeout", "0.5", ".")
+    assert time.monotonic() - started < 30
+    assert code == 1, stderr
+    assert [(f["path"], f["code"]) for f in findings] == [
+        (f"f{i}.py", "DL502") for i in range(5)
+    ] + [("slow.py", "DL000")]
+    assert findings[-1]["message"] == EXCEEDED
+    assert stderr == ""
+
+
+def test_the_budget_holds_for_stdin(tmp_path: Path) -> None:
+    for extra in ([], ["--stdin-filename", "slow.py"]):
+        code, findings, stderr = _check(tmp_path, "--file-timeout", "0.5", *extra, "-", stdin=SLOW)
+        assert code == 1, stderr
+        assert [(f["code"], f["message"]) for f in findings] == [("DL000", EXCEEDED)]
+
+
+def test_the_budget_comes_from_the_configuration(tmp_path: Path) -> None:
+    _slow_project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.distlint]\nfile-timeout = 0.5\n")
+    code, findings, stderr = _check(tmp_path, "--jobs", "2", ".")
+    assert code == 1, stderr
+    assert findings[-1]["message"] == EXCEEDED
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nfile-timeout = "soon"\n')
+    code, findings, stderr = _check(tmp_path, "slow.py")
+    assert code == 2
+    assert "key 'file-timeout' in [tool.distlint] must be a number of seconds" in stderr
+
+
+def test_file_budget_precedence() -> None:
+    from distlint.config.settings import Config
+    from distlint.engine.runner import FILE_TIMEOUT, file_budget
+
+    assert file_budget(None, Config()) == FILE_TIMEOUT == 20
+    assert file_budget(None, Config(file_timeout=3.0)) == 3.0
+    assert file_budget(1.5, Config(file_timeout=3.0)) == 1.5
+    assert file_budget(0, Config(file_timeout=3.0)) is None
+    assert file_budget(None, Config(file_timeout=0.0)) is None
+
+
+def _sleep_then(seconds: float, name: str):
+    from distlint.engine.checker import FileResult
+
+    time.sleep(seconds)
+    return FileResult(name)
+
+
+def _spin(name: str):
+    while True:
+        pass
+
+
+def _segfault(name: str):
+    import faulthandler
+    import os
+    import signal
+
+    faulthandler.disable()  # pytest's, inherited: the crash is expected
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _raise(name: str):
+    raise ValueError("a bug")
+
+
+def test_the_pool_replaces_a_worker_that_stalls_or_dies() -> None:
+    from distlint.engine.runner import _Pool
+
+    calls = [
+        (_spin, ("spin.py",), "spin.py"),
+        (_sleep_then, (60, "stall.py"), "stall.py"),
+        (_segfault, ("crash.py",), "crash.py"),
+        (_raise, ("bug.py",), "bug.py"),
+        *[(_sleep_then, (0, f"f{i}.py"), f"f{i}.py") for i in range(6)],
+    ]
+    started = time.monotonic()
+    with _Pool(2, {}) as pool:
+        results = pool.map(calls, 0.5)
+    assert time.monotonic() - started < 15
+    spin, stall, crash, bug, *rest = results
+    # CPU time, else (sleeping) four times the budget in wall time
+    for result in (spin, stall):
+        assert [f.message for f in result.findings] == [
+            "not checked: exceeded the 0.5 s budget for one file (--file-timeout)"
+        ]
+    assert [f.message for f in crash.findings] == [
+        "the parser crashed on this file (the process died: SIGSEGV); it was not checked"
+    ]
+    assert [e.message for e in bug.errors] == [
+        "internal error while checking the file: ValueError: a bug"
+    ]
+    assert [r.path for r in rest] == [f"f{i}.py" for i in range(6)]
+    assert all(not r.findings and not r.errors for r in rest)
+
+
+def test_files_given_up_on_are_not_cached() -> None:
+    from distlint.engine.checker import _unparsable
+    from distlint.engine.runner import _cacheable
+
+    assert not _cacheable(_unparsable("a.py", "not checked: exceeded the 1 s budget", 1, 0))
+    assert not _cacheable(_unparsable("a.py", "the parser crashed on this file", 1, 0))
+    assert _cacheable(_unparsable("a.py", "invalid syntax", 1, 0))
+
+
+def test_a_file_over_the_size_cap_is_not_parsed(tmp_path: Path, monkeypatch) -> None:
+    from distlint.engine import checker as engine
+    from distlint.file_settings import FileSettings
+
+    big = tmp_path / "big.py"
+    big.write_bytes(b"x = 1\n" * (2 * 1024 * 1024))  # 12 MiB
+    code, findings, stderr = _check(tmp_path, "big.py")
+    assert code == 1, stderr
+    assert [(f["code"], f["message"]) for f in findings] == [
+        ("DL000", "not checked: 12.0 MiB is over the 10 MiB size cap")
+    ]
+    monkeypatch.setattr(engine, "MAX_FILE_BYTES", 1024 * 1024)  # every entry point checks it
+    settings = FileSettings(enabled=frozenset({"DL000"}))
+    data = b"y = 2\n" * 200_000
+    for result in (
+        engine.analyze_bytes(data, "b.py", settings),
+        engine.analyze_source(data.decode(), "b.py", settings),
+    ):
+        assert [f.message for f in result.findings] == [
+            "not checked: 1.1 MiB is over the 1 MiB size cap"
+        ]
+
+
+# -- the project stage: linking and project rules, crash-safe and within a budget ----------------
+
+_PROJECT_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/comm.py": "import torch.distributed as dist\n\n\ndef sync(t):\n    dist.all_reduce(t)\n",
+    "pkg/train.py": (
+        "import torch\nimport torch.distributed as dist\nfrom pkg.comm import sync\n\n\n"
+        "def log(t):\n    if dist.get_rank() == 0:\n        sync(t)\n\n\n"
+        "@torch.compile\ndef step(x):\n    print(x)\n    return x\n\n\n"
+        'g = torch.compile(print, backend="nvfuser")\n'
+    ),
+    "pkg/ops.py": (
+        "import torch\n\n\n"
+        '@torch.library.custom_op("demo::scale", mutates_args=())\n'
+        "def scale(x: torch.Tensor) -> torch.Tensor:\n    return x * 2\n"
+    ),
+}
+
+
+def _run_project_files(tmp_path: Path, project_timeout: float | None = None):
+    from distlint.engine.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    paths = write_tree(tmp_path, _PROJECT_FILES)
+    enabled = settings({"DL104", "DL201", "DL401", "DL502"})
+    tasks = [Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+    results = run(tasks, 1, project_timeout=project_timeout)
+    found = sorted((f.path, f.code) for r in results for f in r.findings)
+    return found, [e.message for r in results for e in r.errors]
+
+
+EVERYTHING = [
+    ("pkg/ops.py", "DL401"),
+    ("pkg/train.py", "DL104"),
+    ("pkg/train.py", "DL201"),
+    ("pkg/train.py", "DL502"),
+]
+
+
+def test_the_project_stage_finds_everything_within_its_budget(tmp_path: Path) -> None:
+    assert _run_project_files(tmp_path, 60.0) == (EVERYTHING, [])
+
+
+def test_a_crashing_project_rule_costs_its_findings_only(tmp_path: Path, monkeypatch) -> None:
+    from distlint.rules.collectives.rank_divergent_collective import RankDivergentCollective
+
+    def crash(cls, project):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(RankDivergentCollective, "check_project", classmethod(crash))
+    found, errors = _run_project_files(tmp_path)
+    assert found == [f for f in EVERYTHING if f[1] != "DL201"]
+    assert errors == [
+        "internal error in rule DL201 (rank-divergent-collective): RuntimeError: boom"
+    ]
+
+
+def test_a_crash_while_linking_is_reported_and_file_findings_stand(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import distlint.engine.checker as engine
+
+    def crash(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(engine, "link", crash)
+    found, errors = _run_project_files(tmp_path)
+    assert found == [("pkg/train.py", "DL502")]  # no project rule, no region rule
+    assert errors == [
+        "internal error while linking the project: RuntimeError: boom; project rules and "
+        "region rules were not run"
+    ]
+
+
+def test_a_project_rule_past_the_budget_is_reported(tmp_path: Path, monkeypatch) -> None:
+    """The rules that finished keep their findings; the one that overran and those after it
+    are named, and the run does not wait for them."""
+    from distlint.rules.custom_ops.custom_op_missing_fake import CustomOpMissingFake
+
+    def stall(cls, project):  # type: ignore[no-untyped-def]
+        time.sleep(5)
+        return []
+
+    monkeypatch.setattr(CustomOpMissingFake, "check_project", classmethod(stall))
+    started = time.monotonic()
+    found, errors = _run_project_files(tmp_path, 1.0)
+    assert time.monotonic() - started < 4.5
+    assert found == [f for f in EVERYTHING if f[1] != "DL401"]
+    assert errors == [
+        "rule DL401 (custom-op-missing-fake) did not finish within the 1 s budget of the project "
+        "stage (--project-timeout); their findings are missing"
+    ]
+
+
+def test_linking_past_the_budget_is_reported(tmp_path: Path, monkeypatch) -> None:
+    import distlint.engine.checker as engine
+
+    real = engine.link
+
+    def slow(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "link", slow)
+    found, errors = _run_project_files(tmp_path, 1.0)
+    assert found == [("pkg/train.py", "DL502")]
+    assert errors == [
+        "linking the project did not finish within the 1 s budget of the project stage "
+        "(--project-timeout); project rules and region rules were not run"
+    ]
+
+
+def test_project_budget_precedence_and_configuration(tmp_path: Path) -> None:
+    from distlint.config.settings import Config
+    from distlint.engine.checker import PROJECT_TIMEOUT
+    from distlint.engine.runner import project_budget
+
+    assert project_budget(None, Config()) == PROJECT_TIMEOUT == 300
+    assert project_budget(None, Config(project_timeout=3.0)) == 3.0
+    assert project_budget(1.5, Config(project_timeout=3.0)) == 1.5
+    assert project_budget(0, Config(project_timeout=3.0)) is None
+    (tmp_path / "f.py").write_text(FINDING)
+    code, findings, stderr = _check(tmp_path, "--project-timeout", "30", "f.py")
+    assert (code, [f["code"] for f in findings], stderr) == (1, ["DL502"], "")
+    (tmp_path / "pyproject.toml").write_text('[tool.distlint]\nproject-timeout = "later"\n')
+    code, findings, stderr = _check(tmp_path, "f.py")
+    assert code == 2
+    assert "key 'project-timeout' in [tool.distlint] must be a number of seconds" in stderr
+
+
+def _crash_in_the_parser(text: str):
+    import faulthandler
+    import os
+    import signal
+
+    faulthandler.disable()  # pytest's, inherited: the crash is expected
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def test_library_callers_get_the_budget_and_the_isolation(tmp_path: Path, monkeypatch) -> None:
+    """The Python entry points (README, "From Python"): CheckSession has the command line's
+    budget by default, check_alone too (one file, in a worker); engine.check_* do not."""
+    import inspect
+
+    from distlint.config.settings import CliOverrides, ConfigResolver, FileSettings
+    from distlint.engine import checker as engine
+    from distlint.engine import runner
+    from distlint.engine.session import CheckSession
+
+    (tmp_path / "a.py").write_text(FINDING)
+    session = CheckSession.for_paths(
+        [tmp_path],
+        ConfigResolver(),
+        CliOverrides(),
+        tmp_path,
+        force_exclude=False,
+        jobs=1,
+        cache=None,
+    )
+    assert session.file_timeout == runner.FILE_TIMEOUT
+    assert [f.code for f in session.check()] == ["DL502"]
+    default = inspect.signature(runner.check_alone).parameters["file_timeout"].default
+    assert default == runner.FILE_TIMEOUT
+
+    settings = FileSettings(enabled=frozenset({"DL000", "DL502"}))
+    slow = runner.check_alone(b"x = 1\n" * 300_000, "slow.py", settings, file_timeout=0.2)
+    assert [f.message for f in slow.findings] == [
+        "not checked: exceeded the 0.2 s budget for one file (--file-timeout)"
+    ]
+    monkeypatch.setattr(engine, "parse_module", _crash_in_the_parser)  # forked workers inherit it
+    crashed = runner.check_alone(FINDING.encode(), "crash.py", settings)
+    assert [f.message for f in crashed.findings] == [
+        "the parser crashed on this file (the process died: SIGSEGV); it was not checked"
+    ]

@@ -1,0 +1,89 @@
+"""docs/graph-breaks.md and the coverage map it is generated from (scripts/gen_graph_breaks.py).
+
+The map (distlint/knowledge/data/graph_break_coverage.json) must list every graph-break id of the
+installed torch's registry, each judged yes / partly / no; an id judged "yes" must name a rule;
+every rule it names must exist and its docs page (``distlint rule DLxxx``) must link the id's
+page; and the generated page must be up to date. Reading the registry never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from distlint.rules.registry import all_rules
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location(
+    "gen_graph_breaks", ROOT / "scripts" / "gen_graph_breaks.py"
+)
+assert spec is not None and spec.loader is not None
+gen = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gen)
+
+COVERAGE = gen.load_map()
+TORCH = gen.torch_dir()
+needs_torch = pytest.mark.skipif(TORCH is None, reason="needs torch's graph-break registry")
+
+
+def test_every_entry_is_judged_with_a_reason() -> None:
+    for gb, entry in COVERAGE.items():
+        assert re.fullmatch(r"GB\d{4}", gb), gb
+        assert entry["predictable"] in gen.VERDICTS, (gb, entry)
+        assert entry["reason"].strip(), gb
+        assert isinstance(entry["rules"], list), gb
+
+
+def test_ids_marked_yes_name_a_rule() -> None:
+    unruled = sorted(
+        gb for gb, e in COVERAGE.items() if e["predictable"] == "yes" and not e["rules"]
+    )
+    assert unruled == [], "ids judged statically predictable need a rule"
+
+
+def test_rules_exist_and_their_pages_link_the_ids() -> None:
+    rules = all_rules()
+    for gb, entry in COVERAGE.items():
+        assert entry["predictable"] != "no" or not entry["rules"], gb
+        for code in entry["rules"]:
+            assert code in rules, (gb, code)
+            page = (ROOT / "docs" / "rules" / f"{code}.md").read_text(encoding="utf-8")
+            link = gen.GB_URL.format(gb[2:])
+            assert link in page, f"docs/rules/{code}.md does not link {gb} ({link})"
+
+
+@needs_torch
+def test_the_map_lists_exactly_the_installed_registry() -> None:
+    registry = gen.load_registry(TORCH)
+    missing = sorted(set(registry) - set(COVERAGE))
+    extra = sorted(set(COVERAGE) - set(registry))
+    assert missing == [], "run scripts/gen_graph_breaks.py --add-missing and review them"
+    assert extra == [], "ids no longer in the registry: remove them from the map"
+
+
+@needs_torch
+def test_the_page_is_up_to_date() -> None:
+    registry = gen.load_registry(TORCH)
+    text = gen.render(registry, COVERAGE, gen.torch_version(TORCH))
+    shipped = gen.DOC_PATH.read_text(encoding="utf-8")
+    assert shipped == text, "run python scripts/gen_graph_breaks.py"
+
+
+@needs_torch
+def test_the_page_states_the_totals() -> None:
+    registry = gen.load_registry(TORCH)
+    count = gen.totals(registry, COVERAGE)
+    shipped = gen.DOC_PATH.read_text(encoding="utf-8")
+    assert f"| graph-break ids in the registry | {count['ids']} |" in shipped
+    assert f"| statically predictable: yes | {count['yes']} |" in shipped
+    assert count["yes"] + count["partly"] + count["no"] == count["ids"]
+
+
+def test_render_marks_missing_judgments() -> None:
+    registry = {"GB9999": [{"Gb_type": "a | b"}]}
+    text = gen.render(registry, {}, "0.0")
+    assert "| ? |" in text
+    assert "a \\| b" in text

@@ -1,0 +1,80 @@
+"""The linear source scan (distlint/syntax/lexing.py): tokens as Python sees them, in linear
+time."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import pytest
+
+from distlint.syntax.lexing import tokens
+from distlint.syntax.source import SourceError, check_nesting
+from distlint.syntax.suppressions import scan
+from distlint.syntax.text import LineInfo
+
+
+def kinds(text: str, structure: bool = True) -> list[tuple[str, str]]:
+    return [(k, text[s:e]) for k, s, e in tokens(text, structure=structure)]
+
+
+def test_strings_comments_brackets_and_line_ends() -> None:
+    text = "f(a, \"x)#\", '''doc\n(''')  # c(\nb = r\"\\\"\" \\\n+ [1]\n"
+    assert kinds(text) == [
+        ("open", "("),
+        ("string", '"x)#"'),
+        ("string", "'''doc\n('''"),
+        ("close", ")"),
+        ("comment", "# c("),
+        ("newline", "\n"),
+        ("string", 'r"\\""'),
+        ("continuation", "\\\n"),
+        ("open", "["),
+        ("close", "]"),
+        ("newline", "\n"),
+    ]
+
+
+def test_escaped_quotes_and_prefixes() -> None:
+    text = "x = b'\\'' + '''a\\''''  + f\"{y}\" + \"\"\"q\\\"\"\"\" + 'a\\\\'"
+    strings = [t for k, t in kinds(text, structure=False) if k == "string"]
+    assert strings == ["b'\\''", "'''a\\''''", 'f"{y}"', '"""q\\""""', "'a\\\\'"]
+
+
+def test_unterminated_strings_end_at_the_line_or_the_file() -> None:
+    assert kinds("x = 'abc\ny = 1\n", structure=False) == [("string", "'abc")]
+    assert kinds("x = '''abc\ny = (1\n", structure=False) == [("string", "'''abc\ny = (1\n")]
+
+
+ADVERSARIAL = [
+    # each unterminated ''' used to rescan to the end of the file (quadratic)
+    lambda n: ")(" + "()" * 200 + "'''\n\\" * n,
+    lambda n: "# noqa\n" + "x = ('''\\\n" * n,
+    lambda n: "# distlint: ignore\n" + '"""' + '\\"""' * n,
+    lambda n: "# noqa\n" + "'" * n,
+]
+
+
+@pytest.mark.parametrize("make", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
+def test_adversarial_inputs_take_linear_time(make) -> None:  # type: ignore[no-untyped-def]
+    """400 KB of each shape: well under a second per scan (the old regexes took minutes)."""
+    text = make(400_000 // 5)
+    for step in (
+        lambda: list(tokens(text)),
+        lambda: scan(text),
+        lambda: LineInfo(text, text.splitlines()),
+    ):
+        started = time.perf_counter()
+        step()
+        assert time.perf_counter() - started < 2.0
+    started = time.perf_counter()
+    with contextlib.suppress(SourceError):  # deep or not: only the time is checked here
+        check_nesting(text)
+    assert time.perf_counter() - started < 2.0
+
+
+def test_deep_nesting_is_still_found_after_strings() -> None:
+    text = "x = ')' + " + "(" * 300 + "1" + ")" * 300 + "\n"
+    with pytest.raises(SourceError, match="too many nested parentheses") as caught:
+        check_nesting(text)
+    assert caught.value.line == 1

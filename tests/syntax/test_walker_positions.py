@@ -1,0 +1,367 @@
+"""The walker visits nodes in source order; ``node_ranges`` equals LibCST's PositionProvider."""
+
+from __future__ import annotations
+
+import random
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from distlint.syntax.positions import node_ranges
+from distlint.syntax.walker import children, walk
+
+LIBCST_DIR = Path(cst.__file__).parent
+# Real files of moderate size from the installed libcst package (parsed fresh each run).
+CORPUS = [
+    LIBCST_DIR / "codemod" / "_cli.py",
+    LIBCST_DIR / "codemod" / "commands" / "rename.py",
+    LIBCST_DIR / "helpers" / "_template.py",
+    LIBCST_DIR / "_parser" / "conversions" / "params.py",
+    LIBCST_DIR / "metadata" / "reentrant_codegen.py",
+]
+CORPUS = [path for path in CORPUS if path.is_file()]
+
+EVERYTHING = textwrap.dedent(
+    '''\
+    """Module docstring."""
+    from __future__ import annotations
+    from ..pkg.mod import (alpha as beta, gamma)
+    from . import delta
+    import torch.distributed as dist, os
+
+    type Alias[T: int = int] = list[T]
+
+
+    @first
+    @second(arg, key=value)
+    class Klass[K](Base, metaclass=Meta):
+        attr: int = 1
+
+        @staticmethod
+        def method[T](a, b=2, /, c: int = 3, *args, d, e=4, **kwargs) -> ret:
+            lambda_ = lambda p, q=5, *r, s, **t: p if q else r
+            value = body if test else orelse
+            call(first_pos, *star, key=kw_value, **double)
+            total = [elt for elt in seq if cond]
+            mapping = {k: v for k, v in pairs}
+            text = f"{name!r:>{width}} and {other}"
+            if (walrus := compute()) > 0:
+                pass
+            elif other_test:
+                pass
+            else:
+                pass
+            try:
+                risky()
+            except ValueError as err:
+                handle(err)
+            except (KeyError, TypeError):
+                pass
+            else:
+                fine()
+            finally:
+                cleanup()
+            try:
+                grouped()
+            except* OSError as group:
+                handle(group)
+            with ctx() as (a1, a2), other_ctx():
+                pass
+            for i, j in pairs:
+                continue
+            else:
+                pass
+            while cond2:
+                break
+            match subject:
+                case [head, *rest] if head > limit:
+                    pass
+                case {"key": kv, **others}:
+                    pass
+                case Point(x=0, y=yy) | None:
+                    pass
+                case _:
+                    pass
+            assert check, message
+            del target[index]
+            x[lower:upper:step] = slice_value
+            ann_only: Annot
+            counter += increment
+            raise Error(msg) from cause
+            return (yield from gen)
+
+
+    async def coroutine(param):
+        async with lock as held:
+            async for item in aiter_:
+                await item
+    '''
+)
+
+
+def _modules() -> list[tuple[str, cst.Module]]:
+    modules = [("everything", cst.parse_module(EVERYTHING))]
+    for path in CORPUS:
+        modules.append((path.name, cst.parse_module(path.read_text(encoding="utf-8"))))
+    return modules
+
+
+@pytest.fixture(scope="module")
+def parsed() -> list[tuple[str, cst.Module, dict]]:
+    out = []
+    for name, module in _modules():
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        out.append((name, module, positions))
+    return out
+
+
+class _Everything(dict):
+    """A handler table that hands every node type to one recorder."""
+
+    def __init__(self, handler) -> None:
+        super().__init__()
+        self._handler = handler
+
+    def get(self, key, default=None):
+        return [self._handler]
+
+
+def walk_order(module: cst.Module) -> list[cst.CSTNode]:
+    seen: list[cst.CSTNode] = []
+    walk(module, _Everything(seen.append), {}, [])
+    return seen
+
+
+def names_in_walk_order(source: str) -> list[str]:
+    module = cst.parse_module(textwrap.dedent(source))
+    return [node.value for node in walk_order(module) if isinstance(node, cst.Name)]
+
+
+# -- order -----------------------------------------------------------------------------------------
+
+
+def test_decorators_before_name_params_and_body() -> None:
+    source = """
+        @deco1
+        @deco2(arg)
+        def func(param: ann = default) -> ret:
+            body
+    """
+    assert names_in_walk_order(source) == [
+        "deco1",
+        "deco2",
+        "arg",
+        "func",
+        "param",
+        "ann",
+        "default",
+        "ret",
+        "body",
+    ]
+
+
+def test_class_decorators_before_name_bases_and_body() -> None:
+    source = """
+        @deco
+        class C(Base, metaclass=Meta):
+            body
+    """
+    assert names_in_walk_order(source) == ["deco", "C", "Base", "metaclass", "Meta", "body"]
+
+
+def test_conditional_expression_body_test_orelse() -> None:
+    assert names_in_walk_order("x = a if t else b\n") == ["x", "a", "t", "b"]
+    assert names_in_walk_order("x = (a if t else b) if u else c\n") == [
+        "x",
+        "a",
+        "t",
+        "b",
+        "u",
+        "c",
+    ]
+
+
+def test_keyword_argument_name_before_value() -> None:
+    assert names_in_walk_order("f(key=value)\n") == ["f", "key", "value"]
+
+
+def test_except_handler_type_and_name_before_body() -> None:
+    source = """
+        try:
+            risky
+        except Error as err:
+            handle
+    """
+    assert names_in_walk_order(source) == ["risky", "Error", "err", "handle"]
+
+
+def test_positional_only_parameters_first() -> None:
+    assert names_in_walk_order("def f(a, /, b, *c, d, **e): pass\n") == list("fabcde")
+
+
+def test_match_guard_before_case_body() -> None:
+    source = """
+        match s:
+            case p if guard:
+                body
+    """
+    assert names_in_walk_order(source) == ["s", "p", "guard", "body"]
+
+
+def test_type_alias_parameters_before_value() -> None:
+    assert names_in_walk_order("type A[T] = list[T]\n") == ["A", "T", "list", "T"]
+
+
+def test_walk_is_in_source_order_on_every_node(parsed) -> None:
+    """Every node's children come in the order of their start positions."""
+    problems = []
+    for name, module, positions in parsed:
+        for node in walk_order(module):
+            kids = [kid for kid in children(node) if kid in positions]
+            starts = [(positions[k].start.line, positions[k].start.column) for k in kids]
+            if starts != sorted(starts):
+                problems.append((name, type(node).__name__, [type(k).__name__ for k in kids]))
+    assert problems[:5] == []
+
+
+def test_walk_visits_every_name_call_and_string_libcst_visits(parsed) -> None:
+    wanted = (cst.Name, cst.Call, cst.SimpleString, cst.Arg, cst.Decorator, cst.Param)
+
+    class Collect(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.found: list[cst.CSTNode] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, wanted):
+                self.found.append(node)
+            return True
+
+    for name, module, _ in parsed:
+        collector = Collect()
+        module.visit(collector)
+        walked = [node for node in walk_order(module) if isinstance(node, wanted)]
+        assert len(walked) == len(set(map(id, walked))), name
+        assert {id(n) for n in walked} == {id(n) for n in collector.found}, name
+
+
+def test_parents_hold_the_ancestors_during_a_visit() -> None:
+    module = cst.parse_module("def f():\n    return g(x)\n")
+    parents: list[cst.CSTNode] = []
+    seen = {}
+
+    def on_name(node: cst.Name) -> None:
+        seen[node.value] = [type(p).__name__ for p in parents]
+
+    walk(module, {cst.Name: [on_name]}, {}, parents)
+    assert seen["f"] == ["Module", "FunctionDef"]
+    assert seen["x"][:3] == ["Module", "FunctionDef", "IndentedBlock"]
+    assert seen["x"][-2:] == ["Call", "Arg"]
+
+
+def test_visit_returning_false_skips_children_and_leave_is_called() -> None:
+    module = cst.parse_module("f(g(x))\ny = 1\n")
+    events: list[str] = []
+
+    def visit_call(node: cst.Call) -> bool:
+        events.append("visit " + cst.Module([]).code_for_node(node.func))
+        return False
+
+    def leave_call(node: cst.Call) -> None:
+        events.append("leave " + cst.Module([]).code_for_node(node.func))
+
+    def visit_name(node: cst.Name) -> None:
+        events.append(node.value)
+
+    walk(module, {cst.Call: [visit_call], cst.Name: [visit_name]}, {cst.Call: [leave_call]}, [])
+    assert events == ["visit f", "leave f", "y"]
+
+
+def test_walk_is_iterative_on_deep_trees() -> None:
+    source = "x = " + "-" * 1200 + "1\n"  # deeper than the recursion limit allows a recursive walk
+    module = cst.parse_module(source)
+    count = 0
+
+    def on_unary(node: cst.UnaryOperation) -> None:
+        nonlocal count
+        count += 1
+
+    walk(module, {cst.UnaryOperation: [on_unary]}, {}, [])
+    assert count == 1200
+
+
+# -- positions -------------------------------------------------------------------------------------
+
+RANGE_TYPES = (
+    cst.Call,
+    cst.Name,
+    cst.Arg,
+    cst.Decorator,
+    cst.SimpleStatementLine,
+    cst.FunctionDef,
+    cst.ClassDef,
+    cst.Attribute,
+    cst.SimpleString,
+    cst.Param,
+    cst.If,
+    cst.IndentedBlock,
+)
+
+
+def _expected(positions, node) -> tuple[int, int, int, int]:
+    p = positions[node]
+    return (p.start.line, p.start.column, p.end.line, p.end.column)
+
+
+def _got(ranges, node) -> tuple[int, int, int, int] | None:
+    r = ranges.get(node)
+    return None if r is None else (r.start_line, r.start_column, r.end_line, r.end_column)
+
+
+def test_node_ranges_match_position_provider_for_random_nodes(parsed) -> None:
+    rng = random.Random(20240601)
+    compared = 0
+    for name, module, positions in parsed:
+        candidates = [n for n in walk_order(module) if isinstance(n, RANGE_TYPES)]
+        by_type = {t: [n for n in candidates if type(n) is t] for t in RANGE_TYPES}
+        sample = rng.sample(candidates, min(80, len(candidates)))
+        for nodes in by_type.values():
+            sample.extend(rng.sample(nodes, min(3, len(nodes))))
+        ranges = node_ranges(module, sample)
+        for node in sample:
+            assert _got(ranges, node) == _expected(positions, node), (name, type(node).__name__)
+            compared += 1
+        # One node at a time exercises the early stop after the last wanted node.
+        for node in sample[:10]:
+            single = node_ranges(module, [node])
+            assert _got(single, node) == _expected(positions, node), (name, type(node).__name__)
+    assert compared > 300
+
+
+def test_node_ranges_for_every_requested_type_in_the_everything_module(parsed) -> None:
+    name, module, positions = parsed[0]
+    assert name == "everything"
+    nodes = [n for n in walk_order(module) if isinstance(n, RANGE_TYPES)]
+    ranges = node_ranges(module, nodes)
+    mismatches = [
+        (type(n).__name__, _got(ranges, n), _expected(positions, n))
+        for n in nodes
+        if _got(ranges, n) != _expected(positions, n)
+    ]
+    assert mismatches == []
+
+
+def test_node_ranges_with_crlf_tabs_and_non_ascii() -> None:
+    source = "x = 1\r\nif x:\r\n\ty = f('é🎉', k=z)\r\n"
+    module = cst.parse_module(source)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    nodes = [n for n in walk_order(module) if isinstance(n, RANGE_TYPES)]
+    ranges = node_ranges(module, nodes)
+    for node in nodes:
+        assert _got(ranges, node) == _expected(positions, node), type(node).__name__
+
+
+def test_node_ranges_of_nothing_is_empty() -> None:
+    assert node_ranges(cst.parse_module("x = 1\n"), []) == {}
