@@ -6,7 +6,8 @@
 ``export.py``). Each is checked as its own project; every finding of the selected rules is
 matched to ``labels.jsonl`` by (repository, path, line, code). Reports, per rule: findings,
 true and false positives, findings nobody has reviewed yet (listed: review them and add a
-label), and labelled true positives that are no longer found (recall lost). Exits 1 when a
+label), the same counts for error-severity findings alone (the ones that must be right nine
+times in ten), and labelled true positives that are no longer found (recall lost). Exits 1 when a
 rule's precision over reviewed findings is below ``--min-precision`` or when findings are
 unreviewed and ``--strict`` is given.
 
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             found = pool.map(lambda r: check_repo(checkouts[r], args.codes), repos)
             results = dict(zip(repos, found, strict=True))
     counts: Counter[tuple[str, str]] = Counter()
+    errors: Counter[tuple[str, str]] = Counter()  # the same, error-severity findings only
     unreviewed: list[str] = []
     found_keys: set[Key] = set()
     for repo in repos:
@@ -114,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
             label = labels.get(key)
             verdict = label["verdict"] if label is not None else "unreviewed"
             counts[(finding["code"], verdict)] += 1
+            if finding["severity"] == "error":
+                errors[(finding["code"], verdict)] += 1
             if label is None:
                 message = " ".join(finding["message"].split())[:160]
                 unreviewed.append(f"  {repo} {finding['path']}:{line} {finding['code']} {message}")
@@ -130,12 +134,16 @@ def main(argv: list[str] | None = None) -> int:
         reviewed = tp + fp
         precision = tp / reviewed if reviewed else None
         shown = f"{precision:.2f}" if precision is not None else "n/a"
+        etp, efp, enew = (errors[(code, verdict)] for verdict in ("TP", "FP", "unreviewed"))
         print(
             f"{code}: {tp + fp + new} findings, {tp} TP, {fp} FP, {new} unreviewed; "
-            f"precision {shown}"
+            f"precision {shown}; errors {etp} TP, {efp} FP, {enew} unreviewed"
         )
         if precision is not None and precision < args.min_precision:
             failed = True
+    etp, efp = (sum(errors[(code, v)] for code in selected) for v in ("TP", "FP"))
+    if etp + efp:
+        print(f"error severity: {etp} TP, {efp} FP; precision {etp / (etp + efp):.2f}")
     if unreviewed:
         print("unreviewed findings:")
         print("\n".join(unreviewed))
