@@ -28,21 +28,9 @@ CONFIRM_ONLY = {"DL901", "DL902"}
 # (code, section): the blocks do not run as written (missing definitions, a C++ example, no
 # Python block). Each is a page to fix; none may be added without saying why.
 NOT_RUNNABLE_YET = {
-    ("DL000", "Use instead"): "no Python block",
     ("DL103", "Example"): "triggers nothing as written",
     ("DL109", "Example"): "triggers nothing as written",
-    ("DL112", "Example"): "triggers nothing as written (needs import unittest)",
     ("DL117", "Example"): "triggers nothing as written",
-    ("DL118", "Example"): "triggers nothing as written",
-    ("DL204", "Example"): "triggers nothing as written",
-    ("DL205", "Example"): "triggers nothing as written",
-    ("DL207", "Example"): "triggers nothing as written",
-    ("DL301", "Example"): "triggers nothing as written (DDP, fully_shard not imported)",
-    ("DL302", "Example"): "triggers nothing as written (FSDP not imported)",
-    ("DL303", "Example"): "triggers nothing as written",
-    ("DL304", "Example"): "triggers nothing as written",
-    ("DL406", "Example"): "triggers nothing as written",
-    ("DL407", "Use instead"): "no Python block",
     ("DL408", "Example"): "a C++ example",
     ("DL408", "Use instead"): "a C++ example",
     ("DL604", "Example"): "triggers nothing as written",
