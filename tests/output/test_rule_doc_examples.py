@@ -28,12 +28,8 @@ CONFIRM_ONLY = {"DL901", "DL902"}
 # (code, section): the blocks do not run as written (missing definitions, a C++ example, no
 # Python block). Each is a page to fix; none may be added without saying why.
 NOT_RUNNABLE_YET = {
-    ("DL103", "Example"): "triggers nothing as written",
-    ("DL109", "Example"): "triggers nothing as written",
-    ("DL117", "Example"): "triggers nothing as written",
     ("DL408", "Example"): "a C++ example",
     ("DL408", "Use instead"): "a C++ example",
-    ("DL604", "Example"): "triggers nothing as written",
 }
 
 
