@@ -1,19 +1,30 @@
 """Each rule page's ``Example`` triggers its rule and its ``Use instead`` does not.
 
-The Python blocks of a section are checked together as one file with every rule enabled,
-after a prelude of the imports pages leave out (``torch``, ``dist``, ``nn``, ``F``). Pages whose
-blocks are fragments that need more context are listed in ``NOT_RUNNABLE_YET`` (strict xfail:
-once a page is fixed the test says so, and the entry must go).
+* Python blocks (```` ```python ````): the blocks of a section are checked together as one file
+  with every rule enabled, after a prelude of the imports pages leave out (``torch``, ``dist``,
+  ``nn``, ``F``).
+* C++ blocks (```` ```cpp ```` / ```` ```c++ ````, DL408): written to a ``.cpp`` file of a
+  project folder and checked the way ``distlint check`` checks a folder: discovery finds the
+  native file, the runner scans it (``native_sources``) and the project rules read it.
+* DL901/DL902 are reported by confirm mode only, from what the real torch did: skipped here.
+
+A page whose blocks cannot run as written would be listed in ``NOT_RUNNABLE_YET`` (strict
+xfail: once a page is fixed the test says so, and the entry must go). It is empty: every
+page's examples run.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from distlint.config.settings import CliOverrides, ConfigResolver
 from distlint.engine.checker import check_source
+from distlint.engine.session import CheckSession
 from distlint.file_settings import FileSettings
+from distlint.findings import Finding
 from distlint.output.docs import docs_dir, parse_doc
 from distlint.rules.registry import all_rules
 
@@ -21,22 +32,28 @@ PRELUDE = (
     "import torch\nimport torch.distributed as dist\nimport torch.nn as nn\n"
     "import torch.nn.functional as F\n"
 )
-FENCE = re.compile(r"```python\n(.*?)```", re.S)
+PYTHON = re.compile(r"```python\n(.*?)```", re.S)
+NATIVE = re.compile(r"```(?:cpp|c\+\+)\n(.*?)```", re.S)
+SECTIONS = ("Example", "Use instead")
 ALL = FileSettings(enabled=frozenset(all_rules()))
 # Reported by confirm mode from what the real torch did, never by the static check.
 CONFIRM_ONLY = {"DL901", "DL902"}
-# (code, section): the blocks do not run as written (missing definitions, a C++ example, no
-# Python block). Each is a page to fix; none may be added without saying why.
-NOT_RUNNABLE_YET = {
-    ("DL408", "Example"): "a C++ example",
-    ("DL408", "Use instead"): "a C++ example",
-}
+# (code, section): the blocks do not run as written. Each is a page to fix; none may be added
+# without saying why.
+NOT_RUNNABLE_YET: dict[tuple[str, str], str] = {}
+
+
+def _blocks(code: str, section: str) -> tuple[list[str], list[str]]:
+    """The Python and the C++ blocks of a page's section."""
+    text = parse_doc((docs_dir() / f"{code}.md").read_text(encoding="utf-8")).sections
+    body = text.get(section, "")
+    return PYTHON.findall(body), NATIVE.findall(body)
 
 
 def _cases() -> list:
     cases = []
     for code in sorted(all_rules()):
-        for section in ("Example", "Use instead"):
+        for section in SECTIONS:
             marks = []
             if code in CONFIRM_ONLY:
                 marks.append(pytest.mark.skip(reason="reported by confirm mode only"))
@@ -47,21 +64,54 @@ def _cases() -> list:
     return cases
 
 
+def _check_project(folder: Path, python: list[str], native: list[str]) -> list[Finding]:
+    """``distlint check FOLDER`` with every rule, the blocks written as ``example.py`` and
+    ``example.cpp``: native files go through discovery and the runner, as on the command line."""
+    folder.mkdir()
+    if python:
+        (folder / "example.py").write_text(PRELUDE + "\n".join(python), encoding="utf-8")
+    (folder / "example.cpp").write_text("\n".join(native), encoding="utf-8")
+    session = CheckSession.for_paths(
+        [folder],
+        ConfigResolver(),
+        CliOverrides(select=("ALL",)),
+        folder,
+        force_exclude=False,
+        jobs=1,
+        cache=None,
+    )
+    assert [source.display for source in session.native] == ["example.cpp"]
+    findings = session.check()
+    assert session.errors == []
+    return findings
+
+
 @pytest.mark.parametrize(("code", "section"), _cases())
-def test_example_triggers_and_use_instead_does_not(code: str, section: str) -> None:
-    doc = parse_doc((docs_dir() / f"{code}.md").read_text(encoding="utf-8"))
-    blocks = FENCE.findall(doc.sections.get(section, ""))
-    assert blocks, f"{code}: no Python block under {section}"
-    result = check_source(PRELUDE + "\n".join(blocks), "example.py", ALL)
-    produced = [f for f in result.findings if f.code == code]
+def test_example_triggers_and_use_instead_does_not(code: str, section: str, tmp_path: Path) -> None:
+    python, native = _blocks(code, section)
+    assert python or native, f"{code}: no Python or C++ block under {section}"
+    if native:
+        findings = _check_project(tmp_path / "project", python, native)
+    else:
+        findings = list(check_source(PRELUDE + "\n".join(python), "example.py", ALL).findings)
+    produced = [f for f in findings if f.code == code]
     if code != "DL000":
-        assert not [f for f in result.findings if f.code == "DL000"], "the blocks do not parse"
+        assert not [f for f in findings if f.code == "DL000"], "the blocks do not parse"
     if section == "Example":
         assert produced, f"{code}: its Example triggers nothing"
     else:
         assert produced == [], f"{code}: its 'Use instead' triggers it: {produced[0].message}"
 
 
+def test_the_native_example_is_reported_on_its_cpp_file(tmp_path: Path) -> None:
+    python, native = _blocks("DL408", "Example")
+    found = [f for f in _check_project(tmp_path / "p", python, native) if f.code == "DL408"]
+    lines = "\n".join(native).splitlines()
+    assert [(f.path, lines[f.span.start.line - 1].strip()) for f in found] == [
+        ("example.cpp", 'm.def("fused_gelu(Tensor x) -> Tensor");  // DL408')
+    ]
+
+
 def test_the_not_runnable_list_names_real_rules_and_sections() -> None:
     assert {code for code, _ in NOT_RUNNABLE_YET} <= set(all_rules())
-    assert {section for _, section in NOT_RUNNABLE_YET} <= {"Example", "Use instead"}
+    assert {section for _, section in NOT_RUNNABLE_YET} <= set(SECTIONS)
