@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,21 @@ def test_rule_command_rejects_unknown_codes() -> None:
     result = CliRunner().invoke(main, ["rule", "DL9999"])
     assert result.exit_code != 0
     assert "unknown rule 'DL9999'" in result.output
+
+
+def test_every_repository_path_a_page_cites_exists_and_ships_in_the_sdist() -> None:
+    """A page's Evidence may cite our experiments or examples (``experiments/capture_calls.py``):
+    such a path must exist and lie under a folder the source distribution includes."""
+    import tomllib
+
+    root = docs_dir().parents[1]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = pyproject["tool"]["hatch"]["build"]["targets"]["sdist"]["include"]
+    cited = set()
+    for page in sorted(docs_dir().glob("DL*.md")):
+        text = page.read_text(encoding="utf-8")
+        cited |= {(page.name, m) for m in re.findall(r"\b(?:experiments|examples)/[\w./-]*", text)}
+    assert cited, "no page cites experiments/ or examples/ any more: drop this test"
+    for page, path in sorted(cited):
+        assert (root / path.rstrip(".")).exists(), f"{page}: cites {path}, which does not exist"
+        assert path.split("/")[0] in shipped, f"{page}: cites {path}, not in the sdist"
