@@ -55,6 +55,7 @@ def _catalog_restored() -> Generator[None, None, None]:
     from distlint.rules import plugins, registry
     from distlint.rules.base import _REGISTRY
 
+    registry.all_rules()  # the built-in catalog is complete before the snapshot
     rules, loaded = dict(_REGISTRY), dict(plugins._loaded)
     yield
     if rules != _REGISTRY or loaded != plugins._loaded:

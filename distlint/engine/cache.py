@@ -26,10 +26,11 @@ import functools
 import hashlib
 import hmac
 import os
-import pickle
 import secrets
 import tempfile
 from pathlib import Path
+
+from distlint.engine import transport
 
 CACHE_DIR_VARIABLE = "DISTLINT_CACHE_DIR"
 CACHE_KEY_VARIABLE = "DISTLINT_CACHE_KEY"
@@ -85,14 +86,14 @@ class FirstPassCache:
         if not hmac.compare_digest(signature, self._sign(key, payload)):
             return None  # foreign, corrupt or truncated: never unpickled
         try:
-            result = pickle.loads(payload)
+            result = transport.loads(payload)
         except Exception:  # signed but unreadable (another Python): a miss
             return None
         return result if getattr(result, "path", None) == display else None
 
     def put(self, key: str, result: object) -> None:
         try:
-            payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            payload = transport.dumps(result)
         except Exception:  # pragma: no cover - results are picklable (workers send them)
             return
         path = self._entry(key)

@@ -47,6 +47,7 @@ from distlint.config.settings import (
     FileSettings,
     settings_for,
 )
+from distlint.engine import transport
 from distlint.engine.cache import FirstPassCache, identity_of
 from distlint.engine.checker import (
     PROJECT,
@@ -505,7 +506,7 @@ def _start_worker(inputs: SecondInputs) -> None:
 START_METHOD_VARIABLE = "DISTLINT_START_METHOD"
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def process_context() -> multiprocessing.context.BaseContext:
     """fork on Linux (cheapest), spawn elsewhere; ``DISTLINT_START_METHOD`` overrides (tests
     use it to check that every start method gives the same output)."""
     chosen = os.environ.get(START_METHOD_VARIABLE)
@@ -572,13 +573,15 @@ def _check_isolated(
     task: Task, second: SecondPass | None = None, timeout: float = ISOLATED_TIMEOUT
 ) -> FileResult:
     """Check one file in a fresh process: a crash or a stall there is that file's alone."""
-    receiver, sender = _context().Pipe(duplex=False)
-    process = _context().Process(target=_check_and_send, args=(task, second, sender), daemon=True)
+    receiver, sender = process_context().Pipe(duplex=False)
+    process = process_context().Process(
+        target=_check_and_send, args=(task, second, sender), daemon=True
+    )
     process.start()
     sender.close()
     try:
         if receiver.poll(timeout):
-            return receiver.recv()
+            return transport.receive(receiver)
         reason = f"the parser did not finish within {timeout:.0f} s; it was not checked"
     except EOFError:
         reason = "the parser crashed on this file (the process died); it was not checked"
@@ -593,7 +596,7 @@ def _check_isolated(
 def _check_and_send(
     task: Task, second: SecondPass | None, sender: multiprocessing.connection.Connection
 ) -> None:
-    sender.send(_check_unguarded(task, second))
+    transport.send(sender, _check_unguarded(task, second))
     sender.close()
 
 
@@ -609,7 +612,7 @@ def _serve(conn: multiprocessing.connection.Connection, inputs: SecondInputs) ->
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     while True:
         try:
-            message = conn.recv()
+            message = transport.receive(conn)
         except (EOFError, OSError):
             return
         if message is None:
@@ -620,12 +623,12 @@ def _serve(conn: multiprocessing.connection.Connection, inputs: SecondInputs) ->
         except Exception as exc:  # a bug: this file's error, never the end of the run
             text = f"internal error while checking the file: {type(exc).__name__}: {exc}"
             result = FileResult(name, errors=(ToolError(name, text),))
-        conn.send((index, result))
+        transport.send(conn, (index, result))
 
 
-class _Worker:
+class Worker:
     def __init__(self, inputs: SecondInputs) -> None:
-        context = _context()
+        context = process_context()
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_serve, args=(child, inputs), daemon=True)
         self.process.start()
@@ -637,7 +640,7 @@ class _Worker:
 
     def give(self, index: int, call: Call) -> bool:
         try:
-            self.conn.send((index, *call))
+            transport.send(self.conn, (index, *call))
         except (OSError, ValueError):  # it died before taking the call
             return False
         self.index, self.started = index, time.monotonic()
@@ -658,7 +661,7 @@ class _Worker:
     def stop(self, kill: bool = False) -> None:
         if not kill:
             with contextlib.suppress(OSError, ValueError):
-                self.conn.send(None)
+                transport.send(self.conn, None)
             self.process.join(5)
         if self.process.is_alive():
             self.process.kill()
@@ -677,7 +680,7 @@ class _Pool:
     def __init__(self, size: int, inputs: SecondInputs) -> None:
         self.size = size
         self.inputs = inputs
-        self.workers: list[_Worker] = []
+        self.workers: list[Worker] = []
         self.fresh_deaths = 0  # workers in a row that died before finishing anything
 
     def __enter__(self) -> _Pool:
@@ -688,7 +691,7 @@ class _Pool:
             worker.stop(kill=exc[0] is not None)
         self.workers = []
 
-    def _replace(self, worker: _Worker) -> _Worker:
+    def _replace(self, worker: Worker) -> Worker:
         worker.stop(kill=True)
         if worker.done == 0:
             self.fresh_deaths += 1
@@ -696,16 +699,16 @@ class _Pool:
                 raise RuntimeError("worker processes die as soon as they start")
         else:
             self.fresh_deaths = 0
-        new = _Worker(self.inputs)
+        new = Worker(self.inputs)
         self.workers[self.workers.index(worker)] = new
         return new
 
     def map(self, calls: Sequence[Call], timeout: float | None) -> list[FileResult]:
         pending = deque(range(len(calls)))
         results: dict[int, FileResult] = {}
-        self.workers = [_Worker(self.inputs) for _ in range(min(self.size, len(calls)))]
+        self.workers = [Worker(self.inputs) for _ in range(min(self.size, len(calls)))]
 
-        def feed(worker: _Worker) -> None:
+        def feed(worker: Worker) -> None:
             while pending:
                 index = pending.popleft()
                 if worker.give(index, calls[index]):
@@ -730,9 +733,9 @@ class _Pool:
                 name = calls[index][2]
                 if worker.conn in ready:
                     try:
-                        got, result = worker.conn.recv()
+                        got, result = transport.receive(worker.conn)
                     except (EOFError, OSError):
-                        results[index] = _gave_up(name, _died(worker))
+                        results[index] = _gave_up(name, death_reason(worker))
                         feed(self._replace(worker))
                         continue
                     results[got] = result
@@ -741,7 +744,7 @@ class _Pool:
                     self.fresh_deaths = 0
                     feed(worker)
                 elif worker.process.sentinel in ready:
-                    results[index] = _gave_up(name, _died(worker))
+                    results[index] = _gave_up(name, death_reason(worker))
                     feed(self._replace(worker))
                 elif timeout is not None and worker.over(timeout, now):
                     budget = f"the {timeout:g} s budget for one file (--file-timeout)"
@@ -765,7 +768,7 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
-def _died(worker: _Worker) -> str:
+def death_reason(worker: Worker) -> str:
     worker.process.join(1)
     code = worker.process.exitcode
     how = ""

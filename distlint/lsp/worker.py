@@ -39,8 +39,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from distlint.engine import transport
 from distlint.engine.checker import FileResult
-from distlint.engine.runner import _context, _died, _Worker
+from distlint.engine.runner import Worker, death_reason, process_context
 
 _SETUP_TIMEOUT = 120.0  # seconds for a new worker to start (spawn imports distlint first)
 _GROWTH = 2  # past this many times its idle resident size, a worker is replaced on close
@@ -72,7 +73,7 @@ class Analyses:
     def __init__(self) -> None:
         self.queue: dict[str, _Job] = {}  # document -> its newest job, in arrival order
         self.running: _Job | None = None
-        self.worker: _Worker | None = None
+        self.worker: Worker | None = None
         self.idle_size: int | None = None  # the worker's resident bytes before its first job
         self._trim = False  # a document closed: replace the worker if it grew (once idle)
         self.closed = False
@@ -208,8 +209,8 @@ class Analyses:
         """A new worker, started from this (the event loop's) thread, which lives as long as
         the server: a worker's death-with-its-parent is tied to the thread that started it."""
         if self._cancel_reader is None:
-            self._cancel_reader, self._cancel_writer = _context().Pipe(duplex=False)
-        self.worker = _Worker({})
+            self._cancel_reader, self._cancel_writer = process_context().Pipe(duplex=False)
+        self.worker = Worker({})
         self.idle_size = None
 
 
@@ -224,7 +225,7 @@ class _Reply:
 
 
 def _supervise(
-    worker: _Worker,
+    worker: Worker,
     fresh: bool,
     idle_size: int | None,
     job: _Job,
@@ -248,7 +249,7 @@ def _resolve(done: asyncio.Future[_Reply], reply: _Reply) -> None:
 
 
 def _serve_job(
-    worker: _Worker,
+    worker: Worker,
     fresh: bool,
     idle_size: int | None,
     job: _Job,
@@ -268,14 +269,14 @@ def _serve_job(
 
 
 def _call(
-    worker: _Worker,
+    worker: Worker,
     call: tuple[Callable[..., Any], tuple[Any, ...], str],
     budget: float | None,
     cancel: multiprocessing.connection.Connection,
 ) -> Outcome:
     """One call on ``worker``, supervised as ``distlint check`` supervises a file."""
     if not worker.give(0, call):
-        return Outcome(failure=_died(worker))
+        return Outcome(failure=death_reason(worker))
     handles: list[Any] = [worker.conn, worker.process.sentinel, cancel]
     while True:
         wait = None
@@ -286,28 +287,28 @@ def _call(
             return Outcome(superseded=True)
         if worker.conn in ready:
             try:
-                _, value = worker.conn.recv()
+                _, value = transport.receive(worker.conn)
             except (EOFError, OSError):
-                return Outcome(failure=_died(worker))
+                return Outcome(failure=death_reason(worker))
             worker.index = None
             worker.done += 1
             if isinstance(value, FileResult):  # the function raised (see runner._serve)
                 return Outcome(failure="; ".join(e.message for e in value.errors))
             return Outcome(value)
         if worker.process.sentinel in ready:
-            return Outcome(failure=_died(worker))
+            return Outcome(failure=death_reason(worker))
         if budget is not None and worker.over(budget, time.monotonic()):
             return Outcome(failure=f"its analysis exceeded the {budget:g} s budget (file-timeout)")
 
 
-def _stop(worker: _Worker) -> None:
+def _stop(worker: Worker) -> None:
     """Kill the worker with everything it started, and reap it."""
     if worker.process.exitcode is None:
         _kill(worker)
     worker.stop(kill=True)
 
 
-def _kill(worker: _Worker) -> None:
+def _kill(worker: Worker) -> None:
     pid = worker.process.pid
     if pid is None:
         return
