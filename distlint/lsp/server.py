@@ -46,9 +46,8 @@ from distlint.engine.checker import FileResult, check_source
 from distlint.engine.runner import file_budget
 from distlint.findings import Applicability, Finding, Severity, Span, make_position
 from distlint.lsp.worker import Analyses, Outcome
-from distlint.meta import rule_url
 from distlint.output.headline import headline
-from distlint.rules.registry import all_rules, get_rule
+from distlint.rules.registry import all_rules, docs_url, get_rule
 from distlint.syntax.suppressions import scan
 from distlint.syntax.text import (
     LineInfo,
@@ -336,7 +335,9 @@ def _diagnostic(
         message=message,
         severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
         code=finding.code,
-        code_description=types.CodeDescription(href=rule_url(finding.code)),
+        code_description=types.CodeDescription(href=url)
+        if (url := docs_url(finding.code))
+        else None,
         source=SOURCE,
         related_information=related,
         tags=tags,
@@ -832,7 +833,8 @@ class DistlintSession:
             code = str(diagnostic.code)
             rule = get_rule(code)
             title = f"**{code} {rule.name}**: {rule.summary}" if rule else f"**{code}**"
-            link = f"\n\n[{code} documentation]({rule_url(code)})"
+            url = docs_url(code)
+            link = f"\n\n[{code} documentation]({url})" if url else ""
             parts.append(f"{title}\n\n{diagnostic.message}{link}")
         contents = _markup(self.ls.client_capabilities, "\n\n---\n\n".join(parts))
         return types.Hover(contents=contents, range=hits[0].range if len(hits) == 1 else None)

@@ -10,10 +10,9 @@ import json
 from typing import Any
 
 from distlint.findings import Finding, Span
-from distlint.meta import rule_url
 from distlint.output.headline import headline
 from distlint.output.report import Report
-from distlint.rules.registry import get_rule
+from distlint.rules.registry import docs_url
 
 
 def _range(span: Span) -> dict[str, Any]:
@@ -55,7 +54,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
             for loc in finding.related
         ],
         "fix": fix,
-        "url": _url(finding.code),
+        "url": docs_url(finding.code),
     }
     if finding.properties:
         from distlint.confirm.report import json_properties
@@ -66,9 +65,3 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
 
 def render_json(report: Report) -> str:
     return json.dumps([finding_to_dict(f) for f in report.findings], indent=2) + "\n"
-
-
-def _url(code: str) -> str | None:
-    """The docs address of ``code``'s rule (none for a plugin rule without one)."""
-    rule = get_rule(code)
-    return rule.url() if rule is not None else rule_url(code)

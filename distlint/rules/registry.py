@@ -11,8 +11,9 @@ import importlib
 import pkgutil
 from functools import cache
 
+from distlint.meta import rule_url
 from distlint.rules import plugins
-from distlint.rules.base import _REGISTRY, Rule
+from distlint.rules.base import _REGISTRY, BUILTIN_PREFIX, Rule
 
 
 @cache
@@ -42,3 +43,12 @@ def code_prefixes() -> tuple[str, ...]:
 def get_rule(code: str) -> type[Rule] | None:
     """The rule with this code, or None."""
     return all_rules().get(code.upper())
+
+
+def docs_url(code: str) -> str | None:
+    """The docs address of ``code``'s rule: distlint's page for its own codes, a plugin rule's
+    ``docs_url`` (None if it has none), None for a code nobody registered."""
+    rule = get_rule(code)
+    if rule is not None:
+        return rule.url()
+    return rule_url(code) if code.startswith(BUILTIN_PREFIX) else None

@@ -383,6 +383,38 @@ async def test_hover_on_a_flagged_range_shows_the_finding(client):
     assert await hover(position_of(text, "label", encoding)) is None
 
 
+async def test_a_plugin_finding_links_to_the_plugins_own_page(client):
+    """A local plugin's rule (examples/plugin) is linked to its ``docs_url``, never to a
+    distlint page that does not exist."""
+    import shutil
+    from pathlib import Path
+
+    folder = client.root / "plugin"
+    example = Path(__file__).resolve().parents[2] / "examples" / "plugin" / "lint_rules"
+    shutil.copytree(example, folder / "lint_rules")
+    (folder / "pyproject.toml").write_text(
+        '[tool.distlint]\nplugins = ["lint_rules"]\nextend-select = ["XYZ"]\n', encoding="utf-8"
+    )
+    text = "from acme import launch\n\nlaunch.launch(main)\n"
+    doc = Doc(client, folder / "train.py", text)
+    diagnostic = only(await doc.open_and_wait(), "XYZ001")
+    assert diagnostic.code_description is not None
+    assert diagnostic.code_description.href == "https://example.invalid/lint/XYZ001"
+    result = await asyncio.wait_for(
+        client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(doc.uri),
+                position=diagnostic.range.start,
+            )
+        ),
+        TIMEOUT,
+    )
+    value = result.contents.value
+    assert value.startswith("**XYZ001 launcher-without-timeout**")
+    assert "(https://example.invalid/lint/XYZ001)" in value
+    assert rule_url("XYZ001") not in value
+
+
 # -- configuration -------------------------------------------------------------------------------
 
 
