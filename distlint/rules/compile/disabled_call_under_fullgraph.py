@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from distlint.findings import Location, Severity
+from distlint.rules.compile._bindings import compiled_bindings, file_functions, positional_params
 from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import DISABLE_FUNCTIONS, is_compile_disabled
@@ -74,9 +75,6 @@ class DisabledCallUnderFullgraph(_RegionRule):
     def _check_arguments(self, node: cst.Call) -> None:
         """``step(x, record_stats)``: a disabled function (or a disabled module) passed from
         eager code into a fullgraph=True function that calls it."""
-        from distlint.rules.compile.compile_state import compiled_bindings, file_functions
-        from distlint.rules.compile.iterator_argument_to_compiled_function import positional_params
-
         func = node.func
         if not isinstance(func, cst.Name) or _locally_bound(self.ctx, func.value):
             return

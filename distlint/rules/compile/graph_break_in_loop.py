@@ -13,8 +13,12 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.compile._analysis import own_nodes
+from distlint.rules.compile._bindings import first_positional
 from distlint.rules.compile._breaks import Break, branch_breaks, breaks_in
 from distlint.rules.compile._region import _RegionRule
+from distlint.rules.compile._script_flow import DIST, names_in
+from distlint.rules.context import RuleContext
+from distlint.syntax.walker import descendants
 
 
 class GraphBreakInLoop(_RegionRule):
@@ -62,8 +66,6 @@ class GraphBreakInLoop(_RegionRule):
 
     def _fsdp2_children(self, loop: cst.For | cst.While, region) -> bool:  # type: ignore[no-untyped-def]
         """A compiled root looping over FSDP2-sharded children (proof: test_proof_dl107_109.py)."""
-        from distlint.rules.compile.compile_state import sharded_children_loop
-
         children = sharded_children_loop(self.ctx, loop)
         if children is None:
             return False
@@ -108,3 +110,67 @@ class GraphBreakInLoop(_RegionRule):
             if found and self.ctx.traced(ancestors):
                 return found[0]
         return None
+
+
+# -- FSDP2-sharded children looped over in a compiled root -----------------------------------------
+
+
+def fully_sharded_attributes(ctx: RuleContext) -> frozenset[str]:
+    """Attribute names whose elements the file passes to FSDP2's ``fully_shard``:
+    ``for blk in model.layers: fully_shard(blk)`` or ``fully_shard(model.layers[i])``."""
+    return ctx.memo(_fully_sharded_attributes)
+
+
+def _fully_sharded_attributes(ctx: RuleContext) -> frozenset[str]:
+    found: set[str] = set()
+    loops: dict[str, str] = {}  # loop variable -> attribute iterated
+    for node in descendants(ctx.module):
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            it = node.iter
+            if isinstance(it, cst.Attribute):
+                loops[node.target.value] = it.attr.value
+            elif isinstance(it, cst.Subscript) and isinstance(it.value, cst.Attribute):
+                loops[node.target.value] = it.value.attr.value
+    for node in descendants(ctx.module):
+        if not isinstance(node, cst.Call):
+            continue
+        name = ctx.imports.resolve(node.func) or ""
+        if not (name.startswith(DIST) and name.endswith(".fully_shard")):
+            continue
+        arg = first_positional(node)
+        if isinstance(arg, cst.Name) and arg.value in loops:
+            found.add(loops[arg.value])
+        elif isinstance(arg, cst.Subscript) and isinstance(arg.value, cst.Attribute):
+            found.add(arg.value.attr.value)
+    result = frozenset(found)
+    return result
+
+
+def sharded_children_loop(ctx: RuleContext, loop: cst.For | cst.While) -> str | None:
+    """``self.layers`` when ``loop`` runs ``for blk in self.layers: blk(...)`` in a function
+    that a whole-module compile root compiles, and the file fully_shards those children."""
+    region = ctx.region
+    if region is None or not isinstance(loop, cst.For):
+        return None
+    if not any(r.kind in ("module", "method") for r in region.roots) or not region.direct:
+        return None
+    it = loop.iter
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate":
+        first = first_positional(it)
+        it = first if first is not None else it
+    if not (
+        isinstance(it, cst.Attribute)
+        and isinstance(it.value, cst.Name)
+        and it.value.value == "self"
+        and it.attr.value in fully_sharded_attributes(ctx)
+    ):
+        return None
+    variables = names_in(loop.target)
+    for node, _ in own_nodes(loop.body):
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value in variables
+        ):
+            return f"self.{it.attr.value}"
+    return None

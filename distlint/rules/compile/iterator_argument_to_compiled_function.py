@@ -15,8 +15,8 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.compile._analysis import _params, function_nodes
+from distlint.rules.compile._bindings import compiled_bindings, file_functions, positional_params
 from distlint.rules.compile._region import _locally_bound, _RegionRule
-from distlint.rules.compile.compile_state import compiled_bindings, file_functions
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants
 
@@ -168,20 +168,6 @@ class IteratorArgument(_RegionRule):
 
         info = binding.root.info
         return (Location(info.path, info.span, info.label),)
-
-
-def positional_params(func: cst.FunctionDef) -> list[str]:
-    params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-    if params and params[0] in ("self", "cls") and not _is_staticmethod(func):
-        params = params[1:]
-    return params
-
-
-def _is_staticmethod(func: cst.FunctionDef) -> bool:
-    return any(
-        isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
-        for d in func.decorators
-    )
 
 
 def _iteration_of(func: cst.FunctionDef, name: str, is_builtin) -> cst.CSTNode | None:  # type: ignore[no-untyped-def]
