@@ -21,7 +21,9 @@ from click.testing import CliRunner
 from distlint.cli import main
 from distlint.engine.checker import check_bytes, check_path, check_source
 from distlint.file_settings import FileSettings
-from distlint.rules.collectives.compiled_collectives import ObjectCollectiveInCompiledRegion
+from distlint.rules.collectives.object_collective_in_compiled_region import (
+    ObjectCollectiveInCompiledRegion,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))

@@ -1,4 +1,9 @@
-"""Collectives inside compiled regions (DL2xx rules that depend on torch.compile)."""
+"""DL202: a collective that Dynamo cannot trace (``broadcast``, ``barrier``, point-to-point
+ops, ``new_group``, a traceable one with ``async_op=True``...) inside a compiled region.
+
+Observed on torch 2.13.0 (tests/proof/test_proof_dl202.py, fixtures/DL202): the call breaks
+the graph (GB0007, GB2696, GB0172), and fails under ``fullgraph=True``.
+"""
 
 from __future__ import annotations
 
@@ -7,48 +12,6 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.base import Rule
 from distlint.rules.compile._analysis import SOME_PATHS
-
-# Observed on torch 2.13.0 (re-observed by tests/proof/test_proof_dl203.py): each crashes Dynamo
-# with InternalTorchDynamoError (UnsafeScriptObjectError on the ProcessGroup OpaqueObject), GB2078.
-OBJECT_COLLECTIVES = frozenset(
-    {
-        "torch.distributed.all_gather_object",
-        "torch.distributed.broadcast_object_list",
-        "torch.distributed.gather_object",
-        "torch.distributed.scatter_object_list",
-        "torch.distributed.monitored_barrier",
-    }
-)
-
-
-class ObjectCollectiveInCompiledRegion(Rule):
-    code = "DL203"
-    name = "object-collective-in-compiled-region"
-    severity = Severity.ERROR
-    summary = (
-        "An object collective or monitored_barrier inside a compiled region crashes compilation."
-    )
-    tags = ("correctness", "torch.compile", "distributed")
-    precision = "very-high"
-    scope = "region"
-
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
-        name = self.ctx.resolve(node.func)
-        if name not in OBJECT_COLLECTIVES:
-            return
-        spelled = self.ctx.module.code_for_node(node.func)
-        self.report(
-            node,
-            f"`{spelled}` inside a compiled region crashes compilation, with or without "
-            "fullgraph=True (InternalTorchDynamoError on the ProcessGroup OpaqueObject, "
-            "GB2078). Call it outside the compiled function, or exchange tensors with a "
-            "traceable collective such as `all_gather_single`.",
-            related=region.related,
-        )
-
 
 # Observed on torch 2.13.0 (re-observed by tests/proof/test_proof_dl202.py):
 # Dynamo cannot trace these c10d calls. Name -> GB id of the break.
