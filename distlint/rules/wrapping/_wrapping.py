@@ -1,10 +1,11 @@
-"""torch.compile x DDP/FSDP wrapping (DL3xx): compiling a distributed wrapper the wrong way.
+"""The walk shared by the torch.compile x DDP/FSDP wrapping rules (DL301, DL302, DL304).
 
 Each scope (the module body, each function body) is read statement by statement, in source
 order, to learn which names hold a ``DistributedDataParallel(...)``, an FSDP1 model, a module
 whose submodules went through ``fully_shard``, or a built-in ``torch.nn`` module; then each
-``torch.compile(X, ...)`` / ``X.compile(...)`` is judged by what ``X`` holds at that point.
-Facts observed on torch 2.13.0 with gloo, re-observed by tests/proof/test_proof_dl3xx.py.
+``torch.compile(X, ...)`` / ``X.compile(...)`` is judged by what ``X`` holds at that point
+(each rule's ``check``). Facts observed on torch 2.13.0 with gloo, re-observed by
+tests/proof/test_proof_dl3xx.py.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from distlint.findings import Severity
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_literal, literal_value
@@ -61,7 +61,7 @@ _NOT_BUILTIN_PREFIXES = (
     "torch.nn.attention.",
     "torch.nn.parameter.",
 )
-_MISSING = object()  # use_orig_params= not given (FSDP1's default is False)
+MISSING = object()  # use_orig_params= not given (FSDP1's default is False)
 
 
 @dataclass
@@ -70,7 +70,7 @@ class Wrapped:
 
     kind: str  # "ddp" | "fsdp1"
     call: cst.Call
-    use_orig_params: object = _MISSING  # FSDP1 only: True/False, _MISSING, or unknown
+    use_orig_params: object = MISSING  # FSDP1 only: True/False, MISSING, or unknown
     builtin: str | None = None  # DDP only: the torch.nn class of the wrapped module
 
 
@@ -277,139 +277,6 @@ class _WrappingRule(Rule):
         raise NotImplementedError
 
 
-class FullgraphOnDistributedWrapper(_WrappingRule):
-    code = "DL301"
-    name = "fullgraph-on-distributed-wrapper"
-    severity = Severity.ERROR
-    summary = (
-        "torch.compile(..., fullgraph=True) of a DDP model, an FSDP1 model or a module with "
-        "fully_shard-ed submodules always fails."
-    )
-    tags = ("correctness", "torch.compile", "distributed")
-    precision = "very-high"
-    triggers = ("DistributedDataParallel", "FullyShardedDataParallel", "fully_shard")
-    needs_fullgraph = True  # every finding is on an explicit `fullgraph=True`
-
-    def check(self, facts: SiteFacts) -> None:
-        site = facts.site
-        if not site.fullgraph:
-            return
-        spelled = self.ctx.module.code_for_node(site.target)
-        wrapped = facts.wrapped
-        how = f"`{spelled}.compile(fullgraph=True)`" if site.method else "fullgraph=True"
-        if wrapped is not None and wrapped.kind == "ddp":
-            if site.method:
-                detail = "`Attempt to trace generator`, GB0003"
-            else:
-                detail = "`Unsupported method call` on DDP's `Logger`, GB0156"
-            self.report(
-                site.call,
-                f"{how} on a `DistributedDataParallel` model always fails on torch 2.13 "
-                f"(`Unsupported`: {detail}): DDP's forward cannot be captured in one graph. "
-                "Compile the inner module instead (`DDP(torch.compile(model, "
-                "fullgraph=True))`) or compile its blocks.",
-                related_nodes=((wrapped.call, "wrapped here"),),
-            )
-            return
-        if wrapped is not None and wrapped.kind == "fsdp1":
-            orig = wrapped.use_orig_params
-            if orig is _MISSING or orig is False:
-                return  # DL302 reports it (GB0053), as an error under fullgraph=True
-            if site.method:
-                return  # observed: FSDP1(use_orig_params=True).compile(fullgraph=True) passes
-            self.report(
-                site.call,
-                "fullgraph=True on an FSDP1 `FullyShardedDataParallel` model fails on torch "
-                "2.13: with `use_orig_params=True` Dynamo stops at `torch.* op returned "
-                "non-Tensor` (GB0208), with `use_orig_params=False` at `FSDP with "
-                "use_orig_params=False` (GB0053). Drop fullgraph=True, or compile the blocks "
-                "inside the FSDP units.",
-                related_nodes=((wrapped.call, "wrapped here"),),
-            )
-            return
-        children = facts.sharded
-        if children is not None:
-            self.report(
-                site.call,
-                f"{how} on a module whose submodules went through `fully_shard` fails on "
-                "torch 2.13: the FSDP2 hooks run `torch._dynamo.disable`d code (`Attempted to "
-                "call function marked as skipped`, GB0007). Compile each block instead: "
-                "`for blk in model.layers: blk.compile(fullgraph=True)`.",
-                related_nodes=((children, "sharded here"),),
-            )
-
-
-class FsdpFlatParamsCompile(_WrappingRule):
-    code = "DL302"
-    name = "fsdp-flat-params-compile"
-    severity = Severity.WARNING
-    summary = (
-        "torch.compile of an FSDP1 model with use_orig_params=False (the default) compiles "
-        "nothing, and fails under fullgraph=True."
-    )
-    tags = ("performance", "torch.compile", "distributed")
-    precision = "very-high"
-    triggers = ("FullyShardedDataParallel",)
-
-    def check(self, facts: SiteFacts) -> None:
-        site, wrapped = facts.site, facts.wrapped
-        if wrapped is None or wrapped.kind != "fsdp1":
-            return
-        orig = wrapped.use_orig_params
-        if orig is not _MISSING and orig is not False:
-            return
-        given = (
-            "use_orig_params=False" if orig is False else "FSDP1's default use_orig_params=False"
-        )
-        if site.fullgraph:
-            effect = (
-                "the fullgraph=True compile fails with `Unsupported: FSDP with "
-                "use_orig_params=False` (GB0053)"
-            )
-        else:
-            effect = (
-                "Dynamo skips it (`FSDP with use_orig_params=False`, GB0053) and the whole "
-                "model runs eagerly, with 0 graphs compiled"
-            )
-        self.report(
-            site.call,
-            f"Compiling an FSDP1 model with {given}: {effect} on torch 2.13. Pass "
-            "`use_orig_params=True` to `FullyShardedDataParallel`, or move to `fully_shard` "
-            "and compile per block.",
-            severity=Severity.ERROR if site.fullgraph else None,
-            related_nodes=((wrapped.call, "wrapped here"),),
-        )
-
-
-class CompiledDdpOfBuiltinContainer(_WrappingRule):
-    code = "DL304"
-    name = "compiled-ddp-of-builtin-container"
-    severity = Severity.WARNING
-    summary = (
-        "torch.compile of DDP(nn.Sequential(...)) (or any built-in torch.nn module) compiles "
-        "nothing: the model runs eagerly."
-    )
-    tags = ("performance", "torch.compile", "distributed")
-    precision = "high"
-    triggers = ("DistributedDataParallel",)
-
-    def check(self, facts: SiteFacts) -> None:
-        site, wrapped = facts.site, facts.wrapped
-        if site.fullgraph:
-            return  # DL301: the compile fails outright
-        if wrapped is None or wrapped.kind != "ddp" or wrapped.builtin is None:
-            return
-        short = "nn." + wrapped.builtin.rsplit(".", 1)[-1]
-        self.report(
-            site.call,
-            f"Compiling `DDP({short}(...))` compiles nothing on torch 2.13: after DDP's forward "
-            f"breaks the graph, the built-in `{short}.forward` is not compiled as a frame of its "
-            f"own, so 0 graphs are compiled and the model runs eagerly, silently. Compile the "
-            "module before wrapping it: `DDP(torch.compile(module))`.",
-            related_nodes=((wrapped.call, "wrapped here"),),
-        )
-
-
 # -- helpers ---------------------------------------------------------------------------------------
 
 
@@ -585,7 +452,7 @@ def _use_orig_params(call: cst.Call) -> object:
         if arg.keyword is not None and arg.keyword.value == "use_orig_params":
             value = literal_value(arg.value)
             return value if is_literal(value) else None
-    return _MISSING
+    return MISSING
 
 
 def _is_builtin_module(name: str) -> bool:
