@@ -1,0 +1,99 @@
+"""Unit tests of DL102 tensor-to-python: what it reports, where, and what it leaves alone.
+
+The proof tests (tests/proof/test_proof_dl1xx.py) show that torch behaves as the messages say.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from distlint.findings import Severity
+from tests.rules.compile.conftest import DL101_TO_DL110, HEADER, compiled
+from tests.rules.conftest import run, where
+
+
+@pytest.mark.parametrize(
+    "expr, gb",
+    [
+        ("x.sum().item()", "GB0124"),
+        ("int(x)", "GB0124"),
+        ("float(x.mean())", "GB0124"),
+        ("x.long().tolist()", "GB0033"),
+        ("x.tolist()", "GB0109"),
+    ],
+)
+def test_dl102_notes_without_fullgraph(expr: str, gb: str) -> None:
+    (finding,) = run(compiled(f"v = {expr}\nreturn v\n"), "DL102")
+    assert (finding.span.start.line, finding.span.start.column) == (6, 9)
+    assert finding.severity is Severity.NOTE
+    assert gb in finding.message
+
+
+def test_dl102_fullgraph_arithmetic_and_size_uses_are_captured() -> None:
+    body = (
+        "a = x * x.sum().item()\n"
+        "n = x.long().sum().item()\n"
+        "b = torch.zeros(n)\n"
+        "c = x.long().tolist()\n"
+        "return a, b, c\n"
+    )
+    assert run(compiled(body, fullgraph=True), "DL102") == []
+
+
+@pytest.mark.parametrize(
+    "body, text",
+    [
+        ("if bool(x.sum() > 0):\n    return x\nreturn -x\n", "Could not guard on data-dependent"),
+        ("t = x.sum().item()\nif t > 0:\n    return x\nreturn -x\n", "Could not guard"),
+        ("for _ in range(x.sum().item()):\n    x = x * 2\nreturn x\n", "specialized integer"),
+        ("n = int(x.sum())\nfor _ in range(n):\n    x = x * 2\nreturn x\n", "specialized integer"),
+        ("return x.float().tolist()\n", "Tensor.tolist() with non-integer tensor` (GB0109)"),
+        ("y = torch.softmax(x, 0)\nreturn y.tolist()\n", "non-integer tensor` (GB0109)"),
+    ],
+)
+def test_dl102_fullgraph_errors(body: str, text: str) -> None:
+    (finding,) = run(compiled(body, fullgraph=True), "DL102")
+    assert finding.severity is Severity.ERROR
+    assert text in finding.message
+
+
+def test_dl102_fullgraph_list_of_a_tensor_of_unknown_dtype_is_a_warning() -> None:
+    """torch 2.13 captures an integer tensor's ``.tolist()`` under fullgraph=True and fails
+    on a floating-point one: without knowing which, the finding says both (physicsnemo's
+    ``mesh.mesh.cpu().flatten().tolist()`` holds ranks)."""
+    (finding,) = run(compiled("return x.flatten().tolist()\n", fullgraph=True), "DL102")
+    assert finding.severity is Severity.WARNING
+    assert "fails if it holds floating-point values" in finding.message
+    assert "an integer tensor's list is captured" in finding.message
+
+
+def test_dl102_capture_scalar_outputs_keeps_only_failing_cases() -> None:
+    source = HEADER + (
+        "torch._dynamo.config.capture_scalar_outputs = True\n\n@torch.compile\ndef f(x):\n"
+        "    a = x * x.sum().item()\n"
+        "    if x.max().item() > 0:\n"
+        "        a = a + 1\n"
+        "    return a, x.tolist(), x.long().tolist()\n"
+    )
+    found = run(source, "DL102")
+    assert where(found) == [("DL102", 9, 8), ("DL102", 11, 15)]
+    assert all(f.severity is Severity.NOTE for f in found)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return (x * 2).cpu() + x.to('cpu')\n",
+        "return x * int(x.shape[0]) * float(scale)\n",
+        "return [v for _, v in config.items()]\n",
+        "return x.numpy()\n",
+    ],
+)
+def test_dl102_traps(body: str) -> None:
+    source = compiled(body, params="x: torch.Tensor, scale=1.0, config=None")
+    assert run(source, "DL102") == []
+
+
+def test_dl102_eager_item_is_fine() -> None:
+    source = HEADER + "def train(model, x):\n    loss = model(x)\n    return loss.item()\n"
+    assert run(source, *DL101_TO_DL110) == []

@@ -1,0 +1,54 @@
+"""Unit tests of DL103 dynamic-output-shape: what it reports, where, and what it leaves alone.
+
+The proof tests (tests/proof/test_proof_dl1xx.py) show that torch behaves as the messages say.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from distlint.findings import Severity
+from tests.rules.compile.conftest import DL101_TO_DL110, HEADER, compiled
+from tests.rules.conftest import run, where
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "torch.nonzero(x)",
+        "x.nonzero()",
+        "torch.unique(x)",
+        "x[x > 0]",
+        "x[~torch.isnan(x)]",
+        "torch.masked_select(x, x > 0)",
+        "torch.where(x > 0)",
+        "torch.repeat_interleave(x, x.long())",
+    ],
+)
+def test_dl103_reports_dynamic_shapes(expr: str) -> None:
+    (finding,) = run(compiled(f"return {expr}\n"), "DL103")
+    assert finding.severity is Severity.NOTE
+    assert (finding.span.start.line, finding.span.start.column) == (6, 12)
+    assert "GB0036" in finding.message
+
+
+def test_dl103_mask_through_a_name() -> None:
+    source = compiled("mask = x > 0\nreturn x[mask]\n")
+    assert where(run(source, *DL101_TO_DL110)) == [("DL103", 7, 12)]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        compiled("return torch.nonzero(x)\n", fullgraph=True),
+        HEADER
+        + "torch._dynamo.config.capture_dynamic_output_shape_ops = True\n"
+        + "@torch.compile\ndef f(x):\n    return torch.nonzero(x)\n",
+        compiled("m = x > 0\nreturn torch.where(m, x, 0.0) + torch.repeat_interleave(x, 2)\n"),
+        compiled("m = x > 0\nx[m] = 0.0\nreturn x * m\n"),
+        compiled("return x[idx]\n", params="x: torch.Tensor, idx: torch.Tensor"),
+    ],
+    ids=["fullgraph", "capture-config", "static-where", "mask-write", "int-index"],
+)
+def test_dl103_silent(source: str) -> None:
+    assert run(source, "DL103") == []

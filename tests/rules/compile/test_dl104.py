@@ -1,0 +1,184 @@
+"""Unit tests of DL104 host-side-effect: what it reports, where, and what it leaves alone.
+
+The proof tests (tests/proof/test_proof_dl1xx.py) show that torch behaves as the messages say.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from distlint.findings import Severity
+from tests.rules.compile.conftest import DL101_TO_DL110, HEADER, compiled
+from tests.rules.conftest import run
+
+SHARDED = """
+import os
+
+import torch
+import torch.nn as nn
+
+
+def mark(weight):
+    os.environ["SKIP"] = "1"
+    return weight
+
+
+class Sharded(nn.Module):
+    def __init__(self, mesh=None, verbose=False):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.mesh = mesh
+        self.verbose = verbose
+
+    def forward(self, x):
+        if self.mesh and x.is_cuda:
+            mark(self.fc.weight)
+        if self.verbose:
+            print("forward")
+        return self.fc(x)
+
+
+def enable(m):
+    setattr(m, "verbose", True)
+
+
+def main():
+    model = CONSTRUCTION
+    PREPARE
+    return torch.compile(model, fullgraph=True)(torch.ones(2, 4))
+"""
+
+
+@pytest.mark.parametrize(
+    "imports, call, gb",
+    [
+        ("", "print(x)", "GB0059"),
+        ("", "breakpoint()", "GB0059"),
+        ("import logging\nlogger = logging.getLogger(__name__)\n", "logger.debug('x')", "GB0291"),
+        ("import logging\n", "logging.info('x')", "GB0291"),
+        ("import warnings\n", "warnings.warn('x')", "GB0007"),
+        ("import pdb\n", "pdb.set_trace()", "GB0007"),
+        ("import time\n", "time.time()", "GB0007"),
+        ("import time\n", "time.perf_counter()", "GB0007"),
+        ("import random\n", "random.random()", "GB0007"),
+        ("", "torch.manual_seed(0)", "GB0007"),
+        ("import numpy as np\n", "np.random.rand()", "GB0033"),
+        ("", "torch.save(x, 'x.pt')", "GB0007"),
+        ("import copy\n", "copy.deepcopy(x)", "GB4198"),
+        ("", "x.data_ptr()", "GB0088"),
+        ("import ctypes\n", "ctypes.CDLL(None)", "GB0156"),
+    ],
+)
+def test_dl104_host_calls(imports: str, call: str, gb: str) -> None:
+    source = imports + HEADER + f"@torch.compile\ndef f(x):\n    {call}\n    return x\n"
+    (finding,) = run(source, "DL104")
+    assert finding.severity is Severity.WARNING
+    assert gb in finding.message
+    assert finding.span.start.column == 5
+
+
+def test_dl104_fullgraph_error_and_environ_write() -> None:
+    source = "import os\n" + compiled("os.environ['A'] = '1'\nreturn x\n", fullgraph=True)
+    (finding,) = run(source, "DL104")
+    assert finding.severity is Severity.ERROR
+    assert "fails under fullgraph=True" in finding.message and "GB0007" in finding.message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "k = random.randint(0, 3)\nreturn x * k + torch.rand(4)\n",
+        "s = f'{x.sum()} {tuple(x.shape)}'\nreturn x * math.sqrt(4.0)\n",
+        "with torch.no_grad():\n    y = x * 2\nreturn y\n",
+        "r = os.environ.get('RANK', '0')\nreturn x * int(r)\n",
+        "return x * dist.get_rank() * dist.get_world_size() * dist.is_initialized()\n",
+        "return x.new_group()\n",
+    ],
+)
+def test_dl104_traps(body: str) -> None:
+    imports = "import math\nimport os\nimport random\nimport torch.distributed as dist\n"
+    assert run(imports + compiled(body), "DL104") == []
+
+
+def test_fullgraph_errors_only_where_the_break_runs_on_every_compiled_call() -> None:
+    """Under fullgraph=True a break is an error only where it runs whenever the compiled
+    function runs: its body outside branches, and what it always calls. Under a branch, in a
+    function called under one, or with several possible callees, it is a warning that says
+    the compile fails only on some paths."""
+    source = """
+    import warnings
+
+    import torch
+    import torch.distributed as dist
+
+
+    def always(x):
+        print("always")
+        return x
+
+
+    def sometimes(x):
+        print("sometimes")
+        return x
+
+
+    @torch.compile(fullgraph=True)
+    def step(x: torch.Tensor, flag: bool, n: int):
+        print("top")
+        always(x)
+        if flag:
+            print("under if")
+            sometimes(x)
+        for _ in range(2):
+            warnings.warn("loop body")
+        y = x if flag else print("conditional expression")
+        dist.barrier()
+        if n > 1:
+            return x
+        dist.barrier()
+        if x.sum().item() > 0:
+            return x
+        return x
+    """
+    found = [
+        (f.code, f.span.start.line, f.severity) for f in run(source, "DL102", "DL104", "DL202")
+    ]
+    error, warning = Severity.ERROR, Severity.WARNING
+    assert found == [
+        ("DL104", 9, error),
+        ("DL104", 14, warning),
+        ("DL104", 20, error),
+        ("DL104", 23, warning),
+        ("DL104", 26, error),
+        ("DL104", 27, warning),
+        ("DL202", 28, error),
+        ("DL202", 31, warning),  # after an ``if`` that may return
+        ("DL102", 32, warning),
+    ]
+    messages = {(f.code, f.span.start.line): f.message for f in run(source, *DL101_TO_DL110)}
+    assert "it runs only on some paths of the compiled call" in messages[("DL104", 23)]
+    assert "only on some paths" not in messages[("DL104", 20)]
+
+
+@pytest.mark.parametrize(
+    ("construction", "prepare", "lines"),
+    [
+        ("Sharded().to('cpu')", "model.eval()", []),  # neither is set by this construction
+        ("Sharded(verbose=True)", "pass", [24]),  # a literal passed: that side is taken
+        ("Sharded(mesh=make_mesh())", "pass", [9]),  # a value not known: both sides may run
+        ("Sharded(**options)", "pass", [9, 24]),  # what is passed is not known
+        ("Sharded()", "model.verbose = True", [24]),  # written here
+        ("Sharded()", "enable(model)", [24]),  # handed to code that writes `verbose`
+        ("Sharded()", "models = [model]", [24]),  # stored: `enable` may reach it
+        ("Sharded()", "setattr(model, name, 1)", [9, 24]),  # any attribute may be written
+    ],
+)
+def test_compiled_instance_attributes_decide_self_tests(
+    construction: str, prepare: str, lines: list[int]
+) -> None:
+    """``if self.<name>:`` in a compiled module's methods is decided from the construction the
+    compile site shows, when ``__init__`` sets the attribute once from that argument (or a
+    literal) and no other code may have written it."""
+    source = SHARDED.replace("CONSTRUCTION", construction).replace("PREPARE", prepare)
+    found = run(source, "DL104")
+    assert [f.span.start.line for f in found] == lines

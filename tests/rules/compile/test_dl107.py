@@ -1,0 +1,203 @@
+"""Unit tests of DL107 recompile-limit: what it reports, where, and what it leaves alone.
+
+The proof tests (tests/proof/test_proof_dl107_109.py) show that torch behaves as the messages
+say.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from distlint.findings import Severity
+from tests.project_util import check_sources
+from tests.rules.compile.conftest import FLOW_CODES
+from tests.rules.conftest import run, where
+
+STATIC = """\
+import torch
+
+@torch.compile(dynamic=False{fg})
+def f(x):
+    return x * 2
+
+"""
+
+
+def test_dl107_varying_factory_shape_in_a_loop() -> None:
+    found = run(
+        STATIC.format(fg="") + "for n in range(2, 14):\n    f(torch.randn(n, 4))\n", *FLOW_CODES
+    )
+    assert where(found) == [("DL107", 8, 7)]
+    assert found[0].severity is Severity.WARNING
+    assert "dynamic=False" in found[0].message and "`n`" in found[0].message
+    assert "silently runs eagerly" in found[0].message
+    assert "mark_dynamic" in found[0].message
+    assert found[0].related and "compiled" in found[0].related[0].message
+
+
+def test_dl107_fullgraph_is_an_error() -> None:
+    found = run(
+        STATIC.format(fg=", fullgraph=True") + "for n in lengths:\n    f(x[:n])\n", *FLOW_CODES
+    )
+    assert where(found) == [("DL107", 8, 7)]
+    assert found[0].severity is Severity.ERROR
+    assert "FailOnRecompileLimitHit" in found[0].message
+
+
+def test_dl107_shape_through_a_local_and_a_compiled_module() -> None:
+    source = """\
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return x
+
+    def train(buckets):
+        model = torch.compile(Net(), dynamic=False)
+        for size in buckets:
+            batch = torch.zeros(size, 8)
+            model(batch)
+    """
+    assert where(run(source, *FLOW_CODES)) == [("DL107", 12, 15)]
+
+
+def test_dl107_automatic_dynamic_shapes_off() -> None:
+    source = """\
+    import torch
+    import torch._dynamo
+    torch._dynamo.config.automatic_dynamic_shapes = False
+
+    @torch.compile
+    def f(x):
+        return x
+
+    for n in range(20):
+        f(torch.ones(n))
+    """
+    found = run(source, *FLOW_CODES)
+    assert where(found) == [("DL107", 10, 7)]
+    assert "automatic_dynamic_shapes = False" in found[0].message
+
+
+def test_dl107_traps() -> None:
+    source = """\
+    import torch
+    import torch._dynamo
+
+    @torch.compile
+    def dyn(x):
+        if x.shape[0] > 8:
+            return x[:8]
+        return x
+
+    @torch.compile(dynamic=False)
+    def f(x):
+        return x
+
+    for n in range(2, 14):
+        dyn(torch.ones(n, 4))
+    for n in range(2, 14):
+        x = torch.ones(n, 4)
+        torch._dynamo.mark_dynamic(x, 0)
+        f(x)
+    for n in (16, 32, 64):
+        f(torch.ones(n, 4))
+    for batch in loader:
+        f(batch)
+    for step in range(100):
+        f(torch.ones(4, 4))
+    """
+    assert run(source, *FLOW_CODES) == []
+
+
+def test_dl107_module_global_int_rebound_in_a_loop() -> None:
+    source = """\
+    import torch
+
+    STEP = 0
+
+    @torch.compile(fullgraph=True)
+    def f(x):
+        return x + STEP
+
+    def train():
+        global STEP
+        for i in range(100):
+            STEP = i
+            f(torch.ones(2))
+    """
+    found = run(source, *FLOW_CODES)
+    assert where(found) == [("DL107", 7, 16)]
+    assert found[0].severity is Severity.ERROR
+    assert "G['STEP']" in found[0].message
+    assert [r.message for r in found[0].related][-1] == "rebound here"
+
+
+def test_dl107_module_level_loop_rebinding() -> None:
+    source = """\
+    import torch
+
+    PHASE = 0
+
+    @torch.compile
+    def f(x):
+        return x * PHASE
+
+    while True:
+        PHASE += 1
+        f(torch.ones(2))
+    """
+    found = run(source, *FLOW_CODES)
+    assert where(found) == [("DL107", 7, 16)]
+    assert found[0].severity is Severity.WARNING
+
+
+def test_dl107_global_traps() -> None:
+    source = """\
+    import torch
+
+    LR = 0.1
+    STEP = 0
+    FIXED = 3
+
+    @torch.compile
+    def f(x, STEP):
+        return x * LR + STEP + FIXED
+
+    def set_once():
+        global STEP
+        STEP = 5
+
+    for i in range(100):
+        LR = 0.1 / (i + 1)
+        f(torch.ones(2), i)
+    """
+    assert run(source, *FLOW_CODES) == []
+
+
+def test_dl107_reads_the_setting_in_the_compiled_module_s_file(tmp_path: Path) -> None:
+    results = check_sources(
+        tmp_path,
+        {
+            "model.py": """
+            import torch
+            import torch._dynamo
+            torch._dynamo.config.automatic_dynamic_shapes = False
+
+            class Net(torch.nn.Module):
+                def forward(self, x):
+                    return x * 2
+            """,
+            "train.py": """
+            import torch
+            from model import Net
+
+            model = torch.compile(Net())
+            for n in range(20):
+                model(torch.ones(n))
+            """,
+        },
+        enabled=["DL107"],
+    )
+    assert [(f.code, f.span.start.line) for f in results["train.py"].findings] == [("DL107", 7)]

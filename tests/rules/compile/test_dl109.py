@@ -1,0 +1,85 @@
+"""Unit tests of DL109 hook-after-compile: what it reports, where, and what it leaves alone.
+
+The proof tests (tests/proof/test_proof_dl107_109.py) show that torch behaves as the messages
+say.
+"""
+
+from __future__ import annotations
+
+from tests.rules.conftest import run, where
+
+NET = """\
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+"""
+
+
+def test_dl109_submodule_hook_after_first_call() -> None:
+    source = NET + (
+        "model = Net()\n"
+        "compiled = torch.compile(model)\n"
+        "compiled(x)\n"
+        "model.fc.register_forward_hook(hook)\n"
+        "compiled.fc.register_forward_pre_hook(hook)\n"
+    )
+    found = run(source, "DL109")
+    assert where(found) == [("DL109", 15, 1), ("DL109", 16, 1)]
+    assert "never fires" in found[0].message
+    assert found[0].related[0].message == "first compiled call"
+
+
+def test_dl109_loop_over_modules_and_hook_in_a_training_loop() -> None:
+    source = NET + (
+        "def train(batches):\n"
+        "    model = Net()\n"
+        "    model.compile()\n"
+        "    for step, x in enumerate(batches):\n"
+        "        if step == 10:\n"
+        "            for name, mod in model.named_modules():\n"
+        "                mod.register_forward_hook(hook)\n"
+        "        model(x)\n"
+    )
+    assert where(run(source, "DL109")) == [("DL109", 18, 17)]
+
+
+def test_dl109_model_called_from_a_compiled_function() -> None:
+    source = NET + (
+        "MODEL = Net()\n"
+        "@torch.compile\n"
+        "def step(x):\n"
+        "    return MODEL(x).sum()\n"
+        "step(x)\n"
+        "MODEL.register_forward_hook(hook)\n"
+    )
+    assert where(run(source, "DL109")) == [("DL109", 17, 1)]
+
+
+def test_dl109_traps() -> None:
+    source = NET + (
+        "model = Net()\n"
+        "model.fc.register_forward_hook(hook)\n"
+        "compiled = torch.compile(model)\n"
+        "compiled(x)\n"
+        "compiled.register_forward_hook(hook)\n"
+        "model.register_forward_pre_hook(hook)\n"
+        "model.fc.weight.register_hook(hook)\n"
+        "other = Net()\n"
+        "other.fc.register_forward_hook(hook)\n"
+        "def later():\n"
+        "    m = Net()\n"
+        "    c = torch.compile(m)\n"
+        "    c(x)\n"
+        "    m.fc.register_forward_hook(hook)\n"
+        "    torch._dynamo.reset()\n"
+        "    c(x)\n"
+    )
+    assert run(source, "DL109") == []

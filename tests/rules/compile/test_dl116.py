@@ -1,0 +1,89 @@
+"""Unit tests of DL116 uninitialized-module: what it reports, where, and what it leaves alone.
+
+The proof tests (tests/proof/test_proof_dl1xx.py) show that torch behaves as the messages say.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from distlint.engine.checker import check_source
+from distlint.file_settings import FileSettings
+from distlint.findings import Severity
+from tests.rules.compile.conftest import HEADER
+from tests.rules.conftest import run, where
+
+
+def test_dl116_module_without_super_init() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        from torch import nn
+        from project import Base
+
+
+        class A(nn.Module):
+            def __init__(self):
+                self.k = 1
+
+
+        class B(nn.Linear):
+            def __init__(self):
+                pass
+
+
+        class C(Base, nn.Module):
+            def __init__(self):
+                pass
+
+
+        class D(nn.Module):
+            def __init__(self):
+                super().__init__()
+
+
+        class E(nn.Module):
+            pass
+
+
+        class F:
+            def __init__(self):
+                pass
+
+
+        class Abstract(nn.Module):
+            def __init__(self):
+                raise NotImplementedError
+        """
+    )
+    found = run(source, "DL116")
+    assert where(found) == [("DL116", 9, 9), ("DL116", 14, 9)]
+    assert all(f.severity is Severity.ERROR and "GB0119" in f.message for f in found)
+
+
+def test_dl116_test_doubles_never_called_in_their_test_module_are_left_alone() -> None:
+    """peft's and torchrl's tests hand minimal nn.Module doubles to code that only reads
+    their attributes: never called, never broken. A double the test calls is reported."""
+    source = """
+    import torch
+    from torch import nn
+
+    class Mock(nn.Module):
+        def __init__(self, keys):
+            self.keys = keys
+
+    class Called(nn.Module):
+        def __init__(self):
+            self.scale = 2
+
+    def test_mock():
+        assert Mock(["a"]).keys == ["a"]
+
+    def test_called():
+        m = Called()
+        return m(torch.ones(2))
+    """
+    settings = FileSettings(enabled=frozenset({"DL116"}))
+    found = check_source(textwrap.dedent(source), "tests/test_mocks.py", settings).findings
+    assert [f.span.start.line for f in found] == [10]
+    outside = check_source(textwrap.dedent(source), "src/mocks.py", settings).findings
+    assert [f.span.start.line for f in outside] == [6, 10]

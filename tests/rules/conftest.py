@@ -1,0 +1,39 @@
+"""Helpers shared by the rule tests (``tests/rules/<family>/test_dlNNN.py``): check a snippet
+with some rules enabled, and say where the findings are. A family's own helpers are in its
+``conftest.py``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from distlint.engine.checker import check_source
+from distlint.file_settings import FileSettings
+from distlint.findings import Finding
+
+
+def check(source: str, settings: FileSettings, module: str | None = None) -> list[Finding]:
+    """The findings of ``source`` (dedented) checked as ``t.py``; it must raise no tool error."""
+    result = check_source(textwrap.dedent(source), "t.py", settings, module)
+    assert result.errors == ()
+    return list(result.findings)
+
+
+def findings(source: str, *codes: str) -> list[Finding]:
+    """The findings of ``source`` with only ``codes`` enabled."""
+    return check(source, FileSettings(enabled=frozenset(codes)))
+
+
+def run(source: str, *codes: str) -> list[Finding]:
+    """:func:`findings`, sorted by line and column."""
+    return sorted(findings(source, *codes), key=lambda f: (f.span.start.line, f.span.start.column))
+
+
+def where(found: list[Finding]) -> list[tuple[str, int, int]]:
+    """(code, line, column) of each finding."""
+    return [(f.code, f.span.start.line, f.span.start.column) for f in found]
+
+
+def positions(found: list[Finding]) -> list[tuple[int, int]]:
+    """(line, column) of each finding."""
+    return [(f.span.start.line, f.span.start.column) for f in found]
