@@ -1,6 +1,6 @@
 """Unit tests of DL501 (unknown keyword), DL503 (unknown compiler config), DL504 (deprecated
 distributed API). The proof tests show torch fails as the messages say; these pin what distlint
-reports, where, and the fixes it offers. DL502 is tested in test_rules_dl203_dl502.py.
+reports, where, and the fixes it offers. DL502 is tested in tests/rules/api/test_dl502.py.
 """
 
 from __future__ import annotations
