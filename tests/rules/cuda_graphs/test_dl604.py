@@ -1,0 +1,100 @@
+"""Unit tests of DL604 cudagraph-output-reuse: what it reports, where, and what it leaves alone.
+
+CI has no GPU: the failures were observed on an H200 (torch 2.11.0+cu130) and are re-measured by
+experiments/cuda_graph_collectives.py.
+"""
+
+from __future__ import annotations
+
+from tests.rules.conftest import findings
+from tests.rules.cuda_graphs.conftest import lines
+
+
+def test_dl604_read_after_next_call_and_kept_in_loop() -> None:
+    found = findings(
+        """\
+        import torch
+
+        @torch.compile(mode="reduce-overhead")
+        def f(x):
+            return x * 2
+
+        h = torch.compile(f, mode="reduce-overhead")
+
+        def train(x, loader):
+            y1 = f(x)
+            y2 = f(x + 1)
+            print(y1[0], y2)
+            outs = []
+            for batch in loader:
+                outs.append(h(batch))
+                outs.append(h(batch).clone())
+                outs.append(h(batch).sum().item())
+            y3 = f(x).clone()
+            y4 = f(x)
+            return y3, y4
+        """,
+        "DL604",
+    )
+    assert lines(found) == [12, 15]
+    assert "overwritten by a subsequent run" in found[0].message
+    assert found[0].related[0].message == "overwritten by this call"
+
+
+def test_dl604_traps() -> None:
+    found = findings(
+        """\
+        import torch
+
+        @torch.compile(mode="reduce-overhead")
+        def f(x):
+            return x * 2
+
+        @torch.compile
+        def plain(x):
+            return x * 2
+
+        def use_first(x):
+            y1 = f(x)
+            total = y1.sum()
+            y2 = f(x)
+            return total, y2
+
+        def rebinding(x):
+            y = f(x)
+            y = f(y)
+            return y
+
+        def no_graphs(x):
+            a = plain(x)
+            b = plain(x)
+            return a, b
+        """,
+        "DL604",
+    )
+    assert found == []
+
+
+def test_dl604_mark_step_begin_does_not_protect_a_kept_output() -> None:
+    """GPU (H200, torch 2.11): with cudagraph_mark_step_begin() before each call, a kept output
+    still held the next call's values (experiments/results/one_gpu_checks-h200-torch2.11.json).
+    """
+    found = findings(
+        """\
+        import torch
+
+        @torch.compile(mode="reduce-overhead")
+        def f(x):
+            return x * 2
+
+        def marked(loader):
+            kept = []
+            for batch in loader:
+                torch.compiler.cudagraph_mark_step_begin()
+                kept.append(f(batch))
+            return kept
+        """,
+        "DL604",
+    )
+    assert lines(found) == [11]
+    assert "does not prevent this" in found[0].message
