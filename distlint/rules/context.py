@@ -20,7 +20,7 @@ from distlint.semantic.regions import (
     own_compile,
     runs_whenever_called,
 )
-from distlint.semantic.regions_model import Region
+from distlint.semantic.regions_model import Region, RootInfo
 from distlint.syntax.imports import ImportTable
 from distlint.syntax.parsed_file import ParsedFile
 from distlint.syntax.spelling import Spellings
@@ -256,21 +256,11 @@ class RuleContext(ParsedFile):
             return self.facts.region_of(f"{self.module_key}:{scope.qualname}")
         if scope.root is None:
             return None
-        from distlint.semantic.regions_model import RootInfo
-
         span = self.span_now(scope.root.node)
         root = scope.root
-        info = RootInfo(
-            self.path,
-            span,
-            f"{self.module_key}:{scope.qualname}",
-            "decorator",
-            root.fullgraph,
-            root.dynamic,
-            root.mode,
-            root.backend,
-        )
-        return Region((info,), direct=True, certain=root.fullgraph)
+        target = f"{self.module_key}:{scope.qualname}"
+        info = RootInfo(self.path, span, target, "decorator", root.options)
+        return Region((info,), direct=True, certain=root.options.fullgraph)
 
     def span_now(self, node: cst.CSTNode) -> Span:
         """The span of ``node``, computed now (one partial codegen; use sparingly)."""

@@ -36,7 +36,7 @@ from distlint.semantic.model import (
 )
 from distlint.semantic.packs import knowledge
 from distlint.semantic.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS
-from distlint.semantic.regions_model import Region, RootInfo
+from distlint.semantic.regions_model import CompileOptions, Region, RootInfo
 from distlint.syntax.spans import SourceLookup, resolve_spans
 
 # Abstract values: ("func", id) ("class", id) ("inst", class id) ("ext", dotted)
@@ -662,22 +662,7 @@ def _root_info(
     module: ModuleSummary, site: CompileSite, function: str, kind: str, options: dict
 ) -> RootInfo:
     span = getattr(site.span, "span", None) or _NOWHERE
-    extra = options.get("options")
-    cudagraphs = isinstance(extra, tuple) and ("triton.cudagraphs", True) in extra
-    mode = options.get("mode")
-    backend = options.get("backend")
-    dynamic = options.get("dynamic")
-    return RootInfo(
-        module.path,
-        span,
-        function,
-        kind,
-        options.get("fullgraph") is True,
-        dynamic if isinstance(dynamic, bool) else None,
-        mode if isinstance(mode, str) and mode != "<expr>" else None,
-        backend if isinstance(backend, str) and backend != "<expr>" else None,
-        cudagraphs,
-    )
+    return RootInfo(module.path, span, function, kind, CompileOptions.of(options))
 
 
 def _regions(facts: ProjectFacts) -> None:

@@ -8,10 +8,11 @@ regions through the call graph.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
+from distlint.semantic.regions_model import CompileOptions
 from distlint.syntax.walker import children, descendants, evaluated
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
@@ -46,10 +47,7 @@ class CompileRoot:
 
     node: cst.CSTNode  # the decorator or call that compiles
     function: str  # the compiling callable's resolved name, e.g. "torch.compile"
-    fullgraph: bool = False
-    dynamic: bool | None = None
-    mode: str | None = None
-    backend: str | None = None
+    options: CompileOptions = field(default_factory=CompileOptions)
 
 
 def compile_root_of(
@@ -388,23 +386,12 @@ def module_compile_receiver(
 
 
 def _root_from_call(node: cst.CSTNode, name: str, call: cst.Call | None) -> CompileRoot:
-    options: dict[str, object] = {}
+    keywords: dict[str, object] = {}
     if call is not None:
         for arg in call.args:
             if arg.keyword is not None:
-                options[arg.keyword.value] = literal_value(arg.value)
-    fullgraph = options.get("fullgraph")
-    dynamic = options.get("dynamic")
-    mode = options.get("mode")
-    backend = options.get("backend")
-    return CompileRoot(
-        node=node,
-        function=name,
-        fullgraph=fullgraph is True,
-        dynamic=dynamic if isinstance(dynamic, bool) else None,
-        mode=mode if isinstance(mode, str) else None,
-        backend=backend if isinstance(backend, str) else None,
-    )
+                keywords[arg.keyword.value] = literal_value(arg.value)
+    return CompileRoot(node, name, CompileOptions.of(keywords))
 
 
 _NO_VALUE = object()

@@ -524,7 +524,7 @@ class _OpFacts(Rule):
             function_id=ctx.function_id,
             training=training,
             root=ctx.locate(root.node, lazy=True) if root is not None else None,
-            fullgraph=bool(root is not None and root.fullgraph),
+            fullgraph=bool(root is not None and root.options.fullgraph),
         )
 
 
