@@ -25,11 +25,11 @@ def explain(facts: ProjectFacts) -> dict[str, Any]:
     """Plain data (the JSON format); :func:`render_text` prints it for people."""
     roots = [
         {
-            "path": root.info.path,
-            "line": root.info.span.start.line,
-            "kind": root.info.kind,
-            "compiles": _display(facts, root.function),
-            "options": root.info.options_text,
+            "path": root.path,
+            "line": root.span.start.line,
+            "kind": root.kind,
+            "compiles": _display(facts, root.target),
+            "options": root.options_text,
         }
         for root in facts.roots
     ]

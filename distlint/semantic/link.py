@@ -47,18 +47,6 @@ _MAX_DEPTH = 24
 _COMPILE = "torch.compile"
 
 
-@dataclass(frozen=True)
-class Root:
-    """A compile root: the site, the function it compiles, and the options it uses."""
-
-    info: RootInfo
-    function: str
-    # what is known of the compiled instance's ``self.<name>`` attributes, as call arguments
-    # ("self.<name>", value) after a starred marker (the function's own parameters stay
-    # unknown); see _constructed_attributes
-    binding: Options | None = None
-
-
 @dataclass
 class ProjectFacts:
     """Everything the linker learned about the checked files (see the module docstring)."""
@@ -69,7 +57,7 @@ class ProjectFacts:
     function_module: dict[str, ModuleSummary] = field(default_factory=dict)
     edges: dict[str, tuple[str, ...]] = field(default_factory=dict)
     unknown_calls: dict[str, int] = field(default_factory=dict)
-    roots: list[Root] = field(default_factory=list)
+    roots: list[RootInfo] = field(default_factory=list)
     # compile sites whose compiled code is not known: (path, located site, why)
     unresolved: list[tuple[str, object, str]] = field(default_factory=list)
     regions: dict[str, tuple[RootInfo, ...]] = field(default_factory=dict)
@@ -584,12 +572,12 @@ def _roots(facts: ProjectFacts) -> None:
     seen: set[tuple] = set()
     for module, site, function, kind, options, bound in found:
         facts._modules_with_regions.add(module.key)
-        info = _root_info(module, site, function, kind, options)
-        key = (info.path, info.span, function)
+        root = _root_info(module, site, function, kind, options, bound)
+        key = (root.path, root.span, function)
         if key not in seen:
             seen.add(key)
-            facts.roots.append(Root(info, function, bound))
-    facts.roots.sort(key=lambda r: (r.info.path, r.info.span.start.line, r.function))
+            facts.roots.append(root)
+    facts.roots.sort(key=lambda r: (r.path, r.span.start.line, r.target))
 
 
 def _site_binding(facts: ProjectFacts, site: CompileSite, scope: str) -> Options | None:
@@ -659,10 +647,15 @@ def _unresolved_reason(facts: ProjectFacts, site: CompileSite, scope: str) -> st
 
 
 def _root_info(
-    module: ModuleSummary, site: CompileSite, function: str, kind: str, options: dict
+    module: ModuleSummary,
+    site: CompileSite,
+    function: str,
+    kind: str,
+    options: dict,
+    binding: Options | None,
 ) -> RootInfo:
     span = getattr(site.span, "span", None) or _NOWHERE
-    return RootInfo(module.path, span, function, kind, CompileOptions.of(options))
+    return RootInfo(module.path, span, function, kind, CompileOptions.of(options), binding)
 
 
 def _regions(facts: ProjectFacts) -> None:
@@ -673,9 +666,9 @@ def _regions(facts: ProjectFacts) -> None:
     reached: dict[str, list[RootInfo]] = {}
     bound_by: dict[str, set[Options | None]] = {}  # every binding a compiled call makes
     for root in facts.roots:
-        if facts.is_disabled(root.function):
+        if facts.is_disabled(root.target):
             continue
-        queue: deque[tuple[str, Options | None]] = deque([(root.function, root.binding)])
+        queue: deque[tuple[str, Options | None]] = deque([(root.target, root.binding)])
         seen: set[tuple[str, Options | None]] = set()
         bindings: dict[str, int] = {}
         visited: set[str] = set()
@@ -691,7 +684,7 @@ def _regions(facts: ProjectFacts) -> None:
                 bindings[current] = bindings.get(current, 0) + 1
             if current not in visited:
                 visited.add(current)
-                reached.setdefault(current, []).append(root.info)
+                reached.setdefault(current, []).append(root)
             live, dead = _calls_under(facts, current, arguments)
             for callee in facts.edges.get(current, ()):
                 if facts.is_disabled(callee) or facts.is_opaque(callee):
@@ -804,9 +797,7 @@ def _certain(facts: ProjectFacts) -> None:
     only there; elsewhere a break fails the compile only on some paths."""
     certain: set[str] = set()
     queue = deque(
-        root.function
-        for root in facts.roots
-        if root.info.fullgraph and not facts.is_disabled(root.function)
+        root.target for root in facts.roots if root.fullgraph and not facts.is_disabled(root.target)
     )
     while queue:
         current = queue.popleft()

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from distlint.findings import Location, Span
+
+if TYPE_CHECKING:
+    from distlint.semantic.model import Options
 
 UNKNOWN = "<expr>"  # how a summary keeps a keyword value that is not a literal
 
@@ -59,6 +63,10 @@ class RootInfo:
     target: str  # the function id the root compiles, e.g. "pkg.model.Net.forward"
     kind: str  # decorator | call | module | method | block
     options: CompileOptions = field(default_factory=CompileOptions)
+    # what is known of the compiled instance's ``self.<name>`` attributes, as call arguments
+    # ("self.<name>", value) after a starred marker (the function's own parameters stay
+    # unknown); see semantic.link._constructed_attributes. Not part of the root's identity.
+    binding: Options | None = field(default=None, compare=False)
 
     @property
     def fullgraph(self) -> bool:

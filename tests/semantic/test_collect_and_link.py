@@ -35,7 +35,7 @@ def test_linking_follows_calls_across_modules_into_the_region() -> None:
     assert facts.edges["train:eager"] == ("helpers:scale",)
     assert sorted(facts.regions) == ["helpers:scale", "train:step"]
     [root] = facts.roots
-    assert (root.function, root.info.kind, root.info.fullgraph) == ("train:step", "decorator", True)
+    assert (root.target, root.kind, root.fullgraph) == ("train:step", "decorator", True)
 
 
 def test_linking_is_independent_of_the_order_of_summaries() -> None:

@@ -10,8 +10,7 @@ from tests.project_util import check_sources, facts_of
 def roots(tmp_path: Path, files: dict[str, str], **extra: object) -> dict[str, tuple]:
     facts = facts_of(tmp_path, files, **extra)
     return {
-        r.function.split(":", 1)[1]: (r.info.kind, r.info.fullgraph, r.info.mode, r.info.dynamic)
-        for r in facts.roots
+        r.target.split(":", 1)[1]: (r.kind, r.fullgraph, r.mode, r.dynamic) for r in facts.roots
     }
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.rules.context import RuleContext
-from distlint.semantic.link import Root
+from distlint.semantic.regions_model import RootInfo
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.positions import node_ranges
 from distlint.syntax.walker import descendants
@@ -21,7 +21,7 @@ class Binding:
     """A name that holds a compiled callable: calling it runs the compiled region."""
 
     name: str
-    root: Root
+    root: RootInfo
     origin: str | None = None  # ``m`` in ``c = torch.compile(m)``: the eager module it wraps
     node: cst.CSTNode | None = None
 
@@ -34,7 +34,7 @@ def compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
 def _compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
     found: dict[str, list[Binding]] = {}
     facts = ctx.facts
-    roots = [r for r in facts.roots if r.info.path == ctx.path] if facts is not None else []
+    roots = [r for r in facts.roots if r.path == ctx.path] if facts is not None else []
     if roots:
         candidates: list[tuple[cst.CSTNode, str, str | None, str]] = []
         for node in descendants(ctx.module):
@@ -56,15 +56,15 @@ def _compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
                 ):
                     candidates.append((node.value, func.value.value, None, "method"))
         ranges = node_ranges(ctx.module, [c[0] for c in candidates])
-        by_line: dict[int, list[Root]] = {}
+        by_line: dict[int, list[RootInfo]] = {}
         for root in roots:
-            by_line.setdefault(root.info.span.start.line, []).append(root)
+            by_line.setdefault(root.span.start.line, []).append(root)
         for node, name, origin, kind in candidates:
             found_range = ranges.get(node)
             if found_range is None:
                 continue
             for root in by_line.get(found_range.start_line, ()):
-                if (kind == "decorator") != (root.info.kind == "decorator"):
+                if (kind == "decorator") != (root.kind == "decorator"):
                     continue
                 found.setdefault(name, []).append(Binding(name, root, origin, node))
     return found
@@ -77,12 +77,12 @@ def first_positional(call: cst.Call) -> cst.BaseExpression | None:
     return None
 
 
-def region_functions(ctx: RuleContext, root: Root) -> dict[str, cst.FunctionDef]:
+def region_functions(ctx: RuleContext, root: RootInfo) -> dict[str, cst.FunctionDef]:
     """Functions of this file in ``root``'s compiled region, by id."""
     facts = ctx.facts
     if facts is None:
         return {}
-    ids = {fid for fid, infos in facts.regions.items() if root.info in infos}
+    ids = {fid for fid, infos in facts.regions.items() if root in infos}
     return {fid: func for fid, func in file_functions(ctx).items() if fid in ids}
 
 

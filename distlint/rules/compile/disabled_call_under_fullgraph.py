@@ -81,8 +81,8 @@ class DisabledCallUnderFullgraph(_RegionRule):
         bindings = compiled_bindings(self.ctx).get(func.value, ())
         functions = file_functions(self.ctx)
         for binding in bindings:
-            target = functions.get(binding.root.function)
-            info = binding.root.info
+            target = functions.get(binding.root.target)
+            info = binding.root
             if not info.fullgraph or target is None:
                 continue
             params = positional_params(target)

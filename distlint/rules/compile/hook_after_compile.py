@@ -17,7 +17,7 @@ from distlint.rules.compile._bindings import compiled_bindings, region_functions
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.compile._script_flow import Flow, flows, may_precede
 from distlint.rules.context import RuleContext
-from distlint.semantic.link import Root
+from distlint.semantic.regions_model import RootInfo
 
 MODULE_ITERATORS = frozenset({"modules", "named_modules", "children", "named_children"})
 
@@ -69,13 +69,13 @@ class HookAfterCompile(_RegionRule):
         """How ``receiver`` is a module run inside the compiled frame of ``name``, or None."""
         modules: set[str] = set()
         for binding in items:
-            if binding.root.info.kind in ("module", "method"):
+            if binding.root.kind in ("module", "method"):
                 modules.add(binding.name)
                 if binding.origin is not None:
                     modules.add(binding.origin)
         called: set[str] = set()
         for binding in items:
-            if binding.root.info.kind in ("decorator", "call"):
+            if binding.root.kind in ("decorator", "call"):
                 called |= _modules_called(self.ctx, binding.root)
         base, depth = _chain_base(receiver)
         if base is None:
@@ -135,7 +135,7 @@ def _module_loop_vars(flow: Flow, ctx: RuleContext) -> dict[str, str]:
     return found
 
 
-def _modules_called(ctx: RuleContext, root: Root) -> set[str]:
+def _modules_called(ctx: RuleContext, root: RootInfo) -> set[str]:
     """Module-global names called inside the root's region functions of this file."""
     names: set[str] = set()
     for func in region_functions(ctx, root).values():

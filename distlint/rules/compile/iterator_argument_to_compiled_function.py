@@ -54,7 +54,7 @@ class IteratorArgument(_RegionRule):
             bindings = [b for b in bindings if b.node is not None and id(b.node) in local]
         functions = file_functions(self.ctx)
         for binding in bindings:
-            target = functions.get(binding.root.function)
+            target = functions.get(binding.root.target)
             if target is None:
                 continue
             params = positional_params(target)
@@ -129,7 +129,7 @@ class IteratorArgument(_RegionRule):
         )
 
     def _report(self, node, kind: str, param: str, binding, iterated: cst.CSTNode) -> None:  # type: ignore[no-untyped-def]
-        info = binding.root.info
+        info = binding.root
         spelled = self.spell(node)
         what = (
             f"`{spelled}` is {kind}, passed as `{param}` into the compiled `{binding.name}`, "
@@ -166,7 +166,7 @@ class IteratorArgument(_RegionRule):
     def _root_location(self, binding):  # type: ignore[no-untyped-def]
         from distlint.findings import Location
 
-        info = binding.root.info
+        info = binding.root
         return (Location(info.path, info.span, info.label),)
 
 

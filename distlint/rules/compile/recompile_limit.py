@@ -85,13 +85,13 @@ class RecompileLimit(_RegionRule):
                         break
 
     def _static(self, binding: Binding, config: dict[str, object]) -> bool:
-        if binding.root.info.dynamic is False:
+        if binding.root.dynamic is False:
             return True
-        if binding.root.info.dynamic is True:
+        if binding.root.dynamic is True:
             return False
         flags = dict(config)
         if self.ctx.facts is not None:
-            flags.update(self.ctx.facts.dynamo_flags_for(binding.root.function))
+            flags.update(self.ctx.facts.dynamo_flags_for(binding.root.target))
         return flags.get("automatic_dynamic_shapes") is False
 
     def _check_call(self, flow: Flow, event: Event, binding: Binding) -> None:
@@ -111,7 +111,7 @@ class RecompileLimit(_RegionRule):
                 varying = _shape_varies(arg.value, variables, local, self.ctx.resolve)
                 if varying is None:
                     continue
-                info = binding.root.info
+                info = binding.root
                 fullgraph = info.fullgraph
                 why = (
                     "dynamic=False"
@@ -142,7 +142,7 @@ class RecompileLimit(_RegionRule):
 
     def _related(self, binding: Binding):  # type: ignore[no-untyped-def]
         facts = self.ctx.facts
-        region = facts.region_of(binding.root.function) if facts is not None else None
+        region = facts.region_of(binding.root.target) if facts is not None else None
         return region.related if region is not None else ()
 
     # -- module-global ints read in a region --

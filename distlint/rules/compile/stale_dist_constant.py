@@ -15,7 +15,7 @@ from distlint.rules.compile._bindings import compiled_bindings, region_functions
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.compile._script_flow import DIST, flows, may_precede
 from distlint.rules.context import RuleContext
-from distlint.semantic.link import Root
+from distlint.semantic.regions_model import RootInfo
 
 DIST_CONSTANTS = {
     "torch.distributed.get_rank": "dist.get_rank()",
@@ -24,7 +24,7 @@ DIST_CONSTANTS = {
 }
 
 
-def dist_reads(ctx: RuleContext, root: Root) -> list[tuple[cst.Call, str]]:
+def dist_reads(ctx: RuleContext, root: RootInfo) -> list[tuple[cst.Call, str]]:
     """Calls of the folded ``torch.distributed`` getters in the root's region (this file)."""
     found = []
     for func in region_functions(ctx, root).values():
