@@ -43,11 +43,16 @@ Resolver = Callable[[cst.BaseExpression], "str | None"]
 
 @dataclass(frozen=True)
 class CompileRoot:
-    """Where a region is compiled and the literal options that change what rules report."""
+    """A place in this file that compiles, as its syntax shows it: a ``@torch.compile``
+    decorator (or a configured wrapper), a ``torch.compile(x, ...)`` call or an
+    ``x.compile(...)`` call, and the literal options that change what rules report. Linked
+    across the project, what it compiles becomes the regions' ``RootInfo``."""
 
     node: cst.CSTNode  # the decorator or call that compiles
     function: str  # the compiling callable's resolved name, e.g. "torch.compile"
     options: CompileOptions = field(default_factory=CompileOptions)
+    kind: str = "decorator"  # decorator | call | method
+    target: cst.BaseExpression | None = None  # what a call compiles (a decorator: None)
 
 
 def compile_root_of(
@@ -61,7 +66,7 @@ def compile_root_of(
         name = resolve(target)
         if name is None or (name not in COMPILE_FUNCTIONS and name not in wrappers):
             continue
-        return _root_from_call(decorator, name, call)
+        return compile_root(decorator, name, call)
     return None
 
 
@@ -385,13 +390,21 @@ def module_compile_receiver(
     return receiver
 
 
-def _root_from_call(node: cst.CSTNode, name: str, call: cst.Call | None) -> CompileRoot:
+def compile_root(
+    node: cst.CSTNode,
+    name: str,
+    call: cst.Call | None,
+    kind: str = "decorator",
+    target: cst.BaseExpression | None = None,
+) -> CompileRoot:
+    """The root at ``node`` that ``call`` (a decorator's call, or the compiling call itself;
+    None for a bare decorator) compiles with, its options read from the call's keywords."""
     keywords: dict[str, object] = {}
     if call is not None:
         for arg in call.args:
             if arg.keyword is not None:
                 keywords[arg.keyword.value] = literal_value(arg.value)
-    return CompileRoot(node, name, CompileOptions.of(keywords))
+    return CompileRoot(node, name, CompileOptions.of(keywords), kind, target)
 
 
 _NO_VALUE = object()

@@ -18,7 +18,13 @@ import libcst as cst
 
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
-from distlint.semantic.regions import is_literal, literal_value
+from distlint.semantic.regions import (
+    COMPILE_FUNCTIONS,
+    CompileRoot,
+    compile_root,
+    is_literal,
+    literal_value,
+)
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import children, subclasses_of
 
@@ -36,7 +42,7 @@ FULLY_SHARD = frozenset(
         "torch.distributed._composable.fsdp.fully_shard.fully_shard",
     }
 )
-COMPILE = frozenset({"torch.compile"})
+MODULE_COMPILE = "torch.nn.Module.compile"
 # Methods of nn.Module that return the module itself.
 _SELF_RETURNING = frozenset(
     {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_"}
@@ -88,20 +94,10 @@ class _Scope:
 
 
 @dataclass(frozen=True)
-class CompileSite:
-    """A ``torch.compile(X, ...)`` or ``X.compile(...)`` call."""
-
-    call: cst.Call
-    target: cst.BaseExpression
-    fullgraph: bool
-    method: bool  # X.compile(...) rather than torch.compile(X)
-
-
-@dataclass(frozen=True)
 class SiteFacts:
     """A compile site and what the scope knew of its target there."""
 
-    site: CompileSite
+    site: CompileRoot  # a call (torch.compile(X)) or a method (X.compile()), with its target
     wrapped: Wrapped | None  # the DDP/FSDP1 model compiled, if it is one
     sharded: cst.Call | None  # a `fully_shard` call on a submodule of the target
 
@@ -185,7 +181,7 @@ class _WrappingRule(Rule):
         kind = type(func)
         if kind is cst.Attribute:
             return func.attr.value == "compile"  # type: ignore[attr-defined]
-        return kind is cst.Name and self.ctx.resolve(func) in COMPILE
+        return kind is cst.Name and self.ctx.resolve(func) in COMPILE_FUNCTIONS
 
     # -- what names hold -------------------------------------------------------------------------
 
@@ -462,20 +458,13 @@ def _is_builtin_module(name: str) -> bool:
     return last[:1].isupper() and last not in _NOT_BUILTIN_MODULES
 
 
-def _compile_site(call: cst.Call, name: str | None, ctx: RuleContext) -> CompileSite | None:
-    if name in COMPILE:
+def _compile_site(call: cst.Call, name: str | None, ctx: RuleContext) -> CompileRoot | None:
+    if name in COMPILE_FUNCTIONS:
         target = _argument(call, 0, "model")
         if target is None:
             return None
-        return CompileSite(call, target, _fullgraph(call.args), method=False)
+        return compile_root(call, name, call, "call", target)
     receiver = ctx.module_compile_receiver(call) if name is None else None
     if receiver is not None:
-        return CompileSite(call, receiver, _fullgraph(call.args), method=True)
+        return compile_root(call, MODULE_COMPILE, call, "method", receiver)
     return None
-
-
-def _fullgraph(args: tuple[cst.Arg, ...] | list[cst.Arg]) -> bool:
-    for arg in args:
-        if arg.keyword is not None and arg.keyword.value == "fullgraph":
-            return literal_value(arg.value) is True
-    return False

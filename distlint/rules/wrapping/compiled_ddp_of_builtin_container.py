@@ -26,13 +26,13 @@ class CompiledDdpOfBuiltinContainer(_WrappingRule):
 
     def check(self, facts: SiteFacts) -> None:
         site, wrapped = facts.site, facts.wrapped
-        if site.fullgraph:
+        if site.options.fullgraph:
             return  # DL301: the compile fails outright
         if wrapped is None or wrapped.kind != "ddp" or wrapped.builtin is None:
             return
         short = "nn." + wrapped.builtin.rsplit(".", 1)[-1]
         self.report(
-            site.call,
+            site.node,
             f"Compiling `DDP({short}(...))` compiles nothing on torch 2.13: after DDP's forward "
             f"breaks the graph, the built-in `{short}.forward` is not compiled as a frame of its "
             f"own, so 0 graphs are compiled and the model runs eagerly, silently. Compile the "

@@ -34,7 +34,7 @@ class FsdpFlatParamsCompile(_WrappingRule):
         given = (
             "use_orig_params=False" if orig is False else "FSDP1's default use_orig_params=False"
         )
-        if site.fullgraph:
+        if site.options.fullgraph:
             effect = (
                 "the fullgraph=True compile fails with `Unsupported: FSDP with "
                 "use_orig_params=False` (GB0053)"
@@ -45,10 +45,10 @@ class FsdpFlatParamsCompile(_WrappingRule):
                 "model runs eagerly, with 0 graphs compiled"
             )
         self.report(
-            site.call,
+            site.node,
             f"Compiling an FSDP1 model with {given}: {effect} on torch 2.13. Pass "
             "`use_orig_params=True` to `FullyShardedDataParallel`, or move to `fully_shard` "
             "and compile per block.",
-            severity=Severity.ERROR if site.fullgraph else None,
+            severity=Severity.ERROR if site.options.fullgraph else None,
             related_nodes=((wrapped.call, "wrapped here"),),
         )

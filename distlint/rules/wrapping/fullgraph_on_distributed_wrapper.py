@@ -27,18 +27,19 @@ class FullgraphOnDistributedWrapper(_WrappingRule):
 
     def check(self, facts: SiteFacts) -> None:
         site = facts.site
-        if not site.fullgraph:
+        if not site.options.fullgraph:
             return
         spelled = self.ctx.module.code_for_node(site.target)
         wrapped = facts.wrapped
-        how = f"`{spelled}.compile(fullgraph=True)`" if site.method else "fullgraph=True"
+        method = site.kind == "method"  # X.compile(...) rather than torch.compile(X)
+        how = f"`{spelled}.compile(fullgraph=True)`" if method else "fullgraph=True"
         if wrapped is not None and wrapped.kind == "ddp":
-            if site.method:
+            if method:
                 detail = "`Attempt to trace generator`, GB0003"
             else:
                 detail = "`Unsupported method call` on DDP's `Logger`, GB0156"
             self.report(
-                site.call,
+                site.node,
                 f"{how} on a `DistributedDataParallel` model always fails on torch 2.13 "
                 f"(`Unsupported`: {detail}): DDP's forward cannot be captured in one graph. "
                 "Compile the inner module instead (`DDP(torch.compile(model, "
@@ -50,10 +51,10 @@ class FullgraphOnDistributedWrapper(_WrappingRule):
             orig = wrapped.use_orig_params
             if orig is MISSING or orig is False:
                 return  # DL302 reports it (GB0053), as an error under fullgraph=True
-            if site.method:
+            if method:
                 return  # observed: FSDP1(use_orig_params=True).compile(fullgraph=True) passes
             self.report(
-                site.call,
+                site.node,
                 "fullgraph=True on an FSDP1 `FullyShardedDataParallel` model fails on torch "
                 "2.13: with `use_orig_params=True` Dynamo stops at `torch.* op returned "
                 "non-Tensor` (GB0208), with `use_orig_params=False` at `FSDP with "
@@ -65,7 +66,7 @@ class FullgraphOnDistributedWrapper(_WrappingRule):
         children = facts.sharded
         if children is not None:
             self.report(
-                site.call,
+                site.node,
                 f"{how} on a module whose submodules went through `fully_shard` fails on "
                 "torch 2.13: the FSDP2 hooks run `torch._dynamo.disable`d code (`Attempted to "
                 "call function marked as skipped`, GB0007). Compile each block instead: "
