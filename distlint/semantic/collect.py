@@ -62,6 +62,7 @@ from distlint.semantic.regions import (
     compiling_sides,
     exits_when_compiling,
     is_literal,
+    literal_options,
     literal_value,
     reads_any,
 )
@@ -133,32 +134,6 @@ _NOT_A_COMPILE = frozenset({"re.compile", "regex.compile"})
 
 def _is_inert(value: Value | None) -> bool:
     return value is None or (value[0] == "g" and value[1].startswith(_INERT_PREFIXES))
-
-
-def _literal_options(call: cst.Call, skip_positional: int = 0) -> Options:
-    found: list[tuple[str, object]] = []
-    for arg in call.args:
-        if arg.keyword is None or arg.star:
-            continue
-        value = literal_value(arg.value)
-        if is_literal(value):
-            found.append((arg.keyword.value, value))
-        elif arg.keyword.value == "options" and isinstance(arg.value, cst.Dict):
-            found.append(("options", _dict_literal(arg.value)))
-        else:
-            found.append((arg.keyword.value, "<expr>"))
-    return tuple(sorted(found, key=lambda item: item[0]))
-
-
-def _dict_literal(node: cst.Dict) -> tuple[tuple[str, object], ...]:
-    items = []
-    for element in node.elements:
-        if isinstance(element, cst.DictElement):
-            key = literal_value(element.key)
-            value = literal_value(element.value)
-            if isinstance(key, str):
-                items.append((key, value if is_literal(value) else "<expr>"))
-    return tuple(sorted(items, key=lambda item: item[0]))
 
 
 def _escapes(body: Sequence[cst.CSTNode], name: str, site: cst.Call) -> bool:
@@ -308,7 +283,7 @@ class Collector:
                 continue
             decorators.append(compiler)
             if self._may_compile(compiler):
-                options = _literal_options(call) if call is not None else ()
+                options = literal_options(call) if call is not None else ()
                 self.summary.compile_sites.append(
                     (
                         parent.summary.id,
@@ -362,7 +337,7 @@ class Collector:
                     and first.value in scope.params
                 ):
                     summary.compiles_param = True
-                    summary.compile_options = _literal_options(value)
+                    summary.compile_options = literal_options(value)
 
     def _rank_only(self, node: cst.FunctionDef, parent: _Scope) -> cst.Decorator | None:
         """A decorator that runs the function on one rank only (``@rank_zero_only``,
@@ -1088,7 +1063,7 @@ class Collector:
                         CompileSite(
                             target,
                             callee,
-                            _literal_options(call),
+                            literal_options(call),
                             self._locate_site(call, callee),
                             "call",
                             *self._construction(scope, first, call),
@@ -1114,7 +1089,7 @@ class Collector:
                         CompileSite(
                             target,
                             ("g", "torch.compile"),
-                            _literal_options(call),
+                            literal_options(call),
                             self.ctx.locate(call, lazy=True),
                             "method",
                             *self._construction(scope, func.value, call),
@@ -1466,7 +1441,7 @@ class Collector:
             return self._value(scope, call.args[0].value, depth + 1)
         if callee[0] == "g" and callee[1] in _PARTIAL and call.args:
             wrapped = self._value(scope, call.args[0].value, depth + 1)
-            return ("partial", wrapped, _literal_options(call)) if wrapped is not None else None
+            return ("partial", wrapped, literal_options(call)) if wrapped is not None else None
         if callee[0] == "g" and callee[1] in _CONTAINERS:
             items: list[Value] = []
             for arg in call.args:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from distlint.semantic.regions_model import CompileOptions
+from distlint.semantic.regions_model import UNKNOWN, CompileOptions
 from distlint.syntax.walker import children, descendants, evaluated
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
@@ -37,6 +38,9 @@ UNTRACED_DECORATORS = frozenset(
         "torch._dynamo.assume_constant_result",
     }
 )
+
+if TYPE_CHECKING:
+    from distlint.semantic.model import Options
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
 
@@ -399,12 +403,36 @@ def compile_root(
 ) -> CompileRoot:
     """The root at ``node`` that ``call`` (a decorator's call, or the compiling call itself;
     None for a bare decorator) compiles with, its options read from the call's keywords."""
-    keywords: dict[str, object] = {}
-    if call is not None:
-        for arg in call.args:
-            if arg.keyword is not None:
-                keywords[arg.keyword.value] = literal_value(arg.value)
+    keywords = dict(literal_options(call)) if call is not None else {}
     return CompileRoot(node, name, CompileOptions.of(keywords), kind, target)
+
+
+def literal_options(call: cst.Call) -> Options:
+    """A call's keyword arguments, sorted: literal values as they are, an ``options={...}``
+    dict as its sorted items, anything else as ``UNKNOWN``."""
+    found: list[tuple[str, object]] = []
+    for arg in call.args:
+        if arg.keyword is None or arg.star:
+            continue
+        value = literal_value(arg.value)
+        if is_literal(value):
+            found.append((arg.keyword.value, value))
+        elif arg.keyword.value == "options" and isinstance(arg.value, cst.Dict):
+            found.append(("options", _dict_literal(arg.value)))
+        else:
+            found.append((arg.keyword.value, UNKNOWN))
+    return tuple(sorted(found, key=lambda item: item[0]))
+
+
+def _dict_literal(node: cst.Dict) -> tuple[tuple[str, object], ...]:
+    items = []
+    for element in node.elements:
+        if isinstance(element, cst.DictElement):
+            key = literal_value(element.key)
+            value = literal_value(element.value)
+            if isinstance(key, str):
+                items.append((key, value if is_literal(value) else UNKNOWN))
+    return tuple(sorted(items, key=lambda item: item[0]))
 
 
 _NO_VALUE = object()
