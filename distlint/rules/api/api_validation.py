@@ -1,10 +1,9 @@
 """DL501, DL503, DL504: torch APIs called with names that torch does not have (or no longer wants).
 
 Facts come from data shipped with distlint, never from an imported torch:
-``distlint/knowledge/data/torch-<version>.json`` (API signatures and config names, generated
-from torch by
-``scripts/gen_torch_tables.py``) and ``distlint/knowledge/data/deprecated_torch.json`` (DL504).
-DL502 (``torch.compile`` backend/mode/options) lives in
+``distlint/knowledge/data/torch-tables.json`` (API signatures and config names, generated from
+torch by ``scripts/gen_torch_tables.py``) and ``distlint/knowledge/data/deprecated_torch.json``
+(DL504). DL502 (``torch.compile`` backend/mode/options) lives in
 :mod:`distlint.rules.api.invalid_compile_option`.
 """
 
@@ -20,7 +19,15 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.knowledge.torch_tables import Signature, TorchTable, closest, load_table
+from distlint.knowledge.torch_tables import (
+    Signature,
+    TorchTable,
+    available_versions,
+    closest,
+    describe_versions,
+    tables_between,
+    version_advice,
+)
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import ends_in_exit, literal_value
@@ -46,15 +53,24 @@ _NO_SUGGESTION = frozenset({("torch.distributed.init_process_group", "debug")})
 
 
 class _TableRule(Rule):
-    """Shared access to the torch table of the configured torch version."""
+    """Shared access to the torch tables of the project's torch range (lowest..highest).
 
-    _table: TorchTable | None = None
+    An argument is judged against every release in the range: rejected by all, it is an
+    error; rejected by some only, a warning that names them.
+    """
+
+    _tables: tuple[TorchTable, ...] | None = None
+
+    @property
+    def tables(self) -> tuple[TorchTable, ...]:
+        if self._tables is None:
+            self._tables = tables_between(*self.ctx.settings.torch_range)
+        return self._tables
 
     @property
     def table(self) -> TorchTable:
-        if self._table is None:
-            self._table = load_table(self.ctx.settings.torch_version)
-        return self._table
+        """The newest release of the range (suggestions come from it)."""
+        return self.tables[-1]
 
 
 # -- DL501 ----------------------------------------------------------------------------------------
@@ -87,45 +103,88 @@ class UnknownKeywordArgument(_TableRule):
             callee = node.args[0].value
             name = self.ctx.resolve(callee)
             args = node.args[1:]
-        signature = self.table.signature(name)
-        if signature is None:
+        found = self._signatures(name)
+        if not found:
             self._check_module_compile(node)
             return
         head = dotted_name(callee)
         if head is not None and self.ctx.bound_several_ways(head.split(".", 1)[0]):
             return  # `DDP` from apex when installed, else from torch: its keywords may be apex's
-        self._check(callee, signature, args)
+        self._check(callee, found, args)
+
+    def _signatures(self, name: str | None) -> list[tuple[str, Signature]]:
+        """(release, signature) for each release of the range that has the API."""
+        return [(t.version, sig) for t in self.tables if (sig := t.signature(name)) is not None]
 
     def _check(
         self,
         callee: cst.BaseExpression,
-        signature: Signature,
+        found: list[tuple[str, Signature]],
         args: tuple[cst.Arg, ...] | list[cst.Arg],
         via_method: bool = False,
     ) -> None:
-        if signature.var_keyword or is_feature_guarded(self.ctx.parents):
+        if all(sig.var_keyword for _, sig in found) or is_feature_guarded(self.ctx.parents):
             return  # a keyword of another torch version, used on purpose under a guard
         spelled = self.ctx.module.code_for_node(callee)
         for arg in args:
             if arg.keyword is None:
                 continue  # positional, *args or **kwargs (keys we cannot see)
             keyword = arg.keyword.value
-            if keyword in signature.keywords or keyword in self._probed():
+            if keyword in self._probed():
                 continue
-            self._report(arg.keyword, signature, keyword, spelled, via_method)
+            rejecting = [(v, sig) for v, sig in found if not sig.accepts_keyword(keyword)]
+            if not rejecting:
+                continue
+            if len(rejecting) < len(found):
+                accepting = [v for v, sig in found if sig.accepts_keyword(keyword)]
+                self._report_some(arg.keyword, rejecting, accepting, keyword, spelled, via_method)
+            else:
+                self._report(arg.keyword, rejecting, keyword, spelled, via_method)
 
-    def _report(
+    @staticmethod
+    def _what(signature: Signature, spelled: str, via_method: bool) -> str:
+        if via_method or spelled == signature.name:
+            return f"`{spelled}`"
+        return f"`{spelled}` (`{signature.name}`)"
+
+    def _report_some(
         self,
         node: cst.Name,
-        signature: Signature,
+        rejecting: list[tuple[str, Signature]],
+        accepting: list[str],
         keyword: str,
         spelled: str,
         via_method: bool,
     ) -> None:
-        version = self.table.torch_version.rsplit(".", 1)[0]
-        what = f"`{spelled}`" if via_method else f"`{spelled}` (`{signature.name}`)"
-        if spelled == signature.name:
-            what = f"`{spelled}`"
+        """A keyword some releases of the project's range accept and others reject."""
+        signature = rejecting[-1][1]
+        error = (
+            f"{signature.error_name}() got some positional-only arguments passed as keyword "
+            f"arguments: {keyword!r}"
+            if keyword in signature.positional_only
+            else signature.unexpected_keyword_message(keyword)
+        )
+        self.report(
+            node,
+            f"{self._what(signature, spelled, via_method)} takes keyword `{keyword}` only in "
+            f"torch {describe_versions(accepting)}: on torch "
+            f"{describe_versions([v for v, _ in rejecting])}, which the project supports, the "
+            f"call raises `TypeError: {error}`. "
+            + version_advice(accepting, [v for v, _ in rejecting]),
+            severity=Severity.WARNING,
+        )
+
+    def _report(
+        self,
+        node: cst.Name,
+        rejecting: list[tuple[str, Signature]],
+        keyword: str,
+        spelled: str,
+        via_method: bool,
+    ) -> None:
+        signature = rejecting[-1][1]
+        version = describe_versions([v for v, _ in rejecting])
+        what = self._what(signature, spelled, via_method)
         if keyword in signature.positional_only:
             self.report(
                 node,
@@ -137,6 +196,10 @@ class UnknownKeywordArgument(_TableRule):
         public = [k for k in signature.keywords if not k.startswith("_")]
         key = (signature.name, keyword)
         suggestion = None if key in _NO_SUGGESTION else closest(keyword, public)
+        if suggestion is not None and not all(
+            sig.accepts_keyword(suggestion) for _, sig in rejecting
+        ):
+            suggestion = None  # not a keyword of every release of the range
         hint = f" Did you mean `{suggestion}`?" if suggestion else ""
         extra = f" {_HINTS[key]}" if key in _HINTS else ""
         self.report(
@@ -154,9 +217,10 @@ class UnknownKeywordArgument(_TableRule):
         func = node.func
         if self.ctx.module_compile_receiver(node) is None:
             return
-        signature = self.table.signature(_MODULE_COMPILE)
-        if signature is None or signature.var_keyword:
+        found = self._signatures(_MODULE_COMPILE)
+        if not found or found[-1][1].var_keyword:
             return
+        signature = found[-1][1]
         keywords = [arg.keyword.value for arg in node.args if arg.keyword is not None]
         known = set(signature.keywords) - {"model"}
         unknown = [k for k in keywords if k not in signature.keywords]
@@ -169,7 +233,7 @@ class UnknownKeywordArgument(_TableRule):
             return
         if any(set(unknown) <= params for params in self._own_compile_methods()):
             return  # a project class's own compile(..., compile_model=True) (timm's tasks)
-        self._check(func, signature, node.args, via_method=True)
+        self._check(func, found, node.args, via_method=True)
 
     def _own_compile_methods(self) -> list[set[str]]:
         """Parameter names of the ``compile`` methods the project's classes define (this file's,
@@ -284,19 +348,23 @@ class UnknownCompilerConfig(_TableRule):
                 self._check_name(first, module, key, where)
 
     def _check_name(self, node: cst.CSTNode, module: str, name: str, where: str) -> None:
-        names = self.table.config_names(module)
-        if name in names:
+        missing = [t.version for t in self.tables if not _has_config(t, module, name)]
+        if not missing:
             return
-        parts = name.split(".")
-        for i in range(1, len(parts)):
-            if ".".join(parts[:i]) in names:
-                return  # an attribute of a config value (e.g. of an object-valued setting)
-        version = self.table.torch_version.rsplit(".", 1)[0]
         full = f"{module}.{name}"
-        message = (
-            f"`{full}` does not exist in torch {version}: {where} "
-            f"`AttributeError: {full} does not exist`."
-        )
+        error = f"`AttributeError: {full} does not exist`"
+        if len(missing) < len(self.tables):
+            present = [t.version for t in self.tables if t.version not in missing]
+            self.report(
+                node,
+                f"`{full}` exists only in torch {describe_versions(present)}: on torch "
+                f"{describe_versions(missing)}, which the project supports, {where} {error}. "
+                + version_advice(present, missing),
+                severity=Severity.WARNING,
+            )
+            return
+        names = self.table.config_names(module)
+        message = f"`{full}` does not exist in torch {describe_versions(missing)}: {where} {error}."
         group = name + "."
         members = sorted(n for n in names if n.startswith(group))
         if members:
@@ -305,7 +373,9 @@ class UnknownCompilerConfig(_TableRule):
             )
             self.report(node, message)
             return
-        suggestion = closest(name, [n for n in names if not n.startswith("_")])
+        # a suggestion every release of the range has
+        common = frozenset.intersection(*(t.config_names(module) for t in self.tables))
+        suggestion = closest(name, [n for n in common if not n.startswith("_")])
         if suggestion is not None:
             message += f" Did you mean `{suggestion}`?"
         rename = isinstance(node, (cst.Attribute, cst.Name)) and suggestion is not None
@@ -315,6 +385,16 @@ class UnknownCompilerConfig(_TableRule):
             fix=Fix(f"Use {suggestion!r}", (), Applicability.UNSAFE) if rename else None,
             fix_nodes=((node, _respell(node, name, suggestion)),) if rename else (),
         )
+
+
+def _has_config(table: TorchTable, module: str, name: str) -> bool:
+    """Whether ``module.name`` can be set on this release (a config, or an attribute of an
+    object-valued one)."""
+    names = table.config_names(module)
+    if name in names:
+        return True
+    parts = name.split(".")
+    return any(".".join(parts[:i]) in names for i in range(1, len(parts)))
 
 
 def _respell(node: cst.CSTNode, name: str, suggestion: str | None) -> str:
@@ -383,6 +463,7 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
 def _quoted(message: str) -> str:
@@ -454,12 +535,11 @@ class DeprecatedTorchApi(Rule):
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         # Judged against the lowest torch the project supports (configured, or inferred from
-        # its requirements): a deprecation newer than that is one it cannot act on yet.
-        settings = ctx.settings
-        configured = (
-            settings.torch_floor or settings.torch_version or load_table(None).torch_version
-        )
-        wanted = _version_key(configured)
+        # its requirements): a deprecation newer than that is one it cannot act on yet, and a
+        # replacement that release lacks is not one it can use.
+        lowest, highest = ctx.settings.torch_range
+        self._floor = tables_between(lowest, highest)[0]
+        wanted = _version_key(lowest or self._floor.version)
         self._names: dict[str, DeprecatedApi] = {}
         self._modules: list[DeprecatedApi] = []
         for api in deprecated_apis():
@@ -525,7 +605,7 @@ class DeprecatedTorchApi(Rule):
         module = dotted_name(node.module)
         api = self._module_of(module)
         if api is not None:
-            self._report_module(node.module, api, module or "")
+            self._report_module(node.module, api, module or "", node)
             return
         if module is None or isinstance(node.names, cst.ImportStar):
             return
@@ -544,23 +624,73 @@ class DeprecatedTorchApi(Rule):
                 return api
         return None
 
-    def _report_module(self, node: cst.CSTNode, api: DeprecatedApi, spelled: str) -> None:
+    def _report_module(
+        self,
+        node: cst.CSTNode,
+        api: DeprecatedApi,
+        spelled: str,
+        statement: cst.ImportFrom | None = None,
+    ) -> None:
         if api.category is None:  # a private path whose public home holds the same objects
             public = f"{api.replacement}{spelled[len(api.name) :]}"
             self.report(
                 node,
-                f"`{spelled}` is a private torch path: torch {api.since} has the same API as the "
-                f"public `{public}`. Import it from `{api.replacement}`.",
+                f"`{spelled}` is a private torch path: since torch {self._since(api)}, the "
+                f"public `{public}` has the same API. Import it from `{api.replacement}`.",
+                **self._import_fix(statement, api, spelled),  # type: ignore[arg-type]
             )
             return
         self.report(node, self._deprecated_message(spelled, api))
 
+    def _import_fix(
+        self, statement: cst.ImportFrom | None, api: DeprecatedApi, spelled: str
+    ) -> dict[str, object]:
+        """A safe fix for ``from <private module> import a, b``: import them from the public
+        module instead. A drop-in: the names are the very same objects (checked by the
+        generator), and the project's lowest torch exports each one from the public module.
+        Submodules, star imports and other spellings get none."""
+        public = api.replacement
+        if statement is None or spelled != api.name or public is None:
+            return {}
+        if isinstance(statement.names, cst.ImportStar):
+            return {}
+        exports = self._floor.module_exports.get(public, ())
+        names = [dotted_name(alias.name) for alias in statement.names]
+        if not names or not all(name in exports for name in names):
+            return {}
+        return {
+            "fix": Fix(f"Import from `{public}`", (), Applicability.SAFE),
+            "fix_nodes": ((statement.module, public),),
+        }
+
+    @staticmethod
+    def _since(api: DeprecatedApi) -> str:
+        """ "2.9", or "2.4 and earlier" when the oldest shipped table already has it."""
+        oldest = available_versions()[0]
+        return f"{api.since} or earlier" if api.since == oldest else api.since
+
+    def _usable(self, name: str | None) -> bool:
+        """Whether the project's lowest torch has ``name`` (a replacement to suggest). Names
+        the torch tables do not track (prose, other packages) count as usable."""
+        if name is None:
+            return False
+        if not _DOTTED.fullmatch(name) or not name.startswith(("torch.", "functorch.")):
+            return True
+        return self._floor.has(name)
+
     def _deprecated_message(self, spelled: str, api: DeprecatedApi) -> str:
         said = (
-            f"`{spelled}` is deprecated on torch {api.since} ({api.when} emits a `{api.category}`"
+            f"`{spelled}` is deprecated since torch {self._since(api)} ({api.when} emits a "
+            f"`{api.category}`"
         )
         if api.replacement is None:
             return f'{said}: "{_quoted(api.message or "")}").'
+        if not self._usable(api.replacement):
+            return (
+                f"{said}). torch names `{api.replacement}` instead, which the project's lowest "
+                f"torch, {self._floor.version}, does not have: keep this call until the "
+                "project's lowest torch has it."
+            )
         return f"{said}). Use `{api.replacement}` instead."
 
     # references to deprecated functions and attributes
@@ -704,7 +834,7 @@ class DeprecatedTorchApi(Rule):
         import would have to change too.
         """
         replacement = DROP_IN.get(api.name)
-        if replacement is None or type(node) is not cst.Attribute:
+        if replacement is None or type(node) is not cst.Attribute or not self._usable(replacement):
             return {}
         resolved = self.ctx.resolve(node)  # type: ignore[arg-type]
         if resolved is None:
