@@ -538,8 +538,10 @@ def _shim_modules() -> list[str]:
 
 
 def _module_exports() -> dict[str, list[str]]:
-    """Public names of each shim module, private and public (what a rewritten import needs)."""
+    """Public names of each shim module, private and public (what a rewritten import needs):
+    its attributes and its submodules."""
     import importlib
+    import pkgutil
     import warnings
 
     exports: dict[str, list[str]] = {}
@@ -550,7 +552,11 @@ def _module_exports() -> dict[str, list[str]]:
                 found = importlib.import_module(module)
         except ImportError:
             continue
-        exports[module] = sorted(n for n in dir(found) if not n.startswith("_"))
+        # dir() holds the submodules imported so far (it varies with what ran before); every
+        # submodule on disk is added, so that the list does not
+        names = set(dir(found))
+        names.update(info.name for info in pkgutil.iter_modules(getattr(found, "__path__", [])))
+        exports[module] = sorted(n for n in names if not n.startswith("_"))
     return exports
 
 
@@ -588,7 +594,9 @@ def build() -> dict[str, Any]:
         module = getattr(fn, "__module__", "") or ""
         if fn is None or not (module == "torch" or module.startswith("torch.")):
             continue  # entry-point or user-registered backend: not part of torch itself
-        backends[name] = {"hidden": name not in listed, "tags": sorted(fn._tags)}
+        # the tags live on the function until torch 2.13, in _BACKEND_TAGS from 2.14
+        tags = getattr(registry, "_BACKEND_TAGS", {}).get(name, getattr(fn, "_tags", ()))
+        backends[name] = {"hidden": name not in listed, "tags": sorted(tags)}
 
     modes = torch._inductor.list_mode_options()
     options = _inductor_options(inductor_config)

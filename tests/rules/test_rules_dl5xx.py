@@ -584,7 +584,7 @@ def test_dl504_entry_without_a_replacement_quotes_torch() -> None:
         """
     )
     assert [f.message for f in found] == [
-        "`symm_mem.enable_symm_mem_for_group` is deprecated since torch 2.13 (calling it emits a "
+        "`symm_mem.enable_symm_mem_for_group` is deprecated since torch 2.11 (calling it emits a "
         '`FutureWarning`: "`enable_symm_mem_for_group` is deprecated. There is no need to call '
         'this function anymore.").'
     ]
@@ -853,3 +853,15 @@ def test_api_rules_silent_in_a_test_that_is_always_skipped() -> None:
     live = skipped.replace("skipif(True,", "skipif(torch.cuda.device_count() < 2,")
     assert [f.code for f in findings(HEADER + textwrap.dedent(live), "DL503")] == ["DL503"]
     assert [f.code for f in dl501(live)] == ["DL501"]
+
+
+def test_dl505_reports_a_shim_path_dl504_leaves_to_an_older_lowest_torch() -> None:
+    """torch.distributed.tensor became the public home of torch.distributed._tensor in 2.5: a
+    project on 2.4 has only the private path (DL505, a note), one on 2.5 and up is told to
+    import from the public module (DL504, which DL505 then leaves alone)."""
+    source = "from torch.distributed._tensor import DTensor\n"
+    both = frozenset({"DL504", "DL505"})
+    for lowest, code in (("2.4", "DL505"), ("2.5", "DL504"), (None, "DL504")):
+        settings = FileSettings(enabled=both, torch_floor=lowest)
+        found = check_source(source, "t.py", settings).findings
+        assert [f.code for f in found] == [code], lowest

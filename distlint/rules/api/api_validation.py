@@ -462,6 +462,13 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".")[:2])
 
 
+def deprecated_at(lowest: str | None, highest: str | None = None) -> list[DeprecatedApi]:
+    """The DL504 entries a project whose torch range is ``lowest``..``highest`` can act on:
+    deprecated (``since``) on its lowest torch (None: the newest known up to ``highest``)."""
+    wanted = _version_key(lowest or tables_between(lowest, highest)[0].version)
+    return [api for api in deprecated_apis() if _version_key(api.since) <= wanted]
+
+
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
@@ -539,12 +546,9 @@ class DeprecatedTorchApi(Rule):
         # replacement that release lacks is not one it can use.
         lowest, highest = ctx.settings.torch_range
         self._floor = tables_between(lowest, highest)[0]
-        wanted = _version_key(lowest or self._floor.version)
         self._names: dict[str, DeprecatedApi] = {}
         self._modules: list[DeprecatedApi] = []
-        for api in deprecated_apis():
-            if _version_key(api.since) > wanted:
-                continue
+        for api in deprecated_at(lowest, highest):
             if api.kind == "module":
                 self._modules.append(api)
             else:

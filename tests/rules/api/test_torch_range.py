@@ -4,6 +4,7 @@ The facts come from the shipped tables of torch 2.4-2.14 (scripts/gen_torch_tabl
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from distlint.engine.checker import check_source
@@ -96,7 +97,7 @@ def test_dl503_config_of_older_releases_only_is_a_warning() -> None:
         "`torch._dynamo.config.skip_fsdp_hooks` exists only in torch 2.4"
     )
     assert "which the project supports, the assignment raises `AttributeError: " in finding.message
-    gone = finding.message.split("on torch ")[1].split("-")[0]
+    gone = re.search(r"on torch (\d+\.\d+)", finding.message)[1]  # type: ignore[index]
     assert finding.message.endswith(f"or keep the project's torch below {gone}.")
     error = only(findings(CONFIG, "DL503", "2.13"))
     assert error.severity is Severity.ERROR
