@@ -16,7 +16,8 @@ from distlint.findings import Applicability, Finding, Severity
 from distlint.rules.registry import get_rule
 
 DL203_ONLY = FileSettings(enabled=frozenset({"DL203"}))
-DL502_ONLY = FileSettings(enabled=frozenset({"DL502"}))
+# torch 2.13's facts (the proof tests' torch)
+DL502_ONLY = FileSettings(enabled=frozenset({"DL502"}), torch_floor="2.13", torch_ceiling="2.13")
 
 
 def findings(source: str, settings: FileSettings) -> list[Finding]:

@@ -17,8 +17,11 @@ from distlint.rules.api.api_validation import deprecated_apis
 from distlint.rules.registry import get_rule
 
 
-def findings(source: str, code: str, torch_version: str | None = None) -> list[Finding]:
-    settings = FileSettings(enabled=frozenset({code}), torch_version=torch_version)
+def findings(source: str, code: str, torch_version: str = "2.13") -> list[Finding]:
+    """Findings for a project on exactly ``torch_version`` (2.13: the proof tests' torch)."""
+    settings = FileSettings(
+        enabled=frozenset({code}), torch_floor=torch_version, torch_ceiling=torch_version
+    )
     result = check_source(textwrap.dedent(source), "t.py", settings)
     assert result.errors == ()
     return list(result.findings)
