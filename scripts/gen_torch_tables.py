@@ -25,8 +25,8 @@ names, their replacements and the drop-in replacements the release has), ``modul
 DL504 entry, ``since``).
 
 All releases' tables live in one merged file (see ``merge``): eleven releases cost about a
-quarter of eleven copies. ``distlint.knowledge.torch_tables.expand`` gives one release's table back,
-exactly as ``build`` made it.
+sixth of eleven copies. ``distlint.knowledge.torch_tables.expand`` gives one release's table
+back, exactly as ``build`` made it.
 
 Usage (with the target torch importable, from anywhere)::
 

@@ -4,7 +4,7 @@ Rules use this instead of importing torch. The file is generated from real torch
 ``scripts/gen_torch_tables.py``; see its docstring for what each table holds and how to add a
 torch version. It holds every release's table in one merged form: list items grouped by the
 versions that have them, and each value of a mapping stored once with the versions it holds
-for (``"2.4-2.9,2.11"``), so that eleven releases cost about a quarter of eleven copies.
+for (``"2.4-2.9,2.11"``), so that eleven releases cost about a sixth of eleven copies.
 :func:`expand` gives one release's table back, exactly as the generator built it.
 """
 
