@@ -473,7 +473,7 @@ def _names_to_look_up() -> set[str]:
     """Dotted names whose presence per release DL504 needs: every deprecated name, its
     aliases, its replacement and its trigger, and DL504's drop-in replacements."""
     _importable_distlint()
-    from distlint.rules.api.api_validation import DROP_IN
+    from distlint.rules.api.deprecated_torch_api import DROP_IN
 
     deprecated = json.loads((DATA_DIR / "deprecated_torch.json").read_text(encoding="utf-8"))
     names: set[str] = set()

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from distlint.rules.api.api_validation import deprecated_apis
+from distlint.rules.api._deprecations import deprecated_apis
 from distlint.testing import expected_findings
 from tests.proof.harness import FIXTURES, REPO, Outcome, run_cases, run_fixtures
 

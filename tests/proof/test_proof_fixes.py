@@ -24,7 +24,8 @@ import pytest
 from distlint.engine.checker import check_source
 from distlint.engine.fixes import fix_project
 from distlint.file_settings import FileSettings
-from distlint.rules.api.api_validation import DROP_IN, deprecated_apis
+from distlint.rules.api._deprecations import deprecated_apis
+from distlint.rules.api.deprecated_torch_api import DROP_IN
 from tests.proof.harness import FIXTURES, run_cases
 
 pytestmark = [

@@ -13,7 +13,7 @@ from distlint.engine.checker import check_source
 from distlint.file_settings import FileSettings
 from distlint.findings import Applicability, Finding, Severity
 from distlint.knowledge.torch_tables import available_versions, version_key
-from distlint.rules.api.api_validation import deprecated_apis
+from distlint.rules.api._deprecations import deprecated_apis
 from distlint.rules.registry import get_rule
 
 

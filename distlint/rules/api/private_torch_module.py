@@ -20,7 +20,7 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.api.api_validation import deprecated_at
+from distlint.rules.api._deprecations import deprecated_at
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.syntax.guards import is_feature_guarded
