@@ -18,11 +18,12 @@ class TableRule(Rule):
 
     @property
     def tables(self) -> tuple[TorchTable, ...]:
+        """The releases of the project's torch range (lowest..highest), oldest first."""
         if self._tables is None:
             self._tables = tables_between(*self.ctx.settings.torch_range)
         return self._tables
 
     @property
     def table(self) -> TorchTable:
-        """The newest release of the range (suggestions come from it)."""
+        """The newest release of the range: messages and suggestions come from it."""
         return self.tables[-1]

@@ -1,7 +1,7 @@
 """DL502: ``torch.compile`` options that torch rejects when ``torch.compile(...)`` is called.
 
-Facts come from the shipped torch tables (``distlint/knowledge/data/torch-tables.json``, generated
-from torch by ``scripts/gen_torch_tables.py``), so checking never imports torch.
+Facts come from the shipped torch tables (``distlint/knowledge/data/torch-tables.json``,
+generated from torch by ``scripts/gen_torch_tables.py``), so checking never imports torch.
 """
 
 from __future__ import annotations
@@ -11,14 +11,8 @@ from collections.abc import Callable
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.knowledge.torch_tables import (
-    TorchTable,
-    closest,
-    describe_versions,
-    tables_between,
-    version_advice,
-)
-from distlint.rules.base import Rule
+from distlint.knowledge.torch_tables import TorchTable, closest, describe_versions, version_advice
+from distlint.rules.api._tables import TableRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_literal, literal_value
 from distlint.syntax.imports import scope_statements
@@ -45,7 +39,7 @@ _REGISTER_BACKEND = frozenset(
 _PARTIAL = frozenset({"functools.partial"})
 
 
-class InvalidCompileOption(Rule):
+class InvalidCompileOption(TableRule):
     code = "DL502"
     name = "invalid-compile-option"
     severity = Severity.ERROR
@@ -56,20 +50,7 @@ class InvalidCompileOption(Rule):
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
-        self._tables: tuple[TorchTable, ...] | None = None
         self._registered = _registered_backends(ctx.module)
-
-    @property
-    def tables(self) -> tuple[TorchTable, ...]:
-        """The releases of the project's torch range (lowest..highest), oldest first."""
-        if self._tables is None:
-            self._tables = tables_between(*self.ctx.settings.torch_range)
-        return self._tables
-
-    @property
-    def table(self) -> TorchTable:
-        """The newest release of the range: messages and suggestions come from it."""
-        return self.tables[-1]
 
     def _some_only(
         self, node: cst.CSTNode, accepted: Callable[[TorchTable], bool], what: str, error: str
