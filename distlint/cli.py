@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -27,10 +27,11 @@ from distlint.config.settings import (
     ConfigError,
     ConfigResolver,
     settings_for,
-    torch_floor,
+    torch_range,
 )
 from distlint.confirm.cli import ConfirmRequest, confirm_options, register
 from distlint.findings import Finding, ToolError
+from distlint.knowledge.torch_tables import available_versions, span, tables_between
 from distlint.meta import FORMATS, OUTPUT_FORMATS
 from distlint.output.baseline import BaselineError
 from distlint.output.render import render
@@ -51,7 +52,9 @@ class UsageFailure(click.UsageError):
     """A bad option value: exit 2 with a message (click's own convention)."""
 
 
-def _selectors(values: tuple[str, ...], option: str) -> tuple[str, ...]:
+def _selectors(values: tuple[str, ...], option: str, problems: list[str]) -> tuple[str, ...]:
+    """The valid selectors of a command-line option; each unknown one is added to ``problems``
+    (reported with the config files' problems, in one run)."""
     codes = tuple(all_rules())
     selectors = []
     for value in values:
@@ -65,9 +68,35 @@ def _selectors(values: tuple[str, ...], option: str) -> tuple[str, ...]:
             if builtin and not is_valid_selector(part, codes):
                 hint = suggest_code(part, codes)
                 suggestion = f"; did you mean {hint}?" if hint else ""
-                raise UsageFailure(f"{option}: unknown rule selector '{part}'{suggestion}")
+                problems.append(f"{option}: unknown rule selector '{part}'{suggestion}")
+                continue
             selectors.append(part)
     return tuple(selectors)
+
+
+_OPTIONS = ("--select", "--extend-select", "--ignore")
+T = TypeVar("T")
+
+
+def _reporting_selectors(
+    resolver: ConfigResolver, option_problems: tuple[str, ...], build: Callable[[], T]
+) -> T:
+    """``build()`` (which reads the configuration), then every problem met in one ConfigError:
+    the config files', then the command line's selectors by option. A plugin's selector is
+    checked only once the configuration has loaded the plugins (``settings_for`` raises for an
+    unknown one), so its problem joins the others here."""
+    try:
+        built = build()
+    except ConfigError as exc:
+
+        def option_index(problem: str) -> int:
+            option = problem.split(":", 1)[0]
+            return _OPTIONS.index(option) if option in _OPTIONS else -1
+
+        resolver.raise_problems(sorted((*option_problems, *exc.problems), key=option_index))
+        raise  # pragma: no cover - raise_problems raised, with exc's problems among them
+    resolver.raise_problems(option_problems)
+    return built
 
 
 def _use_color(stream: object) -> bool:
@@ -296,10 +325,11 @@ def check(
         raise UsageFailure("--confirm cannot be combined with --fix-only, --diff or --add-noqa")
     if baseline_file is not None and (modes.only or add_noqa):
         raise UsageFailure("--baseline cannot be combined with --fix-only, --diff or --add-noqa")
+    option_problems: list[str] = []
     overrides = CliOverrides(
-        select=_selectors(select, "--select") if select else None,
-        extend_select=_selectors(extend_select, "--extend-select"),
-        ignore=_selectors(ignore, "--ignore"),
+        select=_selectors(select, "--select", option_problems) if select else None,
+        extend_select=_selectors(extend_select, "--extend-select", option_problems),
+        ignore=_selectors(ignore, "--ignore", option_problems),
     )
     try:
         code = _run_check(
@@ -325,6 +355,7 @@ def check(
             show_settings=show_settings,
             cache=None if no_cache else _open_cache(cache_dir),
             confirm=confirm,
+            option_problems=tuple(option_problems),
         )
     except ConfigError as exc:
         for problem in exc.problems:
@@ -373,12 +404,20 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
     if opts["show_settings"]:
         target = Path(opts["stdin_filename"] or ".") if stdin_mode else paths[0]  # type: ignore[arg-type]
         config = resolver.for_path(target.resolve())
-        resolver.raise_problems()
-        settings = settings_for(config, overrides, target.resolve())
-        floor, source = torch_floor(config, target.resolve())
+        settings = _reporting_selectors(
+            resolver,
+            opts["option_problems"],  # type: ignore[arg-type]
+            lambda: settings_for(config, overrides, target.resolve()),
+        )
+        lowest, highest, source = torch_range(config, target.resolve())
+        judged = [t.version for t in tables_between(lowest, highest)]
         shown = config.as_dict() | {
-            "lowest-torch": floor,
+            "lowest-torch": lowest,
+            "highest-torch": highest,
             "lowest-torch-from": source,
+            # the shipped torch tables the project's range covers (argument validity is judged
+            # against each; deprecations against the first)
+            "torch-range": span(judged, available_versions()),
             "enabled-rules": sorted(settings.enabled),
         }
         click.echo(json.dumps(shown, indent=2))
@@ -386,7 +425,8 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
 
     cache: FirstPassCache | None = opts["cache"]  # type: ignore[assignment]
     if stdin_mode:
-        session = CheckSession.for_stdin(
+        build = functools.partial(
+            CheckSession.for_stdin,
             opts["stdin_filename"],  # type: ignore[arg-type]
             resolver,
             overrides,
@@ -396,7 +436,8 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             project_timeout=opts["project_timeout"],  # type: ignore[arg-type]
         )
     else:
-        session = CheckSession.for_paths(
+        build = functools.partial(
+            CheckSession.for_paths,
             list(paths),
             resolver,
             overrides,
@@ -407,7 +448,8 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             file_timeout=opts["file_timeout"],  # type: ignore[arg-type]
             project_timeout=opts["project_timeout"],  # type: ignore[arg-type]
         )
-    resolver.raise_problems()  # every broken config file met, each bad key, in one run
+    # every broken config file met, each bad key, and each bad --select/--ignore, in one run
+    session = _reporting_selectors(resolver, opts["option_problems"], build)  # type: ignore[arg-type]
 
     fix_run = None
     problems: list[str] = []  # files a fix or a noqa could not be written to, and why

@@ -23,6 +23,13 @@ class FileSettings:
     # The lowest torch the project supports: the configured torch-version, else the lower bound
     # of the project's own torch requirement (distlint/config/torch_version.py); None: not known.
     torch_floor: str | None = None
+    # The highest: the upper bound of the project's torch requirement; None: the newest known.
+    torch_ceiling: str | None = None
     # Local plugins (absolute paths) whose rules ``enabled`` may name; a worker process
     # loads them before its first file (distlint.rules.plugins).
     plugins: tuple[str, ...] = ()
+
+    @property
+    def torch_range(self) -> tuple[str | None, str | None]:
+        """(lowest, highest) torch the file's project supports, for ``tables_between``."""
+        return self.torch_floor or self.torch_version, self.torch_ceiling

@@ -1,36 +1,52 @@
-"""Generate ``distlint/knowledge/data/torch-<major.minor>.json``: facts about torch shipped as data.
+"""Generate ``distlint/knowledge/data/torch-tables.json``: facts about torch releases as data.
 
 distlint never imports torch while checking code. Everything a rule needs to know about a torch
 release (valid ``torch.compile`` backends, modes and ``options``, the names in
 ``torch._dynamo.config`` / ``torch._inductor.config``, the exact error messages, and the
-parameters of the public APIs training code calls) is read from the installed torch by this script
+parameters of the public APIs training code calls) is read from a real torch by this script
 and stored as JSON; ``distlint.knowledge.torch_tables`` loads it.
 
-Tables: ``compile_backends``, ``compile_modes``, ``inductor_options``, ``dynamo_config``,
-``inductor_config``, ``config_aliases``, ``config_deprecated``, ``compile_checks`` (DL502, DL503),
-and ``signatures`` / ``signature_aliases`` (DL501): for each API in ``SIGNATURE_APIS`` (keyed by
-the canonical name ``distlint.syntax.imports.canonical_name`` gives), the names it accepts as
-keywords,
-its positional-only parameters, whether it takes ``*args`` / ``**kwargs``, and the name Python
+Tables (one set per torch ``major.minor``): ``compile_backends``, ``compile_modes``,
+``inductor_options``, ``inductor_option_check`` (how torch checks an option's value:
+``isinstance`` against its declared type, or on 2.4 ``exact``, ``type(value) is
+type(default)``), ``dynamo_config``, ``inductor_config``, ``config_aliases``,
+``config_deprecated``, ``compile_checks`` (DL502, DL503), ``signatures`` /
+``signature_aliases`` (DL501): for each API in ``SIGNATURE_APIS`` (keyed by the canonical name
+``distlint.syntax.imports.canonical_name`` gives), the names it accepts as keywords, its
+positional-only parameters, whether it takes ``*args`` / ``**kwargs``, and the name Python
 puts in its ``TypeError`` (``compile``, ``DistributedDataParallel.__init__``). Other spellings of
 the same object (``torch.utils.data.dataloader.DataLoader``) map to the canonical name in
 ``signature_aliases``. APIs missing from a torch release, or implemented in C++ without an
-introspectable signature, are left out.
+introspectable signature, are left out. For DL504: ``api_names`` (which of the deprecated
+names, their replacements and the drop-in replacements the release has), ``module_exports``
+(the public names of the private shim modules and their public homes) and
+``deprecation_markers`` (every deprecation marker in the release's source, found by
+``scripts/gen_deprecations.py``'s scan, which reads the files and runs nothing; it dates each
+DL504 entry, ``since``).
 
-Usage (with the target torch installed, run from anywhere)::
+All releases' tables live in one merged file (see ``merge``): eleven releases cost about a
+sixth of eleven copies. ``distlint.knowledge.torch_tables.expand`` gives one release's table
+back, exactly as ``build`` made it.
 
-    # write distlint/knowledge/data/torch-<major.minor>.json
-    python scripts/gen_torch_tables.py
-    python scripts/gen_torch_tables.py --check  # exit 1 and print a diff if the file is stale
+Usage (with the target torch importable, from anywhere)::
+
+    python scripts/gen_torch_tables.py                  # add/update this torch's table
+    python scripts/gen_torch_tables.py --check          # exit 1 with a diff if it is stale
+    python scripts/gen_torch_tables.py --json-out FILE  # write this torch's table to FILE
+    python scripts/gen_torch_tables.py --add FILE...    # merge tables written by --json-out
 
 Adding another torch version:
 
-1. Create a virtual environment with that torch (a CPU wheel is enough; the tables do not depend
-   on CUDA), e.g. ``pip install torch==2.14.0 --index-url https://download.pytorch.org/whl/cpu``.
+1. Make that torch importable in a throwaway environment. A CPU wheel is enough; a CUDA wheel
+   (what PyPI serves) imports on a machine without a GPU once its ``nvidia-*`` requirements
+   are installed too (``pip install --target`` them, no need for triton); the wheel can be
+   unzipped instead of installed and put first on ``PYTHONPATH``, with this checkout's
+   interpreter and its libcst.
 2. Unset ``TORCHINDUCTOR_*`` / ``TORCHDYNAMO_*`` / ``TORCH_COMPILE_*`` variables (they can change
-   config defaults) and run ``python scripts/gen_torch_tables.py`` with that interpreter.
-3. Read the new JSON's ``compile_checks`` section: its messages are captured live from torch,
-   but its ``raised_at`` / ``condition`` notes were read from torch's source
+   config defaults) and run ``python scripts/gen_torch_tables.py --json-out FILE`` with it;
+   then ``--add FILE`` (or run without ``--json-out`` to merge directly).
+3. Read the new table's ``compile_checks`` section: its messages are captured live from torch,
+   but its ``raised_at`` / ``condition`` notes were read from torch 2.13's source
    (``torch/__init__.py`` ``compile`` and ``_TorchCompileInductorWrapper``,
    ``torch/_dynamo/backends/registry.py``); re-read them and update ``COMPILE_NOTES`` below if
    they changed. Then run the proof tests
@@ -38,9 +54,11 @@ Adding another torch version:
    recorded facts against the real behaviour.
 4. If the release added or moved a public API that training code calls, add its names to
    ``SIGNATURE_APIS`` (canonical spelling first, then its other public spellings).
-5. Commit the new file. ``load_table(None)`` picks the newest version automatically.
+5. Run ``python scripts/gen_deprecations.py --redate`` (DL504's ``since`` from the markers) and
+   commit both files. ``load_table(None)`` picks the newest version automatically.
 
-The output is deterministic: sorted keys and lists, ``indent=1``, trailing newline.
+The output is deterministic: sorted keys and lists, one line per list item and per mapping key,
+trailing newline.
 """
 
 from __future__ import annotations
@@ -53,7 +71,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "distlint" / "knowledge" / "data"
+REPO = Path(__file__).resolve().parents[1]
+DATA_DIR = REPO / "distlint" / "knowledge" / "data"
+MERGED_PATH = DATA_DIR / "torch-tables.json"
 _SENTINEL = "distlint_sentinel_xyz"
 
 # Facts read from torch's source and proven by tests/knowledge/test_torch_tables.py
@@ -257,9 +277,7 @@ def _option_type(value_type: Any) -> str:
         isinstance(None, value_type)
     except TypeError:
         return "never"
-    if value_type.__module__ == "builtins":
-        return value_type.__name__
-    return f"{value_type.__module__}.{value_type.__qualname__}"
+    return _type_name(value_type)
 
 
 def _compile_errors(torch: Any) -> dict[str, Any]:
@@ -326,16 +344,44 @@ def _compile_errors(torch: Any) -> dict[str, Any]:
     return errors
 
 
+def _popped_keys(torch: Any) -> list[str]:
+    """The keys of COMPILE_NOTES' ``popped_keys`` that this torch's ``torch.compile`` really
+    pops from ``options`` (read from its source; older releases pop none)."""
+    import inspect
+
+    source = inspect.getsource(torch.compile)
+    return [k for k in COMPILE_NOTES["options"]["popped_keys"] if f'pop("{k}"' in source]
+
+
+def _option_check(inductor_config: Any) -> str:
+    """How torch.compile checks an ``options`` value: ``isinstance`` against the config's
+    declared type (``get_type``), or, before torch had it (2.4), ``exact``: ``type(value) is
+    type(default)`` (``True`` is then rejected where an int is expected)."""
+    return "isinstance" if hasattr(type(inductor_config), "get_type") else "exact"
+
+
 def _inductor_options(inductor_config: Any) -> dict[str, str]:
     names = inductor_config.get_config_copy()
+    if _option_check(inductor_config) == "exact":
+        return {name: _type_name(type(value)) for name, value in names.items()}
     return {name: _option_type(inductor_config.get_type(name)) for name in names}
 
 
+def _type_name(value_type: type) -> str:
+    if value_type.__module__ == "builtins":
+        return value_type.__name__
+    return f"{value_type.__module__}.{value_type.__qualname__}"
+
+
 def _config_facts(module: Any, prefix: str) -> tuple[list[str], dict[str, str], list[str]]:
-    entries = module._config  # name -> _ConfigEntry; the only names __setattr__ accepts
+    # name -> _ConfigEntry (name -> value before torch 2.6, without aliases or deprecations);
+    # the only names __setattr__ accepts
+    entries = module._config
     names = sorted(entries)
-    aliases = {f"{prefix}.{n}": e.alias for n, e in entries.items() if e.alias}
-    deprecated = sorted(f"{prefix}.{n}" for n, e in entries.items() if e.deprecated)
+    aliases = {f"{prefix}.{n}": a for n, e in entries.items() if (a := getattr(e, "alias", None))}
+    deprecated = sorted(
+        f"{prefix}.{n}" for n, e in entries.items() if getattr(e, "deprecated", False)
+    )
     return names, aliases, deprecated
 
 
@@ -417,6 +463,119 @@ def _signatures() -> tuple[dict[str, Any], dict[str, str]]:
     return signatures, aliases
 
 
+def _importable_distlint() -> None:
+    """This checkout's distlint first on sys.path (the script runs from anywhere)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+
+
+def _names_to_look_up() -> set[str]:
+    """Dotted names whose presence per release DL504 needs: every deprecated name, its
+    aliases, its replacement and its trigger, and DL504's drop-in replacements."""
+    _importable_distlint()
+    from distlint.rules.api.deprecated_torch_api import DROP_IN
+
+    deprecated = json.loads((DATA_DIR / "deprecated_torch.json").read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for entry in deprecated["entries"]:
+        names.add(entry["name"])
+        names.update(entry.get("aliases", ()))
+        replacement = entry.get("replacement")
+        if replacement and " " not in replacement and "(" not in replacement:
+            names.add(replacement)
+        trigger = entry.get("trigger", {})
+        target = trigger.get("target")
+        if target and ":" in target and trigger.get("how") != "shim":
+            module, qualname = target.split(":", 1)
+            names.add(f"{module}.{qualname}")
+    names.update(DROP_IN)
+    names.update(DROP_IN.values())
+    return {n for n in names if n.startswith(("torch", "functorch"))}
+
+
+def _exists(name: str) -> bool:
+    """Whether ``name`` imports as a module, or is an attribute (chain) of the longest prefix
+    of it that does (``torch.distributed.fsdp.FullyShardedDataParallel.state_dict_type``)."""
+    import contextlib
+    import importlib
+    import io
+
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        try:
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                found: Any = importlib.import_module(".".join(parts[:end]))
+        except BaseException:  # any failure to import: not usable
+            continue
+        try:
+            for attr in parts[end:]:
+                found = getattr(found, attr)
+        except BaseException:
+            return False
+        return True
+    return False
+
+
+def _api_names() -> list[str]:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sorted(n for n in _names_to_look_up() if _exists(n))
+
+
+def _shim_modules() -> list[str]:
+    """The private module paths DL504 sends to a public module (no warning), and those."""
+    deprecated = json.loads((DATA_DIR / "deprecated_torch.json").read_text(encoding="utf-8"))
+    found = set()
+    for entry in deprecated["entries"]:
+        if entry["category"] is None and entry["kind"] == "module" and entry["replacement"]:
+            found.update((entry["name"], entry["replacement"]))
+    return sorted(found)
+
+
+def _module_exports() -> dict[str, list[str]]:
+    """Public names of each shim module, private and public (what a rewritten import needs):
+    its attributes and its submodules."""
+    import importlib
+    import pkgutil
+    import warnings
+
+    exports: dict[str, list[str]] = {}
+    for module in _shim_modules():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                found = importlib.import_module(module)
+        except ImportError:
+            continue
+        # dir() holds the submodules imported so far (it varies with what ran before); every
+        # submodule on disk is added, so that the list does not
+        names = set(dir(found))
+        names.update(info.name for info in pkgutil.iter_modules(getattr(found, "__path__", [])))
+        exports[module] = sorted(n for n in names if not n.startswith("_"))
+    return exports
+
+
+def _deprecation_markers() -> list[str]:
+    """``kind:module.qualname`` of every deprecation marker in this torch's source, found by
+    scripts/gen_deprecations.py's scan (read, not run); it dates DL504's entries (``since``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gen_deprecations", Path(__file__).with_name("gen_deprecations.py")
+    )
+    assert spec is not None and spec.loader is not None
+    scanner = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gen_deprecations", scanner)
+    spec.loader.exec_module(scanner)
+    found, _ = scanner.discover(scanner.torch_root())
+    return sorted({f"{c.kind}:{c.defined_as}" for c in found})
+
+
 def build() -> dict[str, Any]:
     """Collect the tables from the torch installed in this interpreter."""
     import torch
@@ -428,16 +587,21 @@ def build() -> dict[str, Any]:
 
     listed = set(torch._dynamo.list_backends())
     backends = {}
+    # name -> compiler function; before torch 2.6 (or so) _BACKENDS itself held the functions
+    compiler_fns = getattr(registry, "_COMPILER_FNS", registry._BACKENDS)
     for name in torch._dynamo.list_backends(exclude_tags=()):
-        fn = registry._COMPILER_FNS.get(name)
+        fn = compiler_fns.get(name)
         module = getattr(fn, "__module__", "") or ""
         if fn is None or not (module == "torch" or module.startswith("torch.")):
             continue  # entry-point or user-registered backend: not part of torch itself
-        backends[name] = {"hidden": name not in listed, "tags": sorted(fn._tags)}
+        # the tags live on the function until torch 2.13, in _BACKEND_TAGS from 2.14
+        tags = getattr(registry, "_BACKEND_TAGS", {}).get(name, getattr(fn, "_tags", ()))
+        backends[name] = {"hidden": name not in listed, "tags": sorted(tags)}
 
     modes = torch._inductor.list_mode_options()
     options = _inductor_options(inductor_config)
-    for key in COMPILE_NOTES["options"]["popped_keys"]:
+    popped = _popped_keys(torch)
+    for key in popped:
         options.setdefault(key, "any")
 
     dyn_names, dyn_aliases, dyn_deprecated = _config_facts(dynamo_config, "torch._dynamo.config")
@@ -450,13 +614,21 @@ def build() -> dict[str, Any]:
         "compile_backends": backends,
         "compile_modes": {mode: dict(opts) for mode, opts in modes.items()},
         "inductor_options": options,
+        "inductor_option_check": _option_check(inductor_config),
         "dynamo_config": dyn_names,
         "inductor_config": ind_names,
         "config_aliases": {**dyn_aliases, **ind_aliases},
         "config_deprecated": sorted(dyn_deprecated + ind_deprecated),
-        "compile_checks": {**COMPILE_NOTES, "errors": _compile_errors(torch)},
+        "compile_checks": {
+            **COMPILE_NOTES,
+            "options": {**COMPILE_NOTES["options"], "popped_keys": popped},
+            "errors": _compile_errors(torch),
+        },
         "signatures": signatures,
         "signature_aliases": signature_aliases,
+        "api_names": _api_names(),
+        "module_exports": _module_exports(),
+        "deprecation_markers": _deprecation_markers(),
     }
 
 
@@ -464,36 +636,162 @@ def render(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def output_path(torch_version: str) -> Path:
-    major, minor = torch_version.split(".")[:2]
-    return DATA_DIR / f"torch-{major}.{minor}.json"
+MERGED_COMMENT = (
+    "Generated by scripts/gen_torch_tables.py from torch releases; do not edit. One table per "
+    "torch major.minor (versions: the release each was read from), merged: lists: versions "
+    "-> the items those versions have; maps: key -> [versions, value] pairs; values: "
+    "[versions, value] pairs. Versions are runs over the listed ones, '2.4-2.9,2.11'. "
+    "distlint.knowledge.torch_tables.expand gives one release's table back."
+)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2])
+
+
+def _major_minor(torch_version: str) -> str:
+    return ".".join(torch_version.split(".")[:2])
+
+
+def merge(tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One file for several releases' tables (``major.minor`` -> table); see MERGED_COMMENT."""
+    _importable_distlint()
+    from distlint.knowledge.torch_tables import span
+
+    known = list(tables)
+    merged: dict[str, Any] = {
+        "_comment": MERGED_COMMENT,
+        "versions": {v: t["torch_version"] for v, t in tables.items()},
+        "lists": {},
+        "maps": {},
+        "values": {},
+    }
+    sections = sorted({k for t in tables.values() for k in t} - {"torch_version"})
+    for section in sections:
+        present = {v: t[section] for v, t in tables.items() if section in t}
+        sample = next(iter(present.values()))
+        if isinstance(sample, list):
+            holders: dict[str, list[str]] = {}
+            for version, items in present.items():
+                if items != sorted(set(items)):
+                    raise ValueError(f"{section} of torch {version} is not a sorted set")
+                for item in items:
+                    holders.setdefault(item, []).append(version)
+            by_span: dict[str, list[str]] = {}
+            for item, versions in holders.items():
+                by_span.setdefault(span(versions, known), []).append(item)
+            merged["lists"][section] = {where: sorted(items) for where, items in by_span.items()}
+        elif isinstance(sample, dict):
+            variants: dict[str, list[tuple[str, Any]]] = {}
+            for version, mapping in present.items():
+                for key, value in mapping.items():
+                    variants.setdefault(key, []).append((version, value))
+            merged["maps"][section] = {key: _group(pairs, known) for key, pairs in variants.items()}
+        else:
+            merged["values"][section] = _group(list(present.items()), known)
+    return merged
+
+
+def _group(pairs: list[tuple[str, Any]], known: list[str]) -> list[list[Any]]:
+    """[[versions, value], ...]: each distinct value once, with the versions that have it."""
+    from distlint.knowledge.torch_tables import span
+
+    by_value: dict[str, tuple[Any, list[str]]] = {}
+    for version, value in pairs:
+        by_value.setdefault(render(value), (value, []))[1].append(version)
+    return [[span(vs, known), value] for value, vs in by_value.values()]
+
+
+def shipped_tables() -> dict[str, dict[str, Any]]:
+    """Every release's table in the merged file (``major.minor`` -> table)."""
+    _importable_distlint()
+    from distlint.knowledge.torch_tables import expand, version_key
+
+    if not MERGED_PATH.exists():
+        return {}
+    merged = json.loads(MERGED_PATH.read_text(encoding="utf-8"))
+    return {v: expand(merged, v) for v in sorted(merged["versions"], key=version_key)}
+
+
+def render_merged(merged: dict[str, Any]) -> str:
+    """The merged file: one line per list item and per mapping key (all its variants on that
+    line), so that a diff shows what changed and the file stays small."""
+
+    def dump(value: Any, path: tuple[str, ...]) -> str:
+        compact = (path[:1] == ("maps",) and len(path) >= 3) or (
+            path[:1] == ("values",) and len(path) >= 2
+        )
+        if compact or not isinstance(value, (dict, list)) or not value:
+            return json.dumps(value, sort_keys=True, ensure_ascii=False)
+        pad = " " * (len(path) + 1)
+        if isinstance(value, list):
+            inner = [pad + dump(v, (*path, "")) for v in value]
+            return "[\n" + ",\n".join(inner) + "\n" + pad[:-1] + "]"
+        inner = [
+            pad + json.dumps(k, ensure_ascii=False) + ": " + dump(value[k], (*path, k))
+            for k in sorted(value)
+        ]
+        return "{\n" + ",\n".join(inner) + "\n" + pad[:-1] + "}"
+
+    return dump(merged, ()) + "\n"
+
+
+def write_merged(tables: dict[str, dict[str, Any]]) -> None:
+    _importable_distlint()
+    from distlint.knowledge.torch_tables import version_key
+
+    ordered = {v: tables[v] for v in sorted(tables, key=version_key)}
+    MERGED_PATH.write_text(render_merged(merge(ordered)), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the shipped file is stale")
+    parser.add_argument("--check", action="store_true", help="fail if the shipped table is stale")
+    parser.add_argument(
+        "--json-out", type=Path, help="write this torch's table to FILE instead of merging it"
+    )
+    parser.add_argument(
+        "--add",
+        type=Path,
+        nargs="+",
+        metavar="FILE",
+        help="merge tables written by --json-out (no torch needed)",
+    )
     args = parser.parse_args(argv)
 
+    tables = shipped_tables()
+    if args.add:
+        for path in args.add:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            tables[_major_minor(data["torch_version"])] = data
+        write_merged(tables)
+        print(f"wrote {MERGED_PATH} (torch {', '.join(sorted(tables, key=_version_key))})")
+        return 0
+
     data = build()
+    version = _major_minor(data["torch_version"])
     text = render(data)
-    path = output_path(data["torch_version"])
+    if args.json_out:
+        args.json_out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.json_out}")
+        return 0
     if args.check:
-        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        old = render(tables[version]) if version in tables else ""
         if old == text:
-            print(f"{path} is up to date")
+            print(f"{MERGED_PATH} is up to date for torch {data['torch_version']}")
             return 0
         diff = difflib.unified_diff(
             old.splitlines(keepends=True),
             text.splitlines(keepends=True),
-            fromfile=f"{path} (shipped)",
-            tofile=f"{path} (torch {data['torch_version']})",
+            fromfile=f"torch {version} (shipped)",
+            tofile=f"torch {data['torch_version']} (installed)",
         )
         sys.stdout.writelines(diff)
-        print(f"\n{path} is stale: run python scripts/gen_torch_tables.py", file=sys.stderr)
+        print(f"\n{MERGED_PATH} is stale: run python scripts/gen_torch_tables.py", file=sys.stderr)
         return 1
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
+    tables[version] = data
+    write_merged(tables)
+    print(f"wrote {MERGED_PATH} (torch {version} added or updated)")
     return 0
 
 

@@ -67,3 +67,40 @@ def test_dev_extra_brings_numpy_and_pins_torch() -> None:
     names = {re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0] for requirement in dev}
     assert {"numpy", "torch", "pyyaml", "pre-commit"} <= names
     assert "torch==2.13.0" in dev
+
+
+def test_the_catalog_restored_after_a_test_keeps_the_built_in_rules(tmp_path: Path) -> None:
+    """A process whose first test is the first to import the rule modules (a single proof file,
+    tests/proof/test_proof_fixes.py): the tests after it still check with every built-in rule.
+    Restoring a snapshot taken before that import dropped them for good (each rule module
+    registers its rules once, on import), and every later check found nothing."""
+    (tmp_path / "test_order.py").write_text(
+        "from distlint.engine.checker import check_source\n"
+        "from distlint.file_settings import FileSettings\n"
+        "\n"
+        "SOURCE = 'import torch.distributed as dist\\n\\ndist.barrier(timout=5)\\n'\n"
+        "\n"
+        "\n"
+        "def codes(*enabled):\n"
+        "    settings = FileSettings(enabled=frozenset(enabled))\n"
+        "    return [f.code for f in check_source(SOURCE, 't.py', settings).findings]\n"
+        "\n"
+        "\n"
+        "def test_first():\n"
+        "    assert codes('DL501') == ['DL501']\n"
+        "\n"
+        "\n"
+        "def test_second():  # other rules than the first test's check looked up\n"
+        "    assert codes('DL501', 'DL503') == ['DL501']\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [*PYTEST, "-q", "-p", "tests.conftest", str(tmp_path / "test_order.py")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "2 passed" in proc.stdout

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,9 +176,11 @@ def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> Fi
     for glob, codes in config.per_file_ignores:
         if PathPatterns((glob,), config.base.as_posix()).matches(file_path.as_posix()):
             enabled = {c for c in enabled if c == "DL000" or not _covered(c, codes)}
+    lowest, highest, _ = torch_range(config, file_path)
     return FileSettings(
         enabled=frozenset(enabled),
-        torch_floor=torch_floor(config, file_path)[0],
+        torch_floor=lowest,
+        torch_ceiling=highest,
         torch_version=config.torch_version,
         compile_wrappers=config.compile_wrappers,
         collective_wrappers=config.collective_wrappers,
@@ -188,17 +191,41 @@ def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> Fi
 
 def torch_floor(config: Config, path: Path) -> tuple[str | None, str]:
     """(the lowest torch the project of ``path`` supports, where that comes from)."""
-    if config.torch_version is not None:
-        return config.torch_version, f"torch-version in {config.path}"
+    lowest, _, source = torch_range(config, path)
+    return lowest, source
+
+
+def torch_range(config: Config, path: Path) -> tuple[str | None, str | None, str]:
+    """(the lowest and the highest torch the project of ``path`` supports, where they come
+    from). The lowest is the configured ``torch-version``, else the lower bound of the
+    project's torch requirement; the highest is that requirement's upper bound. None: not
+    known (the lowest: judged on the newest known torch; the highest: up to the newest)."""
     from distlint.config.torch_version import requirement_for_dir
 
     directory = path if path.is_dir() else path.parent
     found = requirement_for_dir(directory.resolve())
+    highest = found.highest if found is not None else None
+    if config.torch_version is not None:
+        if highest is not None and _key(highest) < _key(config.torch_version):
+            highest = None  # a requirement below the configured torch: the configured wins
+        source = f"torch-version in {config.path}"
+        if highest is not None:
+            source += f"; up to torch {highest} from {found.describe()}"  # type: ignore[union-attr]
+        return config.torch_version, highest, source
     if found is None:
-        return None, "no torch-version and no torch requirement found: the newest known torch"
+        return (
+            None,
+            None,
+            ("no torch-version and no torch requirement found: the newest known torch"),
+        )
     if found.lowest is None:
-        return None, f"{found.describe()}, no lower bound: the newest known torch"
-    return found.lowest, found.describe()
+        newest = "the newest known torch" + (f" up to {highest}" if highest else "")
+        return None, highest, f"{found.describe()}, no lower bound: {newest}"
+    return found.lowest, highest, found.describe()
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2])
 
 
 def _covered(code: str, selectors: tuple[str, ...]) -> bool:
@@ -436,11 +463,14 @@ class ConfigResolver:
         self._collect = collect
         self.problems: list[str] = []
 
-    def raise_problems(self) -> None:
-        """Raise every problem collected so far as one ConfigError (nothing if none)."""
-        if self.problems:  # by file (each file's own problems in table order)
+    def raise_problems(self, options: Sequence[str] = ()) -> None:
+        """Raise every problem collected so far as one ConfigError (nothing if none): the
+        config files' (by file, each file's own in table order), then ``options``, the
+        command line's (``--select: unknown rule selector ...``)."""
+        if self.problems or options:
             unique = dict.fromkeys(self.problems)
-            raise ConfigError(*sorted(unique, key=lambda problem: problem.split(": ", 1)[0]))
+            by_file = sorted(unique, key=lambda problem: problem.split(": ", 1)[0])
+            raise ConfigError(*by_file, *options)
 
     def for_path(self, path: Path) -> Config:
         if self._forced is not None:

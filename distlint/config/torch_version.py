@@ -14,7 +14,10 @@ tree) are searched, the nearest first; in each, the first match wins:
 
 The *lowest* supported version is the highest lower bound of the requirement (``>=``, ``==``,
 ``~=``, ``>``, conda's ``=`` and bare versions), as ``major.minor``. A requirement without a
-lower bound (``torch``, ``torch<3``) gives no version. Nothing here imports torch.
+lower bound (``torch``, ``torch<3``) gives no version. The *highest* is the lowest upper bound
+(``<2.14`` -> 2.13, ``<=2.12.1`` / ``<2.12.1`` / ``==2.12.*`` / ``~=2.12.0`` -> 2.12); none
+when the requirement has no upper bound below the next major release. Nothing here imports
+torch.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class TorchRequirement:
     lowest: str | None  # "2.4"; None when the requirement has no lower bound
     requirement: str  # as written, e.g. "torch>=2.4,<2.7"
     source: str  # e.g. "pyproject.toml [project] dependencies"
+    highest: str | None = None  # "2.6"; None when the requirement has no usable upper bound
 
     def describe(self) -> str:
         return f"{self.source}: {self.requirement!r}"
@@ -53,36 +57,69 @@ class TorchRequirement:
 
 def lowest_version(requirement: str) -> tuple[bool, str | None]:
     """(whether it names torch, the lowest ``major.minor`` it allows or None)."""
+    names_torch, lowest, _ = version_bounds(requirement)
+    return names_torch, lowest
+
+
+def version_bounds(requirement: str) -> tuple[bool, str | None, str | None]:
+    """(whether it names torch, the lowest and the highest ``major.minor`` it allows)."""
     text = requirement.split(";", 1)[0].split("#", 1)[0]
     match = _NAME.match(text)
     if match is None:
-        return False, None
+        return False, None, None
     rest = text[match.end() :].strip()
     if rest.startswith("(") and rest.endswith(")"):
         rest = rest[1:-1]
     if not rest:
-        return True, None
+        return True, None, None
     rest = re.sub(r"^=([^=\s]+)=.*$", r"=\1", rest)  # conda's name=version=build
     lowest: tuple[int, int] | None = None
+    highest: tuple[int, int] | None = None
     for part in re.split(r"[,|]", rest):
         spec = _SPEC.match(part.replace(" ", "") if "=" in part or "<" in part else part)
         if spec is None:
             continue
-        if spec["op"] not in _LOWER_OPS:
-            continue
-        numbers = re.findall(r"\d+", spec["version"].split("+", 1)[0])
+        numbers = [int(n) for n in re.findall(r"\d+", spec["version"].split("+", 1)[0])]
         if not numbers:
             continue
-        key = (int(numbers[0]), int(numbers[1]) if len(numbers) > 1 else 0)
-        lowest = key if lowest is None else max(lowest, key)
-    return True, f"{lowest[0]}.{lowest[1]}" if lowest is not None else None
+        key = (numbers[0], numbers[1] if len(numbers) > 1 else 0)
+        if spec["op"] in _LOWER_OPS:
+            lowest = key if lowest is None else max(lowest, key)
+        top = _upper(spec["op"], numbers, spec["version"])
+        if top is not None:
+            highest = top if highest is None else min(highest, top)
+    return (
+        True,
+        f"{lowest[0]}.{lowest[1]}" if lowest is not None else None,
+        f"{highest[0]}.{highest[1]}" if highest is not None else None,
+    )
+
+
+def _upper(op: str | None, numbers: list[int], version: str) -> tuple[int, int] | None:
+    """The highest ``(major, minor)`` one specifier allows, or None (no bound, or above the
+    minor releases of this major: ``<3``, ``~=2.4``)."""
+    minor = numbers[1] if len(numbers) > 1 else None
+    patch = numbers[2] if len(numbers) > 2 else 0
+    if op == "<":
+        if minor is None:
+            return None
+        if patch > 0:
+            return numbers[0], minor
+        return (numbers[0], minor - 1) if minor > 0 else None
+    if op == "<=":
+        return (numbers[0], minor) if minor is not None else None
+    if op in (None, "==", "===", "="):
+        return (numbers[0], minor) if minor is not None else None
+    if op == "~=":
+        return (numbers[0], minor) if len(numbers) > 2 and minor is not None else None
+    return None
 
 
 def _first(requirements: list[str], source: str) -> TorchRequirement | None:
     for requirement in requirements:
-        names_torch, lowest = lowest_version(requirement)
+        names_torch, lowest, highest = version_bounds(requirement)
         if names_torch:
-            return TorchRequirement(lowest, " ".join(requirement.split()), source)
+            return TorchRequirement(lowest, " ".join(requirement.split()), source, highest)
     return None
 
 

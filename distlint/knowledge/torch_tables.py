@@ -1,9 +1,11 @@
-"""Facts about torch releases, shipped as data
-(``distlint/knowledge/data/torch-<major.minor>.json``).
+"""Facts about torch releases, shipped as data (``distlint/knowledge/data/torch-tables.json``).
 
-Rules use this instead of importing torch. The JSON files are generated from a real torch by
+Rules use this instead of importing torch. The file is generated from real torch releases by
 ``scripts/gen_torch_tables.py``; see its docstring for what each table holds and how to add a
-torch version.
+torch version. It holds every release's table in one merged form: list items grouped by the
+versions that have them, and each value of a mapping stored once with the versions it holds
+for (``"2.4-2.9,2.11"``), so that eleven releases cost about a sixth of eleven copies.
+:func:`expand` gives one release's table back, exactly as the generator built it.
 """
 
 from __future__ import annotations
@@ -13,15 +15,27 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["Signature", "TorchTable", "available_versions", "closest", "load_table"]
+__all__ = [
+    "Signature",
+    "TorchTable",
+    "available_versions",
+    "closest",
+    "describe_versions",
+    "expand",
+    "load_table",
+    "span",
+    "tables_between",
+    "version_advice",
+    "version_key",
+]
 
 _PACKAGE = "distlint.knowledge.data"
-_FILE = re.compile(r"^torch-(\d+)\.(\d+)\.json$")
+_FILE = "torch-tables.json"
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)")
 _DEFAULT_MODES = (None, "", "default")
 # Python types behind the type names in "inductor_options" (torch checks isinstance).
@@ -86,6 +100,15 @@ class TorchTable:
     #: other public spellings of an API -> its canonical name
     signature_aliases: Mapping[str, str]
     raw: Mapping[str, Any]
+    #: public and private dotted names (from DL504's and DL505's tables) this release has
+    api_names: frozenset[str] = frozenset()
+    #: public names of the modules DL504's private paths point to (module -> names)
+    module_exports: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    #: how ``options`` values are checked: "isinstance" (declared type) or "exact" (2.4's
+    #: ``type(value) is type(default)``)
+    option_check: str = "isinstance"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TorchTable:
@@ -117,6 +140,9 @@ class TorchTable:
             ),
             signature_aliases=_freeze(data.get("signature_aliases", {})),
             raw=_freeze(data),
+            api_names=frozenset(data.get("api_names", ())),
+            module_exports=_freeze(data.get("module_exports", {})),
+            option_check=data.get("inductor_option_check", "isinstance"),
         )
 
     def __repr__(self) -> str:
@@ -149,7 +175,21 @@ class TorchTable:
         if kind == "never":
             return False
         py_type = _PY_TYPES.get(kind)
-        return True if py_type is None else isinstance(value, py_type)
+        if py_type is None:
+            return True
+        if self.option_check == "exact":
+            return type(value) is py_type
+        return isinstance(value, py_type)
+
+    @property
+    def version(self) -> str:
+        """``major.minor``, e.g. "2.13"."""
+        return ".".join(self.torch_version.split(".")[:2])
+
+    def has(self, name: str) -> bool:
+        """Whether this release has the dotted ``name`` (only names listed in ``api_names``'s
+        sources, see scripts/gen_torch_tables.py, are known; others are False)."""
+        return name in self.api_names
 
     def signature(self, name: str | None) -> Signature | None:
         """The signature of a torch API by its canonical (or another public) dotted name."""
@@ -174,14 +214,89 @@ class TorchTable:
         return self.compile_checks["errors"][error]["message"].format(**fields)
 
 
+def version_key(version: str) -> tuple[int, int]:
+    """``(major, minor)`` of "2.13", "2.13.0" or "2.13.0+cpu"."""
+    m = _VERSION.match(str(version))
+    if m is None:
+        raise ValueError(f"not a torch version: {version!r}")
+    return int(m[1]), int(m[2])
+
+
+def span(versions: Iterable[str], known: Iterable[str]) -> str:
+    """``versions`` (a subset of ``known``, both ``major.minor``) as runs over ``known``:
+    "2.4-2.9,2.11"; the form the merged file stores and messages print."""
+    order = sorted(known, key=version_key)
+    wanted = set(versions)
+    runs: list[list[str]] = []
+    previous_in = False
+    for version in order:
+        if version in wanted:
+            if previous_in:
+                runs[-1].append(version)
+            else:
+                runs.append([version])
+        previous_in = version in wanted
+    return ",".join(run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
+
+
+def describe_versions(versions: Iterable[str]) -> str:
+    """Shipped releases for a message: "2.13", "2.4-2.9" or "2.4-2.6,2.9"."""
+    return span(versions, _versions())
+
+
+def version_advice(accepting: Iterable[str], rejecting: Iterable[str]) -> str:
+    """What a project can do about something only some releases of its range accept."""
+    ok, bad = sorted(accepting, key=version_key), sorted(rejecting, key=version_key)
+    if version_key(bad[-1]) < version_key(ok[0]):
+        return f"Guard it with a version check, or raise the project's lowest torch to {ok[0]}."
+    if version_key(bad[0]) > version_key(ok[-1]):
+        return f"Guard it with a version check, or keep the project's torch below {bad[0]}."
+    return "Guard it with a version check."
+
+
+def _unspan(text: str, order: list[str]) -> frozenset[str]:
+    found: set[str] = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        i, j = order.index(first), order.index(last or first)
+        found.update(order[i : j + 1])
+    return frozenset(found)
+
+
+def expand(merged: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """One release's table (``major.minor``) from the merged file, as the generator built it."""
+    order = sorted(merged["versions"], key=version_key)
+    if version not in order:
+        raise ValueError(f"no table for torch {version}")
+    table: dict[str, Any] = {"torch_version": merged["versions"][version]}
+    holds = functools.lru_cache(maxsize=None)(lambda text: version in _unspan(text, order))
+    for section, groups in merged["lists"].items():
+        table[section] = sorted(
+            item for where, items in groups.items() if holds(where) for item in items
+        )
+    for section, entries in merged["maps"].items():
+        table[section] = {
+            key: value
+            for key, variants in entries.items()
+            for where, value in variants
+            if holds(where)
+        }
+    for section, variants in merged["values"].items():
+        for where, value in variants:
+            if holds(where):
+                table[section] = value
+    return table
+
+
+@functools.lru_cache(maxsize=1)
+def _merged() -> dict[str, Any]:
+    text = resources.files(_PACKAGE).joinpath(_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
 @functools.lru_cache(maxsize=1)
 def _versions() -> tuple[str, ...]:
-    found = []
-    for entry in resources.files(_PACKAGE).iterdir():
-        m = _FILE.match(entry.name)
-        if m:
-            found.append((int(m[1]), int(m[2])))
-    return tuple(f"{major}.{minor}" for major, minor in sorted(found))
+    return tuple(sorted(_merged()["versions"], key=version_key))
 
 
 def available_versions() -> list[str]:
@@ -206,10 +321,27 @@ def load_table(torch_version: str | None = None) -> TorchTable:
     return _load(key)
 
 
-@functools.lru_cache(maxsize=16)
+def tables_between(lowest: str | None, highest: str | None = None) -> tuple[TorchTable, ...]:
+    """The tables of the shipped releases a project supporting ``lowest``..``highest`` runs on,
+    oldest first. ``lowest`` None (not known): the newest one up to ``highest`` only. A bound
+    outside the shipped releases is clamped to them (a project on 2.1 is judged on 2.4 and up,
+    the oldest known)."""
+    versions = _versions()
+    high = version_key(highest) if highest is not None else version_key(versions[-1])
+    if lowest is None:
+        below = [v for v in versions if version_key(v) <= high]
+        return (_load(below[-1] if below else versions[0]),)
+    low = version_key(lowest)
+    chosen = [v for v in versions if low <= version_key(v) <= high]
+    if not chosen:  # the whole range lies above (or below) the shipped releases
+        below = [v for v in versions if version_key(v) <= low]
+        chosen = [below[-1] if below else versions[0]]
+    return tuple(_load(v) for v in chosen)
+
+
+@functools.lru_cache(maxsize=32)
 def _load(version: str) -> TorchTable:
-    text = resources.files(_PACKAGE).joinpath(f"torch-{version}.json").read_text(encoding="utf-8")
-    return TorchTable.from_json(json.loads(text))
+    return TorchTable.from_json(expand(_merged(), version))
 
 
 def closest(name: str, candidates: Iterable[str]) -> str | None:

@@ -47,7 +47,11 @@ def test_plugin_codes_get_suggestions_within_their_prefix() -> None:
 def test_cli_selector_suggestion() -> None:
     result = cli(["check", "--select", "DL9999", "x.py"])
     assert result.exit_code == 2
-    assert "--select: unknown rule selector 'DL9999'; did you mean DL902?" in result.stderr
+    assert result.stderr == (
+        "distlint: configuration error: --select: unknown rule selector 'DL9999'; "
+        "did you mean DL902?\n"
+    )
+    assert result.stdout == ""
 
 
 TABLE = """\
@@ -102,3 +106,36 @@ def test_every_broken_config_file_in_one_run(
     assert result.stdout == ""  # nothing was checked
     shown = cli(["check", "--show-settings", "a"])
     assert shown.exit_code == 2 and len(shown.stderr.splitlines()) == 5
+
+
+def test_bad_command_line_selectors_reported_with_the_config_files_problems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.py").write_text("x = 1\n")
+    (tmp_path / "distlint.toml").write_text('extend-selct = ["DL1"]\n')
+    args = ["--select", "DL9999,DL1", "--ignore", "DL2O3", "--extend-select", "XX1"]
+    for extra in ([], ["--show-settings"]):
+        result = cli(["check", *args, *extra, "x.py"])
+        assert result.exit_code == 2
+        assert result.stdout == ""  # nothing was checked
+        lines = result.stderr.splitlines()
+        assert all(line.startswith("distlint: configuration error: ") for line in lines)
+        # the config file's problems first, then the command line's, in option order
+        assert [line.split(": ", 2)[2] for line in lines] == [
+            f"{tmp_path / 'distlint.toml'}: unknown key 'extend-selct' in top level; did you mean "
+            "'extend-select'? (valid keys: select, extend-select, ignore, exclude, "
+            "extend-exclude, compile-wrappers, collective-wrappers, rank-predicates, "
+            "per-file-ignores, torch-version, baseline, file-timeout, project-timeout, confirm, "
+            "plugins)",
+            "--select: unknown rule selector 'DL9999'; did you mean DL902?",
+            "--extend-select: unknown rule selector 'XX1'",
+            "--ignore: unknown rule selector 'DL2O3'; did you mean DL203?",
+        ], result.stderr
+
+
+def test_good_selectors_beside_a_bad_one_run_nothing(tmp_path: Path) -> None:
+    (tmp_path / "x.py").write_text("import torch\n")
+    result = cli(["check", "--select", "DL5,DL9999", str(tmp_path / "x.py")])
+    assert result.exit_code == 2
+    assert result.stdout == ""

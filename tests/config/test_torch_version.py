@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from distlint.config.torch_version import infer_requirement, lowest_version
+from distlint.config.torch_version import infer_requirement, lowest_version, version_bounds
+from distlint.knowledge.torch_tables import load_table
 from tests.test_cli import cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -37,6 +39,26 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 )
 def test_lowest_version(requirement: str, expected: tuple[bool, str | None]) -> None:
     assert lowest_version(requirement) == expected
+
+
+@pytest.mark.parametrize(
+    ("requirement", "lowest", "highest"),
+    [
+        ("torch>=2.4,<2.14", "2.4", "2.13"),
+        ("torch>=2.4,<3", "2.4", None),
+        ("torch==2.5.1", "2.5", "2.5"),
+        ("torch==2.12.*", "2.12", "2.12"),
+        ("torch~=2.4.1", "2.4", "2.4"),
+        ("torch~=2.4", "2.4", None),
+        ("torch<=2.12", None, "2.12"),
+        ("torch<2.12.1", None, "2.12"),
+        ("torch>2.6,<2.9", "2.6", "2.8"),
+        ("pytorch=2.8=py3.11_cuda12.1", "2.8", "2.8"),
+        ("torch", None, None),
+    ],
+)
+def test_version_bounds(requirement: str, lowest: str | None, highest: str | None) -> None:
+    assert version_bounds(requirement) == (True, lowest, highest)
 
 
 SOURCES = {
@@ -102,30 +124,64 @@ def _dl504(args: list[str] | None = None) -> list[dict]:
     return json.loads(result.stdout)
 
 
+_USE = re.compile(r"Use `([\w.]+)` instead")
+
+
 def test_a_project_declaring_torch_2_4_gets_no_replacement_torch_2_4_lacks(dl504: Path) -> None:
-    assert len(_dl504()) > 20  # no metadata: judged against the newest known torch (2.13)
+    newest = _dl504()  # no metadata: judged against the newest known torch
     (dl504 / "pyproject.toml").write_text(SOURCES["pyproject.toml"][0].replace("2.14", "3"))
     findings = _dl504()
-    # Every deprecation in the table was first seen on torch 2.13: none is one that a project
-    # still supporting 2.4 could act on, and no replacement (all_gather_single, ...) is proposed.
-    assert findings == []
+    assert findings and len(findings) < len(newest)
+    on_2_4 = load_table("2.4")
+    for finding in findings:
+        proposed = _USE.search(finding["message"])
+        if proposed is not None and proposed[1].startswith("torch"):
+            assert on_2_4.has(proposed[1]), finding["message"]
+        for edit in (finding.get("fix") or {}).get("edits", ()):
+            assert "all_gather_single" not in edit["content"]
+    (gather,) = [f for f in findings if f["message"].startswith("`dist._all_gather_base`")]
+    assert gather["message"].endswith(
+        "torch names `torch.distributed.all_gather_single` instead, which the project's lowest "
+        "torch, 2.4, does not have: keep this call until the project's lowest torch has it."
+    )
+    assert not gather.get("fix")
     settings = json.loads(cli(["check", "--show-settings", "train.py"]).stdout)
     assert settings["lowest-torch"] == "2.4"
+    assert settings["highest-torch"] is None
     assert settings["lowest-torch-from"] == (
         "pyproject.toml [project] dependencies: 'torch>=2.4,<3'"
     )
+    assert settings["torch-range"] == "2.4-2.14"
+
+
+def _messages(findings: list[dict]) -> dict[int, str]:
+    return {f["range"]["start"]["line"]: f["message"] for f in findings}
+
+
+def test_torch_2_4_and_torch_2_10_projects_get_different_advice(dl504: Path) -> None:
+    (dl504 / "requirements.txt").write_text("torch>=2.4\n")
+    old = _messages(_dl504())
+    (dl504 / "requirements.txt").write_text("torch>=2.10,<2.12\n")
+    new = _messages(_dl504())
+    settings = json.loads(cli(["check", "--show-settings", "train.py"]).stdout)
+    assert (settings["lowest-torch"], settings["highest-torch"]) == ("2.10", "2.11")
+    assert settings["torch-range"] == "2.10-2.11"
+    # deprecations from 2.5 to 2.10 are reported to the 2.10 project only
+    assert set(old) < set(new)
+    assert any("since torch 2.4 or earlier" not in new[row] for row in set(new) - set(old))
 
 
 def test_explicit_torch_version_wins_and_2_13_floor_reports(dl504: Path) -> None:
     (dl504 / "requirements.txt").write_text("torch>=2.13\n")
-    assert len(_dl504()) > 20
+    on_2_13 = _dl504()
     (dl504 / "requirements.txt").write_text("torch>=2.4\n")
-    assert _dl504() == []
+    assert len(_dl504()) < len(on_2_13)
     (dl504 / "pyproject.toml").write_text('[tool.distlint]\ntorch-version = "2.13"\n')
-    assert len(_dl504()) > 20
+    assert _dl504() == on_2_13
     settings = json.loads(cli(["check", "--show-settings", "train.py"]).stdout)
     assert settings["lowest-torch"] == "2.13"
     assert settings["lowest-torch-from"] == f"torch-version in {dl504 / 'pyproject.toml'}"
+    assert settings["torch-range"] == "2.13-2.14"
 
 
 def test_no_lower_bound_means_the_newest_known_torch(dl504: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,10 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from distlint.knowledge.torch_tables import TorchTable, available_versions, closest, load_table
+from distlint.knowledge.torch_tables import (
+    TorchTable,
+    available_versions,
+    closest,
+    describe_versions,
+    expand,
+    load_table,
+    tables_between,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ROOT / "distlint" / "knowledge" / "data" / "torch-2.13.json"
+SHIPPED = ROOT / "distlint" / "knowledge" / "data" / "torch-tables.json"
 
 
 def _generator():
@@ -57,8 +66,62 @@ def test_unknown_version_lists_available():
 
 
 def test_shipped_json_is_canonical():
+    """The merged file is what the generator writes for the tables it holds: merging the
+    expanded tables again gives the same text (so each release's table round-trips)."""
+    gen = _generator()
     text = SHIPPED.read_text(encoding="utf-8")
-    assert text == _generator().render(json.loads(text))
+    tables = gen.shipped_tables()
+    assert list(tables) == available_versions()
+    assert text == gen.render_merged(gen.merge(tables))
+
+
+def test_merge_expand_round_trip():
+    gen = _generator()
+    tables = {
+        "2.4": {"torch_version": "2.4.1", "names": ["a", "b"], "sig": {"f": [1], "g": 2}, "v": 1},
+        "2.5": {"torch_version": "2.5.1", "names": ["b"], "sig": {"f": [1, 2]}, "v": 1},
+        "2.6": {"torch_version": "2.6.0", "names": ["a", "b"], "sig": {"f": [1]}, "v": 2},
+    }
+    merged = gen.merge(tables)
+    assert merged["lists"]["names"] == {"2.4-2.6": ["b"], "2.4,2.6": ["a"]}
+    assert merged["maps"]["sig"] == {"f": [["2.4,2.6", [1]], ["2.5", [1, 2]]], "g": [["2.4", 2]]}
+    assert merged["values"]["v"] == [["2.4-2.5", 1], ["2.6", 2]]
+    for version, table in tables.items():
+        assert expand(merged, version) == table
+
+
+def test_eleven_releases_shipped_compactly():
+    """torch 2.4 to 2.14, each read from its own wheel, in one file much smaller than the
+    releases' tables side by side."""
+    assert available_versions() == [f"2.{minor}" for minor in range(4, 15)]
+    separate = sum(len(_generator().render(t)) for t in _generator().shipped_tables().values())
+    assert SHIPPED.stat().st_size * 3 < separate
+
+
+def test_tables_know_every_name_dl504_proposes():
+    """DL504 proposes a replacement only where the project's lowest torch has it: every
+    replacement (and drop-in) must be a name the tables track, else it would never be
+    proposed. A new DL504 entry needs the tables regenerated."""
+    from distlint.rules.api._deprecations import deprecated_apis
+    from distlint.rules.api.deprecated_torch_api import DROP_IN
+
+    observed = load_table("2.13")
+    proposed = {api.replacement for api in deprecated_apis() if api.replacement} | set(
+        DROP_IN.values()
+    )
+    dotted = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # not prose, not "torch._check*"
+    torch_names = {n for n in proposed if n.startswith("torch.") and dotted.fullmatch(n)}
+    assert torch_names and torch_names <= observed.api_names
+
+
+def test_tables_between_clamps_to_the_shipped_releases():
+    assert [t.version for t in tables_between("2.6", "2.8")] == ["2.6", "2.7", "2.8"]
+    assert [t.version for t in tables_between("2.1", "2.5")] == ["2.4", "2.5"]
+    assert [t.version for t in tables_between("2.12")] == ["2.12", "2.13", "2.14"]
+    assert [t.version for t in tables_between("2.99")] == ["2.14"]
+    assert [t.version for t in tables_between(None)] == ["2.14"]
+    assert [t.version for t in tables_between(None, "2.9")] == ["2.9"]
+    assert describe_versions(["2.4", "2.5", "2.6", "2.9"]) == "2.4-2.6,2.9"
 
 
 def test_backends(table):
@@ -190,13 +253,14 @@ def test_shipped_tables_match_installed_torch():
 
     gen = _generator()
     fresh = gen.build()
-    path = gen.output_path(fresh["torch_version"])
-    assert path.exists(), (
+    version = ".".join(fresh["torch_version"].split(".")[:2])
+    tables = gen.shipped_tables()
+    assert version in tables, (
         f"no tables for torch {torch.__version__}: run python scripts/gen_torch_tables.py"
     )
-    shipped = json.loads(path.read_text(encoding="utf-8"))
+    shipped = json.loads(gen.render(tables[version]))
     fresh_json = json.loads(gen.render(fresh))
-    shipped.pop("torch_version"), fresh_json.pop("torch_version")  # patch releases share a file
+    shipped.pop("torch_version"), fresh_json.pop("torch_version")  # patch releases share a table
     assert fresh_json == shipped, "run python scripts/gen_torch_tables.py --check for the diff"
 
 

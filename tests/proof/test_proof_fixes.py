@@ -24,7 +24,8 @@ import pytest
 from distlint.engine.checker import check_source
 from distlint.engine.fixes import fix_project
 from distlint.file_settings import FileSettings
-from distlint.rules.api.api_validation import DROP_IN, deprecated_apis
+from distlint.rules.api._deprecations import deprecated_apis
+from distlint.rules.api.deprecated_torch_api import DROP_IN
 from tests.proof.harness import FIXTURES, run_cases
 
 pytestmark = [
@@ -56,7 +57,9 @@ def test_dl504_fixed_cases_no_longer_warn(tmp_path: Path, monkeypatch: pytest.Mo
     after = run_cases(path)
     assert set(before) == set(after)
     newly_ok = {case for case in after if after[case].ok and not before[case].ok}
-    assert len(newly_ok) == total == 9
+    # 10 fixes: 9 end a warning; the 10th imports fully_shard from its public home instead
+    # of torch.distributed._composable.fsdp (a private path that never warned: same outcome)
+    assert (len(newly_ok), total) == (9, 10)
     for case, outcome in after.items():
         if case not in newly_ok:  # no fix there: the same outcome as before
             assert (outcome.ok, outcome.type, outcome.message) == (

@@ -14,22 +14,23 @@ from distlint.findings import Finding
 # -- the rules' fixes -----------------------------------------------------------------------------
 
 
-def _findings(text: str, code: str) -> list[Finding]:
-    settings = FileSettings(enabled=frozenset({code}))
+def _findings(text: str, code: str, lowest: str | None = None) -> list[Finding]:
+    settings = FileSettings(enabled=frozenset({code}), torch_floor=lowest)
     return [f for f in check_source(text, "m.py", settings).findings if f.code == code]
 
 
-def fixed(source: str, code: str, unsafe: bool = False) -> str:
-    """Fix ``source`` for ``code``; assert the rule is then silent and a second fix a no-op."""
+def fixed(source: str, code: str, unsafe: bool = False, lowest: str | None = None) -> str:
+    """Fix ``source`` for ``code``; assert the rule is then silent and a second fix a no-op.
+    ``lowest``: the project's lowest torch."""
     text = textwrap.dedent(source)
     run = fix_project(
-        lambda texts: _findings(texts.get("m.py", text), code), lambda _: text, unsafe
+        lambda texts: _findings(texts.get("m.py", text), code, lowest), lambda _: text, unsafe
     )
     result = run.texts.get("m.py", text)
     assert parse_error(result) is None
-    assert not [f for f in _findings(result, code) if applicable(f.fix, unsafe)], result
+    assert not [f for f in _findings(result, code, lowest) if applicable(f.fix, unsafe)], result
     again = fix_project(
-        lambda texts: _findings(texts.get("m.py", result), code), lambda _: result, unsafe
+        lambda texts: _findings(texts.get("m.py", result), code, lowest), lambda _: result, unsafe
     )
     assert again.texts.get("m.py", result) == result
     return result
@@ -141,6 +142,48 @@ def test_dl504_full_path_needs_torch_imported() -> None:
     source = "import functorch\n\nf = functorch.vmap(abs)\n"
     (finding,) = _findings(source, "DL504")
     assert finding.fix is None
+
+
+PRIVATE_IMPORTS = """\
+from torch.distributed._tensor import DTensor, Shard
+from torch.distributed._composable.fsdp import FSDPModule, fully_shard as shard
+"""
+
+
+def test_dl504_private_import_fix_imports_the_same_objects_from_the_public_module() -> None:
+    out = fixed(PRIVATE_IMPORTS, "DL504", lowest="2.13")  # safe: applied by --fix
+    assert out == (
+        "from torch.distributed.tensor import DTensor, Shard\n"
+        "from torch.distributed.fsdp import FSDPModule, fully_shard as shard\n"
+    )
+    assert _findings(out, "DL504", "2.13") == []
+
+
+def test_dl504_private_import_fix_only_where_the_lowest_torch_has_the_public_names() -> None:
+    """torch.distributed.fsdp exports fully_shard from 2.6 on; torch.distributed.tensor its
+    DTensor API from 2.5 on. Before that the private path is the only one: nothing to say."""
+    assert [f.message.split("`")[1] for f in _findings(PRIVATE_IMPORTS, "DL504", "2.5")] == [
+        "torch.distributed._tensor"
+    ]
+    assert _findings(PRIVATE_IMPORTS, "DL504", "2.4") == []
+    out = fixed(PRIVATE_IMPORTS, "DL504", lowest="2.5")
+    assert out.splitlines() == [
+        "from torch.distributed.tensor import DTensor, Shard",
+        "from torch.distributed._composable.fsdp import FSDPModule, fully_shard as shard",
+    ]
+
+
+def test_dl504_private_import_without_a_drop_in_gets_no_fix() -> None:
+    source = (
+        "from torch.distributed._tensor import DTensor, _internal_helper\n"
+        "from torch.distributed._tensor.placement_types import Shard\n"
+        "from torch.distributed._tensor import *\n"
+        "import torch.distributed._tensor as dt\n"
+        "from torch.distributed import _tensor\n"
+    )
+    found = _findings(source, "DL504", "2.13")
+    assert [f.span.start.line for f in found] == [1, 2, 3, 4, 5]
+    assert all(f.fix is None for f in found)
 
 
 DL604 = """\

@@ -1,16 +1,18 @@
 """DL502: ``torch.compile`` options that torch rejects when ``torch.compile(...)`` is called.
 
-Facts come from the shipped torch table (``distlint/knowledge/data/torch-<version>.json``, generated
-from torch by ``scripts/gen_torch_tables.py``), so checking never imports torch.
+Facts come from the shipped torch tables (``distlint/knowledge/data/torch-tables.json``,
+generated from torch by ``scripts/gen_torch_tables.py``), so checking never imports torch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.knowledge.torch_tables import TorchTable, closest, load_table
-from distlint.rules.base import Rule
+from distlint.knowledge.torch_tables import TorchTable, closest, describe_versions, version_advice
+from distlint.rules.api._tables import TableRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_literal, literal_value
 from distlint.syntax.imports import scope_statements
@@ -37,7 +39,7 @@ _REGISTER_BACKEND = frozenset(
 _PARTIAL = frozenset({"functools.partial"})
 
 
-class InvalidCompileOption(Rule):
+class InvalidCompileOption(TableRule):
     code = "DL502"
     name = "invalid-compile-option"
     severity = Severity.ERROR
@@ -48,14 +50,28 @@ class InvalidCompileOption(Rule):
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
-        self._table: TorchTable | None = None
         self._registered = _registered_backends(ctx.module)
 
-    @property
-    def table(self) -> TorchTable:
-        if self._table is None:
-            self._table = load_table(self.ctx.settings.torch_version)
-        return self._table
+    def _some_only(
+        self, node: cst.CSTNode, accepted: Callable[[TorchTable], bool], what: str, error: str
+    ) -> bool:
+        """Whether some releases of the range accept it and others do not; if so, warn once
+        (naming both) and return True. ``what``: "... only in"; ``error``: what torch raises."""
+        rejecting = [t.version for t in self.tables if not accepted(t)]
+        if not rejecting or len(rejecting) == len(self.tables):
+            return False
+        accepting = [t.version for t in self.tables if accepted(t)]
+        self.report(
+            node,
+            f"{what} only in torch {describe_versions(accepting)}: on torch "
+            f"{describe_versions(rejecting)}, which the project supports, torch.compile raises "
+            f"{error}. " + version_advice(accepting, rejecting),
+            severity=Severity.WARNING,
+        )
+        return True
+
+    def _rejected_in(self, accepted: Callable[[TorchTable], bool]) -> str:
+        return describe_versions([t.version for t in self.tables if not accepted(t)])
 
     def visit_Call(self, node: cst.Call) -> None:
         kwargs = _compile_kwargs(node, self.ctx)
@@ -85,9 +101,16 @@ class InvalidCompileOption(Rule):
 
     def _check_backend(self, arg: cst.Arg, backend: str) -> None:
         table = self.table
-        if table.is_backend(backend) or backend in self._registered:
+        if backend in self._registered or backend in THIRD_PARTY_BACKENDS:
             return
-        if backend in THIRD_PARTY_BACKENDS:
+        if all(t.is_backend(backend) for t in self.tables):
+            return
+        if self._some_only(
+            arg.value,
+            lambda t: t.is_backend(backend),
+            f"{backend!r} is a torch.compile backend",
+            "InvalidBackend",
+        ):
             return
         error = table.message("unknown_backend", name=backend)
         suggestion = closest(backend, table.listed_backends | {"eager", "aot_eager"})
@@ -103,7 +126,8 @@ class InvalidCompileOption(Rule):
         hint = f" Did you mean {suggestion!r}?" if suggestion else ""
         self.report(
             arg.value,
-            f"{backend!r} is not a torch.compile backend in torch {table.torch_version}: "
+            f"{backend!r} is not a torch.compile backend in torch "
+            f"{self._rejected_in(lambda t: t.is_backend(backend))}: "
             f"torch.compile raises InvalidBackend ({error}).{hint} Built-in backends: "
             f"{', '.join(sorted(table.listed_backends))} (plus the debug backends eager and "
             "aot_eager).",
@@ -113,7 +137,11 @@ class InvalidCompileOption(Rule):
 
     def _check_mode(self, value: cst.BaseExpression) -> None:
         mode = literal_value(value)
-        if not isinstance(mode, str) or self.table.is_mode(mode):
+        if not isinstance(mode, str) or all(t.is_mode(mode) for t in self.tables):
+            return
+        if self._some_only(
+            value, lambda t: t.is_mode(mode), f"{mode!r} is a torch.compile mode", "RuntimeError"
+        ):
             return
         suggestion = closest(mode, self.table.modes)
         hint = f" Did you mean {suggestion!r}?" if suggestion else ""
@@ -128,48 +156,66 @@ class InvalidCompileOption(Rule):
     def _check_options(self, value: cst.BaseExpression) -> None:
         if not isinstance(value, cst.Dict):
             return
-        table = self.table
         for element in value.elements:
-            if not isinstance(element, cst.DictElement):
-                continue
-            key = literal_value(element.key)
-            if not isinstance(key, str):
-                continue
-            if table.option_type(key) is None:
-                suggestion = closest(key.replace("-", "_"), table.inductor_options)
-                hint = f" Did you mean {suggestion!r}?" if suggestion else ""
-                self.report(
-                    element.key,
-                    f"{key!r} is not an inductor option in torch {table.torch_version}: "
-                    f"torch.compile raises RuntimeError ('Unexpected optimization option "
-                    f"{key}, ...').{hint}",
-                    fix=_guess_fix(suggestion, "option"),
-                    fix_nodes=((element.key, _requote(element.key, suggestion)),)
-                    if suggestion
-                    else (),
-                )
-                continue
-            option_value = literal_value(element.value)
-            if not is_literal(option_value):
-                continue
-            if table.option_type(key) == "never":
+            if isinstance(element, cst.DictElement):
+                key = literal_value(element.key)
+                if isinstance(key, str):
+                    self._check_option(element, key)
+
+    def _check_option(self, element: cst.DictElement, key: str) -> None:
+        table = self.table
+        if any(t.option_type(key) is None for t in self.tables):
+            if self._some_only(
+                element.key,
+                lambda t: t.option_type(key) is not None,
+                f"{key!r} is an inductor option",
+                "RuntimeError ('Unexpected optimization option ...')",
+            ):
+                return
+            suggestion = closest(key.replace("-", "_"), table.inductor_options)
+            hint = f" Did you mean {suggestion!r}?" if suggestion else ""
+            self.report(
+                element.key,
+                f"{key!r} is not an inductor option in torch "
+                f"{self._rejected_in(lambda t: t.option_type(key) is not None)}: "
+                f"torch.compile raises RuntimeError ('Unexpected optimization option "
+                f"{key}, ...').{hint}",
+                fix=_guess_fix(suggestion, "option"),
+                fix_nodes=((element.key, _requote(element.key, suggestion)),) if suggestion else (),
+            )
+            return
+        option_value = literal_value(element.value)
+        if not is_literal(option_value):
+            return
+        if any(t.option_type(key) == "never" for t in self.tables):
+            if all(t.option_type(key) == "never" for t in self.tables):
                 self.report(
                     element.value,
                     f"Option {key!r} cannot be set through options= in torch "
-                    f"{table.torch_version}: torch checks it against a broken annotation and "
-                    f"raises TypeError ({table.message('option_type_never')!r}) for any value. "
-                    "Leave it out.",
+                    f"{describe_versions([t.version for t in self.tables])}: torch checks it "
+                    "against a broken annotation and raises TypeError "
+                    f"({table.message('option_type_never')!r}) for any value. Leave it out.",
                 )
-                continue
-            if table.option_value_ok(key, option_value) is False:
-                expected = table.option_type(key)
-                got = type(option_value).__name__
-                self.report(
-                    element.value,
-                    f"Option {key!r} expects {expected}, got {got} {option_value!r}: "
-                    f"torch.compile raises RuntimeError ('Unexpected type of attr {key}, got "
-                    f"{got} should be {expected}').",
-                )
+            return  # broken in some releases only: too subtle to judge
+        if all(t.option_value_ok(key, option_value) is not False for t in self.tables):
+            return
+        got = type(option_value).__name__
+        error = (
+            f"RuntimeError ('Unexpected type of attr {key}, got {got} should be "
+            f"{table.option_type(key)}')"
+        )
+        if self._some_only(
+            element.value,
+            lambda t: t.option_value_ok(key, option_value) is not False,
+            f"Option {key!r} takes {got} {option_value!r}",
+            error,
+        ):
+            return
+        self.report(
+            element.value,
+            f"Option {key!r} expects {table.option_type(key)}, got {got} {option_value!r}: "
+            f"torch.compile raises {error}.",
+        )
 
 
 def _compile_kwargs(node: cst.Call, ctx: RuleContext) -> dict[str, cst.Arg] | None:

@@ -20,7 +20,7 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.api.api_validation import deprecated_apis
+from distlint.rules.api._deprecations import deprecated_at
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.syntax.guards import is_feature_guarded
@@ -117,7 +117,10 @@ class PrivateTorchModule(Rule):
         # torch's own code (or a vendored copy of it) may use its private modules
         self.active = "torch" in ctx.source and not (own == "torch" or own.startswith("torch."))
         self._table = private_modules()
-        self._deprecated = tuple(api.name for api in deprecated_apis() if api.kind == "module")
+        # module paths DL504 reports for this project's torch range (it says more there); one
+        # deprecated after the project's lowest torch is still a private module here
+        active = deprecated_at(*ctx.settings.torch_range)
+        self._deprecated = tuple(api.name for api in active if api.kind == "module")
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:

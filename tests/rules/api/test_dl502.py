@@ -11,7 +11,8 @@ from distlint.file_settings import FileSettings
 from distlint.findings import Applicability, Finding, Severity
 from tests.rules.conftest import check, positions
 
-DL502_ONLY = FileSettings(enabled=frozenset({"DL502"}))
+# torch 2.13's facts (the proof tests' torch)
+DL502_ONLY = FileSettings(enabled=frozenset({"DL502"}), torch_floor="2.13", torch_ceiling="2.13")
 
 
 def dl502(source: str) -> list[Finding]:

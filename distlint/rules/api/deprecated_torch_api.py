@@ -1,388 +1,31 @@
-"""DL501, DL503, DL504: torch APIs called with names that torch does not have (or no longer wants).
+"""DL504: uses of torch APIs that torch itself marks deprecated, and private paths of public
+torch modules, judged against the project's lowest torch.
 
 Facts come from data shipped with distlint, never from an imported torch:
-``distlint/knowledge/data/torch-<version>.json`` (API signatures and config names, generated
-from torch by
-``scripts/gen_torch_tables.py``) and ``distlint/knowledge/data/deprecated_torch.json`` (DL504).
-DL502 (``torch.compile`` backend/mode/options) lives in
-:mod:`distlint.rules.api.invalid_compile_option`.
+``distlint/knowledge/data/deprecated_torch.json`` (the entries, :mod:`._deprecations`) and
+``distlint/knowledge/data/torch-tables.json`` (which names each release has).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from importlib import resources
 
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.knowledge.torch_tables import Signature, TorchTable, closest, load_table
+from distlint.knowledge.torch_tables import available_versions, tables_between
+from distlint.rules.api._deprecations import DeprecatedApi, deprecated_at
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import ends_in_exit, literal_value
-from distlint.syntax.guards import is_feature_guarded, is_version_test, probed_keywords
+from distlint.syntax.guards import is_feature_guarded, is_version_test
 from distlint.syntax.imports import ImportTable, dotted_name, scope_statements
-from distlint.syntax.walker import children, descendants, parameters
-
-_PARTIAL = frozenset({"functools.partial"})
-_CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config")
-# torch.compile's keywords that nn.Module.compile(*args, **kwargs) forwards.
-_MODULE_COMPILE = "torch.compile"
-
-# Extra advice for keywords that people expect to exist: on torch 2.13.0 each raises TypeError
-# (re-observed by tests/proof/test_proof_dl5xx.py, DL501).
-_HINTS: dict[tuple[str, str], str] = {
-    ("torch.distributed.init_process_group", "debug"): (
-        "To debug collectives, set `TORCH_DISTRIBUTED_DEBUG=DETAIL` in the environment before "
-        "`torch.distributed` is imported, or call "
-        "`dist.set_debug_level(dist.DebugLevel.DETAIL)`."
-    ),
-}
-_NO_SUGGESTION = frozenset({("torch.distributed.init_process_group", "debug")})
-
-
-class _TableRule(Rule):
-    """Shared access to the torch table of the configured torch version."""
-
-    _table: TorchTable | None = None
-
-    @property
-    def table(self) -> TorchTable:
-        if self._table is None:
-            self._table = load_table(self.ctx.settings.torch_version)
-        return self._table
-
-
-# -- DL501 ----------------------------------------------------------------------------------------
-
-
-class UnknownKeywordArgument(_TableRule):
-    code = "DL501"
-    name = "unknown-keyword-argument"
-    severity = Severity.ERROR
-    summary = "A torch API is called with a keyword argument it does not accept (TypeError)."
-    fix_availability = FixAvailability.SOMETIMES
-    tags = ("correctness", "api")
-    precision = "very-high"
-    reads_facts = True  # the project's own ``compile`` methods (_own_compile_methods)
-
-    _probes: frozenset[str] | None = None
-
-    def _probed(self) -> frozenset[str]:
-        """Keywords this file probes torch's signatures for (computed once, when needed)."""
-        if self._probes is None:
-            self._probes = probed_keywords(self.ctx.module)
-        return self._probes
-
-    def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.resolve(node.func)
-        args: tuple[cst.Arg, ...] | list[cst.Arg] = node.args
-        callee = node.func
-        if name in _PARTIAL and node.args and node.args[0].keyword is None:
-            # functools.partial(api, kw=...): the keywords reach api when the partial is called
-            callee = node.args[0].value
-            name = self.ctx.resolve(callee)
-            args = node.args[1:]
-        signature = self.table.signature(name)
-        if signature is None:
-            self._check_module_compile(node)
-            return
-        head = dotted_name(callee)
-        if head is not None and self.ctx.bound_several_ways(head.split(".", 1)[0]):
-            return  # `DDP` from apex when installed, else from torch: its keywords may be apex's
-        self._check(callee, signature, args)
-
-    def _check(
-        self,
-        callee: cst.BaseExpression,
-        signature: Signature,
-        args: tuple[cst.Arg, ...] | list[cst.Arg],
-        via_method: bool = False,
-    ) -> None:
-        if signature.var_keyword or is_feature_guarded(self.ctx.parents):
-            return  # a keyword of another torch version, used on purpose under a guard
-        spelled = self.ctx.module.code_for_node(callee)
-        for arg in args:
-            if arg.keyword is None:
-                continue  # positional, *args or **kwargs (keys we cannot see)
-            keyword = arg.keyword.value
-            if keyword in signature.keywords or keyword in self._probed():
-                continue
-            self._report(arg.keyword, signature, keyword, spelled, via_method)
-
-    def _report(
-        self,
-        node: cst.Name,
-        signature: Signature,
-        keyword: str,
-        spelled: str,
-        via_method: bool,
-    ) -> None:
-        version = self.table.torch_version.rsplit(".", 1)[0]
-        what = f"`{spelled}`" if via_method else f"`{spelled}` (`{signature.name}`)"
-        if spelled == signature.name:
-            what = f"`{spelled}`"
-        if keyword in signature.positional_only:
-            self.report(
-                node,
-                f"{what} takes `{keyword}` only by position in torch {version}: the call raises "
-                f"`TypeError: {signature.error_name}() got some positional-only arguments "
-                f"passed as keyword arguments: {keyword!r}`. Pass it positionally.",
-            )
-            return
-        public = [k for k in signature.keywords if not k.startswith("_")]
-        key = (signature.name, keyword)
-        suggestion = None if key in _NO_SUGGESTION else closest(keyword, public)
-        hint = f" Did you mean `{suggestion}`?" if suggestion else ""
-        extra = f" {_HINTS[key]}" if key in _HINTS else ""
-        self.report(
-            node,
-            f"{what} has no keyword `{keyword}` in torch {version}: the call raises "
-            f"`TypeError: {signature.unexpected_keyword_message(keyword)}`.{hint}{extra}",
-            fix=Fix(f"Use keyword {suggestion!r}", (), Applicability.UNSAFE)
-            if suggestion
-            else None,
-            fix_nodes=((node, suggestion),) if suggestion else (),
-        )
-
-    def _check_module_compile(self, node: cst.Call) -> None:
-        """``model.compile(...)``: nn.Module.compile forwards its keywords to torch.compile."""
-        func = node.func
-        if self.ctx.module_compile_receiver(node) is None:
-            return
-        signature = self.table.signature(_MODULE_COMPILE)
-        if signature is None or signature.var_keyword:
-            return
-        keywords = [arg.keyword.value for arg in node.args if arg.keyword is not None]
-        known = set(signature.keywords) - {"model"}
-        unknown = [k for k in keywords if k not in signature.keywords]
-        if not unknown:
-            return
-        # Another object's .compile(...) (a regex, a Keras-style model) shares no keywords with
-        # torch.compile; only report when the call is recognisably torch.compile's.
-        public = [k for k in signature.keywords if not k.startswith("_")]
-        if not (set(keywords) & known) and not all(closest(k, public) for k in unknown):
-            return
-        if any(set(unknown) <= params for params in self._own_compile_methods()):
-            return  # a project class's own compile(..., compile_model=True) (timm's tasks)
-        self._check(func, signature, node.args, via_method=True)
-
-    def _own_compile_methods(self) -> list[set[str]]:
-        """Parameter names of the ``compile`` methods the project's classes define (this file's,
-        and with project facts every module's)."""
-        found = [
-            {p.name.value for p in parameters(node.params)}
-            for node in descendants(self.ctx.module)
-            if type(node) is cst.FunctionDef and node.name.value == "compile"
-        ]
-        facts = self.ctx.facts
-        if facts is not None:
-            found += [
-                set(summary.params)
-                for summary in facts.functions.values()
-                if summary.name == "compile" and summary.class_id is not None
-            ]
-        return found
-
-
-# -- DL503 ----------------------------------------------------------------------------------------
-
-
-class UnknownCompilerConfig(_TableRule):
-    code = "DL503"
-    name = "unknown-compiler-config"
-    severity = Severity.ERROR
-    summary = (
-        "A torch._dynamo.config / torch._inductor.config name that does not exist is set "
-        "(AttributeError)."
-    )
-    fix_availability = FixAvailability.SOMETIMES
-    tags = ("correctness", "torch.compile", "api")
-    precision = "very-high"
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._check_target(target.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._check_target(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._check_target(node.target)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Name) and func.value == "setattr":
-            # setattr(torch._dynamo.config, "name", value), unless `setattr` is rebound
-            if not self.ctx.imports.is_bound("setattr") and len(node.args) >= 2:
-                module = self.ctx.resolve(node.args[0].value)
-                attr = literal_value(node.args[1].value)
-                if module in _CONFIG_MODULES and isinstance(attr, str):
-                    self._check_name(node.args[1].value, module, attr, "`setattr` raises")
-            return
-        name = self.ctx.resolve(func)
-        for module in _CONFIG_MODULES:
-            if name == f"{module}.patch":
-                if not is_feature_guarded(self.ctx.parents):
-                    self._check_patch(node, module)
-                return
-
-    def _check_target(self, target: cst.BaseExpression) -> None:
-        if not isinstance(target, cst.Attribute):
-            return
-        resolved = self.ctx.resolve(target)
-        if resolved is None or is_feature_guarded(self.ctx.parents):
-            return  # ``try: ...config.new_flag = True`` / ``except AttributeError``
-        if self._rebound_locally(target):
-            return
-        for module in _CONFIG_MODULES:
-            if resolved.startswith(module + "."):
-                self._check_name(
-                    target, module, resolved[len(module) + 1 :], "the assignment raises"
-                )
-                return
-
-    def _rebound_locally(self, target: cst.Attribute) -> bool:
-        """``from torch._dynamo import config`` in a function that also assigns ``config =
-        PretrainedConfig()``: which one a line sees depends on the order (LMOps' tests)."""
-        base = target.value
-        while isinstance(base, cst.Attribute):
-            base = base.value
-        function = self.ctx.function
-        if not isinstance(base, cst.Name) or function is None:
-            return False
-        name = base.value
-        return any(
-            type(node) is cst.Assign
-            and any(type(t.target) is cst.Name and t.target.value == name for t in node.targets)
-            for node in descendants(function.body)
-        )
-
-    def _check_patch(self, call: cst.Call, module: str) -> None:
-        where = "the patch raises, when entered or when a function it decorates is called,"
-        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-        for arg in call.args:
-            if arg.keyword is not None:
-                self._check_name(arg.keyword, module, arg.keyword.value, where)
-        if not positional:
-            return
-        first = positional[0].value
-        if isinstance(first, cst.Dict):
-            for element in first.elements:
-                if isinstance(element, cst.DictElement):
-                    key = literal_value(element.key)
-                    if isinstance(key, str):
-                        self._check_name(element.key, module, key, where)
-        else:
-            key = literal_value(first)
-            if isinstance(key, str):
-                self._check_name(first, module, key, where)
-
-    def _check_name(self, node: cst.CSTNode, module: str, name: str, where: str) -> None:
-        names = self.table.config_names(module)
-        if name in names:
-            return
-        parts = name.split(".")
-        for i in range(1, len(parts)):
-            if ".".join(parts[:i]) in names:
-                return  # an attribute of a config value (e.g. of an object-valued setting)
-        version = self.table.torch_version.rsplit(".", 1)[0]
-        full = f"{module}.{name}"
-        message = (
-            f"`{full}` does not exist in torch {version}: {where} "
-            f"`AttributeError: {full} does not exist`."
-        )
-        group = name + "."
-        members = sorted(n for n in names if n.startswith(group))
-        if members:
-            message += (
-                f" `{name}` is a group of settings; set one of them, e.g. `{module}.{members[0]}`."
-            )
-            self.report(node, message)
-            return
-        suggestion = closest(name, [n for n in names if not n.startswith("_")])
-        if suggestion is not None:
-            message += f" Did you mean `{suggestion}`?"
-        rename = isinstance(node, (cst.Attribute, cst.Name)) and suggestion is not None
-        self.report(
-            node,
-            message,
-            fix=Fix(f"Use {suggestion!r}", (), Applicability.UNSAFE) if rename else None,
-            fix_nodes=((node, _respell(node, name, suggestion)),) if rename else (),
-        )
-
-
-def _respell(node: cst.CSTNode, name: str, suggestion: str | None) -> str:
-    """The target with its config name replaced, keeping the spelled module (``dc.``)."""
-    assert suggestion is not None
-    dotted = dotted_name(node) if isinstance(node, cst.Attribute) else None
-    if dotted is None:
-        return suggestion  # a patch(keyword=...) name
-    prefix = dotted.split(".")[: -(name.count(".") + 1)]
-    return ".".join([*prefix, suggestion])
-
-
-# -- DL504 ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DeprecatedApi:
-    """One entry of the DL504 table, generated by ``scripts/gen_deprecations.py``."""
-
-    name: str
-    kind: str  # function | class | attribute | module
-    replacement: str | None  # None: torch names nothing to use instead
-    since: str
-    category: str | None  # the warning torch emits; None for a private path that does not warn
-    message: str | None  # its exact text
-    when: str | None  # what emits it: "calling it", "creating one", "importing it", ...
-    reference: str
-    aliases: tuple[str, ...] = ()
-    note: str | None = None  # for a private path that does not warn: what was checked instead
-
-    @property
-    def observed(self) -> str:
-        """What torch does: ``Category: message``, or the note of a private path."""
-        if self.category is not None:
-            return f"{self.category}: {self.message}"
-        return self.note or ""
-
-
-@functools.cache
-def deprecated_apis() -> tuple[DeprecatedApi, ...]:
-    """The DL504 table (``distlint/knowledge/data/deprecated_torch.json``)."""
-    text = (
-        resources.files("distlint.knowledge.data")
-        .joinpath("deprecated_torch.json")
-        .read_text(encoding="utf-8")
-    )
-    return tuple(
-        DeprecatedApi(
-            name=entry["name"],
-            kind=entry["kind"],
-            replacement=entry["replacement"],
-            since=entry["since"],
-            category=entry["category"],
-            message=entry["message"],
-            when=entry["when"],
-            reference=entry["reference"],
-            aliases=tuple(entry.get("aliases", ())),
-            note=entry.get("note"),
-        )
-        for entry in json.loads(text)["entries"]
-    )
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".")[:2])
-
+from distlint.syntax.walker import children, descendants
 
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
 def _quoted(message: str) -> str:
@@ -454,17 +97,13 @@ class DeprecatedTorchApi(Rule):
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         # Judged against the lowest torch the project supports (configured, or inferred from
-        # its requirements): a deprecation newer than that is one it cannot act on yet.
-        settings = ctx.settings
-        configured = (
-            settings.torch_floor or settings.torch_version or load_table(None).torch_version
-        )
-        wanted = _version_key(configured)
+        # its requirements): a deprecation newer than that is one it cannot act on yet, and a
+        # replacement that release lacks is not one it can use.
+        lowest, highest = ctx.settings.torch_range
+        self._floor = tables_between(lowest, highest)[0]
         self._names: dict[str, DeprecatedApi] = {}
         self._modules: list[DeprecatedApi] = []
-        for api in deprecated_apis():
-            if _version_key(api.since) > wanted:
-                continue
+        for api in deprecated_at(lowest, highest):
             if api.kind == "module":
                 self._modules.append(api)
             else:
@@ -525,7 +164,7 @@ class DeprecatedTorchApi(Rule):
         module = dotted_name(node.module)
         api = self._module_of(module)
         if api is not None:
-            self._report_module(node.module, api, module or "")
+            self._report_module(node.module, api, module or "", node)
             return
         if module is None or isinstance(node.names, cst.ImportStar):
             return
@@ -544,23 +183,73 @@ class DeprecatedTorchApi(Rule):
                 return api
         return None
 
-    def _report_module(self, node: cst.CSTNode, api: DeprecatedApi, spelled: str) -> None:
+    def _report_module(
+        self,
+        node: cst.CSTNode,
+        api: DeprecatedApi,
+        spelled: str,
+        statement: cst.ImportFrom | None = None,
+    ) -> None:
         if api.category is None:  # a private path whose public home holds the same objects
             public = f"{api.replacement}{spelled[len(api.name) :]}"
             self.report(
                 node,
-                f"`{spelled}` is a private torch path: torch {api.since} has the same API as the "
-                f"public `{public}`. Import it from `{api.replacement}`.",
+                f"`{spelled}` is a private torch path: since torch {self._since(api)}, the "
+                f"public `{public}` has the same API. Import it from `{api.replacement}`.",
+                **self._import_fix(statement, api, spelled),  # type: ignore[arg-type]
             )
             return
         self.report(node, self._deprecated_message(spelled, api))
 
+    def _import_fix(
+        self, statement: cst.ImportFrom | None, api: DeprecatedApi, spelled: str
+    ) -> dict[str, object]:
+        """A safe fix for ``from <private module> import a, b``: import them from the public
+        module instead. A drop-in: the names are the very same objects (checked by the
+        generator), and the project's lowest torch exports each one from the public module.
+        Submodules, star imports and other spellings get none."""
+        public = api.replacement
+        if statement is None or spelled != api.name or public is None:
+            return {}
+        if isinstance(statement.names, cst.ImportStar):
+            return {}
+        exports = self._floor.module_exports.get(public, ())
+        names = [dotted_name(alias.name) for alias in statement.names]
+        if not names or not all(name in exports for name in names):
+            return {}
+        return {
+            "fix": Fix(f"Import from `{public}`", (), Applicability.SAFE),
+            "fix_nodes": ((statement.module, public),),
+        }
+
+    @staticmethod
+    def _since(api: DeprecatedApi) -> str:
+        """ "2.9", or "2.4 and earlier" when the oldest shipped table already has it."""
+        oldest = available_versions()[0]
+        return f"{api.since} or earlier" if api.since == oldest else api.since
+
+    def _usable(self, name: str | None) -> bool:
+        """Whether the project's lowest torch has ``name`` (a replacement to suggest). Names
+        the torch tables do not track (prose, other packages) count as usable."""
+        if name is None:
+            return False
+        if not _DOTTED.fullmatch(name) or not name.startswith(("torch.", "functorch.")):
+            return True
+        return self._floor.has(name)
+
     def _deprecated_message(self, spelled: str, api: DeprecatedApi) -> str:
         said = (
-            f"`{spelled}` is deprecated on torch {api.since} ({api.when} emits a `{api.category}`"
+            f"`{spelled}` is deprecated since torch {self._since(api)} ({api.when} emits a "
+            f"`{api.category}`"
         )
         if api.replacement is None:
             return f'{said}: "{_quoted(api.message or "")}").'
+        if not self._usable(api.replacement):
+            return (
+                f"{said}). torch names `{api.replacement}` instead, which the project's lowest "
+                f"torch, {self._floor.version}, does not have: keep this call until the "
+                "project's lowest torch has it."
+            )
         return f"{said}). Use `{api.replacement}` instead."
 
     # references to deprecated functions and attributes
@@ -704,7 +393,7 @@ class DeprecatedTorchApi(Rule):
         import would have to change too.
         """
         replacement = DROP_IN.get(api.name)
-        if replacement is None or type(node) is not cst.Attribute:
+        if replacement is None or type(node) is not cst.Attribute or not self._usable(replacement):
             return {}
         resolved = self.ctx.resolve(node)  # type: ignore[arg-type]
         if resolved is None:

@@ -1,0 +1,283 @@
+"""DL504 deprecated-torch-api: what distlint reports, where, and the fixes it offers, judged
+against the project's lowest torch; the generated table (torch's own markers)."""
+
+from __future__ import annotations
+
+from distlint.findings import Severity
+from distlint.knowledge.torch_tables import available_versions, version_key
+from distlint.rules.api._deprecations import deprecated_apis
+from tests.rules.api.api_util import code_block, dl504, where
+
+
+def test_dl504_deprecated_functions() -> None:
+    found = dl504(
+        """\
+        import torch.distributed as dist
+        import torch.distributed._functional_collectives as funcol
+        from torch.distributed import _reduce_scatter_base
+        from torch.distributed.checkpoint import load_state_dict
+
+        dist._all_gather_base(out, t)
+        _reduce_scatter_base(out, t)
+        dist.all_gather_into_tensor(out, t)
+        funcol.reduce_scatter_tensor(t, "sum", 0, group)
+        op = dist.reduce_op.SUM
+        load_state_dict(sd, reader)
+        """
+    )
+    assert where(found) == [(6, 1), (7, 1), (8, 1), (9, 1), (10, 6), (11, 1)]
+    assert all(f.severity is Severity.WARNING for f in found)
+    assert found[0].message == (
+        "`dist._all_gather_base` is deprecated since torch 2.4 or earlier (calling it emits a "
+        "`FutureWarning`). Use `torch.distributed.all_gather_single` instead."
+    )
+    assert "using it emits" in found[4].message
+
+
+def test_dl504_private_module_paths() -> None:
+    found = dl504(
+        """\
+        import torch
+        import torch.distributed._tensor as dt
+        from torch.distributed._composable.fsdp import fully_shard
+        from torch.distributed._composable import fsdp
+        x = torch.distributed._tensor.DTensor
+        """
+    )
+    assert where(found) == [(2, 8), (3, 6), (4, 43), (5, 5)]
+    assert "`torch.distributed.fsdp`" in found[1].message
+    assert "`torch.distributed.tensor.DTensor`" in found[3].message
+
+
+def test_dl504_traps() -> None:
+    found = dl504(
+        """\
+        import torch.distributed as dist
+        import torch.distributed._functional_collectives as funcol
+        from torch.distributed.fsdp import fully_shard
+
+        def _all_gather_base(out, t):
+            out.copy_(t)
+
+        _all_gather_base(out, t)
+        model.load_state_dict(sd)
+        dist.all_gather_single(out, t)
+        funcol.all_reduce(t, "sum", group)
+        dist.ReduceOp.SUM
+        """
+    )
+    assert found == []
+
+
+def test_dl504_table_entries_are_complete() -> None:
+    apis = deprecated_apis()
+    assert len(apis) >= 10
+    for api in apis:
+        assert api.kind in ("function", "class", "attribute", "module")
+        assert api.reference and api.observed
+        # a replacement, or torch's own words say there is none (the message quotes them)
+        assert api.replacement or api.message
+        # dated from the shipped tables' deprecation markers (scripts/gen_deprecations.py)
+        assert api.since in available_versions() and version_key(api.since) <= (2, 13)
+    names = {api.name for api in apis}
+    assert {
+        "torch.distributed._all_gather_base",
+        "torch.distributed._reduce_scatter_base",
+        "torch.distributed._composable.fsdp",
+        "torch.distributed.all_gather_into_tensor",
+    } <= names
+
+
+def test_dl504_example_on_its_page_is_reported_and_the_fix_is_not() -> None:
+    example = code_block("DL504.md", "Example")
+    marked = [n for n, line in enumerate(example.splitlines(), 1) if line.endswith("# DL504")]
+    assert [f.span.start.line for f in dl504(example)] == marked
+    assert dl504(code_block("DL504.md", "Use instead")) == []
+
+
+def test_dl504_amp_weight_norm_fsdp_and_functorch() -> None:
+    found = dl504(
+        """\
+        import functorch
+        import torch
+        import torch.nn as nn
+        from torch.cuda.amp import GradScaler, autocast, custom_fwd
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.nn.utils import weight_norm
+
+        scaler = GradScaler()
+        with autocast(enabled=True):
+            pass
+
+        class Fn(torch.autograd.Function):
+            @staticmethod
+            @custom_fwd(cast_inputs=torch.float32)
+            def forward(ctx, x):
+                return x
+
+        conv = weight_norm(nn.Conv1d(2, 2, 1))
+        other = nn.utils.weight_norm(nn.Conv1d(2, 2, 1))
+        with FSDP.state_dict_type(model, state_dict_type):
+            pass
+        functorch.vmap(f)
+        with torch.backends.cuda.sdp_kernel(enable_math=True):
+            pass
+        """
+    )
+    assert where(found) == [(8, 10), (9, 6), (14, 6), (18, 8), (19, 9), (20, 6), (22, 1), (23, 6)]
+    assert found[0].message == (
+        "`GradScaler` is deprecated since torch 2.4 or earlier (creating one emits a "
+        "`FutureWarning`). "
+        "Use `torch.amp.GradScaler('cuda', args...)` instead."
+    )
+    assert "torch.nn.utils.parametrizations.weight_norm" in found[3].message
+
+
+def test_dl504_public_spellings_are_silent() -> None:
+    found = dl504(
+        """\
+        import torch
+        from torch.nn.utils.parametrizations import weight_norm
+
+        scaler = torch.amp.GradScaler("cuda")
+        with torch.amp.autocast("cuda"), torch.autocast("cuda"):
+            pass
+        conv = weight_norm(torch.nn.Conv1d(2, 2, 1))
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        model.apply(init_weights)
+        Fn.apply(x)
+        torch.testing.assert_close(a, b)
+        """
+    )
+    assert found == []
+
+
+def test_dl504_class_only_named_in_annotations_or_isinstance_is_silent() -> None:
+    found = dl504(
+        """\
+        import torch
+        from torch.cuda.amp import GradScaler
+
+        def step(scaler: torch.cuda.amp.GradScaler, other: GradScaler | None = None) -> None:
+            if isinstance(scaler, (GradScaler, torch.cuda.amp.GradScaler)):
+                pass
+            x: GradScaler = GradScaler()
+        """
+    )
+    assert where(found) == [(7, 21)]  # the call only
+
+
+def test_dl504_silent_when_a_name_is_imported_from_elsewhere_on_another_path() -> None:
+    found = dl504(
+        """\
+        import torch
+        try:
+            from torch import vmap
+        except ImportError:
+            from functorch import vmap
+        if torch.cuda.is_available():
+            from flagai import mpu
+        else:
+            import torch.nn.utils as mpu
+
+        vmap(f)
+        clip = mpu.clip_grad_norm
+        torch.nn.utils.clip_grad_norm(params, 1.0)
+        """
+    )
+    assert where(found) == [(13, 1)]
+
+
+def test_dl504_silent_where_warnings_are_ignored_on_purpose() -> None:
+    found = dl504(
+        """\
+        import warnings
+        import torch
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.nn.utils.weight_norm(conv)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning)
+            scaler = torch.cuda.amp.GradScaler()
+        with warnings.catch_warnings(record=True):
+            torch.nn.utils.weight_norm(conv)
+        """
+    )
+    assert where(found) == [(11, 5)]  # recording warnings is not ignoring them
+
+
+def test_dl504_deprecated_modules_and_sharded_tensor() -> None:
+    found = dl504(
+        """\
+        import torch
+        from torch.distributed._shard.checkpoint import FileSystemReader
+        from torch.distributed._shard.sharded_tensor import ShardedTensor
+        import torch.distributed._sharded_tensor
+        x = torch.distributed._shard.sharding_spec.ChunkShardingSpec
+        """
+    )
+    assert where(found) == [(2, 6), (3, 6), (4, 8), (5, 5)]
+    assert found[0].message == (
+        "`torch.distributed._shard.checkpoint` is deprecated since torch 2.4 or earlier (importing "
+        "it emits a "
+        "`DeprecationWarning`). Use `torch.distributed.checkpoint` instead."
+    )
+    assert "(creating a ShardedTensor emits a `FutureWarning`)" in found[1].message
+    assert "Use `torch.distributed.tensor` instead." in found[1].message
+
+
+def test_dl504_entry_without_a_replacement_quotes_torch() -> None:
+    found = dl504(
+        """\
+        import torch.distributed._symmetric_memory as symm_mem
+        symm_mem.enable_symm_mem_for_group(group)
+        """
+    )
+    assert [f.message for f in found] == [
+        "`symm_mem.enable_symm_mem_for_group` is deprecated since torch 2.11 (calling it emits a "
+        '`FutureWarning`: "`enable_symm_mem_for_group` is deprecated. There is no need to call '
+        'this function anymore.").'
+    ]
+
+
+def test_dl504_generated_table_records_what_torch_emitted() -> None:
+    apis = deprecated_apis()
+    assert len(apis) >= 100
+    names = [n for api in apis for n in (api.name, *api.aliases)]
+    assert len(names) == len(set(names))  # one entry per spelling
+    for api in apis:
+        if api.category is None:
+            assert api.kind == "module" and api.note and api.replacement
+        else:
+            assert api.category in ("FutureWarning", "DeprecationWarning")
+            assert api.message and api.when
+    by_name = {api.name: api for api in apis}
+    assert by_name["torch.cuda.amp.autocast"].kind == "class"
+    assert by_name["torch.distributed.reduce_op"].kind == "attribute"
+    assert "torch.cuda.amp.autocast_mode.autocast" in by_name["torch.cuda.amp.autocast"].aliases
+
+
+def test_dl504_silent_on_the_fallback_after_an_early_return_guard() -> None:
+    found = dl504(
+        """\
+        import torch
+        import torch.distributed._functional_collectives as funcol
+        from torch.distributed.nn import all_gather
+
+        def gather(t):
+            if hasattr(funcol, "all_gather_single_autograd"):
+                return funcol.all_gather_single_autograd(t, 0, None)
+            return torch.cat(torch.distributed.nn.all_gather(t))
+
+        def gather_bare(t):
+            if torch.__version__ >= "2.5": return funcol.all_gather_single_autograd(t, 0, None)
+            return all_gather(t)
+
+        def not_a_guard(t):
+            if t.numel() == 0:
+                return t
+            return torch.cat(torch.distributed.nn.all_gather(t))
+        """
+    )
+    assert where(found) == [(17, 22)]
