@@ -153,8 +153,10 @@ class CliOverrides:
 
 def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> FileSettings:
     """Per-file settings: selection (config + CLI) minus matching per-file-ignores."""
-    from distlint.rules.registry import all_rules
+    from distlint.rules.registry import add_local_plugins, all_rules
 
+    if config.plugins:  # a process that got the configuration already read (a worker): its rules
+        add_local_plugins(config.plugins)  # are in the catalog before the selectors are resolved
     rules = {code: rule.default_enabled for code, rule in all_rules().items()}
     for option, chosen in (
         ("--select", overrides.select or ()),

@@ -355,3 +355,18 @@ def test_settings_for_combines_config_cli_and_per_file_ignores(tmp_path: Path) -
 
 def test_default_config_has_no_path() -> None:
     assert Config().path is None
+
+
+def test_settings_for_a_configuration_read_elsewhere_loads_its_plugins(tmp_path: Path) -> None:
+    """An LSP analysis process gets configurations the server already read: the plugin's codes
+    must be in the catalog before ``extend-select = ["XYZ"]`` is resolved, or XYZ001 is off."""
+    from dataclasses import replace
+
+    from distlint.config.settings import CliOverrides, Config, settings_for
+    from distlint.rules.registry import all_rules
+
+    plugin = Path(__file__).resolve().parents[2] / "examples" / "plugin" / "lint_rules"
+    assert "XYZ001" not in all_rules()
+    config = replace(Config(), plugins=(str(plugin),), extend_select=("XYZ",))
+    settings = settings_for(config, CliOverrides(), tmp_path / "train.py")
+    assert "XYZ001" in settings.enabled

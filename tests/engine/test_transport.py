@@ -36,7 +36,17 @@ def _depth(value: Nested) -> int:
     return depth
 
 
-DEEP = 3 * sys.getrecursionlimit()
+DEEP = 3_000  # levels: past what pickle can take under Python's default limit of 1,000 frames
+
+
+@pytest.fixture(autouse=True)
+def _default_recursion_limit():
+    """The default limit, whatever earlier tests left (a timed-out parse thread keeps the large
+    stack's limit raised while it runs on)."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000)
+    yield
+    sys.setrecursionlimit(saved)
 
 
 def test_plain_pickle_fails_at_this_depth_so_the_test_means_something() -> None:
