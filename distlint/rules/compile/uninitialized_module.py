@@ -41,11 +41,13 @@ class UninitializedModule(Rule):
             return  # another base (a mixin, a project class) may initialise the module
         init = None
         for stmt in node.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__call__":
+                return  # its own __call__: calling an instance never reaches Module's
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__init__", "__new__"):
                 if stmt.name.value == "__new__" or stmt.decorators:
                     return
                 init = stmt
-        if init is None or _calls_an_init(node) or _raises(init):
+        if init is None or _calls_an_init(node) or _raises(init) or _copies_a_dict(init):
             return  # initialised, or an abstract __init__ that refuses to run
         if is_test_path(self.ctx.path) and not _instance_called(self.ctx.module, node.name.value):
             return  # a test double handed to code that only reads its attributes (peft, torchrl)
@@ -84,6 +86,25 @@ def _calls_an_init(cls: cst.ClassDef) -> bool:
                 and node.func.attr.value == "__init__"
             ):
                 return True
+    return False
+
+
+def _copies_a_dict(init: cst.FunctionDef) -> bool:
+    """``self.__dict__.update(other.__dict__)`` or ``self.__dict__ = ...``: the state of a
+    module built elsewhere (optimum-habana's wrappers of DeepSpeed layers) is taken over."""
+    for node in descendants(init.body):
+        target = None
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            target = node.func.value
+        elif isinstance(node, cst.Assign):
+            target = node.targets[0].target
+        if (
+            isinstance(target, cst.Attribute)
+            and target.attr.value == "__dict__"
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+        ):
+            return True
     return False
 
 

@@ -87,3 +87,37 @@ def test_dl116_test_doubles_never_called_in_their_test_module_are_left_alone() -
     assert [f.span.start.line for f in found] == [10]
     outside = check_source(textwrap.dedent(source), "src/mocks.py", settings).findings
     assert [f.span.start.line for f in outside] == [6, 10]
+
+
+def test_dl116_leaves_own_call_and_taken_over_state_alone() -> None:
+    """modelscope's video transforms define ``__call__`` (eager calls work); optimum-habana's
+    layer wrappers take over a built module's ``__dict__`` (eager and compiled calls work)."""
+    source = HEADER + textwrap.dedent(
+        """\
+        from torch import nn
+
+
+        class Transform(nn.Module):
+            def __init__(self, size):
+                self.size = size
+
+            def __call__(self, images):
+                return [image[: self.size] for image in images]
+
+
+        class Wrapper(nn.Module):
+            def __init__(self, built):
+                self.__dict__.update(built.__dict__)
+
+            def forward(self, x):
+                return x @ self.weight.T
+
+
+        class Plain(nn.Module):
+            def __init__(self, size):
+                self.size = size
+        """
+    )
+    result = check_source(source, "transforms.py", FileSettings(enabled=frozenset({"DL116"})))
+    assert [f.code for f in result.findings] == ["DL116"]  # Plain only
+    assert "`Plain.__init__`" in result.findings[0].message
