@@ -9,7 +9,8 @@
   every module.
 * The rule catalog is the same for every test: a test whose run walked into a folder whose
   configuration names a local plugin (examples/plugin) loads it into the process's catalog,
-  which is undone after it (``_catalog_restored``).
+  which is undone after each test (``_catalog_restored``: back to the catalog taken when the
+  session starts, before any module fixture can run a check).
 * The first-pass cache is off (``DISTLINT_NO_CACHE``): a test that swaps a rule in the test
   process would otherwise read results cached by another test; tests/engine/test_cache.py
   turns it on.
@@ -50,14 +51,24 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     return result
 
 
+_SESSION_CATALOG: list[tuple[dict, dict]] = []  # (rules by code, loaded plugins) at the start
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from distlint.rules import plugins, registry
+    from distlint.rules.base import _REGISTRY
+
+    registry.all_rules()
+    _SESSION_CATALOG.append((dict(_REGISTRY), dict(plugins._loaded)))
+
+
 @pytest.fixture(autouse=True)
 def _catalog_restored() -> Generator[None, None, None]:
     from distlint.rules import plugins, registry
     from distlint.rules.base import _REGISTRY
 
-    registry.all_rules()  # the built-in catalog is complete before the snapshot
-    rules, loaded = dict(_REGISTRY), dict(plugins._loaded)
     yield
+    rules, loaded = _SESSION_CATALOG[0]
     if rules != _REGISTRY or loaded != plugins._loaded:
         _REGISTRY.clear()
         _REGISTRY.update(rules)
