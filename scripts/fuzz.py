@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fuzz.harness import Problem, check_batch, culprits, fill_batch  # noqa: E402
+from tests.fuzz.harness import Problem, check_batch, culprits, fill_batch, preflight  # noqa: E402
 
 KINDS = {"torch": 0.8, "grammar": 0.1, "mutant": 0.1}
 
@@ -89,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     while left > 0:
         sizes.append(min(args.batch, left))
         left -= sizes[-1]
+    broken = preflight()
+    if broken:
+        print(f"fuzz: distlint does not start here: {broken}", file=sys.stderr)
+        return 2
     args.keep.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     total = {"programs": 0, "crashes": 0, "hangs": 0, "findings": 0}

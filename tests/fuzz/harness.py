@@ -43,11 +43,35 @@ def write_program(directory: Path, files: dict[str, str]) -> None:
         (directory / name).write_text(text, encoding="utf-8", errors="surrogatepass")
 
 
+def check_environment() -> dict[str, str]:
+    """The environment of every distlint run: this checkout first on the path, before whatever
+    path the caller set (where libcst may live), no cache, no debug output."""
+    path = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "DISTLINT_NO_CACHE": "1"}
+    env.pop("DISTLINT_DEBUG", None)
+    return env
+
+
+def preflight() -> str | None:
+    """Why distlint cannot start in the campaign's environment, or None: a campaign whose every
+    program "crashes" on an import error measures nothing."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "distlint", "--version"],
+        env=check_environment(),
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        return (
+            f"`python -m distlint --version` exits {proc.returncode}: {proc.stderr.strip()[-1000:]}"
+        )
+    return None
+
+
 def run_check(target: Path, jobs: int, cwd: Path) -> subprocess.CompletedProcess | None:
     command = [sys.executable, "-m", "distlint", "check", "--select", "ALL", "--format", "json"]
     command += ["--no-cache", "--jobs", str(jobs), "--file-timeout", str(FILE_TIMEOUT)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DISTLINT_NO_CACHE": "1"}
-    env.pop("DISTLINT_DEBUG", None)
+    env = check_environment()
     try:
         return subprocess.run(
             [*command, str(target.relative_to(cwd)) if target != cwd else "."],
@@ -121,6 +145,8 @@ KINDS = ("torch", "grammar", "mutant")  # generator programs, hypothesmith progr
 
 def grammar_programs(count: int, seed: int) -> list[str]:
     """``count`` programs from hypothesmith's grammar strategy, reproducibly from ``seed``."""
+    if count <= 0:
+        return []  # hypothesmith is a test extra: a campaign without grammar programs needs none
     import hypothesmith
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed

@@ -154,3 +154,29 @@ def test_the_long_run_script_takes_a_mix_and_a_time_limit(tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.splitlines()[-1])
     assert (summary["programs"], summary["crashes"], summary["hangs"]) == (0, 0, 0)
+
+
+def test_a_mix_without_grammar_programs_needs_no_hypothesmith(tmp_path: Path, monkeypatch) -> None:
+    """The 16-core campaign machine has no hypothesmith: every batch failed on importing it."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "hypothesmith", None)  # import raises ImportError
+    counts = fill_batch(tmp_path, 7, 4, {"torch": 0.5, "mutant": 0.5})
+    assert counts["grammar"] == 0 and sum(counts.values()) == 4
+
+
+def test_distlint_runs_with_the_callers_path_and_a_broken_start_is_caught(monkeypatch) -> None:
+    """The caller's PYTHONPATH (where libcst may live) stays behind this checkout; an
+    environment where distlint cannot start stops the campaign instead of reporting every
+    program as a crash (a run of 22,450 "crashes", all one ModuleNotFoundError)."""
+    import os
+    import sys
+
+    from tests.fuzz import harness
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/opt/site", "/opt/more"]))
+    path = harness.check_environment()["PYTHONPATH"].split(os.pathsep)
+    assert path == [str(harness.ROOT), "/opt/site", "/opt/more"]
+    assert harness.preflight() is None
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    assert "exits 1" in (harness.preflight() or "")
