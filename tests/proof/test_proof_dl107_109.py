@@ -113,6 +113,7 @@ def test_dl107_good_and_traps_stay_below_the_limit(runs) -> None:
         "case_dataloader_without_drop_last": 2,
         "case_few_fixed_sizes": 3,
         "case_global_float_rebound": 2,
+        "case_slices_sized_by_each_parameter": 3,  # one per distinct parameter shape
     }
 
 

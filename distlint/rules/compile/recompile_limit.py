@@ -298,14 +298,56 @@ def _shape_varies(
     return None
 
 
+SHAPE_READS = frozenset({"shape", "size", "numel", "dim", "ndim"})
+
+
+def _size_names(expr: cst.BaseExpression) -> set[str]:
+    """The names whose *value* ``expr`` uses, leaving out those it reads only for a shape
+    (``p.shape[0]``, ``p.size(0)``, ``p.numel()``, ``len(p)``): a size taken from each element
+    of a collection (a parameter list) takes as many values as the collection has distinct
+    shapes, usually a handful; nanochat's fused AdamW step compiles once per parameter shape,
+    well under the limit."""
+    names = names_in(expr)
+    shape_only = set(names)
+    for node in descendants(expr):
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.attr.value not in SHAPE_READS
+        ):
+            shape_only.discard(node.value.value)
+    for node in descendants(expr):
+        if not isinstance(node, cst.Name) or node.value not in shape_only:
+            continue
+        if not _read_for_shape(node, expr):
+            shape_only.discard(node.value)
+    return names - shape_only
+
+
+def _read_for_shape(name: cst.Name, expr: cst.BaseExpression) -> bool:
+    """Whether this occurrence of ``name`` in ``expr`` is ``name.<shape read>`` or ``len(name)``."""
+    for node in descendants(expr):
+        if isinstance(node, cst.Attribute) and node.value is name:
+            return node.attr.value in SHAPE_READS
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value == "len"
+            and len(node.args) == 1
+            and node.args[0].value is name
+        ):
+            return True
+    return False
+
+
 def _variable_in(
     expr: cst.BaseExpression, variables: set[str], local: dict[str, cst.BaseExpression]
 ) -> str | None:
-    names = names_in(expr)
+    names = _size_names(expr)
     for name in sorted(names & variables):
         return name
     for name in sorted(names):
         value = local.get(name)
-        if value is not None and names_in(value) & variables:
-            return sorted(names_in(value) & variables)[0]
+        if value is not None and _size_names(value) & variables:
+            return sorted(_size_names(value) & variables)[0]
     return None

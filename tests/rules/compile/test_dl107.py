@@ -201,3 +201,18 @@ def test_dl107_reads_the_setting_in_the_compiled_module_s_file(tmp_path: Path) -
         enabled=["DL107"],
     )
     assert [(f.code, f.span.start.line) for f in results["train.py"].findings] == [("DL107", 7)]
+
+
+def test_dl107_sizes_read_from_each_element_s_shape_are_not_reported() -> None:
+    """A loop over parameters slicing each by its own shape compiles once per distinct shape
+    (nanochat's sharded AdamW step); a size that also uses an integer loop value still counts."""
+    loop = (
+        "for p in params:\n"
+        "    half = p.shape[0] // 2\n"
+        "    f(p[:half])\n"
+        "    f(p[: len(p) // 2])\n"
+        "    f(torch.zeros(p.size(0), p.numel()))\n"
+    )
+    assert run(STATIC.format(fg=", fullgraph=True") + loop, *FLOW_CODES) == []
+    mixed = "for p in params:\n    f(x[: p.numel() + p])\n"
+    assert where(run(STATIC.format(fg="") + mixed, *FLOW_CODES)) == [("DL107", 8, 7)]
