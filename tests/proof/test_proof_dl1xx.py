@@ -539,9 +539,21 @@ def test_dl115_good_and_traps_compile_without_a_break(runs) -> None:
 
 def test_dl116_bad_modules_fail_compiled_and_eager(runs) -> None:
     bad = cases(runs, "DL116", "bad")
-    assert set(bad) == {"case_doubler_fullgraph", "case_shift_fullgraph", "case_shift_eager"}
-    # the flagged lines are the __init__ of Doubler (13) and Shift (21)
-    assert flagged_lines("DL116") == {13, 21}
+    assert set(bad) == {
+        "case_doubler_fullgraph",
+        "case_shift_fullgraph",
+        "case_shift_eager",
+        "case_projector_built",
+    }
+    # the flagged lines are the __init__ of Doubler (14), Shift (22) and Projector (30)
+    assert flagged_lines("DL116") == {14, 22, 30}
+    assert_fails(
+        bad["case_projector_built"],
+        "builtins.AttributeError",
+        "cannot assign module before Module.__init__() call",
+        None,
+        "",
+    )
     shift = bad["case_shift_fullgraph"]
     assert_fails(shift, UNSUPPORTED, "Uninitialized nn.Module", None, "DL116")
     assert "gb0119" in shift.message and "of type Shift" in shift.message

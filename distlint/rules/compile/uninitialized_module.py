@@ -9,6 +9,8 @@ outside a compiled function and called inside it fails with ``Uninitialized nn.M
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from distlint.findings import Severity
@@ -18,6 +20,7 @@ from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants
 
 _NN = "torch.nn."
+MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
 class UninitializedModule(Rule):
@@ -49,17 +52,30 @@ class UninitializedModule(Rule):
                 init = stmt
         if init is None or _calls_an_init(node) or _raises(init) or _copies_a_dict(init):
             return  # initialised, or an abstract __init__ that refuses to run
+        assigns_module = _assigns_a_module(init, self.ctx.imports.resolve)
+        inherits_forward = any(base not in MODULE for base in bases)  # nn.Linear's, ...
+        if not (assigns_module or inherits_forward or _defines(node, "forward")):
+            return  # no forward: used through its own methods (diffusers' ray samplers), which work
         if is_test_path(self.ctx.path) and not _instance_called(self.ctx.module, node.name.value):
             return  # a test double handed to code that only reads its attributes (peft, torchrl)
         base = self.spell(node.bases[0].value)
+        if assigns_module:
+            effect = (
+                "building an instance fails at once (`AttributeError: cannot assign module "
+                "before Module.__init__() call`, or `parameters` for an `nn.Parameter`)"
+            )
+        else:
+            effect = (
+                "calling an instance fails in eager code (`AttributeError: ... no attribute "
+                "'_backward_hooks'`), and a compiled function calling one fails on torch 2.13 "
+                "(`Unsupported: Uninitialized nn.Module`, GB0119, or an internal "
+                "`AttributeError` once `__init__` sets attributes)"
+            )
         self.report(
             init.name,
             f"`{node.name.value}.__init__` never calls `super().__init__()`, so the "
-            f"`{base}` machinery is not set up: calling an instance fails in eager code "
-            "(`AttributeError: ... no attribute '_backward_hooks'`), and a compiled function "
-            "calling one fails on torch 2.13 (`Unsupported: Uninitialized nn.Module`, GB0119, "
-            "or an internal `AttributeError` once `__init__` sets attributes). Call "
-            "`super().__init__()` first in `__init__`.",
+            f"`{base}` machinery is not set up: {effect}. Call `super().__init__()` first in "
+            "`__init__`.",
         )
 
     def spell(self, node: cst.CSTNode) -> str:
@@ -71,6 +87,33 @@ def _is_nn_class(name: str | None) -> bool:
         return False
     last = name.rpartition(".")[2]
     return last[:1].isupper()
+
+
+def _defines(cls: cst.ClassDef, method: str) -> bool:
+    return any(
+        isinstance(stmt, cst.FunctionDef) and stmt.name.value == method
+        for stmt in scope_statements(cls.body.body)
+    )
+
+
+def _assigns_a_module(
+    init: cst.FunctionDef, resolve: Callable[[cst.BaseExpression], str | None]
+) -> bool:
+    """``self.x = nn.Linear(...)`` / ``nn.Parameter(...)`` in ``__init__``: Module's
+    ``__setattr__`` refuses it before ``Module.__init__`` ran."""
+    for node in descendants(init.body):
+        if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
+            continue
+        if not any(
+            isinstance(t.target, cst.Attribute)
+            and isinstance(t.target.value, cst.Name)
+            and t.target.value.value == "self"
+            for t in node.targets
+        ):
+            continue
+        if _is_nn_class(resolve(node.value.func)):
+            return True
+    return False
 
 
 def _calls_an_init(cls: cst.ClassDef) -> bool:

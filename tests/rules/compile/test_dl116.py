@@ -25,6 +25,9 @@ def test_dl116_module_without_super_init() -> None:
             def __init__(self):
                 self.k = 1
 
+            def forward(self, x):
+                return x * self.k
+
 
         class B(nn.Linear):
             def __init__(self):
@@ -56,7 +59,7 @@ def test_dl116_module_without_super_init() -> None:
         """
     )
     found = run(source, "DL116")
-    assert where(found) == [("DL116", 9, 9), ("DL116", 14, 9)]
+    assert where(found) == [("DL116", 9, 9), ("DL116", 17, 9)]
     assert all(f.severity is Severity.ERROR and "GB0119" in f.message for f in found)
 
 
@@ -71,9 +74,15 @@ def test_dl116_test_doubles_never_called_in_their_test_module_are_left_alone() -
         def __init__(self, keys):
             self.keys = keys
 
+        def forward(self, x):
+            return x
+
     class Called(nn.Module):
         def __init__(self):
             self.scale = 2
+
+        def forward(self, x):
+            return x * self.scale
 
     def test_mock():
         assert Mock(["a"]).keys == ["a"]
@@ -84,9 +93,9 @@ def test_dl116_test_doubles_never_called_in_their_test_module_are_left_alone() -
     """
     settings = FileSettings(enabled=frozenset({"DL116"}))
     found = check_source(textwrap.dedent(source), "tests/test_mocks.py", settings).findings
-    assert [f.span.start.line for f in found] == [10]
+    assert [f.span.start.line for f in found] == [13]
     outside = check_source(textwrap.dedent(source), "src/mocks.py", settings).findings
-    assert [f.span.start.line for f in outside] == [6, 10]
+    assert [f.span.start.line for f in outside] == [6, 13]
 
 
 def test_dl116_leaves_own_call_and_taken_over_state_alone() -> None:
@@ -116,8 +125,49 @@ def test_dl116_leaves_own_call_and_taken_over_state_alone() -> None:
         class Plain(nn.Module):
             def __init__(self, size):
                 self.size = size
+
+            def forward(self, x):
+                return x[: self.size]
         """
     )
     result = check_source(source, "transforms.py", FileSettings(enabled=frozenset({"DL116"})))
     assert [f.code for f in result.findings] == ["DL116"]  # Plain only
     assert "`Plain.__init__`" in result.findings[0].message
+
+
+def test_dl116_a_module_without_forward_is_reported_only_when_building_it_fails() -> None:
+    """diffusers' ray samplers subclass nn.Module, define no ``forward`` and are used through
+    ``.sample()``: plain attributes work uninitialised. Assigning a submodule or a Parameter
+    fails as the instance is built; a base like ``nn.Linear`` brings its own forward."""
+    source = HEADER + textwrap.dedent(
+        """\
+        from torch import nn
+
+
+        class Sampler(nn.Module):
+            def __init__(self, mode):
+                self.mode = mode
+
+            def sample(self, t):
+                return t
+
+
+        class Projector(nn.Module):
+            def __init__(self):
+                self.proj = nn.Linear(2, 2)
+
+
+        class Weighted(nn.Module):
+            def __init__(self):
+                self.w = nn.Parameter(torch.ones(2))
+
+
+        class Wide(nn.Linear):
+            def __init__(self):
+                self.extra = 1
+        """
+    )
+    found = run(source, "DL116")
+    assert where(found) == [("DL116", 16, 9), ("DL116", 21, 9), ("DL116", 26, 9)]
+    assert "cannot assign module before Module.__init__() call" in found[0].message
+    assert "_backward_hooks" in found[2].message
