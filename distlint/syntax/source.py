@@ -130,11 +130,12 @@ _DEEP_RECURSION = 30_000  # frames; far below what the stack above holds
 _DEEP_THREAD = "distlint-deep"
 _stack_lock = threading.Lock()
 # The recursion limit is the process's: every thread runs under it, not only the deep ones.
-# On a normal stack (8 MB for Linux's main thread, 2 MB for Windows', 512 KB for macOS's other
-# threads) a deep pickle under the raised limit does not stop at 1,000 frames with the
-# RecursionError that transport.py answers by pickling on the large stack: it runs out of stack
-# (SIGSEGV; 6,000 levels of a nested dataclass on 2 MB). So the limit is held by the calls that
-# need it (``_claims``), and while it is, transport.py pickles on the large stack at once
+# On a normal stack (8 MB for Linux's main thread, about 2 MB for Windows', 512 KB for macOS's
+# other threads) a deep pickle under the raised limit does not stop at 1,000 frames with the
+# RecursionError that transport.py answers by pickling on the large stack: on CPython 3.10 and
+# 3.11 it runs out of stack (SIGSEGV; 6,000 levels of a nested dataclass on 2 MB; from 3.12, C
+# recursion has a fixed limit of its own). So the limit is held by the calls that need it
+# (``_claims``), and while it is, transport.py pickles on the large stack at once
 # (:func:`limit_raised`); a child forked meanwhile gets the normal limit back (``_forked``).
 # A call that timed out holds it until its thread ends: lowered under a thread deeper than the
 # new limit, CPython 3.11 aborts the process when that thread next calls a function ("Fatal
