@@ -99,6 +99,8 @@ class Divergence:
 _Loop = tuple[Sequence[Effect], list[Sequence[Effect]], str]  # body, after-in-loop, for/while
 _Compared = tuple  # what a comparison of two paths found; its last item the first difference
 _T = TypeVar("_T")
+# what was found for an effect, by its id (the effect is kept, so that its id is not reused)
+_Memo = dict[int, tuple[Effect, _T]]
 
 
 class EffectAnalysis:
@@ -113,6 +115,16 @@ class EffectAnalysis:
         # True: collectives in doubt (``Issued.doubt``) are left out, so that a difference
         # found is one among collectives certainly issued
         self._certain = False
+        # What each branch adds to a sequence (and whether the block stops there), by function
+        # and mode, then by branch: the divergence walk asks for the sequence of every rank
+        # branch's sides, and the else side of an ``elif`` chain holds the rest of the chain;
+        # computed again each time, a chain of n branches cost n^2 (2,400 branches: 36 s).
+        self._by_branch: dict[tuple[str, bool, bool], _Memo[tuple[list[Issued], bool]]] = {}
+        # the first exit of a branch's sides, whether both sides always exit, whether a branch
+        # or loop defines a closure that issues collectives: asked of every rank branch's sides
+        self._exits: dict[tuple[int, bool], tuple[Effect, Effect | None]] = {}
+        self._exiting: _Memo[bool] = {}
+        self._closures: dict[tuple[str, bool, bool], _Memo[bool]] = {}
 
     # -- rank conditions -------------------------------------------------------------------------
 
@@ -170,8 +182,16 @@ class EffectAnalysis:
         return result
 
     def sequence(self, effects: Sequence[Effect], function: str) -> list[Issued]:
+        """The collectives ``effects`` issue in ``function`` (a new list: callers extend it).
+
+        What each branch adds is kept (for this function and mode), so that asking for every
+        side of every branch costs the size of the function. It is kept from here only, not
+        while a signature is computed: there a recursive call's signature is still empty (see
+        ``signature``), so what a branch adds is not final yet. A signature asked for from here
+        is finished before it returns and never computed again, so what is kept stays right."""
         summary = self.facts.functions[function]
-        return self._sequence(effects, function, bind(summary, ()), summary.path)
+        by_branch = self._by_branch.setdefault((function, self._shortest, self._certain), {})
+        return self._sequence(effects, function, bind(summary, ()), summary.path, by_branch)
 
     def _sequence(
         self,
@@ -179,6 +199,7 @@ class EffectAnalysis:
         function: str,
         bound: dict[str, object],
         path: str,
+        by_branch: _Memo[tuple[list[Issued], bool]] | None = None,
     ) -> list[Issued]:
         issued: list[Issued] = []
         for effect in effects:
@@ -234,21 +255,18 @@ class EffectAnalysis:
                         )
                         break
             elif kind == "branch":
-                side = False if effect.name == "never" else decided_side(effect.cond, bound)
-                if side is not None:
-                    chosen = effect.body if side else effect.orelse
-                    issued.extend(self._sequence(chosen, function, bound, path))
-                    if _always_exits(chosen):
-                        break
-                    continue
-                body = self._sequence(effect.body, function, bound, path)
-                orelse = self._sequence(effect.orelse, function, bound, path)
-                if self._shortest and effect.name != "guard":
-                    issued.extend(body if len(body) < len(orelse) else orelse)
-                else:  # either side may run: keep the longer one ("may issue")
-                    issued.extend(body if len(body) >= len(orelse) else orelse)
+                kept = by_branch.get(id(effect)) if by_branch is not None else None
+                if kept is None:
+                    added = self._branch_issues(effect, function, bound, path, by_branch)
+                    if by_branch is not None:
+                        by_branch[id(effect)] = (effect, added)
+                else:
+                    added = kept[1]
+                issued.extend(added[0])
+                if added[1]:
+                    break  # the side taken always exits
             elif kind == "loop":
-                inner = self._sequence(effect.body, function, bound, path)
+                inner = self._sequence(effect.body, function, bound, path, by_branch)
                 if effect.name == "while":
                     inner = [replace(i, looped=True) for i in inner]
                 issued.extend(inner)
@@ -257,6 +275,28 @@ class EffectAnalysis:
         if self._certain:
             return [i for i in issued if not i.doubt]
         return issued
+
+    def _branch_issues(
+        self,
+        effect: Effect,
+        function: str,
+        bound: dict[str, object],
+        path: str,
+        by_branch: _Memo[tuple[list[Issued], bool]] | None,
+    ) -> tuple[list[Issued], bool]:
+        """What a branch adds to its block's sequence, and whether the block stops there (the
+        side the call site decides always exits)."""
+        side = False if effect.name == "never" else decided_side(effect.cond, bound)
+        if side is not None:
+            chosen = effect.body if side else effect.orelse
+            issued = self._sequence(chosen, function, bound, path, by_branch)
+            return issued, self._always_exits(chosen)
+        body = self._sequence(effect.body, function, bound, path, by_branch)
+        orelse = self._sequence(effect.orelse, function, bound, path, by_branch)
+        if self._shortest and effect.name != "guard":
+            return (body if len(body) < len(orelse) else orelse), False
+        # either side may run: keep the longer one ("may issue")
+        return (body if len(body) >= len(orelse) else orelse), False
 
     def _wrapped_member(self, effect: Effect, function: str) -> tuple[str, str] | None:
         """(what, doubt) when ``obj.<name>(...)`` is the forward of a wrapped model that the
@@ -298,27 +338,42 @@ class EffectAnalysis:
         loop: _Loop | None,  # the innermost loop: body, after-in-loop, for/while
         partitions: set[int],
         found: dict[int, Divergence],
+        split: bool = False,  # in the else side of a rank branch (through branches only)
     ) -> None:
+        """Every rank branch of ``effects``, compared (``_branch``), at any depth.
+
+        Empty blocks are left out of ``after`` and of the loop's after-in-loop: the else side
+        of an ``elif`` ends its block, and a chain of n would otherwise hand each of its n
+        branches a list of up to n empty blocks to build and go through. Which branches pair
+        with an enclosing rank test is passed down (``split``) rather than searched for below
+        each rank branch, which went through the rest of a chain once per branch."""
         function = summary.id
         for index, effect in enumerate(effects):
             rest = effects[index + 1 :]
             if effect.kind == "branch":
                 test = self.rank_test(effect.cond, function)
-                if test is not None and effect.name != "never":  # never runs in a job
-                    self._branch(summary, effect, test, rest, after, loop, partitions, found)
+                if effect.name == "never":
+                    test = None  # never runs in a job
+                if test is not None:
                     # ``if rank == 0: ... else: if rank > 0: ...`` (an elif, also under a
-                    # guard): compared as one if/else above, since the inner test's empty
-                    # else is reached by no rank (or only by ranks the outer test split off)
-                    for inner in _without_else(effect.orelse):
-                        if self.rank_test(inner.cond, function) is not None:
-                            partitions.add(id(inner))
-                inner_after = [rest, *after]
-                inner_loop = (loop[0], [rest, *loop[1]], loop[2]) if loop is not None else None
-                self._walk(summary, effect.body, inner_after, inner_loop, partitions, found)
-                self._walk(summary, effect.orelse, inner_after, inner_loop, partitions, found)
+                    # guard): compared as one if/else with the outer test, since the inner
+                    # test's empty else is reached by no rank (or only by ranks the outer test
+                    # split off)
+                    paired = id(effect) in partitions or (split and not effect.orelse)
+                    self._branch(summary, effect, test, rest, after, loop, paired, found)
+                inner_after = [rest, *after] if rest else after
+                inner_loop = loop
+                if loop is not None and rest:
+                    inner_loop = (loop[0], [rest, *loop[1]], loop[2])
+                self._walk(summary, effect.body, inner_after, inner_loop, partitions, found, split)
+                orelse_split = split or test is not None
+                self._walk(
+                    summary, effect.orelse, inner_after, inner_loop, partitions, found, orelse_split
+                )
             elif effect.kind == "loop":
                 inner = (effect.body, [], effect.name or "for")
-                self._walk(summary, effect.body, [rest, *after], inner, partitions, found)
+                inner_after = [rest, *after] if rest else after
+                self._walk(summary, effect.body, inner_after, inner, partitions, found)
 
     def _partitions(self, summary: FunctionSummary) -> set[int]:
         """Rank branches that split the ranks between them (YOLOv5's
@@ -345,12 +400,24 @@ class EffectAnalysis:
             key = (kinds, names, cond.text if cond else None, cond.why if cond else None)
             groups.setdefault(key, []).append(effect)
         keys = list(groups)
+        # Two conditions read as opposite only when one of them has a negated part or both
+        # test a parity (``_opposite``): the other pairs are not compared, so that an ``elif``
+        # chain of n ``rank == i`` tests costs n, not n^2 comparisons.
+        marks = [_marks(groups[key][0].cond) for key in keys]
+        negated = [i for i, (negation, _) in enumerate(marks) if negation]
+        parities = [i for i, (negation, parity) in enumerate(marks) if parity and not negation]
         paired: set[int] = set()
         for i, key in enumerate(keys):
             first = groups[key]
             if len(first) > 1 and _opposite(first[0].cond, first[1].cond):
                 paired.update(id(effect) for effect in first)
-            for other in keys[i + 1 :]:
+            if marks[i][0]:
+                later = keys[i + 1 :]
+            else:
+                later = [keys[j] for j in negated if j > i]
+                if marks[i][1]:
+                    later.extend(keys[j] for j in parities if j > i)
+            for other in later:
                 if key[0] != other[0] or not key[1] & other[1]:
                     continue
                 second = groups[other]
@@ -385,7 +452,7 @@ class EffectAnalysis:
         rest: Sequence[Effect],
         after: list[Sequence[Effect]],
         loop: _Loop | None,
-        partitions: set[int],
+        paired: bool,  # pairs with other rank branches (see ``_partitions``, ``_walk``)
         found: dict[int, Divergence],
     ) -> None:
         """Compare what the ranks on either side of a rank branch issue until they meet again.
@@ -396,10 +463,10 @@ class EffectAnalysis:
         what the other side issues until that point.
         """
         in_loop = loop is not None
-        body_exit = _first_exit(branch.body, in_loop)
-        orelse_exit = _first_exit(branch.orelse, in_loop)
+        body_exit = self._first_exit(branch.body, in_loop)
+        orelse_exit = self._first_exit(branch.orelse, in_loop)
         if body_exit is None and orelse_exit is None:
-            if id(branch) not in partitions:
+            if not paired:
                 self._compare(summary, branch, test, found)
             return
         if body_exit is not None and orelse_exit is not None:
@@ -411,7 +478,7 @@ class EffectAnalysis:
         else:
             side, other, exit_effect, taken = branch.orelse, branch.body, orelse_exit, False
         assert exit_effect is not None and branch.cond is not None
-        if _always_exits(other) or exit_effect.span is None:
+        if self._always_exits(other) or exit_effect.span is None:
             return
         function = summary.id
         name = exit_effect.name
@@ -481,6 +548,47 @@ class EffectAnalysis:
             leaving = (leaving + self.sequence(loop[0], function))[: max(len(staying), 1)]
         return leaving, before_leaving, staying, own
 
+    def _first_exit(self, effects: Sequence[Effect], in_loop: bool) -> Effect | None:
+        """The first exit that leaves this block (loops keep their own break/continue)."""
+        for effect in effects:
+            if effect.kind == "exit":
+                if effect.name in ("return", "raise") or in_loop:
+                    return effect
+                continue
+            if effect.kind == "branch":
+                key = (id(effect), in_loop)
+                kept = self._exits.get(key)
+                if kept is None:
+                    sides = (
+                        (effect.orelse,) if effect.name == "never" else (effect.body, effect.orelse)
+                    )
+                    first = None
+                    for side in sides:
+                        first = self._first_exit(side, in_loop)
+                        if first is not None:
+                            break
+                    kept = self._exits[key] = (effect, first)
+                if kept[1] is not None:
+                    return kept[1]
+            elif effect.kind == "loop":
+                for inner in effect.body:
+                    if inner.kind == "exit" and inner.name in ("return", "raise"):
+                        return inner
+        return None
+
+    def _always_exits(self, effects: Sequence[Effect]) -> bool:
+        for effect in effects:
+            if effect.kind == "exit":
+                return True
+            if effect.kind == "branch":
+                kept = self._exiting.get(id(effect))
+                if kept is None:
+                    both = self._always_exits(effect.body) and self._always_exits(effect.orelse)
+                    kept = self._exiting[id(effect)] = (effect, both)
+                if kept[1]:
+                    return True
+        return False
+
     def _settle_ddp(self, arguments: Options, function: str) -> Options:
         """A call's arguments with each DDP model of the caller (``DDP_ARGUMENT`` + name)
         replaced by whether its forward is proven to broadcast buffers."""
@@ -521,11 +629,16 @@ class EffectAnalysis:
                 )
                 if any(self.signature(target) for target in targets):
                     return True
-            elif effect.kind in ("branch", "loop") and (
-                self._defines_collectives(effect.body, function)
-                or self._defines_collectives(effect.orelse, function)
-            ):
-                return True
+            elif effect.kind in ("branch", "loop"):
+                memo = self._closures.setdefault((function, self._shortest, self._certain), {})
+                kept = memo.get(id(effect))
+                if kept is None:
+                    inside = self._defines_collectives(
+                        effect.body, function
+                    ) or self._defines_collectives(effect.orelse, function)
+                    kept = memo[id(effect)] = (effect, inside)
+                if kept[1]:
+                    return True
         return False
 
     def _hands_out_collectives(self, function: str) -> bool:
@@ -618,18 +731,6 @@ class EffectAnalysis:
         )
 
 
-def _without_else(effects: Sequence[Effect]) -> list[Effect]:
-    """Branches with no else side in a block, at any depth of branches."""
-    found = []
-    for effect in effects:
-        if effect.kind == "branch":
-            if not effect.orelse:
-                found.append(effect)
-            found.extend(_without_else(effect.body))
-            found.extend(_without_else(effect.orelse))
-    return found
-
-
 _CONTEXT_PARTNERS = {
     "__enter__": "__exit__",
     "__exit__": "__enter__",
@@ -665,6 +766,18 @@ def _opposite(first: Condition | None, second: Condition | None) -> bool:
         return True
     negated = [any(_NEGATION.search(part) for part in mine) for mine in own]
     return negated[0] != negated[1]
+
+
+def _marks(cond: Condition | None) -> tuple[bool, bool]:
+    """Whether a part of ``cond`` reads as negated, and whether one tests a parity: what
+    :func:`_opposite` needs of one of two conditions (a negation), or of both (parities)."""
+    if cond is None:
+        return False, False
+    parts = _CONNECTIVES.split(" ".join(cond.text.split()))
+    return (
+        any(_NEGATION.search(part) for part in parts),
+        any(_PARITY.match(part) for part in parts),
+    )
 
 
 _PARITY = re.compile(r"^(?P<value>.+?)\s*%\s*2\s*==\s*(?P<residue>[01])$")
@@ -726,35 +839,6 @@ def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int 
     if shorter and longer[shorter].looped:
         return None  # both sides talk; the loop's count decides
     return shorter
-
-
-def _first_exit(effects: Sequence[Effect], in_loop: bool) -> Effect | None:
-    """The first exit that leaves this block (loops keep their own break/continue)."""
-    for effect in effects:
-        if effect.kind == "exit":
-            if effect.name in ("return", "raise") or in_loop:
-                return effect
-            continue
-        if effect.kind == "branch":
-            sides = (effect.orelse,) if effect.name == "never" else (effect.body, effect.orelse)
-            for side in sides:
-                found = _first_exit(side, in_loop)
-                if found is not None:
-                    return found
-        elif effect.kind == "loop":
-            for inner in effect.body:
-                if inner.kind == "exit" and inner.name in ("return", "raise"):
-                    return inner
-    return None
-
-
-def _always_exits(effects: Sequence[Effect]) -> bool:
-    for effect in effects:
-        if effect.kind == "exit":
-            return True
-        if effect.kind == "branch" and _always_exits(effect.body) and _always_exits(effect.orelse):
-            return True
-    return False
 
 
 def project_divergences(facts: ProjectFacts) -> list[Divergence]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -41,6 +41,35 @@ def is_feature_guarded(ancestors: Sequence[cst.CSTNode]) -> bool:
 
 
 _GUARD_KINDS = frozenset({cst.FunctionDef, cst.If, cst.IfExp, cst.Try})
+
+
+class ByAncestor:
+    """``test(ancestors)`` for the ancestor stacks of one walk (``ctx.parents``), remembered for
+    each ancestor: rules ask at every call or attribute, and a statement in an ``elif`` chain
+    has as many ancestors as there are branches before it, so reading them all each time was
+    quadratic in the chain.
+
+    ``test`` must be true of a stack when it is true of some ancestor alone or of some
+    ancestor with its parent, and false otherwise (:func:`is_feature_guarded` reads each
+    ancestor alone): it is asked of those windows of one or two only, each once. Results are
+    kept by the id of the stack's last node, so the stacks must be paths from the root of one
+    tree, which outlives this object.
+    """
+
+    def __init__(self, test: Callable[[Sequence[cst.CSTNode]], bool]) -> None:
+        self._test = test
+        self._known: dict[int, bool] = {}  # by id of a path's last node: the test of the path
+
+    def __call__(self, ancestors: Sequence[cst.CSTNode]) -> bool:
+        known = self._known
+        start = len(ancestors)
+        while start > 0 and id(ancestors[start - 1]) not in known:
+            start -= 1
+        found = known[id(ancestors[start - 1])] if start > 0 else False
+        for i in range(start, len(ancestors)):
+            found = found or self._test(ancestors[max(0, i - 1) : i + 1])
+            known[id(ancestors[i])] = found
+        return found
 
 
 @functools.lru_cache(maxsize=4096)  # asked for every ancestor of every call: an elif chain

@@ -10,7 +10,9 @@ errors without being parsed.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import io
+import os
 import re
 import sys
 import threading
@@ -127,9 +129,27 @@ _PARSER_STACK = 512 * 1024 * 1024
 _DEEP_RECURSION = 30_000  # frames; far below what the stack above holds
 _DEEP_THREAD = "distlint-deep"
 _stack_lock = threading.Lock()
+# The recursion limit is the process's: every thread runs under it, not only the deep ones.
+# On a normal stack (8 MB for Linux's main thread, about 2 MB for Windows', 512 KB for macOS's
+# other threads) a deep pickle under the raised limit does not stop at 1,000 frames with the
+# RecursionError that transport.py answers by pickling on the large stack: on CPython 3.10 and
+# 3.11 it runs out of stack (SIGSEGV; 6,000 levels of a nested dataclass on 2 MB; from 3.12, C
+# recursion has a fixed limit of its own). So the limit is held by the calls that need it
+# (``_claims``), and while it is, transport.py pickles on the large stack at once
+# (:func:`limit_raised`); a child forked meanwhile gets the normal limit back (``_forked``).
+# A call that timed out holds it until its thread ends: lowered under a thread deeper than the
+# new limit, CPython 3.11 aborts the process when that thread next calls a function ("Fatal
+# Python error: Cannot recover from stack overflow").
 _limit_lock = threading.Lock()
-_deep_threads = 0
-_saved_limit = 0
+_claims: set[_Claim] = set()  # the calls that hold the raised limit
+_saved_limit = 0  # the limit before the first of them
+
+
+class _Claim:
+    """One call's hold on the raised limit, from before its thread starts until it ends."""
+
+    def __init__(self, thread: threading.Thread) -> None:
+        self.thread = thread
 
 
 class StageTimeout(Exception):
@@ -141,26 +161,32 @@ def on_large_stack(function: Callable[..., T], *args: object, timeout: float | N
     exceptions are raised here. Called from such a thread, it just calls ``function``.
 
     With ``timeout`` (seconds), :class:`StageTimeout` is raised when the call has not returned
-    by then; the thread cannot be stopped, it runs on as a daemon and its result is dropped.
+    by then; the thread cannot be stopped, it runs on as a daemon (holding the raised limit,
+    see above) and its result is dropped.
     """
     if threading.current_thread().name == _DEEP_THREAD:
         return function(*args)
     outcome: list[object] = []
 
     def run() -> None:
-        _deeper(True)
         try:
             outcome.append(function(*args))
         except BaseException as exc:  # handed to the caller's thread
             outcome.append(_Raised(exc))
         finally:
-            _deeper(False)
+            _let_go(claim)
 
     with _stack_lock:
         previous = threading.stack_size(_PARSER_STACK)
         try:
             worker = threading.Thread(target=run, name=_DEEP_THREAD, daemon=timeout is not None)
-            worker.start()
+            claim = _Claim(worker)
+            _hold(claim)
+            try:
+                worker.start()
+            except BaseException:
+                _let_go(claim)
+                raise
         finally:
             threading.stack_size(previous)
     worker.join(timeout)
@@ -177,19 +203,54 @@ class _Raised:
         self.exc = exc
 
 
-def _deeper(entering: bool) -> None:
-    """Raise the (process-wide) recursion limit while a deep thread runs; restore it after."""
-    global _deep_threads, _saved_limit
+def limit_raised() -> bool:
+    """Whether a call of :func:`on_large_stack` holds the raised recursion limit now: a deep
+    recursion on a normal stack is then not stopped by a RecursionError in time."""
+    return bool(_claims)
+
+
+def _hold(claim: _Claim) -> None:
+    """Raise the (process-wide) recursion limit for ``claim`` (again, if something lowered
+    it meanwhile)."""
+    global _saved_limit
     with _limit_lock:
-        if entering:
-            if _deep_threads == 0:
-                _saved_limit = sys.getrecursionlimit()
-                sys.setrecursionlimit(max(_saved_limit, _DEEP_RECURSION))
-            _deep_threads += 1
-        else:
-            _deep_threads -= 1
-            if _deep_threads == 0:
-                sys.setrecursionlimit(_saved_limit)
+        if not _claims:
+            _saved_limit = sys.getrecursionlimit()
+        _claims.add(claim)
+        if sys.getrecursionlimit() < _DEEP_RECURSION:
+            sys.setrecursionlimit(_DEEP_RECURSION)
+
+
+def _let_go(claim: _Claim) -> None:
+    """End ``claim`` (once); the last one to end restores the limit."""
+    with _limit_lock:
+        if claim not in _claims:
+            return
+        _claims.discard(claim)
+        if not _claims:
+            sys.setrecursionlimit(_saved_limit)
+
+
+def _forked() -> None:
+    """In a forked child: only the thread that forked survives, so only its claim (when it is
+    a deep thread) still holds the limit; the other claims end, and the locks are new (one
+    held by a thread that does not exist here would be held forever)."""
+    global _limit_lock, _stack_lock
+    _limit_lock, _stack_lock = threading.Lock(), threading.Lock()
+    current = threading.current_thread()
+    kept = {claim for claim in _claims if claim.thread is current}
+    if _claims and not kept:
+        with contextlib.suppress(RecursionError):  # forked deeper than the old limit
+            sys.setrecursionlimit(_saved_limit)
+    _claims.intersection_update(kept)
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(
+        before=lambda: _limit_lock.acquire(),
+        after_in_parent=lambda: _limit_lock.release(),
+        after_in_child=_forked,
+    )
 
 
 def parse_module(text: str) -> cst.Module:

@@ -11,12 +11,11 @@ the tree): LibCST's own parser is super-linear on long call chains (a bare
 ``libcst.parse_module`` of an 800-link ``.b(c)`` chain takes about 20x the time of a
 200-link one), which is not ours to fix.
 
-Known to grow faster, so not in the corpus yet: a chain of N ``elif rank == i:`` branches
-that each issue a collective. DL201 compares, at every branch, the collectives issued below
-its two sides, and the else side holds the rest of the chain (600 branches 1.6 s of CPU for the
-whole command, 2,400 branches 31 s; the comparison runs in the project stage, which
-``--project-timeout`` bounds, 300 s by default). A chain of 300 used to lose the file outright: the
-worker could not pickle a summary that deep (fixed, tests/engine/test_transport.py).
+A chain of N ``elif rank == i:`` branches (``elif_chain``) once lost the file outright (the
+worker could not pickle a summary that deep: tests/engine/test_transport.py), then took
+quadratic time: DL201's comparison went through the rest of the chain at every branch (2,400
+branches: 36 s of CPU for the whole command), and DL501/DL504 read all the ancestors of every
+call for a version guard (a statement deep in the chain has one per branch before it).
 """
 
 from __future__ import annotations
@@ -101,6 +100,24 @@ def chains_in_a_module(n: int) -> str:
     )
 
 
+def elif_chain(n: int) -> str:
+    """An ``elif`` chain of rank tests, each compared by DL201/DL209 with the rest of the chain
+    (its else side): a collective in some branches, none in others, a nested ``if`` with a
+    collective on each side, an exit after a collective, an else at the end."""
+    branches = (
+        "        dist.all_reduce(t)\n",
+        "        t = t + 1\n",
+        "        if t.sum() > 0:\n            dist.all_reduce(t)\n"
+        "        else:\n            dist.broadcast(t, 0)\n",
+        "        dist.broadcast(t, 0)\n        return t\n",
+    )
+    lines = ["import torch.distributed as dist\n\n\ndef f(t):\n    rank = dist.get_rank()\n"]
+    for i in range(n):
+        lines.append(f"    {'elif' if i else 'if'} rank == {i}:\n{branches[i % 4]}")
+    lines.append("    else:\n        dist.barrier()\n    dist.all_reduce(t)\n    return t\n")
+    return "".join(lines)
+
+
 def deep_nesting(n: int) -> str:
     """Brackets nested 190 deep (CPython allows 200) and ``if`` blocks nested 90 deep."""
     brackets = "".join(f"v{i} = " + "[" * 190 + "]" * 190 + "\n" for i in range(n))
@@ -118,6 +135,7 @@ CORPUS: dict[str, tuple[Callable[[int], str], int]] = {
     "call_chain": (call_chain, 100),
     "chains_in_a_module": (chains_in_a_module, 50),
     "deep_nesting": (deep_nesting, 5),
+    "elif_chain": (elif_chain, 150),
 }
 
 

@@ -3,8 +3,11 @@ hits Python's recursion limit is redone on the parser's large stack."""
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,9 +43,7 @@ DEEP = 3_000  # levels: past what pickle can take under Python's default limit o
 
 
 def test_plain_pickle_fails_at_this_depth_so_the_test_means_something() -> None:
-    """At Python's default limit (set here: a parse thread that timed out earlier in the run may
-    still hold the large stack's raised limit; the other tests leave the limit alone, since
-    lowering it under such a thread would keep on_large_stack from raising it again)."""
+    """At Python's default limit (set here, whatever an earlier test left)."""
     saved = sys.getrecursionlimit()
     sys.setrecursionlimit(1_000)
     try:
@@ -75,3 +76,150 @@ def test_the_cache_keeps_a_deep_result(tmp_path: Path) -> None:
 class _Result:
     path: str
     summary: Nested
+
+
+# -- no deep pickle on a normal stack under the large stack's raised limit ----------------------
+#
+# The limit is the process's. Under 30,000 frames a deep pickle on a normal stack no longer
+# stops at 1,000 frames with a RecursionError (which dumps() answers by pickling on the large
+# stack): on CPython 3.10 and 3.11 it recurses on, and a stack of 2 MB (about that of Windows'
+# main thread; macOS's other threads have 512 KB) runs out first: SIGSEGV, the file lost, or
+# the whole run. Each case runs in a process of its own, with a 2 MB stack (a crash there
+# fails the test, not the test run).
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL_STACK_KB = 2048
+DEEPER = 6_000  # levels: on a 2 MB stack, past what pickle survives under 30,000 frames
+
+_PRELUDE = f"""
+import sys, threading, time
+from dataclasses import dataclass
+from distlint.engine import transport
+from distlint.syntax import source
+
+
+@dataclass(frozen=True)
+class Nested:
+    orelse: tuple
+
+
+def chain(depth):
+    value = Nested(())
+    for _ in range(depth):
+        value = Nested((value,))
+    return value
+
+
+def depth(value):
+    found = 0
+    while value.orelse:
+        value, found = value.orelse[0], found + 1
+    return found
+
+
+def round_trip():
+    return depth(transport.loads(transport.dumps(chain(DEEPER))))
+
+
+DEEPER = {DEEPER}
+DEFAULT = sys.getrecursionlimit()
+"""
+
+
+def _run_small_stack(script: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    command = f'ulimit -S -s {SMALL_STACK_KB} && exec "$0" -c "$1"'
+    code = _PRELUDE + textwrap.dedent(script)
+    return subprocess.run(
+        ["/bin/sh", "-c", command, sys.executable, code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+small_stack = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or sys.version_info >= (3, 12),
+    reason="sets the main thread's stack with ulimit; from CPython 3.12 C recursion (pickle) "
+    "has a limit of its own, which sys.setrecursionlimit does not raise: no crash to guard",
+)
+
+
+@small_stack
+def test_the_small_stack_crashes_a_deep_pickle_under_the_raised_limit() -> None:
+    """What the tests below guard against (so that they mean something): SIGSEGV."""
+    done = _run_small_stack(
+        """
+        sys.setrecursionlimit(30_000)
+        import pickle
+        pickle.dumps(chain(DEEPER))
+        print("survived")
+    """
+    )
+    assert done.returncode < 0 and "survived" not in done.stdout, done
+
+
+@small_stack
+def test_a_deep_pickle_after_a_timed_out_call_is_made_on_the_large_stack() -> None:
+    """A stage that runs past its budget (--project-timeout) goes on as a daemon thread, here
+    2,000 frames deep, and keeps the raised limit (lowered under it, CPython aborts: see
+    source.py); its caller then pickles a deep result, which must not be made on the caller's
+    own stack under that limit."""
+    done = _run_small_stack("""
+        reached, release = threading.Event(), threading.Event()
+
+        def dive(level):
+            if level == 0:
+                reached.set()
+                release.wait()
+                return None
+            return dive(level - 1)
+
+        try:
+            source.on_large_stack(dive, 2_000, timeout=0.2)
+        except source.StageTimeout:
+            pass
+        assert reached.wait(60)
+        print("raised", sys.getrecursionlimit() > DEFAULT)
+        print("depth", round_trip())
+        release.set()
+        for thread in threading.enumerate():
+            if thread.name == "distlint-deep":
+                thread.join(60)
+        print("restored", sys.getrecursionlimit() == DEFAULT)
+    """)
+    assert done.returncode == 0, done
+    assert done.stdout.split() == ["raised", "True", "depth", str(DEEPER), "restored", "True"]
+
+
+@small_stack
+def test_a_child_forked_during_a_call_does_not_inherit_the_limit() -> None:
+    """Workers are forked on Linux. A child forked while another thread's call holds the
+    raised limit has only the thread that forked: it gets the normal limit back (it kept the
+    raised one for good, with nothing there to restore it, and crashed on a deep pickle)."""
+    done = _run_small_stack("""
+        import os
+        entered, release = threading.Event(), threading.Event()
+
+        def hold():
+            entered.set()
+            release.wait()
+
+        holder = threading.Thread(target=source.on_large_stack, args=(hold,))
+        holder.start()
+        assert entered.wait(60)
+        assert sys.getrecursionlimit() > DEFAULT
+        pid = os.fork()
+        if pid == 0:
+            limit = sys.getrecursionlimit()
+            ok = round_trip() == DEEPER and limit == DEFAULT
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        release.set()
+        holder.join()
+        print("child", status, "limit", sys.getrecursionlimit() == DEFAULT)
+    """)
+    assert done.returncode == 0, done
+    assert done.stdout.strip() == "child 0 limit True", done

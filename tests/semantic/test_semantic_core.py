@@ -283,6 +283,55 @@ def test_transitive_collectives_and_disabling_arguments(tmp_path: Path) -> None:
     assert signature(facts, "m:c") == []
 
 
+CHAIN = """
+import torch.distributed as dist
+
+def helper(t):
+    dist.all_reduce(t)
+
+def f(t, flag):
+    rank = dist.get_rank()
+    if rank == 0:
+        helper(t)
+        if flag:
+            dist.barrier()
+    elif rank == 1:
+        helper(t)
+        if flag:
+            return t
+        dist.broadcast(t, 0)
+    elif rank == 2:
+        helper(t)
+    else:
+        helper(t)
+        dist.barrier()
+    return t
+"""
+
+
+def test_branches_after_a_call_in_an_elif_chain(tmp_path: Path) -> None:
+    """Each side of each branch is compared, and what a branch adds is kept (for the
+    function and mode): a call that issues collectives, then a branch, in one block."""
+    facts = facts_of(tmp_path, {"m.py": CHAIN})
+    assert divergent_lines(facts, "m:f") == [17, 22]
+
+
+def test_sequences_are_new_lists_for_the_caller_to_extend(tmp_path: Path) -> None:
+    """What a branch adds is kept: the sequences handed out are copies, asked again alike."""
+    facts = facts_of(tmp_path, {"m.py": CHAIN})
+    analysis = EffectAnalysis(facts)
+    effects = facts.functions["m:f"].effects
+    first = analysis.sequence(effects, "m:f")
+    kinds = [i.kind for i in first]
+    first.extend(first)
+    assert [i.kind for i in analysis.sequence(effects, "m:f")] == kinds
+    chain = next(e for e in effects if e.kind == "branch")
+    for side in (chain.body, chain.orelse):
+        got = analysis.sequence(side, "m:f")
+        got.clear()
+        assert analysis.sequence(side, "m:f")  # every side issues something
+
+
 # -- per-file summaries ---------------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from distlint.rules.api._deprecations import DeprecatedApi, deprecated_at
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import ends_in_exit, literal_value
-from distlint.syntax.guards import is_feature_guarded, is_version_test
+from distlint.syntax.guards import ByAncestor, is_feature_guarded, is_version_test
 from distlint.syntax.imports import ImportTable, dotted_name, scope_statements
 from distlint.syntax.walker import children, descendants
 
@@ -117,6 +117,8 @@ class DeprecatedTorchApi(Rule):
         self._module_parts = frozenset(api.name.rsplit(".", 1)[-1] for api in self._modules)
         self._attr_parts = self._name_parts | self._module_parts
         self._checked: set[int] = set()  # ids of Attribute nodes already checked
+        # _excused of the walk's ancestors (it reads each alone or with its parent)
+        self._excused_here = ByAncestor(self._excused)
         self._several: frozenset[str] | None = None  # see _rebound
         alternatives = "|".join(re.escape(p) for p in sorted(self._name_parts, key=len)[::-1])
         # An occurrence that can end the value of a binding (an import or `x = a.part`): not
@@ -151,7 +153,7 @@ class DeprecatedTorchApi(Rule):
 
     # imports of a deprecated module (or of names from it)
     def visit_Import(self, node: cst.Import) -> None:
-        if self._excused(self.ctx.parents):
+        if self._excused_here(self.ctx.parents):
             return
         for alias in node.names:
             api = self._module_of(dotted_name(alias.name))
@@ -159,7 +161,7 @@ class DeprecatedTorchApi(Rule):
                 self._report_module(alias.name, api, dotted_name(alias.name) or "")
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or self._excused(self.ctx.parents):
+        if node.relative or node.module is None or self._excused_here(self.ctx.parents):
             return
         module = dotted_name(node.module)
         api = self._module_of(module)
@@ -282,7 +284,7 @@ class DeprecatedTorchApi(Rule):
         self._checked.add(id(node))
         if isinstance(parent, (cst.ImportAlias, cst.ImportFrom, cst.Import)):
             return
-        if self._excused(self.ctx.parents):
+        if self._excused_here(self.ctx.parents):
             return
         resolved = self.ctx.resolve(node)
         if resolved is None:

@@ -13,7 +13,7 @@ import libcst as cst
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import Signature, closest, describe_versions, version_advice
 from distlint.rules.api._tables import TableRule
-from distlint.syntax.guards import is_feature_guarded, probed_keywords
+from distlint.syntax.guards import ByAncestor, is_feature_guarded, probed_keywords
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants, parameters
 
@@ -44,6 +44,14 @@ class UnknownKeywordArgument(TableRule):
     reads_facts = True  # the project's own ``compile`` methods (_own_compile_methods)
 
     _probes: frozenset[str] | None = None
+    _guarded: ByAncestor | None = None
+
+    def _feature_guarded(self) -> bool:
+        """``is_feature_guarded(self.ctx.parents)``, remembered by ancestor (asked at every
+        call of an API with a signature)."""
+        if self._guarded is None:
+            self._guarded = ByAncestor(is_feature_guarded)
+        return self._guarded(self.ctx.parents)
 
     def _probed(self) -> frozenset[str]:
         """Keywords this file probes torch's signatures for (computed once, when needed)."""
@@ -80,7 +88,7 @@ class UnknownKeywordArgument(TableRule):
         args: tuple[cst.Arg, ...] | list[cst.Arg],
         via_method: bool = False,
     ) -> None:
-        if all(sig.var_keyword for _, sig in found) or is_feature_guarded(self.ctx.parents):
+        if all(sig.var_keyword for _, sig in found) or self._feature_guarded():
             return  # a keyword of another torch version, used on purpose under a guard
         spelled = self.ctx.module.code_for_node(callee)
         for arg in args:
