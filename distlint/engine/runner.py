@@ -573,9 +573,10 @@ def _check_isolated(
     task: Task, second: SecondPass | None = None, timeout: float = ISOLATED_TIMEOUT
 ) -> FileResult:
     """Check one file in a fresh process: a crash or a stall there is that file's alone."""
-    receiver, sender = process_context().Pipe(duplex=False)
-    process = process_context().Process(
-        target=_check_and_send, args=(task, second, sender), daemon=True
+    context = process_context()
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(
+        target=_check_and_send, args=(task, portable(second, context), sender), daemon=True
     )
     process.start()
     sender.close()
@@ -594,10 +595,35 @@ def _check_isolated(
 
 
 def _check_and_send(
-    task: Task, second: SecondPass | None, sender: multiprocessing.connection.Connection
+    task: Task, second: Portable, sender: multiprocessing.connection.Connection
 ) -> None:
-    transport.send(sender, _check_unguarded(task, second))
+    transport.send(sender, _check_unguarded(task, unpacked(second)))
     sender.close()
+
+
+class Packed:
+    """A value pickled by :mod:`transport` (deep values on a large stack) for a process
+    that starts by unpickling its arguments: under spawn, ``Process(args=...)`` pickles them
+    with plain pickle, which fails on a summary nested past 1,000 levels (an elif chain of
+    1,500 rank tests ended the whole run with an internal RecursionError)."""
+
+    def __init__(self, value: object) -> None:
+        self.data = transport.dumps(value)
+
+
+Portable = Any  # a value, or a Packed one where the process is not forked
+
+
+def portable(value: object, context: multiprocessing.context.BaseContext) -> Portable:
+    """``value`` as a new process of ``context`` should receive it: as it is when forked (it
+    is inherited, not pickled), packed otherwise."""
+    if context.get_start_method() == "fork" or value is None:
+        return value
+    return Packed(value)
+
+
+def unpacked(value: Portable) -> Any:
+    return transport.loads(value.data) if isinstance(value, Packed) else value
 
 
 # -- supervised workers ----------------------------------------------------------------------------
@@ -605,10 +631,10 @@ def _check_and_send(
 Call = tuple[Callable[..., FileResult], tuple, str]  # function, its arguments, the file's name
 
 
-def _serve(conn: multiprocessing.connection.Connection, inputs: SecondInputs) -> None:
+def _serve(conn: multiprocessing.connection.Connection, inputs: Portable) -> None:
     """A worker: ``(index, function, arguments, name)`` in, ``(index, result)`` out, until
     None."""
-    _start_worker(inputs)
+    _start_worker(unpacked(inputs))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     while True:
         try:
@@ -627,7 +653,8 @@ def _serve(conn: multiprocessing.connection.Connection, inputs: SecondInputs) ->
 
 
 class Worker:
-    def __init__(self, inputs: SecondInputs) -> None:
+    def __init__(self, inputs: Portable) -> None:
+        """``inputs``: the second pass's inputs, as :func:`portable` gives them."""
         context = process_context()
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_serve, args=(child, inputs), daemon=True)
@@ -679,7 +706,7 @@ class _Pool:
 
     def __init__(self, size: int, inputs: SecondInputs) -> None:
         self.size = size
-        self.inputs = inputs
+        self.inputs = portable(inputs, process_context())  # packed once for every worker
         self.workers: list[Worker] = []
         self.fresh_deaths = 0  # workers in a row that died before finishing anything
 

@@ -501,3 +501,48 @@ def test_library_callers_get_the_budget_and_the_isolation(tmp_path: Path, monkey
     assert [f.message for f in crashed.findings] == [
         "the parser crashed on this file (the process died: SIGSEGV); it was not checked"
     ]
+
+
+def test_spawned_workers_take_second_pass_inputs_nested_past_the_recursion_limit(
+    tmp_path: Path,
+) -> None:
+    """Under spawn, ``Process(args=...)`` pickles its arguments with plain pickle: a project
+    whose summary holds a 1,500-branch elif chain of rank tests ended the whole run with an
+    internal RecursionError. The inputs now travel packed (pickled on a large stack)."""
+    chain = "".join(f"    elif rank == {i}:\n        dist.all_reduce(t)\n" for i in range(1, 1500))
+    files = {
+        "a.py": "import torch.distributed as dist\n\n\ndef sync(rank, t):\n"
+        "    if rank == 0:\n        dist.all_reduce(t)\n" + chain,
+        "b.py": "import torch\nfrom a import sync\n\n\n@torch.compile\ndef f(x):\n"
+        "    return x.sum().item()\n",
+        **{f"c{i}.py": f"def g{i}(x):\n    return x\n" for i in range(12)},
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    outputs = []
+    for method, jobs in (("fork", "2"), ("spawn", "2")):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "distlint",
+                "check",
+                ".",
+                "--no-cache",
+                "--format",
+                "json",
+                "--jobs",
+                jobs,
+                "--select",
+                "DL102",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "DISTLINT_START_METHOD": method},
+        )
+        assert proc.returncode == 1 and proc.stderr == "", (method, proc.stderr)
+        outputs.append(json.loads(proc.stdout))
+    assert [(f["path"], f["code"]) for f in outputs[0]] == [("b.py", "DL102")]
+    assert outputs[1] == outputs[0]
