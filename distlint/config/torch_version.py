@@ -62,7 +62,7 @@ class TorchRequirement:
     highest: str | None = None  # "2.6"; None when the requirement has no usable upper bound
     # where ``highest`` comes from, when another requirement than ``requirement`` gives it
     highest_from: str | None = None
-    stated: int = 1  # how many of the folder's torch requirements state a bound
+    stated: int = 1  # how many of the folder's torch requirements state a lower bound
 
     def describe(self) -> str:
         """The source and the requirement (of the lowest torch, or of none)."""
@@ -311,7 +311,7 @@ def infer_requirement(root: Path) -> TorchRequirement | None:
         where,
         ceiling[3] if ceiling is not None else None,
         highest_from=highest_from,
-        stated=len(stated),
+        stated=len(floors),
     )
 
 
