@@ -1,8 +1,11 @@
 """Export the real-code corpus: each repository of ``repos.txt`` at its pinned commit.
 
-Only what distlint reads is written (Python sources and the project's config files), from
-a bare clone of each repository. The corpus lives outside this repository: we keep the list
-of repositories and our labels, never their code.
+Only what distlint reads is written, from a bare clone of each repository: Python sources,
+the configuration files (``pyproject.toml``, ``distlint.toml``, ``setup.cfg``, ``.gitignore``)
+and the files the project's torch range is read from (``requirements*.txt`` / ``.in``, those
+under a ``requirements/`` folder, ``environment.yml``; see distlint/config/torch_version.py),
+so that the corpus is judged against the torch the project declares. The corpus lives
+outside this repository: we keep the list of repositories and our labels, never their code.
 
     python bench/realworld/export.py --clones DIR --out CORPUS
         DIR/<owner>+<name>/repo (or DIR/<owner>+<name>.git): bare clones
@@ -15,13 +18,29 @@ must be reachable in it.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 _KEEP_SUFFIXES = (".py", ".pyi")
-_KEEP_NAMES = ("pyproject.toml", "setup.cfg", "distlint.toml", ".gitignore")
+_KEEP_NAMES = (
+    "pyproject.toml",
+    "setup.cfg",
+    "distlint.toml",
+    ".gitignore",
+    "environment.yml",
+    "environment.yaml",
+)
+# requirements*.txt / .in in any folder, and any .txt / .in under a requirements/ folder
+_REQUIREMENTS = re.compile(r"(?:^|/)(?:requirements[^/]*|requirements/(?:.+/)?[^/]+)\.(?:txt|in)$")
+
+
+def keep(path: str) -> bool:
+    """Whether distlint reads the file at ``path`` (relative, with ``/``)."""
+    base = path.rsplit("/", 1)[-1]
+    return path.endswith(_KEEP_SUFFIXES) or base in _KEEP_NAMES or bool(_REQUIREMENTS.search(path))
 
 
 def read_repos(path: Path = HERE / "repos.txt") -> list[tuple[str, str]]:
@@ -56,10 +75,7 @@ def export(git_dir: Path, commit: str, out: Path) -> int:
         meta, _, name = entry.partition(b"\t")
         mode, kind, blob = meta.split()
         path = name.decode("utf-8", "replace")
-        base = path.rsplit("/", 1)[-1]
-        if kind != b"blob" or mode == b"120000":
-            continue
-        if not (path.endswith(_KEEP_SUFFIXES) or base in _KEEP_NAMES):
+        if kind != b"blob" or mode == b"120000" or not keep(path):
             continue
         data = subprocess.run(
             ["git", f"--git-dir={git_dir}", "cat-file", "blob", blob.decode()],

@@ -199,9 +199,10 @@ def torch_floor(config: Config, path: Path) -> tuple[str | None, str]:
 
 def torch_range(config: Config, path: Path) -> tuple[str | None, str | None, str]:
     """(the lowest and the highest torch the project of ``path`` supports, where they come
-    from). The lowest is the configured ``torch-version``, else the lower bound of the
-    project's torch requirement; the highest is that requirement's upper bound. None: not
-    known (the lowest: judged on the newest known torch; the highest: up to the newest)."""
+    from). The lowest is the configured ``torch-version``, else the lowest lower bound that the
+    project's torch requirements state; the highest is the highest upper bound they state (see
+    distlint/config/torch_version.py). None: not known (the lowest: judged on the newest known
+    torch; the highest: up to the newest)."""
     from distlint.config.torch_version import requirement_for_dir
 
     directory = path if path.is_dir() else path.parent
@@ -212,7 +213,7 @@ def torch_range(config: Config, path: Path) -> tuple[str | None, str | None, str
             highest = None  # a requirement below the configured torch: the configured wins
         source = f"torch-version in {config.path}"
         if highest is not None:
-            source += f"; up to torch {highest} from {found.describe()}"  # type: ignore[union-attr]
+            source += f"; up to torch {highest} from {found.describe_highest()}"  # type: ignore[union-attr]
         return config.torch_version, highest, source
     if found is None:
         return (
@@ -220,10 +221,17 @@ def torch_range(config: Config, path: Path) -> tuple[str | None, str | None, str
             None,
             ("no torch-version and no torch requirement found: the newest known torch"),
         )
+    ceiling = ""  # where the highest comes from, when another requirement gives it
+    if highest is not None and found.highest_from is not None:
+        ceiling = f" from {found.highest_from}"
     if found.lowest is None:
-        newest = "the newest known torch" + (f" up to {highest}" if highest else "")
+        newest = "the newest known torch" + (f" up to {highest}{ceiling}" if highest else "")
         return None, highest, f"{found.describe()}, no lower bound: {newest}"
-    return found.lowest, highest, found.describe()
+    return (
+        found.lowest,
+        highest,
+        found.describe() + (f"; up to torch {highest}{ceiling}" if ceiling else ""),
+    )
 
 
 def _key(version: str) -> tuple[int, ...]:

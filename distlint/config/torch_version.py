@@ -3,21 +3,31 @@
 
 When ``torch-version`` is not configured, the folders from the checked file's up to the project
 root (the nearest folder with a ``pyproject.toml`` or ``distlint.toml``, else the git work
-tree) are searched, the nearest first; in each, the first match wins:
+tree) are searched, the nearest first. In each folder every torch requirement of every source
+is read:
 
-1. ``pyproject.toml``: ``[project] dependencies``;
-2. ``requirements*.txt`` (and ``requirements/*.txt``), in name order;
-3. ``setup.cfg``: ``[options] install_requires``;
-4. ``setup.py``: a literal ``install_requires=[...]`` in ``setup(...)`` (or a module-level name
-   bound to a literal list), read with ``ast``, never run;
+1. ``pyproject.toml``: ``[project] dependencies``, ``[project.optional-dependencies]`` and
+   ``[dependency-groups]``;
+2. ``requirements*.txt`` / ``requirements*.in`` and ``requirements/**/*.txt`` / ``*.in``, in
+   name order;
+3. ``setup.cfg``: ``[options] install_requires`` and ``[options.extras_require]``;
+4. ``setup.py``: literal ``install_requires=[...]`` / ``extras_require={...}`` in a call (or
+   module-level names bound to literal lists), read with ``ast``, never run;
 5. ``environment.yml`` / ``environment.yaml`` (conda: ``pytorch`` or ``torch``, also in ``pip:``).
 
-The *lowest* supported version is the highest lower bound of the requirement (``>=``, ``==``,
-``~=``, ``>``, conda's ``=`` and bare versions), as ``major.minor``. A requirement without a
-lower bound (``torch``, ``torch<3``) gives no version. The *highest* is the lowest upper bound
-(``<2.14`` -> 2.13, ``<=2.12.1`` / ``<2.12.1`` / ``==2.12.*`` / ``~=2.12.0`` -> 2.12); none
-when the requirement has no upper bound below the next major release. Nothing here imports
-torch.
+One requirement's *lowest* version is the highest lower bound it states (``>=``, ``==``,
+``~=``, ``>``, conda's ``=`` and bare versions), as ``major.minor``; its *highest* is the lowest
+upper bound (``<2.14`` -> 2.13, ``<=2.12.1`` / ``<2.12.1`` / ``==2.12.*`` / ``~=2.12.0`` ->
+2.12), none when it has no upper bound below the next major release.
+
+The project's lowest torch is the *lowest* lower bound any of its requirements states: a pin
+for a type checker or a docs build (``torch==2.9.1`` in ``requirements/typing.txt``) does not
+raise the floor that ``torch>=2.1`` in ``requirements/base.txt`` states. A requirement without
+a bound (``torch``, ``torch!=2.5.0``, a URL) says nothing and is ignored. The highest is the
+highest upper bound they state, none (up to the newest) when one of them bounds torch without
+an upper bound. A folder whose requirements state no lower bound does not decide: the next
+folder up is searched; when none states one, the nearest folder naming torch gives the result
+(no lowest: the newest known torch). Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -50,9 +60,20 @@ class TorchRequirement:
     requirement: str  # as written, e.g. "torch>=2.4,<2.7"
     source: str  # e.g. "pyproject.toml [project] dependencies"
     highest: str | None = None  # "2.6"; None when the requirement has no usable upper bound
+    # where ``highest`` comes from, when another requirement than ``requirement`` gives it
+    highest_from: str | None = None
+    stated: int = 1  # how many of the folder's torch requirements state a lower bound
 
     def describe(self) -> str:
-        return f"{self.source}: {self.requirement!r}"
+        """The source and the requirement (of the lowest torch, or of none)."""
+        text = f"{self.source}: {self.requirement!r}"
+        if self.lowest is not None and self.stated > 1:
+            text += f" (the lowest lower bound of {self.stated} torch requirements)"
+        return text
+
+    def describe_highest(self) -> str:
+        """The source and the requirement of ``highest``."""
+        return self.highest_from or f"{self.source}: {self.requirement!r}"
 
 
 def lowest_version(requirement: str) -> tuple[bool, str | None]:
@@ -63,18 +84,25 @@ def lowest_version(requirement: str) -> tuple[bool, str | None]:
 
 def version_bounds(requirement: str) -> tuple[bool, str | None, str | None]:
     """(whether it names torch, the lowest and the highest ``major.minor`` it allows)."""
+    return _bounds(requirement)[:3]  # type: ignore[return-value]
+
+
+def _bounds(requirement: str) -> tuple[bool, str | None, str | None, bool]:
+    """:func:`version_bounds` and whether the requirement bounds torch at all (a lower or an
+    upper bound: ``torch<3`` does, ``torch`` and ``torch!=2.5.0`` do not)."""
     text = requirement.split(";", 1)[0].split("#", 1)[0]
     match = _NAME.match(text)
     if match is None:
-        return False, None, None
+        return False, None, None, False
     rest = text[match.end() :].strip()
     if rest.startswith("(") and rest.endswith(")"):
         rest = rest[1:-1]
     if not rest:
-        return True, None, None
+        return True, None, None, False
     rest = re.sub(r"^=([^=\s]+)=.*$", r"=\1", rest)  # conda's name=version=build
     lowest: tuple[int, int] | None = None
     highest: tuple[int, int] | None = None
+    bounded = False
     for part in re.split(r"[,|]", rest):
         spec = _SPEC.match(part.replace(" ", "") if "=" in part or "<" in part else part)
         if spec is None:
@@ -83,6 +111,7 @@ def version_bounds(requirement: str) -> tuple[bool, str | None, str | None]:
         if not numbers:
             continue
         key = (numbers[0], numbers[1] if len(numbers) > 1 else 0)
+        bounded = bounded or spec["op"] in _LOWER_OPS or spec["op"] in ("<", "<=")
         if spec["op"] in _LOWER_OPS:
             lowest = key if lowest is None else max(lowest, key)
         top = _upper(spec["op"], numbers, spec["version"])
@@ -92,6 +121,7 @@ def version_bounds(requirement: str) -> tuple[bool, str | None, str | None]:
         True,
         f"{lowest[0]}.{lowest[1]}" if lowest is not None else None,
         f"{highest[0]}.{highest[1]}" if highest is not None else None,
+        bounded,
     )
 
 
@@ -115,57 +145,83 @@ def _upper(op: str | None, numbers: list[int], version: str) -> tuple[int, int] 
     return None
 
 
-def _first(requirements: list[str], source: str) -> TorchRequirement | None:
-    for requirement in requirements:
-        names_torch, lowest, highest = version_bounds(requirement)
-        if names_torch:
-            return TorchRequirement(lowest, " ".join(requirement.split()), source, highest)
-    return None
+def _named(requirements: list[str], source: str) -> list[tuple[str, str]]:
+    """(requirement as written, source) for each requirement that names torch."""
+    return [(" ".join(r.split()), source) for r in requirements if lowest_version(r)[0]]
 
 
-def _pyproject(root: Path) -> TorchRequirement | None:
+def _string_items(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _pyproject(root: Path) -> list[tuple[str, str]]:
     path = root / "pyproject.toml"
     try:
         data = tomllib.loads(read_regular_text(path))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    dependencies = data.get("project", {}).get("dependencies")
-    if not isinstance(dependencies, list):
-        return None
-    strings = [d for d in dependencies if isinstance(d, str)]
-    return _first(strings, "pyproject.toml [project] dependencies")
+        return []
+    project = data.get("project")
+    project = project if isinstance(project, dict) else {}
+    found = _named(
+        _string_items(project.get("dependencies")), f"{path.name} [project] dependencies"
+    )
+    for table, groups in (
+        ("project.optional-dependencies", project.get("optional-dependencies")),
+        ("dependency-groups", data.get("dependency-groups")),
+    ):
+        if isinstance(groups, dict):
+            for group, items in groups.items():
+                found += _named(_string_items(items), f"{path.name} [{table}] {group}")
+    return found
 
 
-def _requirements_files(root: Path) -> TorchRequirement | None:
-    files = sorted(root.glob("requirements*.txt")) + sorted(root.glob("requirements/*.txt"))
-    for path in files:
+def requirement_files(root: Path) -> list[Path]:
+    """The requirement files of the folder ``root``: ``requirements*.txt`` / ``.in`` and those
+    under ``requirements/`` (at any depth), each group in name order."""
+    files: list[Path] = []
+    for pattern in ("requirements*.txt", "requirements*.in"):
+        files += root.glob(pattern)
+    nested: list[Path] = []
+    for pattern in ("requirements/**/*.txt", "requirements/**/*.in"):
+        nested += root.glob(pattern)
+    return sorted(files) + sorted(nested)
+
+
+def _requirements_files(root: Path) -> list[tuple[str, str]]:
+    found = []
+    for path in requirement_files(root):
         try:
             lines = read_regular_text(path).splitlines()
         except (OSError, UnicodeDecodeError):
             continue
         wanted = [line for line in lines if line.strip() and not line.lstrip().startswith("-")]
-        found = _first(wanted, path.relative_to(root).as_posix())
-        if found is not None:
-            return found
-    return None
+        found += _named(wanted, path.relative_to(root).as_posix())
+    return found
 
 
-def _setup_cfg(root: Path) -> TorchRequirement | None:
+def _setup_cfg(root: Path) -> list[tuple[str, str]]:
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(read_regular_text(root / "setup.cfg"))
         raw = parser.get("options", "install_requires", fallback="")
+        extras = (
+            dict(parser.items("options.extras_require"))
+            if parser.has_section("options.extras_require")
+            else {}
+        )
     except (OSError, configparser.Error, UnicodeDecodeError):
-        return None
-    lines = [line for line in raw.splitlines() if line.strip()]
-    return _first(lines, "setup.cfg [options] install_requires")
+        return []
+    found = _named(raw.splitlines(), "setup.cfg [options] install_requires")
+    for group, value in extras.items():
+        found += _named(value.splitlines(), f"setup.cfg [options.extras_require] {group}")
+    return found
 
 
-def _setup_py(root: Path) -> TorchRequirement | None:
+def _setup_py(root: Path) -> list[tuple[str, str]]:
     try:
         tree = ast.parse(read_regular_text(root / "setup.py"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return None
+        return []
     literals: dict[str, list[str]] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
@@ -173,19 +229,27 @@ def _setup_py(root: Path) -> TorchRequirement | None:
             strings = _string_list(stmt.value)
             if isinstance(target, ast.Name) and strings is not None:
                 literals[target.id] = strings
+
+    def strings_of(value: ast.expr) -> list[str] | None:
+        strings = _string_list(value)
+        if strings is None and isinstance(value, ast.Name):
+            strings = literals.get(value.id)
+        return strings
+
+    found: list[tuple[str, str]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         for keyword in node.keywords:
-            if keyword.arg != "install_requires":
-                continue
             value = keyword.value
-            strings = _string_list(value)
-            if strings is None and isinstance(value, ast.Name):
-                strings = literals.get(value.id)
-            if strings is not None:
-                return _first(strings, "setup.py install_requires")
-    return None
+            if keyword.arg == "install_requires":
+                found += _named(strings_of(value) or [], "setup.py install_requires")
+            elif keyword.arg == "extras_require" and isinstance(value, ast.Dict):
+                for key, item in zip(value.keys, value.values, strict=True):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        label = f"setup.py extras_require {key.value}"
+                        found += _named(strings_of(item) or [], label)
+    return found
 
 
 def _string_list(node: ast.expr) -> list[str] | None:
@@ -199,17 +263,16 @@ def _string_list(node: ast.expr) -> list[str] | None:
 _YAML_ITEM = re.compile(r"^\s*-\s*(?P<item>[^#]+?)\s*(?:#.*)?$")
 
 
-def _environment(root: Path) -> TorchRequirement | None:
+def _environment(root: Path) -> list[tuple[str, str]]:
+    found = []
     for name in ("environment.yml", "environment.yaml"):
         try:
             lines = read_regular_text(root / name).splitlines()
         except (OSError, UnicodeDecodeError):
             continue
         items = [m["item"].strip("'\"") for line in lines if (m := _YAML_ITEM.match(line))]
-        found = _first(items, f"{name} dependencies")
-        if found is not None:
-            return found
-    return None
+        found += _named(items, f"{name} dependencies")
+    return found
 
 
 SOURCES = (_pyproject, _requirements_files, _setup_cfg, _setup_py, _environment)
@@ -217,27 +280,63 @@ SOURCES = (_pyproject, _requirements_files, _setup_cfg, _setup_py, _environment)
 
 @lru_cache(maxsize=256)
 def infer_requirement(root: Path) -> TorchRequirement | None:
-    """The torch requirement declared in the project at ``root`` (see the module docstring)."""
+    """The torch range declared in the folder ``root`` (see the module docstring): None when
+    none of its sources names torch."""
+    stated = []  # (requirement, source, lowest, highest) of each requirement that bounds torch
+    first: tuple[str, str] | None = None  # the first one naming torch, bounded or not
     for source in SOURCES:
-        found = source(root)
-        if found is not None:
-            return found
-    return None
+        for requirement, where in source(root):
+            first = first or (requirement, where)
+            _, lowest, highest, bounded = _bounds(requirement)
+            if bounded:
+                stated.append((requirement, where, lowest, highest))
+    if first is None:
+        return None
+    floors = [s for s in stated if s[2] is not None]
+    if floors:
+        chosen = min(floors, key=lambda s: _key(s[2]))  # the first of equal ones
+    else:  # no lower bound anywhere: the newest known torch (up to a stated upper bound)
+        chosen = stated[0] if stated else (*first, None, None)
+    ceiling = None  # the versions any source allows: no ceiling when one bound has none
+    if stated and all(s[3] is not None for s in stated):
+        top = max(_key(s[3]) for s in stated)  # type: ignore[arg-type]
+        ceiling = next(s for s in stated if _key(s[3]) == top)  # type: ignore[arg-type]
+    requirement, where, lowest, _ = chosen
+    highest_from = None
+    if ceiling is not None and ceiling[:2] != chosen[:2]:
+        highest_from = f"{ceiling[1]}: {ceiling[0]!r}"
+    return TorchRequirement(
+        lowest,
+        requirement,
+        where,
+        ceiling[3] if ceiling is not None else None,
+        highest_from=highest_from,
+        stated=len(floors),
+    )
+
+
+def _key(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")
+    return int(major), int(minor)
 
 
 @lru_cache(maxsize=4096)
 def requirement_for_dir(directory: Path) -> TorchRequirement | None:
-    """The torch requirement of the project that ``directory`` belongs to: the first folder
-    from ``directory`` up to the project root (or, without one, up to the file system's root)
-    whose metadata names torch."""
+    """The torch requirement of the project that ``directory`` belongs to: from ``directory``
+    up to the project root (or, without one, up to the file system's root), the first folder
+    whose metadata states a lower bound for torch; else the first whose metadata names torch."""
     from distlint.config.project_files import project_root
 
     root = project_root(directory)
+    fallback = None
     for folder in (directory, *directory.parents):
         found = infer_requirement(folder)
-        if found is not None or folder == root:
+        if found is not None and found.lowest is not None:
             return found
-    return None
+        fallback = fallback or found
+        if folder == root:
+            break
+    return fallback
 
 
 def clear_caches() -> None:

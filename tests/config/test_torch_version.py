@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from distlint.config.torch_version import infer_requirement, lowest_version, version_bounds
+from distlint.config.torch_version import (
+    clear_caches,
+    infer_requirement,
+    lowest_version,
+    requirement_for_dir,
+    version_bounds,
+)
 from distlint.knowledge.torch_tables import load_table
 from tests.test_cli import cli
 
@@ -190,3 +196,148 @@ def test_no_lower_bound_means_the_newest_known_torch(dl504: Path) -> None:
     settings = json.loads(cli(["check", "--show-settings", "train.py"]).stdout)
     assert settings["lowest-torch"] is None
     assert "no lower bound" in settings["lowest-torch-from"]
+
+
+# -- several sources: the lowest lower bound any of them states ----------------------------------
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_a_type_checker_pin_does_not_raise_the_floor(tmp_path: Path) -> None:
+    """Lightning's layout: ``requirements/typing.txt`` pins torch for mypy, the runtime files
+    under ``requirements/<package>/`` state the floor."""
+    _tree(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "x"\ndynamic = ["dependencies"]\n',
+            "requirements/typing.txt": "mypy==1.11.0\ntorch==2.9.1\n",
+            "requirements/fabric/base.txt": "numpy >=1.21.0\ntorch >=2.1.0\n",
+            "requirements/pytorch/base.txt": "-r ../fabric/base.txt\ntorch >=2.1.0\n",
+            "requirements/docs.txt": "sphinx\n",
+        },
+    )
+    found = infer_requirement(tmp_path)
+    assert found is not None
+    assert (found.lowest, found.highest) == ("2.1", None)
+    assert found.describe() == (
+        "requirements/fabric/base.txt: 'torch >=2.1.0' "
+        "(the lowest lower bound of 3 torch requirements)"
+    )
+
+
+def test_a_requirement_without_a_bound_says_nothing(tmp_path: Path) -> None:
+    """lmdeploy's layout: ``requirements/readthedocs.txt`` names torch without a bound (sorted
+    first), ``requirements/runtime_cuda.txt`` states the floor."""
+    _tree(
+        tmp_path,
+        {
+            "requirements/readthedocs.txt": "markdown>=3.4.0\ntorch\n",
+            "requirements/runtime_cuda.txt": "numpy<2.0.0\ntorch>=2.0.0,<=2.8.0\n",
+        },
+    )
+    found = infer_requirement(tmp_path)
+    assert found is not None
+    assert (found.lowest, found.highest) == ("2.0", "2.8")
+    assert found.describe() == "requirements/runtime_cuda.txt: 'torch>=2.0.0,<=2.8.0'"
+
+
+def test_dev_and_docs_pins_above_the_runtime_floor(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                '[project]\nname = "x"\ndependencies = ["torch>=2.4,<2.8"]\n'
+                '[project.optional-dependencies]\ndocs = ["torch==2.6.0"]\n'
+            ),
+            "requirements-dev.txt": "torch==2.7.1\n",
+        },
+    )
+    found = infer_requirement(tmp_path)
+    assert found is not None
+    assert (found.lowest, found.highest, found.highest_from) == ("2.4", "2.7", None)
+    assert found.source == "pyproject.toml [project] dependencies"
+    # a dev pin above the runtime's upper bound widens the range, and says where from
+    (tmp_path / "requirements-dev.txt").write_text("torch==2.9.1\n")
+    infer_requirement.cache_clear()
+    found = infer_requirement(tmp_path)
+    assert found is not None
+    assert (found.lowest, found.highest) == ("2.4", "2.9")
+    assert found.highest_from == "requirements-dev.txt: 'torch==2.9.1'"
+
+
+def test_a_runtime_floor_without_an_upper_bound_has_no_ceiling(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "setup.cfg": "[options]\ninstall_requires =\n    torch>=2.5\n"
+            "[options.extras_require]\ntest =\n    torch==2.11.0\n",
+            "environment.yml": "dependencies:\n  - pytorch=2.12\n",
+        },
+    )
+    found = infer_requirement(tmp_path)
+    assert found is not None
+    assert (found.lowest, found.highest) == ("2.5", None)
+    assert found.source == "setup.cfg [options] install_requires"
+
+
+def test_setup_py_extras_are_read(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\nDOCS = ['torch>=2.3']\n"
+        "setup(install_requires=['torch==2.8.0'], extras_require={'docs': DOCS})\n"
+    )
+    found = infer_requirement(tmp_path)
+    assert found is not None and found.lowest == "2.3"
+    assert found.source == "setup.py extras_require docs"
+
+
+def test_no_bound_anywhere_falls_back_to_the_newest(tmp_path: Path) -> None:
+    _tree(tmp_path, {"requirements/docs.txt": "torch\n", "requirements.in": "torch!=2.5.0\n"})
+    found = infer_requirement(tmp_path)
+    assert found is not None
+    assert (found.lowest, found.highest) == (None, None)
+    assert found.describe() == "requirements.in: 'torch!=2.5.0'"
+
+
+def test_a_folder_without_a_floor_defers_to_the_project_root(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch>=2.2"]\n',
+            "pkg/requirements.txt": "torch\n",
+        },
+    )
+    found = requirement_for_dir((tmp_path / "pkg").resolve())
+    assert found is not None and found.lowest == "2.2"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    clear_caches()
+    found = requirement_for_dir((tmp_path / "pkg").resolve())
+    assert found is not None and found.lowest is None
+    assert found.source == "requirements.txt"
+
+
+def test_show_settings_names_the_file_of_the_floor(dl504: Path) -> None:
+    _tree(
+        dl504,
+        {
+            "requirements/typing.txt": "torch==2.9.1\n",
+            "requirements/pytorch/base.txt": "torch >=2.4.0, <2.9.0\n",
+            "requirements/readthedocs.txt": "torch\n",
+        },
+    )
+    settings = json.loads(cli(["check", "--show-settings", "train.py"]).stdout)
+    assert (settings["lowest-torch"], settings["highest-torch"]) == ("2.4", "2.9")
+    assert settings["lowest-torch-from"] == (
+        "requirements/pytorch/base.txt: 'torch >=2.4.0, <2.9.0' (the lowest lower bound of 2 "
+        "torch requirements); up to torch 2.9 from requirements/typing.txt: 'torch==2.9.1'"
+    )
+    on_2_4 = _dl504()
+    (dl504 / "pyproject.toml").write_text('[tool.distlint]\ntorch-version = "2.13"\n')
+    assert len(_dl504()) > len(on_2_4)  # the configured torch-version still wins
+    settings = json.loads(cli(["check", "--show-settings", "train.py"]).stdout)
+    assert settings["lowest-torch"] == "2.13"
+    assert settings["lowest-torch-from"] == f"torch-version in {dl504 / 'pyproject.toml'}"
