@@ -31,7 +31,7 @@ from distlint.semantic.model import (
     FunctionSummary,
     Options,
 )
-from distlint.semantic.rankflow import MAYBE, RANK, UNIFORM
+from distlint.semantic.rankflow import GUARD_WORDS, MAYBE, RANK, UNIFORM
 
 # Left out of the sequences compared: point-to-point traffic pairs across branches by design,
 # and group construction is symmetric or local (``use_local_synchronization``) in practice.
@@ -109,9 +109,10 @@ class EffectAnalysis:
     def __init__(self, facts: ProjectFacts) -> None:
         self.facts = facts
         self._signatures: dict[tuple[str, Options, bool, bool], tuple[Issued, ...]] = {}
-        # False: a branch the call site does not decide issues its longer side ("may issue");
-        # True: its shorter side, except distributed-mode guards (see ``_sequence``).
-        self._shortest = False
+        # 0: a branch the call site does not decide issues its longer side ("may issue");
+        # 1: its shorter side, except distributed-mode guards (see ``_sequence``); 2: its
+        # shorter side, guards too (see ``_matches_on_some_path``)
+        self._shortest = 0
         # True: collectives in doubt (``Issued.doubt``) are left out, so that a difference
         # found is one among collectives certainly issued
         self._certain = False
@@ -293,7 +294,7 @@ class EffectAnalysis:
             return issued, self._always_exits(chosen)
         body = self._sequence(effect.body, function, bound, path, by_branch)
         orelse = self._sequence(effect.orelse, function, bound, path, by_branch)
-        if self._shortest and effect.name != "guard":
+        if self._shortest == 2 or (self._shortest and effect.name != "guard"):
             return (body if len(body) < len(orelse) else orelse), False
         # either side may run: keep the longer one ("may issue")
         return (body if len(body) >= len(orelse) else orelse), False
@@ -498,7 +499,9 @@ class EffectAnalysis:
         assert position is not None
         if not certain:
             test = test.doubted("issued")
-        elif self._certainly(self._matches_on_some_path, lambda: compare()[4]):
+        elif self._certainly(
+            self._matches_on_some_path, lambda: compare()[4], _negates_a_guard(branch.cond)
+        ):
             test = test.doubted("configuration")
         if position < issued_leaving:  # the leaving ranks issue one the others do not
             at, issued, when, kind = leaving[position].step, leaving[position], taken, "branch"
@@ -675,15 +678,17 @@ class EffectAnalysis:
         finally:
             self._certain = saved
 
-    def _matches_on_some_path(self, difference: Callable[[], int | None]) -> bool:
+    def _matches_on_some_path(
+        self, difference: Callable[[], int | None], guards: bool = False
+    ) -> bool:
         """Whether the two paths issue the same collectives when every branch that nothing
         decides takes its shorter side: the divergence then needs a particular configuration
         (a backend, a flag) and is only possible, not proven."""
-        self._shortest = True
+        self._shortest = 2 if guards else 1
         try:
             return difference() is None
         finally:
-            self._shortest = False
+            self._shortest = 0
 
     def _compare(
         self, summary: FunctionSummary, branch: Effect, test: RankTest, found: dict
@@ -709,7 +714,9 @@ class EffectAnalysis:
             doubt = "callback"
         elif _receive_loop(body, orelse):
             doubt = "served"
-        elif self._certainly(self._matches_on_some_path, lambda: compare()[2]):
+        elif self._certainly(
+            self._matches_on_some_path, lambda: compare()[2], _negates_a_guard(branch.cond)
+        ):
             doubt = "configuration"
         if doubt:
             test = test.doubted(doubt)
@@ -778,6 +785,30 @@ def _marks(cond: Condition | None) -> tuple[bool, bool]:
         any(_NEGATION.search(part) for part in parts),
         any(_PARITY.match(part) for part in parts),
     )
+
+
+def _negates_a_guard(cond: Condition | None) -> bool:
+    """Whether a rank condition also requires a distributed-mode flag to be false (``not
+    args.fsdp and rank != 0``): the ranks it selects are selected only in configurations where
+    the flag is off, and collectives under ``if args.fsdp:`` (taken as issued on every rank of
+    a distributed job) may then not be issued at all, so the guards are not assumed taken."""
+    if cond is None:
+        return False
+    parts = _CONNECTIVES.split(" ".join(cond.text.split()))
+    if len(parts) < 2 or re.search(r"\bor\b", cond.text):
+        return False
+    for part in parts:
+        part = part.strip("() ")
+        negated = _NOT_FLAG.match(part)
+        if negated is not None and (not cond.why or cond.why not in part):
+            words = negated["flag"].lower()
+            if any(word in words for word in GUARD_WORDS):
+                return True
+    return False
+
+
+# ``not args.fsdp``, ``not getattr(args, "fsdp", False)``, ``not use_fsdp``
+_NOT_FLAG = re.compile(r"^not\s+(?P<flag>[\w.]+(?:\([^()]*\))?)$")
 
 
 _PARITY = re.compile(r"^(?P<value>.+?)\s*%\s*2\s*==\s*(?P<residue>[01])$")
