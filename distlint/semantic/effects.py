@@ -203,7 +203,7 @@ class EffectAnalysis:
         by_branch: _Memo[tuple[list[Issued], bool]] | None = None,
     ) -> list[Issued]:
         issued: list[Issued] = []
-        for effect in effects:
+        for index, effect in enumerate(effects):
             kind = effect.kind
             if kind == "collective":
                 if effect.group or effect.name in _NOT_COMPARED:
@@ -258,7 +258,9 @@ class EffectAnalysis:
             elif kind == "branch":
                 kept = by_branch.get(id(effect)) if by_branch is not None else None
                 if kept is None:
-                    added = self._branch_issues(effect, function, bound, path, by_branch)
+                    added = self._branch_issues(
+                        effect, function, bound, path, by_branch, effects[index + 1 :]
+                    )
                     if by_branch is not None:
                         by_branch[id(effect)] = (effect, added)
                 else:
@@ -284,9 +286,12 @@ class EffectAnalysis:
         bound: dict[str, object],
         path: str,
         by_branch: _Memo[tuple[list[Issued], bool]] | None,
+        rest: Sequence[Effect] = (),
     ) -> tuple[list[Issued], bool]:
         """What a branch adds to its block's sequence, and whether the block stops there (the
-        side the call site decides always exits)."""
+        side the call site decides always exits; or one side always exits and issues the
+        same collectives as the other side and the rest of the block: ``if not x: barrier();
+        return`` then ``barrier()``, one barrier on every path)."""
         side = False if effect.name == "never" else decided_side(effect.cond, bound)
         if side is not None:
             chosen = effect.body if side else effect.orelse
@@ -294,6 +299,12 @@ class EffectAnalysis:
             return issued, self._always_exits(chosen)
         body = self._sequence(effect.body, function, bound, path, by_branch)
         orelse = self._sequence(effect.orelse, function, bound, path, by_branch)
+        exits = (self._always_exits(effect.body), self._always_exits(effect.orelse))
+        if exits[0] != exits[1]:
+            leaving, staying = (body, orelse) if exits[0] else (orelse, body)
+            staying = staying + self._sequence(rest, function, bound, path, by_branch)
+            if _same_kinds(leaving, staying):
+                return leaving, True  # every path through here issues the same collectives
         if self._shortest == 2 or (self._shortest and effect.name != "guard"):
             return (body if len(body) < len(orelse) else orelse), False
         # either side may run: keep the longer one ("may issue")
@@ -849,6 +860,14 @@ def _receive_loop(first: Sequence[Issued], second: Sequence[Issued]) -> bool:
         return False
     loop = first or second
     return all(i.looped and i.kind in _RECEIVES for i in loop)
+
+
+def _same_kinds(first: Sequence[Issued], second: Sequence[Issued]) -> bool:
+    """The same collectives in the same order, none in a ``while`` loop or in doubt."""
+    return len(first) == len(second) and all(
+        a.kind == b.kind and not (a.looped or b.looped or a.doubt or b.doubt)
+        for a, b in zip(first, second, strict=True)
+    )
 
 
 def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int | None:

@@ -230,3 +230,30 @@ def test_return_negating_an_unrelated_flag_before_an_unconditional_collective_st
             dist.broadcast(torch.zeros(1), 0)
         """
     ) == ["DL201"]
+
+
+# -- a barrier before the early return, one barrier on every later path (class D) ---------------
+
+LEAVE_AFTER_A_BARRIER = """
+import torch
+import torch.distributed as dist
+
+def save(rank, x):
+    if rank != 0:
+        dist.barrier()
+        return None
+    if not x:
+        dist.{first}
+        return None
+    dist.barrier()
+    return x
+"""
+
+
+def test_leaving_ranks_issue_the_barrier_every_later_path_issues() -> None:
+    assert codes(LEAVE_AFTER_A_BARRIER.format(first="barrier()")) == []
+
+
+def test_a_later_path_with_another_collective_is_still_reported() -> None:
+    found = codes(LEAVE_AFTER_A_BARRIER.format(first="all_reduce(torch.ones(1))"))
+    assert found and set(found) <= {"DL201", "DL209"}
