@@ -31,7 +31,7 @@ from distlint.semantic.model import (
     FunctionSummary,
     Options,
 )
-from distlint.semantic.rankflow import MAYBE, RANK, UNIFORM
+from distlint.semantic.rankflow import GUARD_WORDS, MAYBE, RANK, UNIFORM
 
 # Left out of the sequences compared: point-to-point traffic pairs across branches by design,
 # and group construction is symmetric or local (``use_local_synchronization``) in practice.
@@ -109,9 +109,10 @@ class EffectAnalysis:
     def __init__(self, facts: ProjectFacts) -> None:
         self.facts = facts
         self._signatures: dict[tuple[str, Options, bool, bool], tuple[Issued, ...]] = {}
-        # False: a branch the call site does not decide issues its longer side ("may issue");
-        # True: its shorter side, except distributed-mode guards (see ``_sequence``).
-        self._shortest = False
+        # 0: a branch the call site does not decide issues its longer side ("may issue");
+        # 1: its shorter side, except distributed-mode guards (see ``_sequence``); 2: its
+        # shorter side, guards too (see ``_matches_on_some_path``)
+        self._shortest = 0
         # True: collectives in doubt (``Issued.doubt``) are left out, so that a difference
         # found is one among collectives certainly issued
         self._certain = False
@@ -202,7 +203,7 @@ class EffectAnalysis:
         by_branch: _Memo[tuple[list[Issued], bool]] | None = None,
     ) -> list[Issued]:
         issued: list[Issued] = []
-        for effect in effects:
+        for index, effect in enumerate(effects):
             kind = effect.kind
             if kind == "collective":
                 if effect.group or effect.name in _NOT_COMPARED:
@@ -257,7 +258,9 @@ class EffectAnalysis:
             elif kind == "branch":
                 kept = by_branch.get(id(effect)) if by_branch is not None else None
                 if kept is None:
-                    added = self._branch_issues(effect, function, bound, path, by_branch)
+                    added = self._branch_issues(
+                        effect, function, bound, path, by_branch, effects[index + 1 :]
+                    )
                     if by_branch is not None:
                         by_branch[id(effect)] = (effect, added)
                 else:
@@ -283,9 +286,12 @@ class EffectAnalysis:
         bound: dict[str, object],
         path: str,
         by_branch: _Memo[tuple[list[Issued], bool]] | None,
+        rest: Sequence[Effect] = (),
     ) -> tuple[list[Issued], bool]:
         """What a branch adds to its block's sequence, and whether the block stops there (the
-        side the call site decides always exits)."""
+        side the call site decides always exits; or one side always exits and issues the
+        same collectives as the other side and the rest of the block: ``if not x: barrier();
+        return`` then ``barrier()``, one barrier on every path)."""
         side = False if effect.name == "never" else decided_side(effect.cond, bound)
         if side is not None:
             chosen = effect.body if side else effect.orelse
@@ -293,7 +299,13 @@ class EffectAnalysis:
             return issued, self._always_exits(chosen)
         body = self._sequence(effect.body, function, bound, path, by_branch)
         orelse = self._sequence(effect.orelse, function, bound, path, by_branch)
-        if self._shortest and effect.name != "guard":
+        exits = (self._always_exits(effect.body), self._always_exits(effect.orelse))
+        if exits[0] != exits[1]:
+            leaving, staying = (body, orelse) if exits[0] else (orelse, body)
+            staying = staying + self._sequence(rest, function, bound, path, by_branch)
+            if _same_kinds(leaving, staying):
+                return leaving, True  # every path through here issues the same collectives
+        if self._shortest == 2 or (self._shortest and effect.name != "guard"):
             return (body if len(body) < len(orelse) else orelse), False
         # either side may run: keep the longer one ("may issue")
         return (body if len(body) >= len(orelse) else orelse), False
@@ -498,7 +510,9 @@ class EffectAnalysis:
         assert position is not None
         if not certain:
             test = test.doubted("issued")
-        elif self._certainly(self._matches_on_some_path, lambda: compare()[4]):
+        elif self._certainly(
+            self._matches_on_some_path, lambda: compare()[4], _negates_a_guard(branch.cond)
+        ):
             test = test.doubted("configuration")
         if position < issued_leaving:  # the leaving ranks issue one the others do not
             at, issued, when, kind = leaving[position].step, leaving[position], taken, "branch"
@@ -675,15 +689,17 @@ class EffectAnalysis:
         finally:
             self._certain = saved
 
-    def _matches_on_some_path(self, difference: Callable[[], int | None]) -> bool:
+    def _matches_on_some_path(
+        self, difference: Callable[[], int | None], guards: bool = False
+    ) -> bool:
         """Whether the two paths issue the same collectives when every branch that nothing
         decides takes its shorter side: the divergence then needs a particular configuration
         (a backend, a flag) and is only possible, not proven."""
-        self._shortest = True
+        self._shortest = 2 if guards else 1
         try:
             return difference() is None
         finally:
-            self._shortest = False
+            self._shortest = 0
 
     def _compare(
         self, summary: FunctionSummary, branch: Effect, test: RankTest, found: dict
@@ -709,7 +725,9 @@ class EffectAnalysis:
             doubt = "callback"
         elif _receive_loop(body, orelse):
             doubt = "served"
-        elif self._certainly(self._matches_on_some_path, lambda: compare()[2]):
+        elif self._certainly(
+            self._matches_on_some_path, lambda: compare()[2], _negates_a_guard(branch.cond)
+        ):
             doubt = "configuration"
         if doubt:
             test = test.doubted(doubt)
@@ -780,6 +798,30 @@ def _marks(cond: Condition | None) -> tuple[bool, bool]:
     )
 
 
+def _negates_a_guard(cond: Condition | None) -> bool:
+    """Whether a rank condition also requires a distributed-mode flag to be false (``not
+    args.fsdp and rank != 0``): the ranks it selects are selected only in configurations where
+    the flag is off, and collectives under ``if args.fsdp:`` (taken as issued on every rank of
+    a distributed job) may then not be issued at all, so the guards are not assumed taken."""
+    if cond is None:
+        return False
+    parts = _CONNECTIVES.split(" ".join(cond.text.split()))
+    if len(parts) < 2 or re.search(r"\bor\b", cond.text):
+        return False
+    for part in parts:
+        part = part.strip("() ")
+        negated = _NOT_FLAG.match(part)
+        if negated is not None and (not cond.why or cond.why not in part):
+            words = negated["flag"].lower()
+            if any(word in words for word in GUARD_WORDS):
+                return True
+    return False
+
+
+# ``not args.fsdp``, ``not getattr(args, "fsdp", False)``, ``not use_fsdp``
+_NOT_FLAG = re.compile(r"^not\s+(?P<flag>[\w.]+(?:\([^()]*\))?)$")
+
+
 _PARITY = re.compile(r"^(?P<value>.+?)\s*%\s*2\s*==\s*(?P<residue>[01])$")
 
 
@@ -818,6 +860,14 @@ def _receive_loop(first: Sequence[Issued], second: Sequence[Issued]) -> bool:
         return False
     loop = first or second
     return all(i.looped and i.kind in _RECEIVES for i in loop)
+
+
+def _same_kinds(first: Sequence[Issued], second: Sequence[Issued]) -> bool:
+    """The same collectives in the same order, none in a ``while`` loop or in doubt."""
+    return len(first) == len(second) and all(
+        a.kind == b.kind and not (a.looped or b.looped or a.doubt or b.doubt)
+        for a, b in zip(first, second, strict=True)
+    )
 
 
 def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int | None:

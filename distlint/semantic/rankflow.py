@@ -240,14 +240,16 @@ Env = dict[str, Kind]
 
 
 class _Function:
-    """What the flow knows of one local function: its node, class, and return kind."""
+    """What the flow knows of one local function: its node, class, and return kind (and the
+    kind of each element when every ``return`` is a tuple of the same length)."""
 
-    __slots__ = ("class_name", "node", "returns")
+    __slots__ = ("class_name", "elements", "node", "returns")
 
     def __init__(self, node: cst.FunctionDef, class_name: str | None) -> None:
         self.node = node
         self.class_name = class_name
         self.returns = UNKNOWN_KIND
+        self.elements: tuple[Kind, ...] | None = None
 
 
 class RankFlow:
@@ -411,19 +413,56 @@ class RankFlow:
             return self._unify(small.value, env)
         if kind is cst.Return:
             if small.value is not None:
-                self._returned(self.kind(small.value, env))
+                self._returned(self.kind(small.value, env), self._elements(small.value, env))
             return _exit(env)
         if kind is cst.Raise or kind is cst.Break or kind is cst.Continue:
             return _exit(env)
         return env
 
-    def _returned(self, kind: Kind) -> None:
+    def _returned(self, kind: Kind, elements: tuple[Kind, ...] | None = None) -> None:
         function = self._current_function
         if function is None:
             return
+        if not self._returns_seen:
+            function.elements = elements
+        elif (
+            elements is None or function.elements is None or len(elements) != len(function.elements)
+        ):
+            function.elements = None
+        else:
+            function.elements = tuple(
+                join(a, b) for a, b in zip(function.elements, elements, strict=True)
+            )
         updated = join(function.returns, kind) if self._returns_seen else kind
         self._returns_seen = True
         function.returns = updated
+
+    def _elements(self, value: cst.BaseExpression, env: Env) -> tuple[Kind, ...] | None:
+        """The kind of each element of a returned tuple literal (``return is_ddp, rank``),
+        or None (not a tuple, or one with a starred element)."""
+        if not isinstance(value, cst.Tuple) or any(
+            isinstance(e, cst.StarredElement) for e in value.elements
+        ):
+            return None
+        return tuple(self.kind(e.value, env) for e in value.elements)
+
+    def _unpacked_call(
+        self, call: cst.BaseExpression, count: int, env: Env
+    ) -> tuple[Kind, ...] | None:
+        """Per element, what a call of a local function unpacks to when every ``return`` of
+        the function is a tuple of ``count`` elements (``is_ddp, rank = info()``: only
+        ``rank`` is the rank), or None."""
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name):
+            return None
+        name = call.func.value
+        local = [f for f in self.functions.get(name, ()) if f.class_name is None]
+        if len(local) != 1 or name in env:
+            return None
+        elements = local[0].elements
+        if elements is None or len(elements) != count:
+            return None
+        args = _maybe_from_deferred(join_all(self.kind(a.value, env) for a in call.args))
+        return tuple(join(element, args) for element in elements)
 
     def _if(self, node: cst.If, env: Env) -> Env:
         test = self.kind(node.test, env)
@@ -586,12 +625,16 @@ class RankFlow:
         for name in params:
             inner[name] = self._parameter_kind(name)
         before = function.returns if function is not None else None
+        before_elements = function.elements if function is not None else None
         self._stack.append(id(node))
         self._block(suite_body(node.body), inner)
         self._stack.pop()
         if function is not None and not self._returns_seen:
             function.returns = UNIFORM_KIND  # returns None on every rank
-        if function is not None and not _same(before, function.returns):
+        if function is not None and (
+            not _same(before, function.returns)
+            or not _same_elements(before_elements, function.elements)
+        ):
             self._changed = True
         (
             self._resolve,
@@ -622,6 +665,13 @@ class RankFlow:
             ):
                 for element, item in zip(elements, value_node.elements, strict=True):
                     self._assign_target(element, item.value, self.kind(item.value, env), env)
+                return
+            unpacked = None
+            if not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                unpacked = self._unpacked_call(value_node, len(elements), env)
+            if unpacked is not None:
+                for element, kind in zip(elements, unpacked, strict=True):
+                    self._assign(element, _unpacked(element, kind) if kind.deferred else kind, env)
                 return
             for element in elements:
                 self._assign(element, _unpacked(element, value), env)
@@ -973,7 +1023,7 @@ _BLOCKS = frozenset(
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 
 
-_GUARD_WORDS = (
+GUARD_WORDS = (
     "world",
     "distributed",
     "is_initialized",
@@ -1000,9 +1050,11 @@ def distributed_guard(test: cst.BaseExpression) -> bool:
     while stack:
         node = stack.pop()
         kind = type(node)
+        if kind is cst.Call and _type_test(node):
+            continue  # ``isinstance(m, FSDPModule)`` asks about an object, not about the job
         if kind is cst.Name or kind is cst.Attribute:
             word = (node.value if kind is cst.Name else node.attr.value).lower()
-            if any(w in word for w in _GUARD_WORDS):
+            if any(w in word for w in GUARD_WORDS):
                 return True
             if kind is cst.Name:
                 continue
@@ -1019,6 +1071,14 @@ def distributed_guard(test: cst.BaseExpression) -> bool:
     return False
 
 
+def _type_test(call: cst.Call) -> bool:
+    """``isinstance(x, T)``/``issubclass(x, T)``: whether an object (a model passed in) is of a
+    distributed wrapper's type is the same on every rank, but may be false in a distributed
+    job, so it does not read as "running distributed"."""
+    func = call.func
+    return isinstance(func, cst.Name) and func.value in ("isinstance", "issubclass")
+
+
 # What says a job runs distributed when a value is computed from it: the world size, the
 # process group's state, the process count (a call like ``is_distributed_model(m)`` asks
 # about a model instead, so the loose words count only for flags that are not called).
@@ -1029,15 +1089,22 @@ def reads_distributed_state(value: cst.BaseExpression) -> bool:
     """Whether a value assigned to a guard flag reads the distributed state
     (``dist.is_initialized() and dist.get_world_size() > 1``, ``args.distributed``)."""
     called: set[int] = set()
+    typed: set[int] = set()  # the names inside ``isinstance(m, FSDPModule)`` (see _type_test)
     for node in descendants(value):
+        if id(node) in typed:
+            typed.update(id(child) for child in children(node))
+            continue
         if isinstance(node, cst.Call):
             called.add(id(node.func))
+            if _type_test(node):
+                typed.update(id(child) for child in children(node))
+                continue
         kind = type(node)
         if kind is cst.Name or kind is cst.Attribute:
             word = (node.value if kind is cst.Name else node.attr.value).lower()
             if any(w in word for w in _STATE_WORDS):
                 return True
-            if id(node) not in called and any(w in word for w in _GUARD_WORDS):
+            if id(node) not in called and any(w in word for w in GUARD_WORDS):
                 return True
     return False
 
@@ -1202,6 +1269,12 @@ def _same(a: Kind | None, b: Kind | None) -> bool:
     if a is None or b is None:
         return a is b
     return a.level == b.level and a.deferred == b.deferred
+
+
+def _same_elements(a: tuple[Kind, ...] | None, b: tuple[Kind, ...] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
 
 
 def _settled(before: Env, after: Env) -> bool:

@@ -252,6 +252,9 @@ def test_realworld_trap_values(outcomes: dict[str, dict[str, tuple[RankOutcome, 
     assert values["case_demo_served_by_rank_zero_callbacks"] == [2, 2]
     assert values["case_buffer_free_ddp_models_sampled_on_rank_zero"] == [2, 2]
     assert values["case_master_first_with_group_state_guards"] == ["built by the master"] * 2
+    assert values["case_checkpoint_that_syncs_only_fsdp_modules"] == [2, 2]
+    assert values["case_launch_flag_unpacked_with_the_rank"] == [0, 1]
+    assert values["case_eval_skip_and_broadcast_gated_by_one_flag"] == [{"zero_shot": 1.0}, {}]
 
 
 HARNESS_FIXTURE = """

@@ -148,6 +148,17 @@ TRAPS = [
         "wait_for_the_master",
         "(w) master-first pair with `not dist.is_initialized(): return` guards",
     ),
+    (
+        "traps_realworld.py",
+        "train_and_save_plain_model_on_rank_zero",
+        "(x) helper synchronises only under an inline isinstance(m, FSDPModule) test",
+    ),
+    ("traps_realworld.py", "sync_if_launched", "(y) flag unpacked next to the rank"),
+    (
+        "traps_realworld.py",
+        "evaluate_on_rank_zero_unless_sharded",
+        "(z) early return and callee broadcast gated by one flag",
+    ),
 ]
 FILES = ["bad.py", "good.py", "traps.py", "bad_realworld.py", "traps_realworld.py"]
 
