@@ -65,19 +65,18 @@ class OutsideContextManager(_RegionRule):
         spelled = self.spell(item)
         what = f"`with {spelled}:` enters {made}, made outside the compiled region"
         advice = "Create it in the `with` statement inside the function (`with torch.no_grad():`)"
-        if region.fullgraph:
-            message = (
+        self.report_break(
+            item,
+            region,
+            fullgraph=(
                 f"{what}: under fullgraph=True this fails on torch 2.13 (`Unsupported: "
                 f"Unsupported context manager`, GB0142). {advice}."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what}: torch 2.13 cannot enter it (GB0142, `Unsupported context manager`) "
                 f"and gives up on the function, which runs eagerly. {advice}."
-            )
-            severity = None
-        self.report(item, message, severity=severity, related=region.related)
+            ),
+        )
 
     # -- where the object comes from --------------------------------------------------------
 

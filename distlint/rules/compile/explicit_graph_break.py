@@ -146,21 +146,20 @@ class ExplicitGraphBreak(_RegionRule):
             where = (
                 "in a property getter read" if operator == "property" else "in `__setattr__`, run"
             )
-            if region.fullgraph:
-                message = (
+            self.report_break(
+                node,
+                region,
+                fullgraph=(
                     f"{spelled} {where} from a fullgraph=True region fails to compile on torch "
                     f"2.13 (`Unsupported`, GB{gb_fullgraph}): Dynamo inlines it. Remove it, or "
                     "drop fullgraph=True for this region."
-                )
-                severity = Severity.ERROR
-            else:
-                message = (
+                ),
+                breaks=(
                     f"{spelled} {where} from a compiled region graph-breaks on torch 2.13 "
                     f"(GB{gb}): Dynamo inlines it, and {effect}. Remove it unless the break is "
                     "intended."
-                )
-                severity = None
-            self.report(node, message, severity=severity, related=region.related)
+                ),
+            )
             return
         if operator == COND:
             message = (

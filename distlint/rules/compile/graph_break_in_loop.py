@@ -69,26 +69,23 @@ class GraphBreakInLoop(_RegionRule):
         children = sharded_children_loop(self.ctx, loop)
         if children is None:
             return False
-        if region.fullgraph:
-            self.report(
-                loop,
+        self.report_break(
+            loop,
+            region,
+            fullgraph=(
                 f"`{children}` holds `fully_shard` (FSDP2) modules, whose forward hooks are "
                 "`torch._dynamo.disable`d: compiling this root with fullgraph=True fails on "
                 "torch 2.13 (`Unsupported: Attempted to call function marked as skipped`, "
-                "GB0007). Compile each block instead (`blk.compile()` per block).",
-                severity=Severity.ERROR,
-                related=region.related,
-            )
-        else:
-            self.report(
-                loop,
+                "GB0007). Compile each block instead (`blk.compile()` per block)."
+            ),
+            breaks=(
                 f"`{children}` holds `fully_shard` (FSDP2) modules: calling one graph-breaks "
                 "in this loop (GB0007, FSDP hooks are `torch._dynamo.disable`d), so torch 2.13 "
                 "skips this whole frame (GB7000, `graph break in loop`) and only the blocks' "
                 "own `forward` compiles. Compile each block instead (`blk.compile()` per "
-                "block: one graph, no break).",
-                related=region.related,
-            )
+                "block: one graph, no break)."
+            ),
+        )
         return True
 
     def _first_break(self, loop: cst.For | cst.While) -> Break | None:

@@ -110,16 +110,15 @@ class SkippedFunctionCall(_RegionRule):
     def _report(  # type: ignore[no-untyped-def]
         self, node: cst.Call, what: str, gb: str, text: str, advice: str, region
     ) -> None:
-        if region.fullgraph:
-            message = (
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
                 f"{what} fails under fullgraph=True on torch 2.13 (`Unsupported: {text}`, "
                 f"GB{gb}). {advice}."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what} graph-breaks on torch 2.13 (GB{gb}, `{text}`): Dynamo does not trace "
                 f"it, the graph ends here and resumes after it. {advice}."
-            )
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+            ),
+        )

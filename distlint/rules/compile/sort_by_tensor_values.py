@@ -78,19 +78,18 @@ class SortOfTensors(_RegionRule):
             "Sort by a value known while tracing (a shape, an index), or use `torch.sort` / "
             "`torch.argsort` on a stacked tensor"
         )
-        if region.fullgraph:
-            message = (
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
                 f"{what}: under fullgraph=True this fails on torch 2.13 (`Unsupported: sort "
                 f"with non-constant keys`, GB0207). {advice}."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what}: it graph-breaks on torch 2.13 (GB0207, `sort with non-constant "
                 f"keys`). {advice}."
-            )
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+            ),
+        )
 
     # -- the sequence -----------------------------------------------------------------------
 
