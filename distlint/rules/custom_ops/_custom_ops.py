@@ -32,6 +32,9 @@ from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from distlint.knowledge.native import NativeEntry
     from distlint.rules.project import Project
     from distlint.syntax.spans import NodeSpan
 
@@ -616,6 +619,31 @@ class _OpIndex:
         }
         for position in sorted(positions):
             yield self.uses[position]
+
+
+def _candidate_ops(
+    project: Project, code: str, missing: Callable[[_OpIndex, OpRecord], bool]
+) -> tuple[_OpIndex, list[tuple[str, OpRecord]]]:
+    """The linked records of rule ``code``, and the (path, op) pairs a project rule may report:
+    the ops ``missing`` picks, less test fixture ops, measured in one go."""
+    index = _OpIndex.build(project.records(code))
+    candidates = [
+        (path, op)
+        for path, op in index.ops
+        if missing(index, op) and not _test_fixture_op(project, index, path, op)
+    ]
+    index.measure(project, (op for _, op in candidates))
+    return index, candidates
+
+
+def native_kernels(entries: Iterable[NativeEntry]) -> dict[str, set[str]]:
+    """qualname -> dispatch keys of the kernels among ``entries`` (``scan_native``'s, of the
+    project's C++/CUDA sources)."""
+    kernels: dict[str, set[str]] = defaultdict(set)
+    for entry in entries:
+        if entry.kernel_key is not None:
+            kernels[f"{entry.namespace}::{entry.name}"].add(entry.kernel_key)
+    return kernels
 
 
 def _test_fixture_op(project: Project, index: _OpIndex, path: str, op: OpRecord) -> bool:
