@@ -17,7 +17,7 @@ import libcst as cst
 
 from distlint.findings import Location, Span
 from distlint.rules._paths import is_test_path
-from distlint.rules.base import Rule
+from distlint.rules.base import ProjectRule
 from distlint.rules.context import RuleContext
 from distlint.rules.custom_ops._autograd import (
     eval_only,
@@ -200,7 +200,7 @@ _OP_FACT_CODES = frozenset({"DL401", "DL402", "DL404", "DL408"})
 _GENERATED_FAKE_TAGS = frozenset({"torch.Tag.inplace", "torch.Tag.out"})
 
 
-class _OpFacts(Rule):
+class _OpFacts(ProjectRule):
     """Records custom-op definitions, registrations and uses (shared by project rules).
 
     DL401, DL402, DL404 and DL408 need the same facts: the first of them that is enabled

@@ -36,7 +36,6 @@ class CustomOpMissingAutograd(_OpFacts):
     summary = "A custom_op called in a module's forward has no register_autograd."
     tags = ("correctness", "autograd", "custom-ops")
     precision = "medium"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:

@@ -32,7 +32,6 @@ class CustomOpMissingFake(_OpFacts):
     summary = "A torch.library.custom_op has no register_fake: torch.compile fails on it."
     tags = ("correctness", "torch.compile", "custom-ops")
     precision = "high"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:

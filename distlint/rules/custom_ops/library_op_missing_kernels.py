@@ -44,7 +44,6 @@ class LibraryOpMissingKernels(_OpFacts):
     summary = "An op defined with torch.library.Library/define lacks a fake or Autograd kernel."
     tags = ("correctness", "torch.compile", "autograd", "custom-ops")
     precision = "medium"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
