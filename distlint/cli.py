@@ -800,7 +800,7 @@ def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path
         tasks = []
         wrappers: set[str] = set()
         for file in files:
-            settings = settings_for(resolver.for_path(file.path), CliOverrides(), file.path)
+            settings = resolver.file_settings(file.path, CliOverrides())
             wrappers |= set(settings.compile_wrappers)
             tasks.append(Task(file.path, file.display, settings))
     except ConfigError as exc:
