@@ -13,7 +13,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from distlint.syntax.walker import blocks_of
+from distlint.syntax.walker import blocks_of, parameters
 
 # Private homes of public torch APIs: report and match them under their public name.
 _CANONICAL_PREFIXES = (
@@ -90,7 +90,7 @@ class ImportTable:
     ) -> ImportTable:
         """A function scope inside this one: parameters shadow, local imports bind."""
         table = ImportTable({}, parent=self)
-        for param in _all_params(func.params):
+        for param in parameters(func.params):
             table._bindings[param.name.value] = None
         body = func.body.body if isinstance(func.body, cst.IndentedBlock) else (func.body,)
         table._scan(body, module_name, is_package)
@@ -255,12 +255,3 @@ def _statements_of(suite: cst.BaseSuite) -> list[cst.CSTNode]:
     if isinstance(suite, cst.IndentedBlock):
         return list(suite.body)
     return [suite]
-
-
-def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            yield star

@@ -298,7 +298,7 @@ class TensorGuess:
         self._memo: dict[str, bool] = {}
         self._uses: dict[str, str] | None = None  # name -> control | range (see name_uses)
         if func is not None:
-            for param in _params(func.params):
+            for param in parameters(func.params):
                 self.params[param.name.value] = param
             for node, _ in function_nodes(func):
                 self._note_binding(node)
@@ -519,15 +519,6 @@ class TensorGuess:
                 )
         name = self.resolve(func)
         return name in ("torch.arange", "torch.randint", "torch.randperm", "torch.argmax")
-
-
-def _params(params: cst.Parameters) -> Iterator[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            yield star
 
 
 # -- where a tensor is truth-tested ----------------------------------------------------------------

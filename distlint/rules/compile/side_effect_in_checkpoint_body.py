@@ -20,6 +20,7 @@ from distlint.rules.compile._hop_bodies import COND, HopBody, hop_bodies
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.syntax.imports import scope_statements
+from distlint.syntax.walker import parameters
 
 MUTATORS = frozenset(
     {
@@ -205,12 +206,7 @@ def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
 
 
 def _param_names(func: cst.FunctionDef) -> set[str]:
-    params = func.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    for extra in (params.star_arg, params.star_kwarg):
-        if isinstance(extra, cst.Param):
-            every.append(extra)
-    return {p.name.value for p in every}
+    return {p.name.value for p in parameters(func.params)}
 
 
 def _locals(func: cst.FunctionDef) -> set[str]:

@@ -14,6 +14,7 @@ import libcst as cst
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
+from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import blocks_of, parameters
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
@@ -115,14 +116,8 @@ def strip_views(expr: cst.BaseExpression, through_data: bool = False) -> cst.Bas
 
 def attribute_chain(expr: cst.BaseExpression) -> tuple[str, ...] | None:
     """``self.l1.weight`` -> ("self", "l1", "weight"); None for anything but names."""
-    parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if not isinstance(expr, cst.Name):
-        return None
-    parts.append(expr.value)
-    return tuple(reversed(parts))
+    dotted = dotted_name(expr)
+    return None if dotted is None else tuple(dotted.split("."))
 
 
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
