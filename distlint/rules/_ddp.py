@@ -1,5 +1,5 @@
-"""``DistributedDataParallel`` calls and the tree walks shared by the rules about DDP models:
-DL204 and DL205 (``collectives/``) and DL303 (``wrapping/``).
+"""Tree walks shared by the rules about ``DistributedDataParallel`` models (the class:
+``semantic.collectives.DDP_CLASS``): DL204 and DL205 (``collectives/``) and DL303 (``wrapping/``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import libcst as cst
 
 from distlint.syntax.walker import children
 
-DDP = "torch.nn.parallel.DistributedDataParallel"
 # Expression nodes without children: not worth a look.
 LEAVES = frozenset(
     {

@@ -68,10 +68,13 @@ FUNCTIONAL_COLLECTIVES = frozenset(
 )
 POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
 
-DDP = frozenset(
+# The model wrappers of torch, as resolved names (shared by the rules about them).
+DDP_CLASS = "torch.nn.parallel.DistributedDataParallel"
+DDP = frozenset({DDP_CLASS, "torch.nn.parallel.distributed.DistributedDataParallel"})
+FSDP1 = frozenset(
     {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
     }
 )
 # torch.nn modules that own buffers as built by default (their running statistics): a DDP
@@ -89,13 +92,7 @@ CONVERTS_BATCH_NORM = frozenset(
     f"{prefix}.SyncBatchNorm.convert_sync_batchnorm"
     for prefix in ("torch.nn", "torch.nn.modules.batchnorm")
 )
-WRAPPERS = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    }
-)
+WRAPPERS = frozenset({DDP_CLASS, *FSDP1})
 FULLY_SHARD = frozenset(
     {
         "torch.distributed.fsdp.fully_shard",

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._ddp import DDP, LEAVES, first_arg, keyword_arg, target_names, walk
+from distlint.rules._ddp import LEAVES, first_arg, keyword_arg, target_names, walk
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
+from distlint.semantic.collectives import DDP_CLASS
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import children
@@ -180,7 +181,7 @@ class DdpUnusedParameters(Rule):
             candidate = kind is cst.Name or (
                 kind is cst.Attribute and func.attr.value == DDP_WORD  # type: ignore[attr-defined]
             )
-            if candidate and self.ctx.resolve(func) == DDP:
+            if candidate and self.ctx.resolve(func) == DDP_CLASS:
                 self._check_ddp(call)
 
     def _describe_classes(self) -> dict[str, _ModuleClass]:

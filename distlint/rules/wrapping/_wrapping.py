@@ -18,6 +18,7 @@ import libcst as cst
 
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
+from distlint.semantic.collectives import DDP, FSDP1, FULLY_SHARD
 from distlint.semantic.regions import (
     COMPILE_FUNCTIONS,
     CompileRoot,
@@ -28,20 +29,6 @@ from distlint.semantic.regions import (
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import children, subclasses_of
 
-DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})
-FSDP1 = frozenset(
-    {
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    }
-)
-FULLY_SHARD = frozenset(
-    {
-        "torch.distributed.fsdp.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
-    }
-)
 MODULE_COMPILE = "torch.nn.Module.compile"
 # Methods of nn.Module that return the module itself.
 _SELF_RETURNING = frozenset(
