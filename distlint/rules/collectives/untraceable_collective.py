@@ -16,7 +16,7 @@ from distlint.knowledge.collectives import (
     UNTRACEABLE_COLLECTIVES,
     collective_break_gb,
 )
-from distlint.rules.base import Rule
+from distlint.rules.base import RegionRule
 from distlint.rules.compile._analysis import SOME_PATHS
 
 _INSTEAD = {
@@ -29,7 +29,7 @@ _INSTEAD = {
 }
 
 
-class UntraceableCollective(Rule):
+class UntraceableCollective(RegionRule):
     code = "DL202"
     name = "untraceable-collective"
     severity = Severity.WARNING
@@ -39,7 +39,6 @@ class UntraceableCollective(Rule):
     )
     tags = ("performance", "torch.compile", "distributed")
     precision = "very-high"
-    scope = "region"
 
     def visit_Call(self, node: cst.Call) -> None:
         region = self.ctx.region
