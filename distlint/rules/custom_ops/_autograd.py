@@ -205,17 +205,7 @@ def _absent(test: cst.BaseExpression, names: set[str]) -> str | None:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
         return inner.value if isinstance(inner, cst.Name) and inner.value in names else None
-    if (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and test.left.value in names
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Is)
-        and isinstance(test.comparisons[0].comparator, cst.Name)
-        and test.comparisons[0].comparator.value == "None"
-    ):
-        return test.left.value
-    return None
+    return _compared_to_none(test, names, cst.Is)
 
 
 def _present(test: cst.BaseExpression, names: set[str]) -> str | None:
@@ -224,12 +214,20 @@ def _present(test: cst.BaseExpression, names: set[str]) -> str | None:
         return _present(test.left, names) or _present(test.right, names)
     if isinstance(test, cst.Name) and test.value in names:
         return test.value
+    return _compared_to_none(test, names, cst.IsNot)
+
+
+def _compared_to_none(
+    test: cst.BaseExpression, names: set[str], operator: type[cst.BaseCompOp]
+) -> str | None:
+    """``name is None`` (``operator``: ``cst.Is``) or ``name is not None`` (``cst.IsNot``) for
+    a name in ``names``: that name."""
     if (
         isinstance(test, cst.Comparison)
         and isinstance(test.left, cst.Name)
         and test.left.value in names
         and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.IsNot)
+        and isinstance(test.comparisons[0].operator, operator)
         and isinstance(test.comparisons[0].comparator, cst.Name)
         and test.comparisons[0].comparator.value == "None"
     ):
