@@ -34,7 +34,7 @@ from distlint.semantic.ranks import (
     is_matrix_rank,
 )
 from distlint.syntax.imports import ImportTable, dotted_name
-from distlint.syntax.walker import children, descendants, evaluated, parameters
+from distlint.syntax.walker import children, descendants, evaluated, parameters, suite_body
 
 if TYPE_CHECKING:
     from distlint.syntax.parsed_file import ParsedFile
@@ -1322,10 +1322,6 @@ def _expressions(node: cst.CSTNode) -> Iterable[cst.BaseExpression]:
             yield child
         elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
             stack.extend(children(child))
-
-
-def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else (suite,)
 
 
 def is_static(node: cst.FunctionDef) -> bool:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.semantic.regions_model import UNKNOWN, CompileOptions
-from distlint.syntax.walker import children, descendants, evaluated
+from distlint.syntax.walker import children, descendants, evaluated, suite_body
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
 DISABLE_FUNCTIONS = frozenset(
@@ -300,7 +300,7 @@ def exits_when_compiling(node: cst.If, resolve: Resolver) -> bool:
 
 def ends_in_exit(suite: cst.BaseSuite) -> bool:
     """Whether a block ends in ``return`` or ``raise`` (an early exit)."""
-    body = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+    body = suite_body(suite)
     last = body[-1] if body else None
     if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body:
         return isinstance(last.body[-1], (cst.Return, cst.Raise))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from distlint.syntax.walker import blocks_of, parameters
+from distlint.syntax.walker import blocks_of, parameters, suite_body
 
 # Private homes of public torch APIs: report and match them under their public name.
 _CANONICAL_PREFIXES = (
@@ -42,6 +42,17 @@ def dotted_name(expr: cst.BaseExpression) -> str | None:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
+
+
+def self_attribute(expr: cst.BaseExpression) -> str | None:
+    """``self.x`` -> "x"; None for anything else."""
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == "self"
+    ):
+        return expr.attr.value
+    return None
 
 
 def module_name_for(path: Path) -> tuple[str | None, bool]:
@@ -92,8 +103,7 @@ class ImportTable:
         table = ImportTable({}, parent=self)
         for param in parameters(func.params):
             table._bindings[param.name.value] = None
-        body = func.body.body if isinstance(func.body, cst.IndentedBlock) else (func.body,)
-        table._scan(body, module_name, is_package)
+        table._scan(suite_body(func.body), module_name, is_package)
         return table
 
     def resolve_name(self, name: str) -> str | None:
@@ -246,12 +256,6 @@ def _scope_statements_nested(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.
             yield node, nested
         elif isinstance(node, cst.BaseCompoundStatement):
             for block in reversed(blocks_of(node)):
-                pending.extend((child, True) for child in reversed(_statements_of(block)))
+                pending.extend((child, True) for child in reversed(suite_body(block)))
         elif isinstance(node, cst.BaseSmallStatement):
             yield node, nested
-
-
-def _statements_of(suite: cst.BaseSuite) -> list[cst.CSTNode]:
-    if isinstance(suite, cst.IndentedBlock):
-        return list(suite.body)
-    return [suite]

@@ -185,6 +185,11 @@ def walk(
             stack.append((child, child_depth, None))
 
 
+def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    """The statements of a block: an indented block's, or a one-line suite as its one."""
+    return suite.body if isinstance(suite, cst.IndentedBlock) else (suite,)
+
+
 def blocks_of(node: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
     """The blocks of a compound statement: body, ``elif``/``else`` chain, handlers, ``finally``
     and ``match`` cases, in source order."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.syntax.imports import dotted_name, scope_statements
-from distlint.syntax.walker import descendants, evaluated, parameters
+from distlint.syntax.walker import descendants, evaluated, parameters, suite_body
 
 # how region rules qualify a fullgraph=True failure that only some paths reach (a warning)
 SOME_PATHS = (
@@ -245,12 +245,6 @@ def _is_tensor_annotation(annotation: cst.BaseExpression, resolve) -> bool:  # t
     return dotted_name(annotation) in ("torch.Tensor", "Tensor") and name is None
 
 
-def _function_body(func: cst.FunctionDef) -> Sequence[cst.CSTNode]:
-    if isinstance(func.body, cst.IndentedBlock):
-        return func.body.body
-    return (func.body,)
-
-
 def own_nodes(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CSTNode]]]:
     """Every node under ``node`` (itself included) with its ancestors below ``node``.
 
@@ -275,7 +269,7 @@ def own_nodes(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CST
 
 def function_nodes(func: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CSTNode]]]:
     """Every node of ``func``'s own body (not nested scopes) with its ancestors in the body."""
-    for stmt in _function_body(func):
+    for stmt in suite_body(func.body):
         yield from own_nodes(stmt)
 
 

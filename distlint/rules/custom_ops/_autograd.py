@@ -14,7 +14,7 @@ import libcst as cst
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
-from distlint.syntax.imports import dotted_name
+from distlint.syntax.imports import dotted_name, self_attribute
 from distlint.syntax.walker import blocks_of, parameters
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
@@ -297,14 +297,6 @@ def _names_a_function_base(node: cst.ClassDef) -> bool:
         if last in ("Function", "InplaceFunction", "NestedIOFunction"):
             return True
     return False
-
-
-def self_attribute(expr: cst.BaseExpression) -> str | None:
-    """``self.x`` -> "x"."""
-    chain = attribute_chain(expr)
-    if chain is not None and len(chain) == 2 and chain[0] == "self":
-        return chain[1]
-    return None
 
 
 # torch.nn activations whose output autograd saves for backward: an in-place op on it fails at
