@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 import libcst as cst
 
 from distlint.semantic.packs import knowledge, method_on_receiver
-from distlint.syntax.imports import dotted_name
+from distlint.syntax.imports import dotted_name, self_attribute
 from distlint.syntax.walker import evaluated
 
 _C10D = "torch.distributed."
@@ -193,13 +193,8 @@ def implicit_collective(
 def _label(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Name):
         return expr.value
-    if (
-        isinstance(expr, cst.Attribute)
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value == "self"
-    ):
-        return f"self.{expr.attr.value}"
-    return None
+    attr = self_attribute(expr)
+    return f"self.{attr}" if attr is not None else None
 
 
 _ZERO_CONFIG_KEYWORDS = ("config", "config_params")

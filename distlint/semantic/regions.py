@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.semantic.regions_model import UNKNOWN, CompileOptions
+from distlint.syntax.imports import self_attribute
 from distlint.syntax.walker import children, descendants, evaluated, suite_body
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
@@ -342,13 +343,7 @@ def own_compile(module: cst.Module, resolve: Resolver) -> OwnCompile:
     self_calls: set[int] = set()
     for cls in classes.values():
         for node in descendants(cls):
-            if (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value == "compile"
-                and isinstance(node.func.value, cst.Name)
-                and node.func.value.value == "self"
-            ):
+            if isinstance(node, cst.Call) and self_attribute(node.func) == "compile":
                 self_calls.add(id(node))
     names: set[str] = set()
     for node in descendants(module):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.syntax.imports import dotted_name, scope_statements
+from distlint.syntax.imports import dotted_name, scope_statements, self_attribute
 from distlint.syntax.walker import descendants, evaluated, parameters, suite_body
 
 # how region rules qualify a fullgraph=True failure that only some paths reach (a warning)
@@ -703,13 +703,7 @@ def self_attribute_values(
             for node in descendants(parent):
                 if isinstance(node, cst.Assign):
                     for target in node.targets:
-                        t = target.target
-                        if (
-                            isinstance(t, cst.Attribute)
-                            and isinstance(t.value, cst.Name)
-                            and t.value.value == "self"
-                            and t.attr.value == attr
-                        ):
+                        if self_attribute(target.target) == attr:
                             values.append(node.value)
             return values
     return None

@@ -19,7 +19,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.compile._analysis import binds_locally, bound_values, self_attribute_values
 from distlint.rules.compile._region import _RegionRule
-from distlint.syntax.imports import scope_statements
+from distlint.syntax.imports import scope_statements, self_attribute
 
 GRAD_MODES = frozenset(
     {
@@ -54,12 +54,8 @@ class OutsideContextManager(_RegionRule):
         made = None
         if isinstance(item, cst.Name):
             made = self._made_outside(item.value)
-        elif (
-            isinstance(item, cst.Attribute)
-            and isinstance(item.value, cst.Name)
-            and item.value.value == "self"
-        ):
-            made = self._self_attribute(item.attr.value)
+        elif (attr := self_attribute(item)) is not None:
+            made = self._self_attribute(attr)
         if made is None:
             return
         spelled = self.spell(item)

@@ -18,6 +18,7 @@ from distlint.rules.compile._breaks import Break, branch_breaks, breaks_in
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.compile._script_flow import DIST, names_in
 from distlint.rules.context import RuleContext
+from distlint.syntax.imports import self_attribute
 from distlint.syntax.walker import descendants
 
 
@@ -155,12 +156,8 @@ def sharded_children_loop(ctx: RuleContext, loop: cst.For | cst.While) -> str | 
     if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate":
         first = first_positional(it)
         it = first if first is not None else it
-    if not (
-        isinstance(it, cst.Attribute)
-        and isinstance(it.value, cst.Name)
-        and it.value.value == "self"
-        and it.attr.value in fully_sharded_attributes(ctx)
-    ):
+    attr = self_attribute(it)
+    if attr is None or attr not in fully_sharded_attributes(ctx):
         return None
     variables = names_in(loop.target)
     for node, _ in own_nodes(loop.body):
@@ -169,5 +166,5 @@ def sharded_children_loop(ctx: RuleContext, loop: cst.For | cst.While) -> str | 
             and isinstance(node.func, cst.Name)
             and node.func.value in variables
         ):
-            return f"self.{it.attr.value}"
+            return f"self.{attr}"
     return None

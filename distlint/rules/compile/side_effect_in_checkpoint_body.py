@@ -19,7 +19,7 @@ from distlint.rules.compile._analysis import bound_values, own_nodes, self_attri
 from distlint.rules.compile._hop_bodies import COND, HopBody, hop_bodies
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
-from distlint.syntax.imports import scope_statements
+from distlint.syntax.imports import scope_statements, self_attribute
 from distlint.syntax.walker import parameters
 
 MUTATORS = frozenset(
@@ -122,14 +122,9 @@ class HopBodySideEffect(_RegionRule):
             if self._module_container(name):
                 return name
             return None
-        if (
-            isinstance(expr, cst.Attribute)
-            and isinstance(expr.value, cst.Name)
-            and expr.value.value == "self"
-            and "self" in _param_names(hop.body)
-            and self._self_container(expr.attr.value)
-        ):
-            return f"self.{expr.attr.value}"
+        attr = self_attribute(expr)
+        if attr is not None and "self" in _param_names(hop.body) and self._self_container(attr):
+            return f"self.{attr}"
         return None
 
     def _is_container(self, value: cst.BaseExpression | None) -> bool:

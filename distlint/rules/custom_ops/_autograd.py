@@ -244,14 +244,7 @@ def _training_test(test: cst.BaseExpression) -> bool | None:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _training_test(test.expression)
         return None if inner is None else not inner
-    if (
-        isinstance(test, cst.Attribute)
-        and test.attr.value == "training"
-        and isinstance(test.value, cst.Name)
-        and test.value.value == "self"
-    ):
-        return True
-    return None
+    return True if self_attribute(test) == "training" else None
 
 
 def _grad_state(expr: cst.BaseExpression, resolve: Resolver) -> bool | None:
