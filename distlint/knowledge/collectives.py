@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from distlint.syntax.walker import call_argument
+
 # Dynamo cannot trace these c10d calls. Name -> GB id of the break.
 UNTRACEABLE_COLLECTIVES = {
     "torch.distributed.broadcast": "GB0007",
@@ -55,18 +57,5 @@ def collective_break_gb(name: str | None, node: cst.Call) -> str | None:
 
 
 def _async_op_true(node: cst.Call, position: int) -> bool:
-    positional = 0
-    for arg in node.args:
-        if arg.star:
-            return False
-        if arg.keyword is None:
-            if positional == position:
-                return _is_true(arg.value)
-            positional += 1
-        elif arg.keyword.value == "async_op":
-            return _is_true(arg.value)
-    return False
-
-
-def _is_true(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
+    value = call_argument(node, position, "async_op")
+    return isinstance(value, cst.Name) and value.value == "True"

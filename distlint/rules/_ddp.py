@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from distlint.syntax.walker import children
+from distlint.syntax.walker import children, keyword_arg
 
 # Expression nodes without children: not worth a look.
 LEAVES = frozenset(
@@ -23,13 +23,6 @@ LEAVES = frozenset(
         cst.Pass,
     }
 )
-
-
-def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
 
 
 def first_arg(call: cst.Call, keyword: str = "module") -> cst.BaseExpression | None:

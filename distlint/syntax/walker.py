@@ -229,6 +229,30 @@ def parameters(params: cst.Parameters) -> Iterator[cst.Param]:
         yield params.star_kwarg
 
 
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    """The argument ``name=...`` of ``call``, if it is given."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def call_argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for the parameter at ``position`` or named ``keyword``: None when
+    it passes nothing for it, or when a ``*``/``**`` argument comes first (it may hold it)."""
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if positional == position:
+                return arg.value
+            positional += 1
+        elif arg.keyword.value == keyword:
+            return arg.value
+    return None
+
+
 def scope_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node below ``node`` in source order, not entering nested functions, classes or
     lambdas (the nodes of one scope)."""

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._ddp import LEAVES, first_arg, keyword_arg, target_names, walk
+from distlint.rules._ddp import LEAVES, first_arg, target_names, walk
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import DDP_CLASS
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name, self_attribute
-from distlint.syntax.walker import children, suite_body
+from distlint.syntax.walker import children, keyword_arg, suite_body
 
 DDP_WORD = "DistributedDataParallel"
 # torch.nn modules that own trainable parameters (a skipped activation or dropout is harmless).

@@ -15,7 +15,7 @@ from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name, self_attribute
-from distlint.syntax.walker import blocks_of, parameters
+from distlint.syntax.walker import blocks_of, keyword_arg, parameters
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
 
@@ -120,20 +120,13 @@ def attribute_chain(expr: cst.BaseExpression) -> tuple[str, ...] | None:
     return None if dotted is None else tuple(dotted.split("."))
 
 
-def keyword(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
 def positional(call: cst.Call, index: int) -> cst.Arg | None:
     args = [a for a in call.args if a.keyword is None and not a.star]
     return args[index] if index < len(args) else None
 
 
 def is_true(call: cst.Call, name: str) -> bool:
-    arg = keyword(call, name)
+    arg = keyword_arg(call, name)
     return arg is not None and literal_value(arg.value) is True
 
 
@@ -253,14 +246,14 @@ def _grad_state(expr: cst.BaseExpression, resolve: Resolver) -> bool | None:
     name = resolve(target)
     if name in GRAD_DISABLING:
         if isinstance(expr, cst.Call) and name.endswith("inference_mode"):
-            mode = positional(expr, 0) or keyword(expr, "mode")
+            mode = positional(expr, 0) or keyword_arg(expr, "mode")
             if mode is not None and literal_value(mode.value) is False:
                 return None
         return False
     if name in GRAD_ENABLING:
         return True
     if name in SET_GRAD_ENABLED and isinstance(expr, cst.Call):
-        arg = positional(expr, 0) or keyword(expr, "mode")
+        arg = positional(expr, 0) or keyword_arg(expr, "mode")
         if arg is not None:
             value = literal_value(arg.value)
             if isinstance(value, bool):
@@ -384,13 +377,13 @@ def _collect_call(facts: _ModuleClass, call: cst.Call) -> None:
     if func.attr.value == "register_parameter" and attribute_chain(func.value) == ("self",):
         name_arg = positional(call, 0)
         value = literal_value(name_arg.value) if name_arg is not None else None
-        param = positional(call, 1) or keyword(call, "param")
+        param = positional(call, 1) or keyword_arg(call, "param")
         if param is not None and isinstance(param.value, cst.Name) and param.value.value == "None":
             return  # ``register_parameter("num_batches_tracked", None)``: no parameter
         if isinstance(value, str):
             facts.params.add(value)
     elif func.attr.value == "requires_grad_":
-        arg = positional(call, 0) or keyword(call, "requires_grad")
+        arg = positional(call, 0) or keyword_arg(call, "requires_grad")
         chain = attribute_chain(func.value)
         if chain and chain[0] == "self" and arg is not None and literal_value(arg.value) is False:
             facts.frozen.add(chain[1:])
@@ -409,7 +402,7 @@ def _collect_assignment(
         return
     name = resolve(value.func)
     if name in PARAMETER_CONSTRUCTORS:
-        grad = keyword(value, "requires_grad") or positional(value, 1)
+        grad = keyword_arg(value, "requires_grad") or positional(value, 1)
         if grad is not None and literal_value(grad.value) is False:
             facts.frozen.add((attr,))
         else:

@@ -23,13 +23,12 @@ from distlint.rules.custom_ops._autograd import (
     eval_only,
     grad_disabled,
     is_forward,
-    keyword,
     optional_input,
     positional,
 )
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name
-from distlint.syntax.walker import descendants
+from distlint.syntax.walker import descendants, keyword_arg
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -257,9 +256,9 @@ class _OpFacts(ProjectRule):
         value = node.value
         if type(value) is not cst.Call or self.ctx.resolve(value.func) not in LIBRARY:
             return
-        ns_arg = positional(value, 0) or keyword(value, "ns")
+        ns_arg = positional(value, 0) or keyword_arg(value, "ns")
         ns = literal_value(ns_arg.value) if ns_arg is not None else None
-        key_arg = positional(value, 2) or keyword(value, "dispatch_key")
+        key_arg = positional(value, 2) or keyword_arg(value, "dispatch_key")
         key = literal_value(key_arg.value) if key_arg is not None else ""
         if not isinstance(ns, str):
             return
@@ -288,14 +287,14 @@ class _OpFacts(ProjectRule):
         if name in CUSTOM_OP:
             self._custom_op(node)
         elif name in REGISTER_FAKE or name in REGISTER_AUTOGRAD or name in REGISTER_KERNEL:
-            qualname, py_ref = self._op_arg(positional(node, 0) or keyword(node, "op"))
+            qualname, py_ref = self._op_arg(positional(node, 0) or keyword_arg(node, "op"))
             kind = "fake" if name in REGISTER_FAKE else "autograd"
             if name in REGISTER_KERNEL:
                 kind = "kernel"
             self._add(kind, node, qualname=qualname, py_ref=py_ref, key="device")
         elif name in DEFINE:
-            qualname, _ = self._op_arg(positional(node, 0) or keyword(node, "qualname"))
-            schema = positional(node, 1) or keyword(node, "schema")
+            qualname, _ = self._op_arg(positional(node, 0) or keyword_arg(node, "qualname"))
+            schema = positional(node, 1) or keyword_arg(node, "schema")
             text = literal_value(schema.value) if schema is not None else None
             if qualname is not None:
                 self._add_define(node, qualname, text if isinstance(text, str) else "")
@@ -410,7 +409,7 @@ class _OpFacts(ProjectRule):
         if method == "define":
             self._add_define(node, qualname, text)
         elif method == "impl":
-            key_arg = positional(node, 2) or keyword(node, "dispatch_key")
+            key_arg = positional(node, 2) or keyword_arg(node, "dispatch_key")
             key = literal_value(key_arg.value) if key_arg is not None else ""
             key = key if isinstance(key, str) and key else (lib_key or CATCH_ALL)
             self._add("kernel", node, qualname=qualname, py_ref=None, key=normalize_key(key))
@@ -436,7 +435,7 @@ class _OpFacts(ProjectRule):
         value = literal_value(first.value)
         if isinstance(value, str):
             qualname, _ = self._op_arg(first)
-            types_arg = positional(node, 1) or keyword(node, "types")
+            types_arg = positional(node, 1) or keyword_arg(node, "types")
         else:
             lib = dotted_name(first.value)
             name_arg = positional(node, 1)
@@ -444,7 +443,7 @@ class _OpFacts(ProjectRule):
             if lib not in self._libs or not isinstance(op_name, str):
                 return
             qualname = f"{self._libs[lib][0]}::{schema_name(op_name)}"
-            types_arg = positional(node, 2) or keyword(node, "dispatch_key")
+            types_arg = positional(node, 2) or keyword_arg(node, "dispatch_key")
         types_expr = types_arg.value if types_arg is not None else None
         if isinstance(types_expr, (cst.List, cst.Tuple)):  # ["cpu", "cuda"]
             keys = [literal_value(element.value) for element in types_expr.elements]
@@ -456,16 +455,16 @@ class _OpFacts(ProjectRule):
                 self._add("kernel", node, qualname=qualname, py_ref=None, key=normalize_key(key))
 
     def _custom_op(self, node: cst.Call) -> None:
-        first = positional(node, 0) or keyword(node, "name")
+        first = positional(node, 0) or keyword_arg(node, "name")
         text = literal_value(first.value) if first is not None else None
         parts = split_qualname(text) if isinstance(text, str) else None
         if parts is None:
             return
         qualname = f"{parts[0]}::{parts[1]}"
-        mutates_arg = keyword(node, "mutates_args")
+        mutates_arg = keyword_arg(node, "mutates_args")
         declared = declared_mutations(mutates_arg.value) if mutates_arg is not None else None
         mutates = bool(declared)
-        tags = keyword(node, "tags")
+        tags = keyword_arg(node, "tags")
         inplace_or_out = tags is not None and any(
             self.ctx.resolve(item) in _GENERATED_FAKE_TAGS for item in descendants(tags.value)
         )
