@@ -180,6 +180,8 @@ INTEGER_DTYPES = frozenset(
 FLOAT_METHODS = frozenset(
     {"float", "half", "double", "bfloat16", "softmax", "log_softmax", "sigmoid", "mean", "std"}
 )
+# Methods whose result has the dtype of their receiver.
+_DTYPE_KEEPING = frozenset({"flatten", "view", "reshape", "detach", "clone", "cpu", "contiguous"})
 FLOAT_FUNCTIONS = frozenset(
     {"rand", "randn", "rand_like", "randn_like", "softmax", "log_softmax", "sigmoid", "linspace"}
 )
@@ -471,21 +473,16 @@ class TensorGuess:
             return self.is_float_tensor(expr.left) or self.is_float_tensor(expr.right)
         if not isinstance(expr, cst.Call):
             return False
-        for arg in expr.args:
-            if arg.keyword is not None and arg.keyword.value == "dtype":
-                return self.resolve(arg.value) in FLOAT_DTYPES
+        said = self._says_dtype(expr, FLOAT_DTYPES, FLOAT_METHODS)
+        if said is not None:
+            return said
         func = expr.func
-        if isinstance(func, cst.Attribute) and self.resolve(func) is None:
-            method = func.attr.value
-            if method in FLOAT_METHODS:
-                return True
-            if method == "to":
-                return any(
-                    arg.keyword is None and self.resolve(arg.value) in FLOAT_DTYPES
-                    for arg in expr.args
-                )
-            if method in ("flatten", "view", "reshape", "detach", "clone", "cpu", "contiguous"):
-                return self.is_float_tensor(func.value)
+        if (
+            isinstance(func, cst.Attribute)
+            and self.resolve(func) is None
+            and func.attr.value in _DTYPE_KEEPING
+        ):
+            return self.is_float_tensor(func.value)
         name = self.resolve(func)
         return name is not None and name.rsplit(".", 1)[-1] in FLOAT_FUNCTIONS
 
@@ -498,21 +495,31 @@ class TensorGuess:
             return False
         if not isinstance(expr, cst.Call):
             return False
-        for arg in expr.args:
+        said = self._says_dtype(expr, INTEGER_DTYPES, INTEGER_METHODS)
+        if said is not None:
+            return said
+        name = self.resolve(expr.func)
+        return name in ("torch.arange", "torch.randint", "torch.randperm", "torch.argmax")
+
+    def _says_dtype(
+        self, call: cst.Call, dtypes: frozenset[str], methods: frozenset[str]
+    ) -> bool | None:
+        """Whether ``call`` makes a tensor of one of ``dtypes``, where the call says it: a
+        ``dtype=`` keyword, ``.to(<dtype>)`` or a method of ``methods`` (``.long()``); None
+        where it does not say."""
+        for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == "dtype":
-                return self.resolve(arg.value) in INTEGER_DTYPES
-        func = expr.func
+                return self.resolve(arg.value) in dtypes
+        func = call.func
         if isinstance(func, cst.Attribute) and self.resolve(func) is None:
             method = func.attr.value
-            if method in INTEGER_METHODS:
+            if method in methods:
                 return True
             if method == "to":
                 return any(
-                    arg.keyword is None and self.resolve(arg.value) in INTEGER_DTYPES
-                    for arg in expr.args
+                    arg.keyword is None and self.resolve(arg.value) in dtypes for arg in call.args
                 )
-        name = self.resolve(func)
-        return name in ("torch.arange", "torch.randint", "torch.randperm", "torch.argmax")
+        return None
 
 
 # -- where a tensor is truth-tested ----------------------------------------------------------------
