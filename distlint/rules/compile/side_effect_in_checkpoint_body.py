@@ -166,25 +166,25 @@ class HopBodySideEffect(_RegionRule):
                 "(`UncapturedHigherOrderOpError`, `HOP: Unsafe side effect`, GB0067). Return "
                 "the value from the branch instead."
             )
-            severity = Severity.ERROR
-        elif region.fullgraph:
-            message = (
+            self.report(node, message, severity=Severity.ERROR, related=region.related)
+            return
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
                 f"{what} in `{body}`, checkpointed (`torch.utils.checkpoint.checkpoint`) by a "
                 "fullgraph=True region, mutates state outside the checkpoint: torch 2.13 fails "
                 "(`Unsupported: HOP: Unsafe side effect`, GB0067). Return the value from the "
                 "checkpointed function instead (it also runs again during backward)."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what} in `{body}`, checkpointed (`torch.utils.checkpoint.checkpoint`) by a "
                 "compiled region, mutates state outside the checkpoint: torch 2.13 graph-breaks "
                 "(GB0067, `HOP: Unsafe side effect`) and does not compile the checkpoint. "
                 "Return the value from the checkpointed function instead (it also runs again "
                 "during backward)."
-            )
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+            ),
+        )
 
 
 def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
