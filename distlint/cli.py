@@ -141,6 +141,18 @@ class _Commands(click.Group):
             sys.exit(EXIT_ERROR)
 
 
+# Options of several commands, declared once.
+_CONFIG_OPTION = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    help="Use this config file for every path.",
+)
+_TEXT_OR_JSON = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+
+
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="distlint")
 def main() -> None:
@@ -170,12 +182,7 @@ def main() -> None:
 )
 @click.option("--sarif-category", help="SARIF automationDetails category (one per monorepo part).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(path_type=Path),
-    help="Use this config file for every path.",
-)
+@_CONFIG_OPTION
 @click.option(
     "-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count)."
 )
@@ -276,17 +283,6 @@ def check(
     extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
     fmt: str,
-    output: Path | None,
-    sarif_output: Path | None,
-    sarif_category: str | None,
-    exit_zero: bool,
-    config_file: Path | None,
-    jobs: int | None,
-    file_timeout: float | None,
-    project_timeout: float | None,
-    show_source: bool,
-    output_format: str,
-    quiet: bool,
     statistics: bool,
     fix: bool,
     unsafe_fixes: bool,
@@ -296,18 +292,17 @@ def check(
     exit_non_zero_on_fix: bool,
     add_noqa: bool,
     baseline_file: Path | None,
-    force_exclude: bool,
-    stdin_filename: str | None,
-    show_settings: bool,
     no_cache: bool,
     cache_dir: Path | None,
     confirm: ConfirmRequest | None = None,
+    **opts: object,
 ) -> None:
     """Check PATHS (default: the current directory) for distributed-training bugs.
 
     With --confirm (never on by default) it also runs the compiled code under Dynamo on CPU,
     which executes your code, and marks each finding confirmed / not observed / not reached.
     """
+    # ``opts``: the options that go to _run_check as given (--output, --config, --jobs...).
     modes = _Modes(
         fix=fix or fix_only or diff,
         only=fix_only or diff,
@@ -336,26 +331,13 @@ def check(
             paths or (Path("."),),
             overrides,
             fmt=fmt,
-            output=output,
-            sarif_output=sarif_output,
-            sarif_category=sarif_category,
-            exit_zero=exit_zero,
-            config_file=config_file,
-            jobs=jobs,
-            file_timeout=file_timeout,
-            project_timeout=project_timeout,
-            show_source=show_source,
-            output_format=output_format,
-            quiet=quiet,
             statistics=statistics,
             modes=modes,
             baseline_file=baseline_file,
-            force_exclude=force_exclude,
-            stdin_filename=stdin_filename,
-            show_settings=show_settings,
             cache=None if no_cache else _open_cache(cache_dir),
             confirm=confirm,
             option_problems=tuple(option_problems),
+            **opts,
         )
     except ConfigError as exc:
         for problem in exc.problems:
@@ -729,9 +711,7 @@ register(main, check)
 
 
 @main.command("rules")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@_TEXT_OR_JSON
 def rules_command(fmt: str) -> None:
     """List every rule: code, name, severity, default on/off, fix availability."""
     rows = [
@@ -778,15 +758,8 @@ def rule_command(code: str) -> None:
 
 @main.command("explain-regions")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(path_type=Path),
-    help="Use this config file for every path.",
-)
+@_TEXT_OR_JSON
+@_CONFIG_OPTION
 def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path | None) -> None:
     """Show the compiled roots, the functions they reach, and rank-divergent collectives."""
     from distlint.config.discovery import Discovery
@@ -800,7 +773,7 @@ def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path
         tasks = []
         wrappers: set[str] = set()
         for file in files:
-            settings = settings_for(resolver.for_path(file.path), CliOverrides(), file.path)
+            settings = resolver.file_settings(file.path, CliOverrides())
             wrappers |= set(settings.compile_wrappers)
             tasks.append(Task(file.path, file.display, settings))
     except ConfigError as exc:

@@ -120,23 +120,19 @@ class Discovery:
                     shown = display_path(path, self._cwd)
                     self.skipped.append(f"{shown}: {_not_a_file(path)}; skipped")
                     continue
-                if is_dir and not self._excluded(path, is_dir=True):
-                    stack.append(path)
+                if is_dir:
+                    if not self._excluded(path, is_dir=True):
+                        stack.append(path)
                 elif (
-                    not is_dir
-                    and is_file
-                    and entry.name.endswith(PYTHON_SUFFIXES)
+                    is_file
+                    and entry.name.endswith(PYTHON_SUFFIXES + NATIVE_SUFFIXES)
                     and not self._excluded(path, is_dir=False)
                 ):
-                    files.append(path)
-                elif (
-                    not is_dir
-                    and is_file
-                    and entry.name.endswith(NATIVE_SUFFIXES)
-                    and not self._excluded(path, is_dir=False)
-                ):
-                    display = display_path(path, self._cwd)
-                    self._native.setdefault(path, DiscoveredFile(path, display))
+                    if entry.name.endswith(PYTHON_SUFFIXES):
+                        files.append(path)
+                    else:
+                        display = display_path(path, self._cwd)
+                        self._native.setdefault(path, DiscoveredFile(path, display))
         return files
 
     def _excluded(self, path: Path, is_dir: bool, explicit: bool = False) -> bool:

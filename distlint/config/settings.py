@@ -488,6 +488,11 @@ class ConfigResolver:
         directory = path if path.is_dir() else path.parent
         return self._for_dir(directory.resolve())
 
+    def file_settings(self, path: Path, overrides: CliOverrides) -> FileSettings:
+        """The settings of the file at ``path``: its configuration's, with the command line's
+        ``overrides`` (:func:`settings_for`)."""
+        return settings_for(self.for_path(path), overrides, path)
+
     def _for_dir(self, directory: Path) -> Config:
         cached = self._by_dir.get(directory)
         if cached is not None:

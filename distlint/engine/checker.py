@@ -21,9 +21,9 @@ import ast
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +125,6 @@ class ParsedTrees:
 def check_path(file_path: Path, display_path: str, settings: FileSettings) -> FileResult:
     """Read ``file_path`` from disk and check it as a project of one file."""
     module_name, is_package = module_name_for(file_path)
-    trees = ParsedTrees()
-    first = analyze_path(file_path, display_path, settings, module_name, is_package, None, trees)
 
     def source(_: str) -> str | None:
         try:
@@ -134,15 +132,8 @@ def check_path(file_path: Path, display_path: str, settings: FileSettings) -> Fi
         except (OSError, SourceError):
             return None
 
-    return _alone(
-        first,
-        source,
-        lambda second: analyze_path(
-            file_path, display_path, settings, module_name, is_package, second, trees
-        ),
-        settings,
-        trees,
-    )
+    analyze = partial(analyze_path, file_path, display_path, settings, module_name, is_package)
+    return _alone(analyze, source, settings)
 
 
 def check_bytes(
@@ -153,8 +144,6 @@ def check_bytes(
     is_package: bool = False,
 ) -> FileResult:
     """Decode ``data`` as Python source (BOM, PEP 263 cookie) and check it alone."""
-    trees = ParsedTrees()
-    first = analyze_bytes(data, display_path, settings, module_name, is_package, None, trees)
 
     def source(_: str) -> str | None:
         try:
@@ -162,15 +151,8 @@ def check_bytes(
         except SourceError:
             return None
 
-    return _alone(
-        first,
-        source,
-        lambda second: analyze_bytes(
-            data, display_path, settings, module_name, is_package, second, trees
-        ),
-        settings,
-        trees,
-    )
+    analyze = partial(analyze_bytes, data, display_path, settings, module_name, is_package)
+    return _alone(analyze, source, settings)
 
 
 def check_source(
@@ -181,37 +163,29 @@ def check_source(
     is_package: bool = False,
 ) -> FileResult:
     """Check source text that is already decoded (the LSP server's unsaved buffers)."""
-    trees = ParsedTrees()
-    first = analyze_source(text, display_path, settings, module_name, is_package, None, trees)
-    return _alone(
-        first,
-        lambda _: text,
-        lambda second: analyze_source(
-            text, display_path, settings, module_name, is_package, second, trees
-        ),
-        settings,
-        trees,
-    )
+    analyze = partial(analyze_source, text, display_path, settings, module_name, is_package)
+    return _alone(analyze, lambda _: text, settings)
 
 
 def _alone(
-    first: FileResult,
+    analyze: Callable[[SecondPass | None, ParsedTrees], FileResult],
     source: SourceLookup,
-    again: Any,
     settings: FileSettings,
-    trees: ParsedTrees | None = None,
 ) -> FileResult:
-    """Finish a one-file project: link its summary, run the project rules and the second
-    pass if needed (on the first pass's tree, kept in ``trees``), then settle."""
+    """Check a file as a project of its own (``analyze(second, trees)``: a pass over it, the
+    first with ``second`` None): the first pass, then link its summary, run the project rules
+    and the second pass if needed (on the first pass's tree, kept in ``trees``), then settle."""
+    trees = ParsedTrees()
+    first = analyze(None, trees)
     enabled = settings.enabled
     if first.summary is None:
         return settle(first, enabled)
-    parsed = trees.for_spans() if trees is not None else None
+    parsed = trees.for_spans()
     stage = project_stage([first], settings.compile_wrappers, source, (), parsed)
     facts = stage.facts
     second = None
     if facts is not None and needs_second_pass(facts, first.summary.key):
-        second = again(SecondPass(facts))
+        second = analyze(SecondPass(facts), trees)
     return settle(first, enabled, second, stage.found.get(first.path, ()), stage.errors)
 
 
@@ -415,18 +389,19 @@ def analyze_path(
 ) -> FileResult:
     """One pass over a file on disk (see the module docstring); ``trees``: where the first
     pass keeps its tree for the second, and where the second finds it."""
-    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
-    if kept is not None:
-        return kept
-    try:
-        size = file_path.stat().st_size
-        if size > MAX_FILE_BYTES:  # not even read
-            return _too_large(display_path, size)
-        data = read_regular_file(file_path)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        return _unparsable(display_path, f"cannot read file: {reason}", 1, 0)
-    return analyze_bytes(data, display_path, settings, module_name, is_package, second, trees)
+
+    def load() -> str | FileResult:
+        try:
+            size = file_path.stat().st_size
+            if size > MAX_FILE_BYTES:  # not even read
+                return _too_large(display_path, size)
+            data = read_regular_file(file_path)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            return _unparsable(display_path, f"cannot read file: {reason}", 1, 0)
+        return _decoded(data, display_path)
+
+    return _analyze(load, display_path, settings, module_name, is_package, second, trees)
 
 
 def analyze_bytes(
@@ -438,18 +413,8 @@ def analyze_bytes(
     second: SecondPass | None = None,
     trees: ParsedTrees | None = None,
 ) -> FileResult:
-    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
-    if kept is not None:
-        return kept
-    if len(data) > MAX_FILE_BYTES:
-        return _too_large(display_path, len(data))
-    try:
-        text = decode_source(data)
-    except SourceError as exc:
-        # The lines only place the finding (e.g. the line of an undecodable byte).
-        approximate = data.decode("utf-8", "replace")
-        return _unparsable(display_path, str(exc), exc.line, exc.column, approximate)
-    return analyze_source(text, display_path, settings, module_name, is_package, second, trees)
+    load = partial(_decoded, data, display_path)
+    return _analyze(load, display_path, settings, module_name, is_package, second, trees)
 
 
 def analyze_source(
@@ -466,29 +431,44 @@ def analyze_source(
     It runs on a thread with a large stack and recursion limit (``source.on_large_stack``):
     LibCST's visitors recurse once per level of a tree.
     """
-    kept = _second_on_kept(display_path, settings, module_name, is_package, second, trees)
-    if kept is not None:
-        return kept
-    if len(text) > MAX_FILE_BYTES:  # characters: at least as many bytes
-        return _too_large(display_path, len(text))
-    args = (text, display_path, settings, module_name, is_package, second, None, trees)
-    return on_large_stack(_analyze_source, *args)
+    return _analyze(lambda: text, display_path, settings, module_name, is_package, second, trees)
 
 
-def _second_on_kept(
+def _decoded(data: bytes, display_path: str) -> str | FileResult:
+    """The text of ``data``, or the DL000 result of a file too large or not decodable."""
+    if len(data) > MAX_FILE_BYTES:
+        return _too_large(display_path, len(data))
+    try:
+        return decode_source(data)
+    except SourceError as exc:
+        # The lines only place the finding (e.g. the line of an undecodable byte).
+        approximate = data.decode("utf-8", "replace")
+        return _unparsable(display_path, str(exc), exc.line, exc.column, approximate)
+
+
+def _analyze(
+    load: Callable[[], str | FileResult],
     display_path: str,
     settings: FileSettings,
     module_name: str | None,
     is_package: bool,
     second: SecondPass | None,
     trees: ParsedTrees | None,
-) -> FileResult | None:
-    """The second pass on the text and tree the first pass kept, if it kept them."""
+) -> FileResult:
+    """A pass over the text ``load`` gives (or the result it gives instead: a file unread,
+    undecodable or too large). A second pass runs on the text and tree the first pass kept,
+    if it kept them, without loading."""
     kept = trees.take(display_path) if second is not None and trees is not None else None
-    if kept is None:
-        return None
-    text, module = kept
-    args = (text, display_path, settings, module_name, is_package, second, module)
+    if kept is not None:
+        text, module = kept
+        args = (text, display_path, settings, module_name, is_package, second, module)
+        return on_large_stack(_analyze_source, *args)
+    loaded = load()
+    if isinstance(loaded, FileResult):
+        return loaded
+    if len(loaded) > MAX_FILE_BYTES:  # characters: at least as many bytes
+        return _too_large(display_path, len(loaded))
+    args = (loaded, display_path, settings, module_name, is_package, second, None, trees)
     return on_large_stack(_analyze_source, *args)
 
 

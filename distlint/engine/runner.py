@@ -45,7 +45,6 @@ from distlint.config.settings import (
     ConfigError,
     ConfigResolver,
     FileSettings,
-    settings_for,
 )
 from distlint.engine import transport
 from distlint.engine.cache import FirstPassCache, identity_of
@@ -118,7 +117,7 @@ def native_sources(
             continue
         if b"TORCH_LIBRARY" not in data:
             continue
-        settings = settings_for(resolver.for_path(file.path), overrides, file.path)
+        settings = resolver.file_settings(file.path, overrides)
         found.append(NativeSource(file.display, data.decode("utf-8", "replace"), settings.enabled))
     return found
 
@@ -330,7 +329,7 @@ def _context_tasks(
     tasks = []
     for path in related_files(set(named), by_path, contents):
         try:
-            settings = settings_for(resolver.for_path(path), overrides, path)
+            settings = resolver.file_settings(path, overrides)
         except ConfigError:
             continue
         settings = replace(settings, enabled=settings.enabled & project_codes)

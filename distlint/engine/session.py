@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distlint.config.settings import CliOverrides, ConfigResolver, settings_for
+from distlint.config.settings import CliOverrides, ConfigResolver
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding, ToolError
 from distlint.syntax.regular_files import read_regular_file
@@ -89,7 +89,7 @@ class CheckSession:
         session.files, session.notices = discovery.files(paths)
         session.skipped = discovery.skipped
         for file in session.files:
-            settings = settings_for(resolver.for_path(file.path), overrides, file.path)
+            settings = resolver.file_settings(file.path, overrides)
             session.enabled_union |= settings.enabled
             session.tasks.append(Task(file.path, file.display, settings))
         session.native = native_sources(discovery.native_files(), resolver, overrides)
@@ -116,7 +116,7 @@ class CheckSession:
         name = name or "-"
         target = (cwd / name).resolve()
         display = display_path(target, cwd) if name != "-" else "-"
-        settings = settings_for(resolver.for_path(target), overrides, target)
+        settings = resolver.file_settings(target, overrides)
         data = sys.stdin.buffer.read()
         budget = file_budget(file_timeout, resolver.for_path(target))
         session = cls(

@@ -1,5 +1,5 @@
-"""``DistributedDataParallel`` calls and the tree walks shared by the rules about DDP models:
-DL204 and DL205 (``collectives/``) and DL303 (``wrapping/``).
+"""Tree walks shared by the rules about ``DistributedDataParallel`` models (the class:
+``semantic.collectives.DDP_CLASS``): DL204 and DL205 (``collectives/``) and DL303 (``wrapping/``).
 """
 
 from __future__ import annotations
@@ -8,9 +8,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from distlint.syntax.walker import children
+from distlint.syntax.walker import children, keyword_arg
 
-DDP = "torch.nn.parallel.DistributedDataParallel"
 # Expression nodes without children: not worth a look.
 LEAVES = frozenset(
     {
@@ -24,13 +23,6 @@ LEAVES = frozenset(
         cst.Pass,
     }
 )
-
-
-def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
 
 
 def first_arg(call: cst.Call, keyword: str = "module") -> cst.BaseExpression | None:

@@ -53,7 +53,6 @@ from distlint.semantic.rankflow import (
     is_static,
     reads_distributed_state,
     single_process_test,
-    suite_body,
     switched_off,
     target_names,
 )
@@ -66,14 +65,9 @@ from distlint.semantic.regions import (
     literal_value,
     reads_any,
 )
-from distlint.semantic.taint import (
-    FileTaint,
-    ScopeScan,
-    file_taint,
-    self_attribute,
-)
-from distlint.syntax.imports import ImportTable, dotted_name
-from distlint.syntax.walker import children, descendants, parameters
+from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
+from distlint.syntax.imports import ImportTable, dotted_name, self_attribute
+from distlint.syntax.walker import children, descendants, parameters, suite_body
 
 if TYPE_CHECKING:
     from distlint.syntax.parsed_file import ParsedFile
@@ -169,11 +163,6 @@ def _escapes(body: Sequence[cst.CSTNode], name: str, site: cst.Call) -> bool:
 
 # nn.Module methods that run code given to them on the module itself
 _HANDS_OUT_SELF = frozenset({"apply", "__setattr__", "register_forward_pre_hook"})
-
-
-def _body_of(node: cst.FunctionDef | cst.ClassDef) -> Sequence[cst.CSTNode]:
-    body = node.body
-    return body.body if isinstance(body, cst.IndentedBlock) else (body,)
 
 
 class _Scope:
@@ -309,7 +298,7 @@ class Collector:
                 scope.ddp |= inherited.ddp
                 scope.quiet |= inherited.quiet
                 scope.ddp_models.update(inherited.ddp_models)
-        body = _body_of(node)
+        body = suite_body(node.body)
         self._declare(scope, self.taint.scan(node), f"{qualname}.<locals>.")
         self._prescan(scope, self.taint.scan(node))
         saved, saved_capture = self._rank_depth, self._capture
@@ -366,7 +355,7 @@ class Collector:
         bases = tuple(v for arg in node.bases if (v := self._value(parent, arg.value)) is not None)
         summary = ClassSummary(cid, node.name.value, self.ctx.path, None, bases)
         self.summary.classes[cid] = summary
-        for stmt in _body_of(node):
+        for stmt in suite_body(node.body):
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
                     if isinstance(small, cst.AnnAssign) and small.value is not None:
@@ -381,7 +370,7 @@ class Collector:
         summary.ddp_attributes = {
             label[5:]: value for label, value in sorted(wrapping.ddp_models.items())
         }
-        for stmt in _body_of(node):
+        for stmt in suite_body(node.body):
             for inner in _unwrap(stmt):
                 if isinstance(inner, cst.FunctionDef):
                     summary.methods[inner.name.value] = f"{cid}.{inner.name.value}"
@@ -389,7 +378,9 @@ class Collector:
                 elif isinstance(inner, cst.ClassDef):
                     self._class(inner, parent, f"{qualname}.")
         # self.<attr> = value in any method (first assignment wins; __init__ first)
-        methods = [n for s in _body_of(node) for n in _unwrap(s) if isinstance(n, cst.FunctionDef)]
+        methods = [
+            n for s in suite_body(node.body) for n in _unwrap(s) if isinstance(n, cst.FunctionDef)
+        ]
         methods.sort(key=lambda f: f.name.value != "__init__")
         for method in methods:
             scope = self._method_scope(method, parent, cid, qualname)
@@ -426,7 +417,9 @@ class Collector:
             value = entries[0][1]
             if not isinstance(value, cst.BaseExpression):
                 return None, False
-            private = not _escapes(_body_of(scope.node) if scope.node else (), node.value, site)
+            private = not _escapes(
+                suite_body(scope.node.body) if scope.node else (), node.value, site
+            )
             node = value
         while (
             isinstance(node, cst.Call)
@@ -556,11 +549,11 @@ class Collector:
         attention). A BatchNorm with ``track_running_stats`` not literally True is left out."""
         modules: list[Value] = []
         registers = False
-        pending = list(_body_of(init))
+        pending = list(suite_body(init.body))
         while pending:
             stmt = pending.pop(0)
             if isinstance(stmt, cst.With):
-                pending[:0] = _body_of(stmt)
+                pending[:0] = suite_body(stmt.body)
                 continue
             if not isinstance(stmt, cst.SimpleStatementLine):
                 continue
@@ -598,7 +591,7 @@ class Collector:
         distributed-wrapped model to (its ``wrapped``/``ddp``/``quiet`` sets)."""
         attributes = FunctionSummary(f"{cid}.<attributes>", "", self.ctx.path, None)
         found = _Scope(attributes, None, parent.table, parent, cid)
-        for method in (n for s in _body_of(node) for n in _unwrap(s)):
+        for method in (n for s in suite_body(node.body) for n in _unwrap(s)):
             if not isinstance(method, cst.FunctionDef) or not any(
                 self_attribute(target) is not None
                 for target, _, _ in self.taint.scan(method).assignments

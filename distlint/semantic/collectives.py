@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 import libcst as cst
 
 from distlint.semantic.packs import knowledge, method_on_receiver
-from distlint.syntax.imports import dotted_name
+from distlint.syntax.imports import dotted_name, self_attribute
 from distlint.syntax.walker import evaluated
 
 _C10D = "torch.distributed."
@@ -68,10 +68,13 @@ FUNCTIONAL_COLLECTIVES = frozenset(
 )
 POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
 
-DDP = frozenset(
+# The model wrappers of torch, as resolved names (shared by the rules about them).
+DDP_CLASS = "torch.nn.parallel.DistributedDataParallel"
+DDP = frozenset({DDP_CLASS, "torch.nn.parallel.distributed.DistributedDataParallel"})
+FSDP1 = frozenset(
     {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
     }
 )
 # torch.nn modules that own buffers as built by default (their running statistics): a DDP
@@ -89,13 +92,7 @@ CONVERTS_BATCH_NORM = frozenset(
     f"{prefix}.SyncBatchNorm.convert_sync_batchnorm"
     for prefix in ("torch.nn", "torch.nn.modules.batchnorm")
 )
-WRAPPERS = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    }
-)
+WRAPPERS = frozenset({DDP_CLASS, *FSDP1})
 FULLY_SHARD = frozenset(
     {
         "torch.distributed.fsdp.fully_shard",
@@ -196,13 +193,8 @@ def implicit_collective(
 def _label(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Name):
         return expr.value
-    if (
-        isinstance(expr, cst.Attribute)
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value == "self"
-    ):
-        return f"self.{expr.attr.value}"
-    return None
+    attr = self_attribute(expr)
+    return f"self.{attr}" if attr is not None else None
 
 
 _ZERO_CONFIG_KEYWORDS = ("config", "config_params")

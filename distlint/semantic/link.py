@@ -212,13 +212,7 @@ class ProjectFacts:
                 elif item[0] == "func":
                     found |= self._returns(item[1], depth + 1)
             return frozenset(found)
-        if kind == "elem":
-            found = set()
-            for item in self.evaluate(value[1], cls, depth + 1):
-                if item[0] == "seqv":
-                    found |= set(item[1])
-            return frozenset(found)
-        if kind == "item":
+        if kind == "elem" or kind == "item":  # ("item": one unpacked by position, taken as any)
             found = set()
             for item in self.evaluate(value[1], cls, depth + 1):
                 if item[0] == "seqv":

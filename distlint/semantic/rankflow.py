@@ -34,7 +34,7 @@ from distlint.semantic.ranks import (
     is_matrix_rank,
 )
 from distlint.syntax.imports import ImportTable, dotted_name
-from distlint.syntax.walker import children, descendants, evaluated, parameters
+from distlint.syntax.walker import children, descendants, evaluated, parameters, suite_body
 
 if TYPE_CHECKING:
     from distlint.syntax.parsed_file import ParsedFile
@@ -556,31 +556,23 @@ class RankFlow:
 
     def _for(self, node: cst.For, env: Env) -> Env:
         iterable = self.kind(node.iter, env)
-        entry = env
-        for _ in range(2):  # the lattice is shallow: two rounds reach the fixpoint
+
+        def round_(entry: Env) -> Env:
             inner = dict(entry)
             self._loop_target(node.target, node.iter, iterable, inner)
-            end = self._block(suite_body(node.body), inner)
-            joined = _join_envs([entry, _continued(end)])
-            settled = _settled(entry, joined)
-            entry = joined
-            if settled:
-                break
-        after = entry
+            return self._block(suite_body(node.body), inner)
+
+        after = _loop_head(env, round_)
         if node.orelse is not None:
             after = self._block(suite_body(node.orelse.body), dict(after))
         return after
 
     def _while(self, node: cst.While, env: Env) -> Env:
-        entry = env
-        for _ in range(2):
+        def round_(entry: Env) -> Env:
             self._record(node.test, self.kind(node.test, entry))
-            end = self._block(suite_body(node.body), dict(entry))
-            joined = _join_envs([entry, _continued(end)])
-            settled = _settled(entry, joined)
-            entry = joined
-            if settled:
-                break
+            return self._block(suite_body(node.body), dict(entry))
+
+        entry = _loop_head(env, round_)
         if node.orelse is not None:
             entry = self._block(suite_body(node.orelse.body), dict(entry))
         return entry
@@ -605,14 +597,7 @@ class RankFlow:
         function = self._by_node.get(id(node))
         if self._round and self._reads.get(id(node), _NO_READS).isdisjoint(self._interesting):
             return  # reads nothing a later round changes: its tests and returns stand
-        saved = (
-            self._resolve,
-            self._table,
-            self._self_name,
-            self._params,
-            self._current_function,
-            self._returns_seen,
-        )
+        saved = [getattr(self, name) for name in _FUNCTION_STATE]
         self._table = self.ctx.table_for(node, self._table)
         self._resolve = self._table.resolve
         params = [p.name.value for p in parameters(node.params)]
@@ -636,14 +621,8 @@ class RankFlow:
             or not _same_elements(before_elements, function.elements)
         ):
             self._changed = True
-        (
-            self._resolve,
-            self._table,
-            self._self_name,
-            self._params,
-            self._current_function,
-            self._returns_seen,
-        ) = saved
+        for name, value in zip(_FUNCTION_STATE, saved, strict=True):
+            setattr(self, name, value)
 
     _current_function: _Function | None = None
     _returns_seen = False
@@ -1008,6 +987,15 @@ _EXTERNAL_PREFIXES = (
 )
 _CONSTANT_NAMES = frozenset({"True", "False", "None"})
 _EXITED = "\0exited"
+# What walking a function sets on the flow and restores after it (see ``_function``).
+_FUNCTION_STATE = (
+    "_resolve",
+    "_table",
+    "_self_name",
+    "_params",
+    "_current_function",
+    "_returns_seen",
+)
 _NO_READS: frozenset[tuple[str, str]] = frozenset()
 _COMPOUND = frozenset({cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar, cst.Match})
 _BLOCKS = frozenset(
@@ -1277,6 +1265,20 @@ def _same_elements(a: tuple[Kind, ...] | None, b: tuple[Kind, ...] | None) -> bo
     return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
 
 
+def _loop_head(env: Env, round_: Callable[[Env], Env]) -> Env:
+    """The env at a loop's head from ``env`` on: ``round_(entry)`` runs the loop once from
+    ``entry`` and gives the env at the body's end, joined back into the head until it settles
+    (the lattice is shallow: two rounds reach the fixpoint)."""
+    entry = env
+    for _ in range(2):
+        joined = _join_envs([entry, _continued(round_(entry))])
+        settled = _settled(entry, joined)
+        entry = joined
+        if settled:
+            break
+    return entry
+
+
 def _settled(before: Env, after: Env) -> bool:
     """Whether another pass over a loop body would start from the same levels."""
     for name, kind in after.items():
@@ -1320,10 +1322,6 @@ def _expressions(node: cst.CSTNode) -> Iterable[cst.BaseExpression]:
             yield child
         elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
             stack.extend(children(child))
-
-
-def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else (suite,)
 
 
 def is_static(node: cst.FunctionDef) -> bool:

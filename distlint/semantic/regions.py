@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from distlint.semantic.regions_model import UNKNOWN, CompileOptions
-from distlint.syntax.walker import children, descendants, evaluated
+from distlint.syntax.imports import self_attribute
+from distlint.syntax.walker import children, descendants, evaluated, suite_body
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
 DISABLE_FUNCTIONS = frozenset(
@@ -300,7 +301,7 @@ def exits_when_compiling(node: cst.If, resolve: Resolver) -> bool:
 
 def ends_in_exit(suite: cst.BaseSuite) -> bool:
     """Whether a block ends in ``return`` or ``raise`` (an early exit)."""
-    body = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+    body = suite_body(suite)
     last = body[-1] if body else None
     if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body:
         return isinstance(last.body[-1], (cst.Return, cst.Raise))
@@ -342,13 +343,7 @@ def own_compile(module: cst.Module, resolve: Resolver) -> OwnCompile:
     self_calls: set[int] = set()
     for cls in classes.values():
         for node in descendants(cls):
-            if (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value == "compile"
-                and isinstance(node.func.value, cst.Name)
-                and node.func.value.value == "self"
-            ):
+            if isinstance(node, cst.Call) and self_attribute(node.func) == "compile":
                 self_calls.add(id(node))
     names: set[str] = set()
     for node in descendants(module):

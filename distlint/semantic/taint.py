@@ -7,7 +7,7 @@ may hold a rank source at all. Rules ask through ``RuleContext.rank_dependent``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ import libcst as cst
 
 from distlint.semantic.packs import source_words
 from distlint.semantic.rankflow import RANK, UNKNOWN_KIND, Kind, RankFlow, Why
-from distlint.syntax.walker import children, subclasses_of
+from distlint.syntax.walker import children, subclasses_of, suite_body
 
 if TYPE_CHECKING:
     from distlint.syntax.parsed_file import ParsedFile
@@ -115,21 +115,6 @@ _SKIP_SMALL = frozenset(
 )
 
 
-def body_of(node: cst.FunctionDef | cst.ClassDef) -> Sequence[cst.CSTNode]:
-    body = node.body
-    return body.body if isinstance(body, cst.IndentedBlock) else (body,)
-
-
-def self_attribute(target: cst.BaseExpression) -> str | None:
-    if (
-        isinstance(target, cst.Attribute)
-        and isinstance(target.value, cst.Name)
-        and target.value.value == "self"
-    ):
-        return target.attr.value
-    return None
-
-
 # -- the per-file analysis (rules ask through RuleContext.rank_dependent) ---------------------
 
 
@@ -152,7 +137,7 @@ class FileTaint:
         """The scan of a module, function or class body (computed once)."""
         found = self.scans.get(node)
         if found is None:
-            body = node.body if isinstance(node, cst.Module) else body_of(node)
+            body = node.body if isinstance(node, cst.Module) else suite_body(node.body)
             found = self.scans[node] = scan_scope(body)
         return found
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from distlint.syntax.walker import blocks_of
+from distlint.syntax.walker import blocks_of, parameters, suite_body
 
 # Private homes of public torch APIs: report and match them under their public name.
 _CANONICAL_PREFIXES = (
@@ -42,6 +42,17 @@ def dotted_name(expr: cst.BaseExpression) -> str | None:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
+
+
+def self_attribute(expr: cst.BaseExpression) -> str | None:
+    """``self.x`` -> "x"; None for anything else."""
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == "self"
+    ):
+        return expr.attr.value
+    return None
 
 
 def module_name_for(path: Path) -> tuple[str | None, bool]:
@@ -90,10 +101,9 @@ class ImportTable:
     ) -> ImportTable:
         """A function scope inside this one: parameters shadow, local imports bind."""
         table = ImportTable({}, parent=self)
-        for param in _all_params(func.params):
+        for param in parameters(func.params):
             table._bindings[param.name.value] = None
-        body = func.body.body if isinstance(func.body, cst.IndentedBlock) else (func.body,)
-        table._scan(body, module_name, is_package)
+        table._scan(suite_body(func.body), module_name, is_package)
         return table
 
     def resolve_name(self, name: str) -> str | None:
@@ -246,21 +256,6 @@ def _scope_statements_nested(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.
             yield node, nested
         elif isinstance(node, cst.BaseCompoundStatement):
             for block in reversed(blocks_of(node)):
-                pending.extend((child, True) for child in reversed(_statements_of(block)))
+                pending.extend((child, True) for child in reversed(suite_body(block)))
         elif isinstance(node, cst.BaseSmallStatement):
             yield node, nested
-
-
-def _statements_of(suite: cst.BaseSuite) -> list[cst.CSTNode]:
-    if isinstance(suite, cst.IndentedBlock):
-        return list(suite.body)
-    return [suite]
-
-
-def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            yield star

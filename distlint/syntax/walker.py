@@ -185,6 +185,11 @@ def walk(
             stack.append((child, child_depth, None))
 
 
+def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    """The statements of a block: an indented block's, or a one-line suite as its one."""
+    return suite.body if isinstance(suite, cst.IndentedBlock) else (suite,)
+
+
 def blocks_of(node: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
     """The blocks of a compound statement: body, ``elif``/``else`` chain, handlers, ``finally``
     and ``match`` cases, in source order."""
@@ -222,6 +227,30 @@ def parameters(params: cst.Parameters) -> Iterator[cst.Param]:
     yield from params.kwonly_params
     if isinstance(params.star_kwarg, cst.Param):
         yield params.star_kwarg
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    """The argument ``name=...`` of ``call``, if it is given."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def call_argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for the parameter at ``position`` or named ``keyword``: None when
+    it passes nothing for it, or when a ``*``/``**`` argument comes first (it may hold it)."""
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if positional == position:
+                return arg.value
+            positional += 1
+        elif arg.keyword.value == keyword:
+            return arg.value
+    return None
 
 
 def scope_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._ddp import DDP, LEAVES, first_arg, keyword_arg, target_names, walk
+from distlint.rules._ddp import LEAVES, first_arg, target_names, walk
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
+from distlint.semantic.collectives import DDP_CLASS
 from distlint.semantic.regions import literal_value
-from distlint.syntax.imports import dotted_name
-from distlint.syntax.walker import children
+from distlint.syntax.imports import dotted_name, self_attribute
+from distlint.syntax.walker import children, keyword_arg, suite_body
 
 DDP_WORD = "DistributedDataParallel"
 # torch.nn modules that own trainable parameters (a skipped activation or dropout is harmless).
@@ -92,22 +93,8 @@ def _calls_by_scope(module: cst.Module) -> dict[int, list[cst.Call]]:
 def _defines_forward(cls: cst.ClassDef) -> bool:
     return any(
         type(statement) is cst.FunctionDef and statement.name.value == "forward"  # type: ignore[attr-defined]
-        for statement in _body(cls)
+        for statement in suite_body(cls.body)
     )
-
-
-def _body(node: cst.FunctionDef | cst.ClassDef) -> list[cst.CSTNode]:
-    return list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else [node.body]
-
-
-def _self_attr(expr: cst.BaseExpression) -> str | None:
-    if (
-        isinstance(expr, cst.Attribute)
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value == "self"
-    ):
-        return expr.attr.value
-    return None
 
 
 def _names_read(expr: cst.CSTNode) -> set[str]:
@@ -180,7 +167,7 @@ class DdpUnusedParameters(Rule):
             candidate = kind is cst.Name or (
                 kind is cst.Attribute and func.attr.value == DDP_WORD  # type: ignore[attr-defined]
             )
-            if candidate and self.ctx.resolve(func) == DDP:
+            if candidate and self.ctx.resolve(func) == DDP_CLASS:
                 self._check_ddp(call)
 
     def _describe_classes(self) -> dict[str, _ModuleClass]:
@@ -193,7 +180,7 @@ class DdpUnusedParameters(Rule):
 
     def _describe(self, cls: cst.ClassDef) -> _ModuleClass:
         info = _ModuleClass(cls)
-        for statement in _body(cls):
+        for statement in suite_body(cls.body):
             if isinstance(statement, cst.FunctionDef):
                 info.methods[statement.name.value] = statement
         init = info.methods.get("__init__")
@@ -201,7 +188,7 @@ class DdpUnusedParameters(Rule):
             for item in walk(init):
                 if isinstance(item, cst.Assign) and isinstance(item.value, cst.Call):
                     for target in item.targets:
-                        attr = _self_attr(target.target)
+                        attr = self_attribute(target.target)
                         if attr is not None and self._parametric(item.value):
                             info.submodules[attr] = item.value
         for method in info.methods.values():
@@ -331,13 +318,15 @@ def _collect_calls(
     """Calls ``self.x(...)`` of submodules in ``func`` (and the methods it calls), and whether
     each is under a condition (``if``/ternary/loop) that is not ``self.training``."""
     seen.add(func.name.value)
-    stack: list[tuple[cst.CSTNode, bool]] = [(child, conditional) for child in _body(func)]
+    stack: list[tuple[cst.CSTNode, bool]] = [
+        (child, conditional) for child in suite_body(func.body)
+    ]
     while stack:
         node, under = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         if isinstance(node, cst.Call):
-            attr = _self_attr(node.func)
+            attr = self_attribute(node.func)
             if attr is not None:
                 if attr in info.submodules:
                     calls.setdefault(attr, []).append((node, under))
@@ -390,7 +379,7 @@ def _dropped_outputs(forward: cst.FunctionDef, info: _ModuleClass) -> list[tuple
         value = statement.value
         if not isinstance(value, cst.Call):
             continue
-        attr = _self_attr(value.func)
+        attr = self_attribute(value.func)
         if attr is None or attr not in info.submodules:
             continue
         if isinstance(statement, cst.Expr):
@@ -427,7 +416,7 @@ def _statement_flow(statement: cst.CSTNode, live: set[str]) -> set[str]:
             receiver = call.func.value
             if isinstance(receiver, cst.Name) and receiver.value in live:
                 return _names_read(call)
-            if _self_attr(receiver) is not None:
+            if self_attribute(receiver) is not None:
                 return _names_read(call)
         return set()
     value = getattr(statement, "value", None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.base import Rule
+from distlint.rules.base import RegionRule
 
 # Observed on torch 2.13.0 (re-observed by tests/proof/test_proof_dl203.py): each crashes Dynamo
 # with InternalTorchDynamoError (UnsafeScriptObjectError on the ProcessGroup OpaqueObject), GB2078.
@@ -25,7 +25,7 @@ OBJECT_COLLECTIVES = frozenset(
 )
 
 
-class ObjectCollectiveInCompiledRegion(Rule):
+class ObjectCollectiveInCompiledRegion(RegionRule):
     code = "DL203"
     name = "object-collective-in-compiled-region"
     severity = Severity.ERROR
@@ -34,7 +34,6 @@ class ObjectCollectiveInCompiledRegion(Rule):
     )
     tags = ("correctness", "torch.compile", "distributed")
     precision = "very-high"
-    scope = "region"
 
     def visit_Call(self, node: cst.Call) -> None:
         region = self.ctx.region

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
-from distlint.rules.base import Rule
+from distlint.rules.base import ProjectRule
 from distlint.rules.collectives._rank_messages import (
     collective_text,
     condition_text,
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from distlint.rules.project import Project
 
 
-class PossiblyRankDivergentCollective(Rule):
+class PossiblyRankDivergentCollective(ProjectRule):
     code = "DL209"
     name = "possibly-rank-divergent-collective"
     severity = Severity.NOTE
@@ -32,7 +32,6 @@ class PossiblyRankDivergentCollective(Rule):
     )
     tags = ("distributed", "deadlock", "review")
     precision = "low"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterator[Finding]:

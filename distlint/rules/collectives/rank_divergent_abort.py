@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
-from distlint.rules.base import Rule
+from distlint.rules.base import ProjectRule
 from distlint.rules.collectives._rank_messages import (
     collective_text,
     condition_text,
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from distlint.rules.project import Project
 
 
-class RankDivergentAbort(Rule):
+class RankDivergentAbort(ProjectRule):
     code = "DL208"
     name = "rank-divergent-abort"
     severity = Severity.WARNING
@@ -30,7 +30,6 @@ class RankDivergentAbort(Rule):
     )
     tags = ("distributed", "robustness")
     precision = "high"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterator[Finding]:

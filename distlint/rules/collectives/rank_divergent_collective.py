@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Severity
-from distlint.rules.base import Rule
+from distlint.rules.base import ProjectRule
 from distlint.rules.collectives._rank_messages import (
     HINT,
     collective_text,
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from distlint.rules.project import Project
 
 
-class RankDivergentCollective(Rule):
+class RankDivergentCollective(ProjectRule):
     code = "DL201"
     name = "rank-divergent-collective"
     severity = Severity.ERROR
@@ -32,7 +32,6 @@ class RankDivergentCollective(Rule):
     )
     tags = ("correctness", "distributed", "deadlock")
     precision = "high"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterator[Finding]:

@@ -11,22 +11,15 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._ddp import DDP, LEAVES, target_names, walk
+from distlint.rules._ddp import LEAVES, target_names, walk
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
+from distlint.semantic.collectives import FULLY_SHARD
+from distlint.semantic.collectives import WRAPPERS as MODEL_WRAPPERS
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import children
 
-WRAPPERS = frozenset(
-    {
-        DDP,
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
-    }
-)
+WRAPPERS = MODEL_WRAPPERS | FULLY_SHARD
 WRAPPER_WORDS = ("DistributedDataParallel", "FullyShardedDataParallel", "fully_shard")
 BROADCASTS = frozenset(
     {

@@ -10,44 +10,15 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.base import Rule
+from distlint.knowledge.collectives import (
+    ASYNC_BREAK,
+    P2P_BREAK,
+    UNTRACEABLE_COLLECTIVES,
+    collective_break_gb,
+)
+from distlint.rules.base import RegionRule
 from distlint.rules.compile._analysis import SOME_PATHS
 
-# Observed on torch 2.13.0 (re-observed by tests/proof/test_proof_dl202.py):
-# Dynamo cannot trace these c10d calls. Name -> GB id of the break.
-UNTRACEABLE_COLLECTIVES = {
-    "torch.distributed.broadcast": "GB0007",
-    "torch.distributed.barrier": "GB0007",
-    "torch.distributed.reduce": "GB0007",
-    "torch.distributed.reduce_scatter": "GB0007",  # the list form (input_list)
-    "torch.distributed.gather": "GB0007",
-    "torch.distributed.scatter": "GB0007",
-    "torch.distributed.all_to_all": "GB0007",  # the list form
-    "torch.distributed.new_group": "GB0007",
-    "torch.distributed.send": "GB2696",
-    "torch.distributed.recv": "GB2696",
-    "torch.distributed.isend": "GB2696",
-    "torch.distributed.irecv": "GB2696",
-}
-_P2P = frozenset(
-    {
-        "torch.distributed.send",
-        "torch.distributed.recv",
-        "torch.distributed.isend",
-        "torch.distributed.irecv",
-    }
-)
-# Traceable c10d collectives (remapped to functional collectives) and the position of
-# their ``async_op`` parameter; with ``async_op=True`` they break the graph (GB0172).
-TRACEABLE_COLLECTIVES = {
-    "torch.distributed.all_reduce": 3,
-    "torch.distributed.all_gather": 3,
-    "torch.distributed.all_gather_into_tensor": 3,
-    "torch.distributed.all_gather_single": 3,
-    "torch.distributed.reduce_scatter_tensor": 4,
-    "torch.distributed.reduce_scatter_single": 4,
-    "torch.distributed.all_to_all_single": 5,
-}
 _INSTEAD = {
     "torch.distributed.broadcast": "`funcol.broadcast(t, src, group)`",
     "torch.distributed.reduce": "`dist.all_reduce` (every rank gets the result)",
@@ -58,7 +29,7 @@ _INSTEAD = {
 }
 
 
-class UntraceableCollective(Rule):
+class UntraceableCollective(RegionRule):
     code = "DL202"
     name = "untraceable-collective"
     severity = Severity.WARNING
@@ -68,7 +39,6 @@ class UntraceableCollective(Rule):
     )
     tags = ("performance", "torch.compile", "distributed")
     precision = "very-high"
-    scope = "region"
 
     def visit_Call(self, node: cst.Call) -> None:
         region = self.ctx.region
@@ -86,7 +56,7 @@ class UntraceableCollective(Rule):
             effect = f"makes the fullgraph=True compile fail (`Unsupported`){SOME_PATHS}"
         else:
             effect = "breaks the graph of the compiled region"
-        if gb != "GB0172":
+        if gb != ASYNC_BREAK:
             message = _untraceable_message(name, spelled, effect)
         else:
             message = (
@@ -102,25 +72,9 @@ class UntraceableCollective(Rule):
         )
 
 
-def collective_break_gb(name: str | None, node: cst.Call) -> str | None:
-    """The GB id of the graph break a c10d call causes in compiled code, or None if it traces.
-
-    ``name`` is the call's resolved name. Object collectives are not included: they crash
-    compilation outright (DL203).
-    """
-    if name is None:
-        return None
-    if name in UNTRACEABLE_COLLECTIVES:
-        return UNTRACEABLE_COLLECTIVES[name]
-    position = TRACEABLE_COLLECTIVES.get(name)
-    if position is not None and _async_op_true(node, position):
-        return "GB0172"
-    return None
-
-
 def _untraceable_message(name: str, spelled: str, effect: str) -> str:
     gb = UNTRACEABLE_COLLECTIVES[name]
-    if name in _P2P:
+    if gb == P2P_BREAK:
         return (
             f"`{spelled}` {effect}: torch 2.13 does not compile point-to-point ops "
             f"(`P2P compilation disabled for isend/irecv`, {gb}). Call it outside the "
@@ -138,21 +92,3 @@ def _untraceable_message(name: str, spelled: str, effect: str) -> str:
         f"`{spelled}` {effect}: Dynamo does not trace `{short}` on torch 2.13 ({gb}). "
         f"{hint} it outside the compiled function."
     )
-
-
-def _async_op_true(node: cst.Call, position: int) -> bool:
-    positional = 0
-    for arg in node.args:
-        if arg.star:
-            return False
-        if arg.keyword is None:
-            if positional == position:
-                return _is_true(arg.value)
-            positional += 1
-        elif arg.keyword.value == "async_op":
-            return _is_true(arg.value)
-    return False
-
-
-def _is_true(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.syntax.imports import dotted_name, scope_statements
-from distlint.syntax.walker import descendants, evaluated, parameters
+from distlint.syntax.imports import dotted_name, scope_statements, self_attribute
+from distlint.syntax.walker import descendants, evaluated, parameters, suite_body
 
 # how region rules qualify a fullgraph=True failure that only some paths reach (a warning)
 SOME_PATHS = (
@@ -180,6 +180,8 @@ INTEGER_DTYPES = frozenset(
 FLOAT_METHODS = frozenset(
     {"float", "half", "double", "bfloat16", "softmax", "log_softmax", "sigmoid", "mean", "std"}
 )
+# Methods whose result has the dtype of their receiver.
+_DTYPE_KEEPING = frozenset({"flatten", "view", "reshape", "detach", "clone", "cpu", "contiguous"})
 FLOAT_FUNCTIONS = frozenset(
     {"rand", "randn", "rand_like", "randn_like", "softmax", "log_softmax", "sigmoid", "linspace"}
 )
@@ -245,12 +247,6 @@ def _is_tensor_annotation(annotation: cst.BaseExpression, resolve) -> bool:  # t
     return dotted_name(annotation) in ("torch.Tensor", "Tensor") and name is None
 
 
-def _function_body(func: cst.FunctionDef) -> Sequence[cst.CSTNode]:
-    if isinstance(func.body, cst.IndentedBlock):
-        return func.body.body
-    return (func.body,)
-
-
 def own_nodes(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CSTNode]]]:
     """Every node under ``node`` (itself included) with its ancestors below ``node``.
 
@@ -275,7 +271,7 @@ def own_nodes(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CST
 
 def function_nodes(func: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CSTNode]]]:
     """Every node of ``func``'s own body (not nested scopes) with its ancestors in the body."""
-    for stmt in _function_body(func):
+    for stmt in suite_body(func.body):
         yield from own_nodes(stmt)
 
 
@@ -298,7 +294,7 @@ class TensorGuess:
         self._memo: dict[str, bool] = {}
         self._uses: dict[str, str] | None = None  # name -> control | range (see name_uses)
         if func is not None:
-            for param in _params(func.params):
+            for param in parameters(func.params):
                 self.params[param.name.value] = param
             for node, _ in function_nodes(func):
                 self._note_binding(node)
@@ -477,21 +473,16 @@ class TensorGuess:
             return self.is_float_tensor(expr.left) or self.is_float_tensor(expr.right)
         if not isinstance(expr, cst.Call):
             return False
-        for arg in expr.args:
-            if arg.keyword is not None and arg.keyword.value == "dtype":
-                return self.resolve(arg.value) in FLOAT_DTYPES
+        said = self._says_dtype(expr, FLOAT_DTYPES, FLOAT_METHODS)
+        if said is not None:
+            return said
         func = expr.func
-        if isinstance(func, cst.Attribute) and self.resolve(func) is None:
-            method = func.attr.value
-            if method in FLOAT_METHODS:
-                return True
-            if method == "to":
-                return any(
-                    arg.keyword is None and self.resolve(arg.value) in FLOAT_DTYPES
-                    for arg in expr.args
-                )
-            if method in ("flatten", "view", "reshape", "detach", "clone", "cpu", "contiguous"):
-                return self.is_float_tensor(func.value)
+        if (
+            isinstance(func, cst.Attribute)
+            and self.resolve(func) is None
+            and func.attr.value in _DTYPE_KEEPING
+        ):
+            return self.is_float_tensor(func.value)
         name = self.resolve(func)
         return name is not None and name.rsplit(".", 1)[-1] in FLOAT_FUNCTIONS
 
@@ -504,30 +495,31 @@ class TensorGuess:
             return False
         if not isinstance(expr, cst.Call):
             return False
-        for arg in expr.args:
+        said = self._says_dtype(expr, INTEGER_DTYPES, INTEGER_METHODS)
+        if said is not None:
+            return said
+        name = self.resolve(expr.func)
+        return name in ("torch.arange", "torch.randint", "torch.randperm", "torch.argmax")
+
+    def _says_dtype(
+        self, call: cst.Call, dtypes: frozenset[str], methods: frozenset[str]
+    ) -> bool | None:
+        """Whether ``call`` makes a tensor of one of ``dtypes``, where the call says it: a
+        ``dtype=`` keyword, ``.to(<dtype>)`` or a method of ``methods`` (``.long()``); None
+        where it does not say."""
+        for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == "dtype":
-                return self.resolve(arg.value) in INTEGER_DTYPES
-        func = expr.func
+                return self.resolve(arg.value) in dtypes
+        func = call.func
         if isinstance(func, cst.Attribute) and self.resolve(func) is None:
             method = func.attr.value
-            if method in INTEGER_METHODS:
+            if method in methods:
                 return True
             if method == "to":
                 return any(
-                    arg.keyword is None and self.resolve(arg.value) in INTEGER_DTYPES
-                    for arg in expr.args
+                    arg.keyword is None and self.resolve(arg.value) in dtypes for arg in call.args
                 )
-        name = self.resolve(func)
-        return name in ("torch.arange", "torch.randint", "torch.randperm", "torch.argmax")
-
-
-def _params(params: cst.Parameters) -> Iterator[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            yield star
+        return None
 
 
 # -- where a tensor is truth-tested ----------------------------------------------------------------
@@ -718,13 +710,7 @@ def self_attribute_values(
             for node in descendants(parent):
                 if isinstance(node, cst.Assign):
                     for target in node.targets:
-                        t = target.target
-                        if (
-                            isinstance(t, cst.Attribute)
-                            and isinstance(t.value, cst.Name)
-                            and t.value.value == "self"
-                            and t.attr.value == attr
-                        ):
+                        if self_attribute(target.target) == attr:
                             values.append(node.value)
             return values
     return None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from distlint.knowledge.collectives import UNTRACEABLE_COLLECTIVES
 from distlint.rules.compile._analysis import (
     Conversion,
     classify_conversion,
@@ -166,27 +167,6 @@ def environ_write(rule: _RegionRule, node: cst.CSTNode) -> cst.CSTNode | None:
         if isinstance(target, cst.Subscript) and rule.ctx.resolve(target.value) == "os.environ":
             return target
     return None
-
-
-# DL202's untraceable collectives (tests/proof/test_proof_dl202.py), counted by DL105 as breaks
-# in a loop.
-UNTRACEABLE_COLLECTIVES = frozenset(
-    f"torch.distributed.{name}"
-    for name in (
-        "broadcast",
-        "barrier",
-        "reduce",
-        "reduce_scatter",
-        "gather",
-        "scatter",
-        "all_to_all",
-        "send",
-        "recv",
-        "isend",
-        "irecv",
-        "new_group",
-    )
-)
 
 
 def collective_break(rule: _RegionRule, node: cst.Call) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.rules.compile._analysis import binds_locally
-from distlint.syntax.imports import scope_statements
+from distlint.syntax.imports import scope_statements, self_attribute
 
 CHECKPOINT = "torch.utils.checkpoint.checkpoint"
 COND = "torch.cond"
@@ -87,14 +87,11 @@ def _function_named(
                     return None  # a parameter or local of that name: not the module's def
         found = _def_in(module.body, name)
         return (found, False) if found is not None else None
-    if (
-        isinstance(value, cst.Attribute)
-        and isinstance(value.value, cst.Name)
-        and value.value.value == "self"
-    ):
+    attr = self_attribute(value)
+    if attr is not None:
         for parent in reversed(parents):
             if isinstance(parent, cst.ClassDef):
-                found = _def_in(parent.body.body, value.attr.value)
+                found = _def_in(parent.body.body, attr)
                 return (found, False) if found is not None else None
     return None
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from distlint.findings import Severity
 from distlint.rules.base import RegionRule
 from distlint.rules.compile._analysis import TensorGuess
 from distlint.rules.context import RuleContext
+from distlint.semantic.regions_model import Region
 
 
 class _RegionRule(RegionRule):
@@ -46,6 +48,23 @@ class _RegionRule(RegionRule):
 
     def spell(self, node: cst.CSTNode, limit: int = 60) -> str:
         return self.ctx.spellings.spell(node, limit)
+
+    def report_break(
+        self,
+        node: cst.CSTNode,
+        region: Region,
+        *,
+        fullgraph: str,
+        breaks: str,
+    ) -> None:
+        """Report what graph-breaks in ``region``: under fullgraph=True a compile error (the
+        ``fullgraph`` message, severity error), otherwise the ``breaks`` message at the rule's
+        severity; related to the region's roots either way."""
+        if region.fullgraph:
+            message, severity = fullgraph, Severity.ERROR
+        else:
+            message, severity = breaks, None
+        self.report(node, message, severity=severity, related=region.related)
 
 
 def _locally_bound(ctx: RuleContext, name: str) -> bool:

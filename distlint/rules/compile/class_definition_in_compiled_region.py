@@ -31,19 +31,18 @@ class ClassDefinitionInCompiledRegion(_RegionRule):
             return  # a class nested in a local class: the outer one is reported
         what = f"The `class {node.name.value}` statement inside a compiled function"
         advice = "Define the class at module level and use it here"
-        if region.fullgraph:
-            message = (
+        self.report_break(
+            node.name,
+            region,
+            fullgraph=(
                 f"{what} fails under fullgraph=True on torch 2.13 (`Unsupported: Invalid call "
                 f"to __build_class__`, GB8977). {advice}."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what} graph-breaks on torch 2.13 (GB8977, `Invalid call to "
                 f"__build_class__`): the graph ends here and resumes after it. {advice}."
-            )
-            severity = None
-        self.report(node.name, message, severity=severity, related=region.related)
+            ),
+        )
 
     def _since_function(self) -> list[cst.CSTNode]:
         found: list[cst.CSTNode] = []

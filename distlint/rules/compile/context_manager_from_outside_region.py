@@ -19,7 +19,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.compile._analysis import binds_locally, bound_values, self_attribute_values
 from distlint.rules.compile._region import _RegionRule
-from distlint.syntax.imports import scope_statements
+from distlint.syntax.imports import scope_statements, self_attribute
 
 GRAD_MODES = frozenset(
     {
@@ -54,30 +54,25 @@ class OutsideContextManager(_RegionRule):
         made = None
         if isinstance(item, cst.Name):
             made = self._made_outside(item.value)
-        elif (
-            isinstance(item, cst.Attribute)
-            and isinstance(item.value, cst.Name)
-            and item.value.value == "self"
-        ):
-            made = self._self_attribute(item.attr.value)
+        elif (attr := self_attribute(item)) is not None:
+            made = self._self_attribute(attr)
         if made is None:
             return
         spelled = self.spell(item)
         what = f"`with {spelled}:` enters {made}, made outside the compiled region"
         advice = "Create it in the `with` statement inside the function (`with torch.no_grad():`)"
-        if region.fullgraph:
-            message = (
+        self.report_break(
+            item,
+            region,
+            fullgraph=(
                 f"{what}: under fullgraph=True this fails on torch 2.13 (`Unsupported: "
                 f"Unsupported context manager`, GB0142). {advice}."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what}: torch 2.13 cannot enter it (GB0142, `Unsupported context manager`) "
                 f"and gives up on the function, which runs eagerly. {advice}."
-            )
-            severity = None
-        self.report(item, message, severity=severity, related=region.related)
+            ),
+        )
 
     # -- where the object comes from --------------------------------------------------------
 

@@ -32,22 +32,21 @@ class DataDependentBranch(_RegionRule):
             return
         for leaf in tensor_branches(node, self.guess()):
             spelled = self.spell(leaf)
-            if region.fullgraph:
-                message = (
+            self.report_break(
+                leaf,
+                region,
+                fullgraph=(
                     f"`{spelled}` is a tensor: branching on it under fullgraph=True fails on "
                     "torch 2.13 with `Unsupported: Data-dependent branching` (GB0170). Use "
                     "`torch.where(...)` or `torch.cond(...)` instead of the Python branch."
-                )
-                severity = Severity.ERROR
-            else:
-                message = (
+                ),
+                breaks=(
                     f"`{spelled}` is a tensor: branching on it graph-breaks on torch 2.13 "
                     "(GB0170, data-dependent branching): the graph ends here and the rest "
                     "runs eagerly until a new one starts. Use `torch.where(...)` or "
                     "`torch.cond(...)` instead of the Python branch."
-                )
-                severity = None
-            self.report(leaf, message, severity=severity, related=region.related)
+                ),
+            )
 
     def visit_If(self, node: cst.If) -> None:
         self._check(node)
@@ -81,21 +80,18 @@ class DataDependentBranch(_RegionRule):
         region = self.ctx.region
         assert region is not None
         spelled = self.spell(leaf)
-        if region.fullgraph:
-            self.report(
-                leaf,
+        self.report_break(
+            leaf,
+            region,
+            fullgraph=(
                 f"`{spelled}` is a tensor: `and`/`or` call `bool()` on it, which under "
                 "fullgraph=True fails on torch 2.13 with `Unsupported: Data-dependent "
                 "branching` (GB0170). Combine masks with `&`/`|` and select with "
-                "`torch.where(...)`.",
-                severity=Severity.ERROR,
-                related=region.related,
-            )
-        else:
-            self.report(
-                leaf,
+                "`torch.where(...)`."
+            ),
+            breaks=(
                 f"`{spelled}` is a tensor: `and`/`or` call `bool()` on it, which graph-breaks "
                 "on torch 2.13 (GB0170, data-dependent branching). Combine masks with `&`/`|` "
-                "and select with `torch.where(...)`.",
-                related=region.related,
-            )
+                "and select with `torch.where(...)`."
+            ),
+        )

@@ -54,20 +54,19 @@ class DataDependentOperator(_RegionRule):
             f"`{spelled}` returns a Python bool computed from tensor data (`{aten}`), which "
             "Dynamo cannot trace"
         )
-        if region.fullgraph:
-            message = (
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
                 f"{what}: under fullgraph=True this fails on torch 2.13 (`Unsupported: Data "
                 f"dependent operator`, GB0033), also with capture_scalar_outputs=True. Use "
                 f"{instead} instead."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what}: it graph-breaks on torch 2.13 (GB0033, `Data dependent operator`). "
                 f"Use {instead} instead."
-            )
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+            ),
+        )
 
     def _tensors(self, receiver: cst.BaseExpression, args) -> bool:  # type: ignore[no-untyped-def]
         """``a.equal(b)``: the receiver or the argument is known to be a tensor."""

@@ -146,21 +146,20 @@ class ExplicitGraphBreak(_RegionRule):
             where = (
                 "in a property getter read" if operator == "property" else "in `__setattr__`, run"
             )
-            if region.fullgraph:
-                message = (
+            self.report_break(
+                node,
+                region,
+                fullgraph=(
                     f"{spelled} {where} from a fullgraph=True region fails to compile on torch "
                     f"2.13 (`Unsupported`, GB{gb_fullgraph}): Dynamo inlines it. Remove it, or "
                     "drop fullgraph=True for this region."
-                )
-                severity = Severity.ERROR
-            else:
-                message = (
+                ),
+                breaks=(
                     f"{spelled} {where} from a compiled region graph-breaks on torch 2.13 "
                     f"(GB{gb}): Dynamo inlines it, and {effect}. Remove it unless the break is "
                     "intended."
-                )
-                severity = None
-            self.report(node, message, severity=severity, related=region.related)
+                ),
+            )
             return
         if operator == COND:
             message = (
@@ -168,33 +167,33 @@ class ExplicitGraphBreak(_RegionRule):
                 f"even without fullgraph=True: `UncapturedHigherOrderOpError` (GB{gb}, "
                 "`torch.cond` must be captured completely). Remove the call from the branch."
             )
-            severity = Severity.ERROR
-        elif region.fullgraph:
+            self.report(node, message, severity=Severity.ERROR, related=region.related)
+            return
+        if operator == CHECKPOINT:
             where = (
                 "in a function checkpointed (`torch.utils.checkpoint.checkpoint`) by a "
                 "fullgraph=True region"
-                if operator == CHECKPOINT
-                else "reached from a fullgraph=True region"
             )
-            message = (
-                f"{spelled} {where} fails to compile on torch 2.13 (`Unsupported`, "
-                f"GB{gb_fullgraph}). Remove it, or drop fullgraph=True for this region."
-            )
-            severity = Severity.ERROR
-        elif operator == CHECKPOINT:
-            message = (
+            breaks = (
                 f"{spelled} in a function checkpointed (`torch.utils.checkpoint.checkpoint`) by "
                 f"a compiled region graph-breaks on torch 2.13 (GB{gb}): the checkpoint is not "
                 "compiled and runs eagerly. Remove the call."
             )
-            severity = None
         else:
-            message = (
+            where = "reached from a fullgraph=True region"
+            breaks = (
                 f"{spelled} reached from a compiled region graph-breaks on torch 2.13 "
                 f"(GB{gb}): {effect}. Remove it unless the break is intended."
             )
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
+                f"{spelled} {where} fails to compile on torch 2.13 (`Unsupported`, "
+                f"GB{gb_fullgraph}). Remove it, or drop fullgraph=True for this region."
+            ),
+            breaks=breaks,
+        )
 
 
 def _module_class(module: cst.Module, name: str) -> cst.ClassDef | None:

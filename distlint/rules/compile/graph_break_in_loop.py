@@ -18,6 +18,7 @@ from distlint.rules.compile._breaks import Break, branch_breaks, breaks_in
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.compile._script_flow import DIST, names_in
 from distlint.rules.context import RuleContext
+from distlint.syntax.imports import self_attribute
 from distlint.syntax.walker import descendants
 
 
@@ -69,26 +70,23 @@ class GraphBreakInLoop(_RegionRule):
         children = sharded_children_loop(self.ctx, loop)
         if children is None:
             return False
-        if region.fullgraph:
-            self.report(
-                loop,
+        self.report_break(
+            loop,
+            region,
+            fullgraph=(
                 f"`{children}` holds `fully_shard` (FSDP2) modules, whose forward hooks are "
                 "`torch._dynamo.disable`d: compiling this root with fullgraph=True fails on "
                 "torch 2.13 (`Unsupported: Attempted to call function marked as skipped`, "
-                "GB0007). Compile each block instead (`blk.compile()` per block).",
-                severity=Severity.ERROR,
-                related=region.related,
-            )
-        else:
-            self.report(
-                loop,
+                "GB0007). Compile each block instead (`blk.compile()` per block)."
+            ),
+            breaks=(
                 f"`{children}` holds `fully_shard` (FSDP2) modules: calling one graph-breaks "
                 "in this loop (GB0007, FSDP hooks are `torch._dynamo.disable`d), so torch 2.13 "
                 "skips this whole frame (GB7000, `graph break in loop`) and only the blocks' "
                 "own `forward` compiles. Compile each block instead (`blk.compile()` per "
-                "block: one graph, no break).",
-                related=region.related,
-            )
+                "block: one graph, no break)."
+            ),
+        )
         return True
 
     def _first_break(self, loop: cst.For | cst.While) -> Break | None:
@@ -158,12 +156,8 @@ def sharded_children_loop(ctx: RuleContext, loop: cst.For | cst.While) -> str | 
     if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate":
         first = first_positional(it)
         it = first if first is not None else it
-    if not (
-        isinstance(it, cst.Attribute)
-        and isinstance(it.value, cst.Name)
-        and it.value.value == "self"
-        and it.attr.value in fully_sharded_attributes(ctx)
-    ):
+    attr = self_attribute(it)
+    if attr is None or attr not in fully_sharded_attributes(ctx):
         return None
     variables = names_in(loop.target)
     for node, _ in own_nodes(loop.body):
@@ -172,5 +166,5 @@ def sharded_children_loop(ctx: RuleContext, loop: cst.For | cst.While) -> str | 
             and isinstance(node.func, cst.Name)
             and node.func.value in variables
         ):
-            return f"self.{it.attr.value}"
+            return f"self.{attr}"
     return None

@@ -14,11 +14,11 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.compile._analysis import _params, function_nodes
+from distlint.rules.compile._analysis import function_nodes
 from distlint.rules.compile._bindings import compiled_bindings, file_functions, positional_params
 from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.syntax.imports import scope_statements
-from distlint.syntax.walker import descendants
+from distlint.syntax.walker import descendants, parameters
 
 ITERATOR_BUILTINS = frozenset({"zip", "map", "filter", "enumerate", "reversed", "iter"})
 DICT_VIEWS = frozenset({"items", "values"})
@@ -172,7 +172,7 @@ class IteratorArgument(_RegionRule):
 
 def _iteration_of(func: cst.FunctionDef, name: str, is_builtin) -> cst.CSTNode | None:  # type: ignore[no-untyped-def]
     """Where ``func`` iterates its parameter ``name`` (if it never rebinds it)."""
-    if name not in {p.name.value for p in _params(func.params)}:
+    if name not in {p.name.value for p in parameters(func.params)}:
         return None
     found: cst.CSTNode | None = None
     for node, _ in function_nodes(func):

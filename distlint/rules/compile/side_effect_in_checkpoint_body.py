@@ -19,7 +19,8 @@ from distlint.rules.compile._analysis import bound_values, own_nodes, self_attri
 from distlint.rules.compile._hop_bodies import COND, HopBody, hop_bodies
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
-from distlint.syntax.imports import scope_statements
+from distlint.syntax.imports import scope_statements, self_attribute
+from distlint.syntax.walker import parameters
 
 MUTATORS = frozenset(
     {
@@ -121,14 +122,9 @@ class HopBodySideEffect(_RegionRule):
             if self._module_container(name):
                 return name
             return None
-        if (
-            isinstance(expr, cst.Attribute)
-            and isinstance(expr.value, cst.Name)
-            and expr.value.value == "self"
-            and "self" in _param_names(hop.body)
-            and self._self_container(expr.attr.value)
-        ):
-            return f"self.{expr.attr.value}"
+        attr = self_attribute(expr)
+        if attr is not None and "self" in _param_names(hop.body) and self._self_container(attr):
+            return f"self.{attr}"
         return None
 
     def _is_container(self, value: cst.BaseExpression | None) -> bool:
@@ -170,25 +166,25 @@ class HopBodySideEffect(_RegionRule):
                 "(`UncapturedHigherOrderOpError`, `HOP: Unsafe side effect`, GB0067). Return "
                 "the value from the branch instead."
             )
-            severity = Severity.ERROR
-        elif region.fullgraph:
-            message = (
+            self.report(node, message, severity=Severity.ERROR, related=region.related)
+            return
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
                 f"{what} in `{body}`, checkpointed (`torch.utils.checkpoint.checkpoint`) by a "
                 "fullgraph=True region, mutates state outside the checkpoint: torch 2.13 fails "
                 "(`Unsupported: HOP: Unsafe side effect`, GB0067). Return the value from the "
                 "checkpointed function instead (it also runs again during backward)."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what} in `{body}`, checkpointed (`torch.utils.checkpoint.checkpoint`) by a "
                 "compiled region, mutates state outside the checkpoint: torch 2.13 graph-breaks "
                 "(GB0067, `HOP: Unsafe side effect`) and does not compile the checkpoint. "
                 "Return the value from the checkpointed function instead (it also runs again "
                 "during backward)."
-            )
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+            ),
+        )
 
 
 def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
@@ -205,12 +201,7 @@ def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
 
 
 def _param_names(func: cst.FunctionDef) -> set[str]:
-    params = func.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    for extra in (params.star_arg, params.star_kwarg):
-        if isinstance(extra, cst.Param):
-            every.append(extra)
-    return {p.name.value for p in every}
+    return {p.name.value for p in parameters(func.params)}
 
 
 def _locals(func: cst.FunctionDef) -> set[str]:

@@ -15,7 +15,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.regions import DISABLE_FUNCTIONS
-from distlint.syntax.imports import scope_statements
+from distlint.syntax.imports import scope_statements, self_attribute
 
 TEST_CASES = frozenset({"unittest.TestCase", "unittest.IsolatedAsyncioTestCase"})
 _SKIPPED_METHODS = frozenset({"fail", "skipTest"})
@@ -52,18 +52,11 @@ class SkippedFunctionCall(_RegionRule):
                 region,
             )
             return
-        func = node.func
-        if (
-            name is None
-            and isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value == "self"
-            and _is_unittest_method(func.attr.value)
-            and self._unittest_method(func.attr.value)
-        ):
+        method = self_attribute(node.func) if name is None else None
+        if method is not None and _is_unittest_method(method) and self._unittest_method(method):
             self._report(
                 node,
-                f"`unittest.TestCase.{func.attr.value}` called inside a compiled region",
+                f"`unittest.TestCase.{method}` called inside a compiled region",
                 "0008",
                 "Attempted to inline function marked as skipped",
                 "Return the values from the compiled function and assert on them outside it",
@@ -110,16 +103,15 @@ class SkippedFunctionCall(_RegionRule):
     def _report(  # type: ignore[no-untyped-def]
         self, node: cst.Call, what: str, gb: str, text: str, advice: str, region
     ) -> None:
-        if region.fullgraph:
-            message = (
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
                 f"{what} fails under fullgraph=True on torch 2.13 (`Unsupported: {text}`, "
                 f"GB{gb}). {advice}."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what} graph-breaks on torch 2.13 (GB{gb}, `{text}`): Dynamo does not trace "
                 f"it, the graph ends here and resumes after it. {advice}."
-            )
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+            ),
+        )

@@ -20,6 +20,7 @@ from distlint.rules.compile._analysis import (
     torch_call_returns_tensor,
 )
 from distlint.rules.compile._region import _RegionRule
+from distlint.syntax.walker import keyword_arg
 
 _VALUE_METHODS = frozenset({"item", "tolist"})  # a Python value read from tensor data
 _SEQUENCES = frozenset(
@@ -66,7 +67,8 @@ class SortOfTensors(_RegionRule):
             return
         if not self._tensor_sequence(sequence):
             return
-        key = _keyword(node, "key")
+        given = keyword_arg(node, "key")
+        key = given.value if given is not None else None
         if key is not None and not self._data_dependent_key(key):
             return
         what = (
@@ -78,19 +80,18 @@ class SortOfTensors(_RegionRule):
             "Sort by a value known while tracing (a shape, an index), or use `torch.sort` / "
             "`torch.argsort` on a stacked tensor"
         )
-        if region.fullgraph:
-            message = (
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
                 f"{what}: under fullgraph=True this fails on torch 2.13 (`Unsupported: sort "
                 f"with non-constant keys`, GB0207). {advice}."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"{what}: it graph-breaks on torch 2.13 (GB0207, `sort with non-constant "
                 f"keys`). {advice}."
-            )
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+            ),
+        )
 
     # -- the sequence -----------------------------------------------------------------------
 
@@ -144,13 +145,6 @@ class SortOfTensors(_RegionRule):
             return _from_values(key.body, params[0].name.value, self.ctx.resolve, self.is_builtin)
         name = self.ctx.resolve(key)
         return name is not None and name.startswith("torch.") and torch_call_returns_tensor(name)
-
-
-def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
 
 
 def _from_values(expr: cst.BaseExpression, param: str, resolve, is_builtin) -> bool:  # type: ignore[no-untyped-def]

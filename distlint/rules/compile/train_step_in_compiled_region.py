@@ -68,21 +68,20 @@ class TrainStepInCompiledRegion(_RegionRule):
             effect = "GB0025: the optimizer step calls `torch._dynamo.graph_break()`"
         else:
             effect = "GB0008, `Attempted to inline function marked as skipped`"
-        if region.fullgraph:
-            message = (
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
                 f"`{spelled}` inside a compiled region fails under fullgraph=True on torch "
                 f"2.13 ({effect}). Compile the model or the loss function only and run "
                 "backward and the optimizer step outside it (or use compiled autograd)."
-            )
-            severity = Severity.ERROR
-        else:
-            message = (
+            ),
+            breaks=(
                 f"`{spelled}` inside a compiled region graph-breaks on torch 2.13 ({effect}). "
                 "Compile the model or the loss function only and run backward and the "
                 "optimizer step outside it (or use compiled autograd)."
-            )
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+            ),
+        )
 
 
 def _optimizer_names(ctx: RuleContext) -> frozenset[str]:

@@ -16,7 +16,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules._paths import is_test_path
 from distlint.rules.base import Rule
-from distlint.syntax.imports import scope_statements
+from distlint.syntax.imports import scope_statements, self_attribute
 from distlint.syntax.walker import descendants
 
 _NN = "torch.nn."
@@ -141,12 +141,7 @@ def _copies_a_dict(init: cst.FunctionDef) -> bool:
             target = node.func.value
         elif isinstance(node, cst.Assign):
             target = node.targets[0].target
-        if (
-            isinstance(target, cst.Attribute)
-            and target.attr.value == "__dict__"
-            and isinstance(target.value, cst.Name)
-            and target.value.value == "self"
-        ):
+        if target is not None and self_attribute(target) == "__dict__":
             return True
     return False
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.base import Rule
+from distlint.rules.base import RegionRule
 from distlint.rules.cuda_graphs._capture import _is_cudagraph_compile
 
 
-class CudagraphMutatedInput(Rule):
+class CudagraphMutatedInput(RegionRule):
     code = "DL603"
     name = "cudagraph-mutated-input"
     severity = Severity.WARNING
@@ -19,7 +19,6 @@ class CudagraphMutatedInput(Rule):
     )
     tags = ("performance", "torch.compile", "cuda-graphs")
     precision = "high"
-    scope = "region"
 
     def _inputs(self) -> set[str]:
         func = self.ctx.function

@@ -14,7 +14,8 @@ import libcst as cst
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
-from distlint.syntax.walker import blocks_of, parameters
+from distlint.syntax.imports import dotted_name, self_attribute
+from distlint.syntax.walker import blocks_of, keyword_arg, parameters
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
 
@@ -115,21 +116,8 @@ def strip_views(expr: cst.BaseExpression, through_data: bool = False) -> cst.Bas
 
 def attribute_chain(expr: cst.BaseExpression) -> tuple[str, ...] | None:
     """``self.l1.weight`` -> ("self", "l1", "weight"); None for anything but names."""
-    parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if not isinstance(expr, cst.Name):
-        return None
-    parts.append(expr.value)
-    return tuple(reversed(parts))
-
-
-def keyword(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
+    dotted = dotted_name(expr)
+    return None if dotted is None else tuple(dotted.split("."))
 
 
 def positional(call: cst.Call, index: int) -> cst.Arg | None:
@@ -138,7 +126,7 @@ def positional(call: cst.Call, index: int) -> cst.Arg | None:
 
 
 def is_true(call: cst.Call, name: str) -> bool:
-    arg = keyword(call, name)
+    arg = keyword_arg(call, name)
     return arg is not None and literal_value(arg.value) is True
 
 
@@ -210,17 +198,7 @@ def _absent(test: cst.BaseExpression, names: set[str]) -> str | None:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
         return inner.value if isinstance(inner, cst.Name) and inner.value in names else None
-    if (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and test.left.value in names
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Is)
-        and isinstance(test.comparisons[0].comparator, cst.Name)
-        and test.comparisons[0].comparator.value == "None"
-    ):
-        return test.left.value
-    return None
+    return _compared_to_none(test, names, cst.Is)
 
 
 def _present(test: cst.BaseExpression, names: set[str]) -> str | None:
@@ -229,12 +207,20 @@ def _present(test: cst.BaseExpression, names: set[str]) -> str | None:
         return _present(test.left, names) or _present(test.right, names)
     if isinstance(test, cst.Name) and test.value in names:
         return test.value
+    return _compared_to_none(test, names, cst.IsNot)
+
+
+def _compared_to_none(
+    test: cst.BaseExpression, names: set[str], operator: type[cst.BaseCompOp]
+) -> str | None:
+    """``name is None`` (``operator``: ``cst.Is``) or ``name is not None`` (``cst.IsNot``) for
+    a name in ``names``: that name."""
     if (
         isinstance(test, cst.Comparison)
         and isinstance(test.left, cst.Name)
         and test.left.value in names
         and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.IsNot)
+        and isinstance(test.comparisons[0].operator, operator)
         and isinstance(test.comparisons[0].comparator, cst.Name)
         and test.comparisons[0].comparator.value == "None"
     ):
@@ -251,14 +237,7 @@ def _training_test(test: cst.BaseExpression) -> bool | None:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _training_test(test.expression)
         return None if inner is None else not inner
-    if (
-        isinstance(test, cst.Attribute)
-        and test.attr.value == "training"
-        and isinstance(test.value, cst.Name)
-        and test.value.value == "self"
-    ):
-        return True
-    return None
+    return True if self_attribute(test) == "training" else None
 
 
 def _grad_state(expr: cst.BaseExpression, resolve: Resolver) -> bool | None:
@@ -267,14 +246,14 @@ def _grad_state(expr: cst.BaseExpression, resolve: Resolver) -> bool | None:
     name = resolve(target)
     if name in GRAD_DISABLING:
         if isinstance(expr, cst.Call) and name.endswith("inference_mode"):
-            mode = positional(expr, 0) or keyword(expr, "mode")
+            mode = positional(expr, 0) or keyword_arg(expr, "mode")
             if mode is not None and literal_value(mode.value) is False:
                 return None
         return False
     if name in GRAD_ENABLING:
         return True
     if name in SET_GRAD_ENABLED and isinstance(expr, cst.Call):
-        arg = positional(expr, 0) or keyword(expr, "mode")
+        arg = positional(expr, 0) or keyword_arg(expr, "mode")
         if arg is not None:
             value = literal_value(arg.value)
             if isinstance(value, bool):
@@ -304,14 +283,6 @@ def _names_a_function_base(node: cst.ClassDef) -> bool:
         if last in ("Function", "InplaceFunction", "NestedIOFunction"):
             return True
     return False
-
-
-def self_attribute(expr: cst.BaseExpression) -> str | None:
-    """``self.x`` -> "x"."""
-    chain = attribute_chain(expr)
-    if chain is not None and len(chain) == 2 and chain[0] == "self":
-        return chain[1]
-    return None
 
 
 # torch.nn activations whose output autograd saves for backward: an in-place op on it fails at
@@ -406,13 +377,13 @@ def _collect_call(facts: _ModuleClass, call: cst.Call) -> None:
     if func.attr.value == "register_parameter" and attribute_chain(func.value) == ("self",):
         name_arg = positional(call, 0)
         value = literal_value(name_arg.value) if name_arg is not None else None
-        param = positional(call, 1) or keyword(call, "param")
+        param = positional(call, 1) or keyword_arg(call, "param")
         if param is not None and isinstance(param.value, cst.Name) and param.value.value == "None":
             return  # ``register_parameter("num_batches_tracked", None)``: no parameter
         if isinstance(value, str):
             facts.params.add(value)
     elif func.attr.value == "requires_grad_":
-        arg = positional(call, 0) or keyword(call, "requires_grad")
+        arg = positional(call, 0) or keyword_arg(call, "requires_grad")
         chain = attribute_chain(func.value)
         if chain and chain[0] == "self" and arg is not None and literal_value(arg.value) is False:
             facts.frozen.add(chain[1:])
@@ -431,7 +402,7 @@ def _collect_assignment(
         return
     name = resolve(value.func)
     if name in PARAMETER_CONSTRUCTORS:
-        grad = keyword(value, "requires_grad") or positional(value, 1)
+        grad = keyword_arg(value, "requires_grad") or positional(value, 1)
         if grad is not None and literal_value(grad.value) is False:
             facts.frozen.add((attr,))
         else:

@@ -17,21 +17,23 @@ import libcst as cst
 
 from distlint.findings import Location, Span
 from distlint.rules._paths import is_test_path
-from distlint.rules.base import Rule
+from distlint.rules.base import ProjectRule
 from distlint.rules.context import RuleContext
 from distlint.rules.custom_ops._autograd import (
     eval_only,
     grad_disabled,
     is_forward,
-    keyword,
     optional_input,
     positional,
 )
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name
-from distlint.syntax.walker import descendants
+from distlint.syntax.walker import descendants, keyword_arg
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from distlint.knowledge.native import NativeEntry
     from distlint.rules.project import Project
     from distlint.syntax.spans import NodeSpan
 
@@ -197,7 +199,7 @@ _OP_FACT_CODES = frozenset({"DL401", "DL402", "DL404", "DL408"})
 _GENERATED_FAKE_TAGS = frozenset({"torch.Tag.inplace", "torch.Tag.out"})
 
 
-class _OpFacts(Rule):
+class _OpFacts(ProjectRule):
     """Records custom-op definitions, registrations and uses (shared by project rules).
 
     DL401, DL402, DL404 and DL408 need the same facts: the first of them that is enabled
@@ -254,9 +256,9 @@ class _OpFacts(Rule):
         value = node.value
         if type(value) is not cst.Call or self.ctx.resolve(value.func) not in LIBRARY:
             return
-        ns_arg = positional(value, 0) or keyword(value, "ns")
+        ns_arg = positional(value, 0) or keyword_arg(value, "ns")
         ns = literal_value(ns_arg.value) if ns_arg is not None else None
-        key_arg = positional(value, 2) or keyword(value, "dispatch_key")
+        key_arg = positional(value, 2) or keyword_arg(value, "dispatch_key")
         key = literal_value(key_arg.value) if key_arg is not None else ""
         if not isinstance(ns, str):
             return
@@ -285,14 +287,14 @@ class _OpFacts(Rule):
         if name in CUSTOM_OP:
             self._custom_op(node)
         elif name in REGISTER_FAKE or name in REGISTER_AUTOGRAD or name in REGISTER_KERNEL:
-            qualname, py_ref = self._op_arg(positional(node, 0) or keyword(node, "op"))
+            qualname, py_ref = self._op_arg(positional(node, 0) or keyword_arg(node, "op"))
             kind = "fake" if name in REGISTER_FAKE else "autograd"
             if name in REGISTER_KERNEL:
                 kind = "kernel"
             self._add(kind, node, qualname=qualname, py_ref=py_ref, key="device")
         elif name in DEFINE:
-            qualname, _ = self._op_arg(positional(node, 0) or keyword(node, "qualname"))
-            schema = positional(node, 1) or keyword(node, "schema")
+            qualname, _ = self._op_arg(positional(node, 0) or keyword_arg(node, "qualname"))
+            schema = positional(node, 1) or keyword_arg(node, "schema")
             text = literal_value(schema.value) if schema is not None else None
             if qualname is not None:
                 self._add_define(node, qualname, text if isinstance(text, str) else "")
@@ -407,7 +409,7 @@ class _OpFacts(Rule):
         if method == "define":
             self._add_define(node, qualname, text)
         elif method == "impl":
-            key_arg = positional(node, 2) or keyword(node, "dispatch_key")
+            key_arg = positional(node, 2) or keyword_arg(node, "dispatch_key")
             key = literal_value(key_arg.value) if key_arg is not None else ""
             key = key if isinstance(key, str) and key else (lib_key or CATCH_ALL)
             self._add("kernel", node, qualname=qualname, py_ref=None, key=normalize_key(key))
@@ -433,7 +435,7 @@ class _OpFacts(Rule):
         value = literal_value(first.value)
         if isinstance(value, str):
             qualname, _ = self._op_arg(first)
-            types_arg = positional(node, 1) or keyword(node, "types")
+            types_arg = positional(node, 1) or keyword_arg(node, "types")
         else:
             lib = dotted_name(first.value)
             name_arg = positional(node, 1)
@@ -441,7 +443,7 @@ class _OpFacts(Rule):
             if lib not in self._libs or not isinstance(op_name, str):
                 return
             qualname = f"{self._libs[lib][0]}::{schema_name(op_name)}"
-            types_arg = positional(node, 2) or keyword(node, "dispatch_key")
+            types_arg = positional(node, 2) or keyword_arg(node, "dispatch_key")
         types_expr = types_arg.value if types_arg is not None else None
         if isinstance(types_expr, (cst.List, cst.Tuple)):  # ["cpu", "cuda"]
             keys = [literal_value(element.value) for element in types_expr.elements]
@@ -453,16 +455,16 @@ class _OpFacts(Rule):
                 self._add("kernel", node, qualname=qualname, py_ref=None, key=normalize_key(key))
 
     def _custom_op(self, node: cst.Call) -> None:
-        first = positional(node, 0) or keyword(node, "name")
+        first = positional(node, 0) or keyword_arg(node, "name")
         text = literal_value(first.value) if first is not None else None
         parts = split_qualname(text) if isinstance(text, str) else None
         if parts is None:
             return
         qualname = f"{parts[0]}::{parts[1]}"
-        mutates_arg = keyword(node, "mutates_args")
+        mutates_arg = keyword_arg(node, "mutates_args")
         declared = declared_mutations(mutates_arg.value) if mutates_arg is not None else None
         mutates = bool(declared)
-        tags = keyword(node, "tags")
+        tags = keyword_arg(node, "tags")
         inplace_or_out = tags is not None and any(
             self.ctx.resolve(item) in _GENERATED_FAKE_TAGS for item in descendants(tags.value)
         )
@@ -616,6 +618,31 @@ class _OpIndex:
         }
         for position in sorted(positions):
             yield self.uses[position]
+
+
+def _candidate_ops(
+    project: Project, code: str, missing: Callable[[_OpIndex, OpRecord], bool]
+) -> tuple[_OpIndex, list[tuple[str, OpRecord]]]:
+    """The linked records of rule ``code``, and the (path, op) pairs a project rule may report:
+    the ops ``missing`` picks, less test fixture ops, measured in one go."""
+    index = _OpIndex.build(project.records(code))
+    candidates = [
+        (path, op)
+        for path, op in index.ops
+        if missing(index, op) and not _test_fixture_op(project, index, path, op)
+    ]
+    index.measure(project, (op for _, op in candidates))
+    return index, candidates
+
+
+def native_kernels(entries: Iterable[NativeEntry]) -> dict[str, set[str]]:
+    """qualname -> dispatch keys of the kernels among ``entries`` (``scan_native``'s, of the
+    project's C++/CUDA sources)."""
+    kernels: dict[str, set[str]] = defaultdict(set)
+    for entry in entries:
+        if entry.kernel_key is not None:
+            kernels[f"{entry.namespace}::{entry.name}"].add(entry.kernel_key)
+    return kernels
 
 
 def _test_fixture_op(project: Project, index: _OpIndex, path: str, op: OpRecord) -> bool:

@@ -11,10 +11,10 @@ if TYPE_CHECKING:
     from distlint.rules.project import Project
 from distlint.rules.custom_ops._custom_ops import (
     OpRecord,
+    _candidate_ops,
     _OpFacts,
     _OpIndex,
     _span,
-    _test_fixture_op,
     _where,
 )
 
@@ -36,17 +36,10 @@ class CustomOpMissingAutograd(_OpFacts):
     summary = "A custom_op called in a module's forward has no register_autograd."
     tags = ("correctness", "autograd", "custom-ops")
     precision = "medium"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        index = _OpIndex.build(project.records(cls.code))
-        candidates = [
-            (path, op)
-            for path, op in index.ops
-            if _lacks_autograd(index, op) and not _test_fixture_op(project, index, path, op)
-        ]
-        index.measure(project, (op for _, op in candidates))
+        index, candidates = _candidate_ops(project, cls.code, _lacks_autograd)
         for path, op in candidates:
             training = [(p, u) for p, u in index.uses_of(op) if u.training]
             if not training:

@@ -11,11 +11,11 @@ if TYPE_CHECKING:
     from distlint.rules.project import Project
 from distlint.rules.custom_ops._custom_ops import (
     OpRecord,
+    _candidate_ops,
     _OpFacts,
     _OpIndex,
     _region_of,
     _span,
-    _test_fixture_op,
     _where,
 )
 
@@ -32,17 +32,10 @@ class CustomOpMissingFake(_OpFacts):
     summary = "A torch.library.custom_op has no register_fake: torch.compile fails on it."
     tags = ("correctness", "torch.compile", "custom-ops")
     precision = "high"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        index = _OpIndex.build(project.records(cls.code))
-        candidates = [
-            (path, op)
-            for path, op in index.ops
-            if _lacks_fake(index, op) and not _test_fixture_op(project, index, path, op)
-        ]
-        index.measure(project, (op for _, op in candidates))
+        index, candidates = _candidate_ops(project, cls.code, _lacks_fake)
         for path, op in candidates:
             span = _span(project, op)
             if span is None:

@@ -11,11 +11,11 @@ from distlint.findings import Severity
 from distlint.rules.base import Rule
 from distlint.rules.custom_ops._autograd import (
     inplace_method,
-    keyword,
     positional,
     strip_views,
 )
 from distlint.semantic.regions import literal_value
+from distlint.syntax.walker import keyword_arg
 
 if TYPE_CHECKING:
     pass
@@ -38,11 +38,11 @@ class CustomOpUndeclaredMutation(Rule):
                 return
 
     def _check(self, func: cst.FunctionDef, call: cst.Call) -> None:
-        if keyword(call, "schema") is not None:
+        if keyword_arg(call, "schema") is not None:
             return  # the schema says what is mutable
         first = positional(call, 0)
         qualname = literal_value(first.value) if first is not None else None
-        arg = keyword(call, "mutates_args")
+        arg = keyword_arg(call, "mutates_args")
         if arg is None:
             return  # a TypeError at import time already
         declared = declared_mutations(arg.value)
@@ -106,7 +106,7 @@ def _mutations(
                     if param is not None:
                         self.found.append((node, param, f"`.{func.attr.value}()`"))
             elif name is not None and name.startswith("torch."):
-                out = keyword(node, "out")
+                out = keyword_arg(node, "out")
                 if out is not None:
                     values = (
                         [e.value for e in out.value.elements]

@@ -19,10 +19,10 @@ from distlint.rules.custom_ops._autograd import (
     is_true,
     optional_input,
     positional,
-    self_attribute,
     strip_views,
 )
 from distlint.semantic.rankflow import target_names
+from distlint.syntax.imports import self_attribute
 from distlint.syntax.walker import parameters
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -12,10 +11,11 @@ if TYPE_CHECKING:
     from distlint.rules.project import Project
 from distlint.rules.custom_ops._custom_ops import (
     OpRecord,
+    _candidate_ops,
     _OpFacts,
     _OpIndex,
     _span,
-    _test_fixture_op,
+    native_kernels,
 )
 
 
@@ -44,22 +44,22 @@ class LibraryOpMissingKernels(_OpFacts):
     summary = "An op defined with torch.library.Library/define lacks a fake or Autograd kernel."
     tags = ("correctness", "torch.compile", "autograd", "custom-ops")
     precision = "medium"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        index = _OpIndex.build(project.records(cls.code))
-        native = native_kernels(project)
-        missing = [
-            (path, op, *_missing_kernels(index, op, native))
-            for path, op in index.ops
-            if not _test_fixture_op(project, index, path, op)
-        ]
-        index.measure(project, (op for _, op, fake, autograd in missing if fake or autograd))
-        for path, op, missing_fake, missing_autograd in missing:
-            span = _span(project, op) if missing_fake or missing_autograd else None
+        from distlint.knowledge.native import scan_native
+
+        native = native_kernels(
+            entry for _, text in project.native_sources for entry in scan_native(text)
+        )
+        index, candidates = _candidate_ops(
+            project, cls.code, lambda index, op: any(_missing_kernels(index, op, native))
+        )
+        for path, op in candidates:
+            span = _span(project, op)
             if span is None:
                 continue
+            missing_fake, missing_autograd = _missing_kernels(index, op, native)
             problems = []
             if missing_fake:
                 problems.append(
@@ -73,8 +73,6 @@ class LibraryOpMissingKernels(_OpFacts):
                     "to the Autograd key(s) but we are trying to backprop through it` and, with "
                     "an opaque kernel, gradients are silently `None`"
                 )
-            if not problems:
-                continue
             fixes = []
             if missing_fake:
                 fixes.append(f'`torch.library.register_fake("{op.qualname}")`')
@@ -90,16 +88,3 @@ class LibraryOpMissingKernels(_OpFacts):
                 + " and ".join(fixes)
                 + " (or use `torch.library.custom_op`).",
             )
-
-
-def native_kernels(project: Project) -> dict[str, set[str]]:
-    """qualname -> dispatch keys of kernels registered in C++/CUDA sources of the project."""
-    from distlint.knowledge.native import scan_native
-
-    kernels: dict[str, set[str]] = defaultdict(set)
-    for _, text in project.native_sources:
-        for entry in scan_native(text):
-            key = entry.kernel_key
-            if key is not None:
-                kernels[f"{entry.namespace}::{entry.name}"].add(key)
-    return kernels

@@ -11,7 +11,13 @@ from distlint.findings import Finding, Severity, Span, make_position
 
 if TYPE_CHECKING:
     from distlint.rules.project import Project
-from distlint.rules.custom_ops._custom_ops import AUTOGRAD_KEYS, FAKE_KEYS, _OpFacts, _OpIndex
+from distlint.rules.custom_ops._custom_ops import (
+    AUTOGRAD_KEYS,
+    FAKE_KEYS,
+    _OpFacts,
+    _OpIndex,
+    native_kernels,
+)
 
 
 class NativeOpMissingRegistration(_OpFacts):
@@ -21,7 +27,6 @@ class NativeOpMissingRegistration(_OpFacts):
     summary = "A C++ TORCH_LIBRARY op has no Autograd and no Meta/fake kernel anywhere."
     tags = ("correctness", "torch.compile", "autograd", "custom-ops")
     precision = "medium"
-    scope = "project"
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
@@ -31,14 +36,11 @@ class NativeOpMissingRegistration(_OpFacts):
             return
         index = _OpIndex.build(project.records(cls.code))
         scanned = [(path, text, scan_native(text)) for path, text in project.native_sources]
-        native: dict[str, set[str]] = defaultdict(set)
+        native = native_kernels(entry for _, _, entries in scanned for entry in entries)
         wildcard: dict[str, set[str]] = defaultdict(set)  # op name -> keys (unknown namespace)
         for _, _, entries in scanned:
             for entry in entries:
-                if entry.kernel_key is None:
-                    continue
-                native[f"{entry.namespace}::{entry.name}"].add(entry.kernel_key)
-                if entry.namespace_is_macro:
+                if entry.kernel_key is not None and entry.namespace_is_macro:
                     wildcard[entry.name].add(entry.kernel_key)
         python_fake = {q for q in index.fake if "::" in q}
         python_autograd = {q for q in index.autograd if "::" in q}

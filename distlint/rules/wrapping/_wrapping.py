@@ -18,6 +18,7 @@ import libcst as cst
 
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
+from distlint.semantic.collectives import DDP, FSDP1, FULLY_SHARD
 from distlint.semantic.regions import (
     COMPILE_FUNCTIONS,
     CompileRoot,
@@ -26,22 +27,8 @@ from distlint.semantic.regions import (
     literal_value,
 )
 from distlint.syntax.imports import dotted_name
-from distlint.syntax.walker import children, subclasses_of
+from distlint.syntax.walker import call_argument, children, subclasses_of
 
-DDP = frozenset({"torch.nn.parallel.DistributedDataParallel"})
-FSDP1 = frozenset(
-    {
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    }
-)
-FULLY_SHARD = frozenset(
-    {
-        "torch.distributed.fsdp.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard",
-        "torch.distributed._composable.fsdp.fully_shard.fully_shard",
-    }
-)
 MODULE_COMPILE = "torch.nn.Module.compile"
 # Methods of nn.Module that return the module itself.
 _SELF_RETURNING = frozenset(
@@ -214,13 +201,13 @@ class _WrappingRule(Rule):
         if isinstance(expr, cst.Call):
             name = self.ctx.resolve(expr.func)
             if name in DDP:
-                inner = _argument(expr, 0, "module")
+                inner = call_argument(expr, 0, "module")
                 builtin = self._builtin(scope, inner) if inner is not None else None
                 return Wrapped("ddp", expr, builtin=builtin)
             if name in FSDP1:
                 return Wrapped("fsdp1", expr, use_orig_params=_use_orig_params(expr))
             if name in FULLY_SHARD:
-                inner = _argument(expr, 0, "module")
+                inner = call_argument(expr, 0, "module")
                 return self._wrapped(scope, inner) if inner is not None else None
             return None
         key = dotted_name(expr)
@@ -252,7 +239,7 @@ class _WrappingRule(Rule):
 
     def _on_fully_shard(self, scope: _Scope, call: cst.Call) -> None:
         """Record ``fully_shard(sub)`` as sharding a child of every module ``sub`` lies in."""
-        arg = _argument(call, 0, "module")
+        arg = call_argument(call, 0, "module")
         if arg is None:
             return
         sharded = dotted_name(_strip_self_returning(arg))
@@ -422,23 +409,9 @@ def _module_key(expr: cst.BaseExpression, resolve) -> str | None:  # type: ignor
     """The name an expression's module is known by: ``model``, ``fully_shard(model)``."""
     expr = _strip_self_returning(expr)
     if isinstance(expr, cst.Call) and resolve(expr.func) in FULLY_SHARD:
-        inner = _argument(expr, 0, "module")
+        inner = call_argument(expr, 0, "module")
         return _module_key(inner, resolve) if inner is not None else None
     return dotted_name(expr)
-
-
-def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
-    positional = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if positional == position:
-                return arg.value
-            positional += 1
-        elif arg.keyword.value == keyword:
-            return arg.value
-    return None
 
 
 def _use_orig_params(call: cst.Call) -> object:
@@ -460,7 +433,7 @@ def _is_builtin_module(name: str) -> bool:
 
 def _compile_site(call: cst.Call, name: str | None, ctx: RuleContext) -> CompileRoot | None:
     if name in COMPILE_FUNCTIONS:
-        target = _argument(call, 0, "model")
+        target = call_argument(call, 0, "model")
         if target is None:
             return None
         return compile_root(call, name, call, "call", target)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._ddp import DDP, first_arg, keyword_arg
+from distlint.rules._ddp import first_arg
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
+from distlint.semantic.collectives import DDP_CLASS
 from distlint.semantic.regions import is_literal, literal_value
+from distlint.syntax.walker import keyword_arg
 
 COMPILE = "torch.compile"
 OPTIMIZE_DDP = "torch._dynamo.config.optimize_ddp"
@@ -47,7 +49,7 @@ class DdpSmallBucketCompile(Rule):
         if not self._active:
             return
         resolved = self.ctx.resolve(node.func)
-        if resolved == DDP:
+        if resolved == DDP_CLASS:
             arg = keyword_arg(node, "bucket_cap_mb")
             if arg is None:
                 return
