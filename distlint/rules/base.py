@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 from distlint.findings import FixAvailability, Severity
 
@@ -40,6 +40,14 @@ BUILTIN_PREFIX = "DL"  # distlint's own codes; a plugin chooses a prefix of its 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
 _REGISTRY: dict[str, type[Rule]] = {}
+
+
+class FixArgs(TypedDict, total=False):
+    """The fix keywords of :meth:`Rule.report`, as a rule's fix helper returns them (``{}``
+    when there is no fix): ``self.report(node, message, **self._fix(...))``."""
+
+    fix: Fix | None
+    fix_nodes: tuple[tuple[cst.CSTNode, str], ...]
 
 
 class Rule:

@@ -17,7 +17,7 @@ import libcst as cst
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import available_versions, tables_between
 from distlint.rules.api._deprecations import DeprecatedApi, deprecated_at
-from distlint.rules.base import Rule
+from distlint.rules.base import FixArgs, Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import ends_in_exit, literal_value
 from distlint.syntax.guards import ByAncestor, is_feature_guarded, is_version_test
@@ -140,13 +140,12 @@ class DeprecatedTorchApi(Rule):
         if is_feature_guarded(ancestors):
             return True
         for i, node in enumerate(ancestors):
-            kind = type(node)
-            if kind is cst.With and _silences_warnings(node):  # type: ignore[arg-type]
+            if type(node) is cst.With and _silences_warnings(node):
                 return True
             if (
-                (kind is cst.IndentedBlock or kind is cst.Module)
+                (type(node) is cst.IndentedBlock or type(node) is cst.Module)
                 and i + 1 < len(ancestors)
-                and id(ancestors[i + 1]) in _after_early_exit_guard(node)  # type: ignore[arg-type]
+                and id(ancestors[i + 1]) in _after_early_exit_guard(node)
             ):
                 return True
         return False
@@ -198,20 +197,20 @@ class DeprecatedTorchApi(Rule):
                 node,
                 f"`{spelled}` is a private torch path: since torch {self._since(api)}, the "
                 f"public `{public}` has the same API. Import it from `{api.replacement}`.",
-                **self._import_fix(statement, api, spelled),  # type: ignore[arg-type]
+                **self._import_fix(statement, api, spelled),
             )
             return
         self.report(node, self._deprecated_message(spelled, api))
 
     def _import_fix(
         self, statement: cst.ImportFrom | None, api: DeprecatedApi, spelled: str
-    ) -> dict[str, object]:
+    ) -> FixArgs:
         """A safe fix for ``from <private module> import a, b``: import them from the public
         module instead. A drop-in: the names are the very same objects (checked by the
         generator), and the project's lowest torch exports each one from the public module.
         Submodules, star imports and other spellings get none."""
         public = api.replacement
-        if statement is None or spelled != api.name or public is None:
+        if statement is None or statement.module is None or spelled != api.name or public is None:
             return {}
         if isinstance(statement.names, cst.ImportStar):
             return {}
@@ -265,10 +264,11 @@ class DeprecatedTorchApi(Rule):
         if attr in self._module_parts:
             # the chain through a deprecated module is reported at its outermost attribute
             outer, index = node, len(parents) - 1
-            while index >= 0 and type(parents[index]) is cst.Attribute:
-                if parents[index].value is not outer:  # type: ignore[attr-defined]
+            while index >= 0:
+                ancestor = parents[index]
+                if type(ancestor) is not cst.Attribute or ancestor.value is not outer:
                     break
-                outer, index = parents[index], index - 1
+                outer, index = ancestor, index - 1
             self._check_attribute(
                 outer, parents[index] if index >= 0 else None, parents[: index + 1]
             )
@@ -334,18 +334,18 @@ class DeprecatedTorchApi(Rule):
         while pending:
             node, parent, scope, guarded, passive = pending.pop()
             kind = type(node)
-            if kind is cst.Name:
-                if node.value in candidates and not guarded:  # type: ignore[attr-defined]
-                    self._check_name(node, parent, scope.table(), passive)  # type: ignore[arg-type]
+            if type(node) is cst.Name:
+                if node.value in candidates and not guarded:
+                    self._check_name(node, parent, scope.table(), passive)
                 continue
-            if kind is cst.FunctionDef:
-                scope = _Scope(scope, node, self.ctx)  # type: ignore[arg-type]
+            if type(node) is cst.FunctionDef:
+                scope = _Scope(scope, node, self.ctx)
             elif kind in (cst.If, cst.IfExp, cst.Try, cst.With):
                 guarded = guarded or self._excused((node,))
-            elif kind is cst.Annotation or (kind is cst.Call and _is_type_test(node)):  # type: ignore[arg-type]
+            elif kind is cst.Annotation or (type(node) is cst.Call and _is_type_test(node)):
                 passive = True
-            elif (kind is cst.IndentedBlock or kind is cst.Module) and not guarded:
-                fallback = _after_early_exit_guard(node)  # type: ignore[arg-type]
+            elif (type(node) is cst.IndentedBlock or type(node) is cst.Module) and not guarded:
+                fallback = _after_early_exit_guard(node)
                 if fallback:
                     pending.extend(
                         (child, node, scope, id(child) in fallback, passive)
@@ -376,17 +376,17 @@ class DeprecatedTorchApi(Rule):
         if api is not None and not (passive and api.kind == "class"):
             self._report_name(node, api)
 
-    def _report_name(self, node: cst.CSTNode, api: DeprecatedApi) -> None:
-        head = _head(node)  # type: ignore[arg-type]
+    def _report_name(self, node: cst.Name | cst.Attribute, api: DeprecatedApi) -> None:
+        head = _head(node)
         if type(head) is cst.Name and head.value in self._rebound():
             return  # `vmap` from torch in try, from functorch in except: which one runs varies
         self.report(
             node,
             self._deprecated_message(self.ctx.module.code_for_node(node), api),
-            **self._rename_fix(node, api),  # type: ignore[arg-type]
+            **self._rename_fix(node, api),
         )
 
-    def _rename_fix(self, node: cst.CSTNode, api: DeprecatedApi) -> dict[str, object]:
+    def _rename_fix(self, node: cst.CSTNode, api: DeprecatedApi) -> FixArgs:
         """A safe fix to the replacement when it is a drop-in (:data:`DROP_IN`).
 
         Spelled the way the code spells the module when the replacement lives beside the
@@ -397,13 +397,13 @@ class DeprecatedTorchApi(Rule):
         replacement = DROP_IN.get(api.name)
         if replacement is None or type(node) is not cst.Attribute or not self._usable(replacement):
             return {}
-        resolved = self.ctx.resolve(node)  # type: ignore[arg-type]
+        resolved = self.ctx.resolve(node)
         if resolved is None:
             return {}
         parent, _, last = replacement.rpartition(".")
         fix = Fix(f"Use `{replacement}`", (), Applicability.SAFE)
         if resolved.rpartition(".")[0] == parent:
-            return {"fix": fix, "fix_nodes": ((node.attr, last),)}  # type: ignore[attr-defined]
+            return {"fix": fix, "fix_nodes": ((node.attr, last),)}
         root = replacement.split(".", 1)[0]
         if self.ctx.imports.resolve_name(root) != root or root in self._rebound():
             return {}
@@ -460,13 +460,14 @@ def _bound_names(module: cst.Module, parts: frozenset[str]) -> set[str]:
     bodies: list[cst.BaseSuite | cst.Module] = [module]
     while bodies:
         suite = bodies.pop()
-        statements = suite.body if type(suite) is not cst.SimpleStatementSuite else [suite]
-        for stmt in scope_statements(statements):  # type: ignore[arg-type]
-            kind = type(stmt)
-            if kind is cst.FunctionDef or kind is cst.ClassDef:
-                bodies.append(stmt.body)  # type: ignore[attr-defined]
-            elif kind is cst.Import:
-                for alias in stmt.names:  # type: ignore[attr-defined]
+        statements: Sequence[cst.CSTNode] = (
+            suite.body if type(suite) is not cst.SimpleStatementSuite else [suite]
+        )
+        for stmt in scope_statements(statements):
+            if type(stmt) is cst.FunctionDef or type(stmt) is cst.ClassDef:
+                bodies.append(stmt.body)
+            elif type(stmt) is cst.Import:
+                for alias in stmt.names:
                     full = dotted_name(alias.name)
                     if (
                         full is not None
@@ -475,25 +476,26 @@ def _bound_names(module: cst.Module, parts: frozenset[str]) -> set[str]:
                         and type(alias.asname.name) is cst.Name
                     ):
                         found.add(alias.asname.name.value)
-            elif kind is cst.ImportFrom:
-                if type(stmt.names) is cst.ImportStar:  # type: ignore[attr-defined]
+            elif type(stmt) is cst.ImportFrom:
+                if isinstance(stmt.names, cst.ImportStar):
                     continue
-                for alias in stmt.names:  # type: ignore[attr-defined]
+                for alias in stmt.names:
                     name = dotted_name(alias.name)
                     if name is None or name.rsplit(".", 1)[-1] not in parts:
                         continue
                     local = alias.asname.name if alias.asname is not None else alias.name
                     if type(local) is cst.Name:
                         found.add(local.value)
-            elif kind is cst.Assign or kind is cst.AnnAssign:
-                value = stmt.value  # type: ignore[attr-defined]
+            elif type(stmt) is cst.Assign or type(stmt) is cst.AnnAssign:
+                value = stmt.value
                 dotted = dotted_name(value) if value is not None else None
                 if dotted is None:
                     continue
+                # exactly an Assign or an AnnAssign here: isinstance tells them apart
                 targets = (
-                    [t.target for t in stmt.targets]  # type: ignore[attr-defined]
-                    if kind is cst.Assign
-                    else [stmt.target]  # type: ignore[attr-defined]
+                    [t.target for t in stmt.targets]
+                    if isinstance(stmt, cst.Assign)
+                    else [stmt.target]
                 )
                 for target in targets:
                     if type(target) is cst.Name:
@@ -510,25 +512,26 @@ def _bound_names(module: cst.Module, parts: frozenset[str]) -> set[str]:
 
 def _bindings(node: cst.CSTNode) -> Iterator[tuple[str, str]]:
     """(local name, what it is bound to) for an import or a simple alias statement."""
-    kind = type(node)
-    if kind is cst.Import:
-        for alias in node.names:  # type: ignore[attr-defined]
+    if type(node) is cst.Import:
+        for alias in node.names:
             full = dotted_name(alias.name) or ""
             if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 yield alias.asname.name.value, full
             else:
                 yield full.split(".", 1)[0], full.split(".", 1)[0]
-    elif kind is cst.ImportFrom and type(node.names) is not cst.ImportStar:  # type: ignore[attr-defined]
-        module = "." * len(node.relative) + (dotted_name(node.module) or "")  # type: ignore[attr-defined]
-        for alias in node.names:  # type: ignore[attr-defined]
+    elif type(node) is cst.ImportFrom and not isinstance(node.names, cst.ImportStar):
+        module = "." * len(node.relative)
+        if node.module is not None:
+            module += dotted_name(node.module) or ""
+        for alias in node.names:
             name = dotted_name(alias.name) or ""
             local = alias.asname.name if alias.asname is not None else alias.name
             if type(local) is cst.Name:
                 yield local.value, f"{module}.{name}"
-    elif kind is cst.Assign:
-        value = dotted_name(node.value)  # type: ignore[attr-defined]
+    elif type(node) is cst.Assign:
+        value = dotted_name(node.value)
         if value is not None:
-            for target in node.targets:  # type: ignore[attr-defined]
+            for target in node.targets:
                 if type(target.target) is cst.Name:
                     yield target.target.value, value
 
@@ -587,7 +590,7 @@ def _passive(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
         kind = type(ancestor)
         if kind is cst.Annotation:
             return True
-        if kind is cst.Call and ancestor.func is not child and _is_type_test(ancestor):  # type: ignore[attr-defined]
+        if type(ancestor) is cst.Call and ancestor.func is not child and _is_type_test(ancestor):
             return True
         if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
             return False

@@ -171,10 +171,9 @@ class PrivateTorchModule(Rule):
         if is_feature_guarded(ancestors):
             return True
         for node in ancestors:
-            kind = type(node)
-            if kind is cst.If and _is_type_checking(node.test):  # type: ignore[attr-defined]
+            if type(node) is cst.If and _is_type_checking(node.test):
                 return True
-            if kind is cst.Try and any(_catches_anything(h) for h in node.handlers):  # type: ignore[attr-defined]
+            if type(node) is cst.Try and any(_catches_anything(h) for h in node.handlers):
                 return True
         return False
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from distlint.findings import Finding, Location
+from distlint.findings import Finding, Location, Span
 from distlint.semantic.effects import Divergence, project_divergences
 
 if TYPE_CHECKING:
@@ -23,7 +23,8 @@ HINT = (
 )
 
 
-def span_of(located: object) -> object:
+def span_of(located: object) -> Span | None:
+    """The span of a lazily measured location (None while unmeasured or absent)."""
     return getattr(located, "span", None)
 
 
@@ -45,7 +46,7 @@ def evidence(d: Divergence) -> str:
     where = ""
     span = span_of(test.why_span)
     if span is not None:
-        where = f" at {test.why_path}:{span.start.line}"  # type: ignore[attr-defined]
+        where = f" at {test.why_path}:{span.start.line}"
     elif test.why_path and test.why_path != d.path:
         where = f" in {test.why_path}"
     why = test.why if test.why.startswith(("`", "parameter")) else f"`{test.why}`"
@@ -65,15 +66,15 @@ def related(d: Divergence) -> tuple[Location, ...]:
     found: list[Location] = []
     cond_span = span_of(d.condition.span)
     if cond_span is not None:
-        found.append(Location(d.path, cond_span, "rank-dependent condition"))  # type: ignore[arg-type]
+        found.append(Location(d.path, cond_span, "rank-dependent condition"))
     test = d.test
     why_span = span_of(test.why_span) if test is not None else None
     if test is not None and why_span is not None:
-        found.append(Location(test.why_path, why_span, "the rank comes from here"))  # type: ignore[arg-type]
+        found.append(Location(test.why_path, why_span, "the rank comes from here"))
     issued = d.issued
     origin_span = span_of(issued.origin.span)
     if origin_span is not None and issued.origin is not d.at:
-        found.append(Location(issued.origin_path, origin_span, f"issues {issued.kind}"))  # type: ignore[arg-type]
+        found.append(Location(issued.origin_path, origin_span, f"issues {issued.kind}"))
     return tuple(found)
 
 
@@ -81,7 +82,7 @@ def finding(rule: type[Rule], project: Project, d: Divergence, message: str) -> 
     span = span_of(d.at.span)
     if span is None:
         return None
-    return project.finding(rule, d.path, span, message, related=related(d))  # type: ignore[arg-type]
+    return project.finding(rule, d.path, span, message, related=related(d))
 
 
 def report(

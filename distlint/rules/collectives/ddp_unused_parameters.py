@@ -80,8 +80,8 @@ def _calls_by_scope(module: cst.Module) -> dict[int, list[cst.Call]]:
         kind = type(node)
         if kind in LEAVES:
             continue
-        if kind is cst.Call:
-            calls.append(node)  # type: ignore[arg-type]
+        if type(node) is cst.Call:
+            calls.append(node)
         elif kind is cst.FunctionDef:
             calls = found.setdefault(id(node), [])
         kids = children(node)
@@ -92,7 +92,7 @@ def _calls_by_scope(module: cst.Module) -> dict[int, list[cst.Call]]:
 
 def _defines_forward(cls: cst.ClassDef) -> bool:
     return any(
-        type(statement) is cst.FunctionDef and statement.name.value == "forward"  # type: ignore[attr-defined]
+        type(statement) is cst.FunctionDef and statement.name.value == "forward"
         for statement in suite_body(cls.body)
     )
 
@@ -165,7 +165,7 @@ class DdpUnusedParameters(Rule):
             # Resolving keeps the last part of a dotted name: only a bare name (an alias) or
             # `x.DistributedDataParallel` can resolve to DDP.
             candidate = kind is cst.Name or (
-                kind is cst.Attribute and func.attr.value == DDP_WORD  # type: ignore[attr-defined]
+                type(func) is cst.Attribute and func.attr.value == DDP_WORD
             )
             if candidate and self.ctx.resolve(func) == DDP_CLASS:
                 self._check_ddp(call)

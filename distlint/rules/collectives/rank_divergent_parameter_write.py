@@ -8,6 +8,8 @@ DDP/FSDP do not re-synchronise parameters after construction: the replicas diver
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from distlint.findings import Severity
@@ -107,7 +109,9 @@ class RankDivergentParameterWrite(Rule):
         params: list[set[str]] = []  # the scope's parameter loop names, when first needed
         dependent: dict[int, bool] = {}
         writes: list[tuple[cst.CSTNode, str]] = []
-        stack = [(root, tests, guards)]
+        stack: list[tuple[cst.CSTNode, tuple[cst.BaseExpression, ...], tuple[cst.CSTNode, ...]]] = [
+            (root, tests, guards)
+        ]
         while stack:  # statements and blocks: where the conditions and no_grad guards change
             node, tests, guards = stack.pop()
             kind = type(node)
@@ -119,13 +123,15 @@ class RankDivergentParameterWrite(Rule):
                 continue  # a scope of its own
             if kind in _NO_GRAD_SITES:
                 guards = (*guards, node)
-            if kind in _CONDITIONS:
-                test = node.test  # type: ignore[attr-defined]
+            test = _test(node)
+            if test is not None:
                 inner = (*tests, test)
                 for kid in children(node):
                     stack.append((kid, tests if kid is test else inner, guards))
                 continue
-            kids = node.body if kind is cst.IndentedBlock else children(node)  # type: ignore[attr-defined]
+            kids: Sequence[cst.CSTNode] = (
+                node.body if type(node) is cst.IndentedBlock else children(node)
+            )
             for kid in kids:
                 if tests or type(kid) in _OUTER:
                     stack.append((kid, tests, guards))
@@ -159,10 +165,10 @@ class RankDivergentParameterWrite(Rule):
             if kind in LEAVES:
                 continue
             found = None
-            if kind is cst.Call:
-                found = self._write_call(current, guards, root, params)  # type: ignore[arg-type]
-            elif kind is cst.Assign:
-                found = self._write_assign(current, guards, root, params)  # type: ignore[arg-type]
+            if type(current) is cst.Call:
+                found = self._write_call(current, guards, root, params)
+            elif type(current) is cst.Assign:
+                found = self._write_assign(current, guards, root, params)
             if found is not None and any(_memo(dependent, self.ctx, test) for test in tests):
                 writes.append((current, found))
             only = _ONLY_CHILD.get(kind)
@@ -184,10 +190,10 @@ class RankDivergentParameterWrite(Rule):
         func = node.func
         if type(func) is not cst.Attribute:
             return None
-        method = func.attr.value  # type: ignore[attr-defined]
+        method = func.attr.value
         if not method.endswith("_") or method.startswith("_") or method == "requires_grad_":
             return None  # (no wrapper or broadcast name ends with "_": those are never writes)
-        if self._is_parameter(func.value, guards, root, params):  # type: ignore[attr-defined]
+        if self._is_parameter(func.value, guards, root, params):
             return self.ctx.module.code_for_node(node)
         return None
 
@@ -201,8 +207,8 @@ class RankDivergentParameterWrite(Rule):
         """``x.data = ...`` or ``p[...] = ...`` on a parameter: its text; else None."""
         for target in node.targets:
             t = target.target
-            if (type(t) is cst.Attribute and t.attr.value == "data") or (  # type: ignore[attr-defined]
-                type(t) is cst.Subscript and self._is_parameter(t.value, guards, root, params)  # type: ignore[attr-defined]
+            if (type(t) is cst.Attribute and t.attr.value == "data") or (
+                type(t) is cst.Subscript and self._is_parameter(t.value, guards, root, params)
             ):
                 return self.ctx.module.code_for_node(t) + " = ..."
         return None
@@ -215,17 +221,16 @@ class RankDivergentParameterWrite(Rule):
         params: list[set[str]],
     ) -> bool:
         """``x.data``, ``self.l1.weight``/``.bias``, or a name iterated from ``.parameters()``."""
-        kind = type(expr)
-        if kind is cst.Attribute:
-            attr = expr.attr.value  # type: ignore[attr-defined]
+        if type(expr) is cst.Attribute:
+            attr = expr.attr.value
             if attr == "data":
                 return True
             if attr in ("weight", "bias") and _no_grad(guards):
                 return True
-        if kind is cst.Name:
+        if type(expr) is cst.Name:
             if not params:
                 params.append(_parameter_loop_names(root))
-            if expr.value in params[0]:  # type: ignore[attr-defined]
+            if expr.value in params[0]:
                 return _no_grad(guards)
         return False
 
@@ -252,17 +257,18 @@ class RankDivergentParameterWrite(Rule):
             text = pending.get(id(node))
             if text is not None:
                 order.append((node, text))
-            elif kind is cst.Call:
-                resolved = ctx.resolve(node.func)  # type: ignore[attr-defined]
+            elif type(node) is cst.Call:
+                resolved = ctx.resolve(node.func)
                 if (resolved in BROADCASTS or resolved in WRAPPERS) and not (
                     outer_under or any(_memo(dependent, ctx, test) for test in tests)
                 ):
                     synced_after.append(len(order))
             inner = tests
-            if kind in _CONDITIONS:
-                inner = (*tests, node.test)  # type: ignore[attr-defined]
+            test = _test(node)
+            if test is not None:
+                inner = (*tests, test)
             for kid in reversed(children(node)):
-                stack.append((kid, tests if kind in _CONDITIONS and kid is node.test else inner))  # type: ignore[attr-defined]
+                stack.append((kid, tests if test is not None and kid is test else inner))
         last_sync = max(synced_after, default=0)
         for index, (node, text) in enumerate(order):
             if index < last_sync:
@@ -287,13 +293,18 @@ def _condition_tests(chain: list[cst.CSTNode]) -> tuple[cst.BaseExpression, ...]
     """Tests of the ``if``/``while`` statements in an ancestor chain that the chain goes on
     into the body or else branch of (not into the test)."""
     return tuple(
-        parent.test  # type: ignore[attr-defined]
+        test
         for i, parent in enumerate(chain[:-1])
-        if type(parent) in _CONDITIONS and chain[i + 1] is not parent.test  # type: ignore[attr-defined]
+        if (test := _test(parent)) is not None and chain[i + 1] is not test
     )
 
 
-def _no_grad(parents: list[cst.CSTNode]) -> bool:
+def _test(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The test of an ``if``/``while`` statement (a node of ``_CONDITIONS``), else None."""
+    return node.test if type(node) is cst.If or type(node) is cst.While else None
+
+
+def _no_grad(parents: Sequence[cst.CSTNode]) -> bool:
     for parent in parents:
         if isinstance(parent, cst.With):
             for item in parent.items:
@@ -316,10 +327,9 @@ def _parameter_loop_names(scope: cst.CSTNode) -> set[str]:
     stack = [scope]
     while stack:  # statements only: a loop is a statement, and not in a class body here
         item = stack.pop()
-        kind = type(item)
-        if kind is cst.For and _iterates_parameters(item.iter):  # type: ignore[attr-defined]
-            names |= _loop_param_names(item.target)  # type: ignore[attr-defined]
-        if kind in _LOOP_CONTAINERS or item is scope:
+        if type(item) is cst.For and _iterates_parameters(item.iter):
+            names |= _loop_param_names(item.target)
+        if type(item) in _LOOP_CONTAINERS or item is scope:
             stack.extend(children(item))
     return names
 

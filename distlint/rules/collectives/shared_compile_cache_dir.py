@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.rules.base import Rule
+from distlint.rules.base import FixArgs, Rule
 from distlint.rules.context import RuleContext
 from distlint.syntax.walker import descendants, evaluated
 
@@ -123,10 +123,10 @@ class SharedCompileCacheDir(Rule):
             f"({self._multi_process}): every rank and every host writes the same compile "
             "cache (a hygiene note for shared or network filesystems, not an observed "
             f"failure). Add the rank or host, e.g. `f\"/tmp/cache-{{os.environ['LOCAL_RANK']}}\"`.",
-            **self._per_host_fix(value),  # type: ignore[arg-type]
+            **self._per_host_fix(value),
         )
 
-    def _per_host_fix(self, value: cst.BaseExpression) -> dict[str, object]:
+    def _per_host_fix(self, value: cst.BaseExpression) -> FixArgs:
         """Unsafe fix: one subdirectory per host, ``os.path.join(<path>, socket.gethostname())``
         (adding ``import os`` / ``import socket`` before the file's first import if needed).
 

@@ -13,15 +13,19 @@ importing torch (the file's module-level dynamo config is ``RuleContext.dynamo_c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
+from distlint.semantic.regions import Resolver
 from distlint.syntax.imports import dotted_name, scope_statements, self_attribute
 from distlint.syntax.walker import descendants, evaluated, parameters, suite_body
 
 # how region rules qualify a fullgraph=True failure that only some paths reach (a warning)
+# ``_RegionRule.is_builtin``: whether ``func`` is the (unshadowed) builtin ``name``
+IsBuiltin = Callable[[cst.BaseExpression, str], bool]
+
 SOME_PATHS = (
     " when it runs, and it runs only on some paths of the compiled call (under a branch here or"
     " in a caller)"
@@ -237,7 +241,7 @@ def torch_call_returns_tensor(name: str | None) -> bool:
     return func not in _NON_TENSOR_TORCH and not func.startswith(_NON_TENSOR_PREFIXES)
 
 
-def _is_tensor_annotation(annotation: cst.BaseExpression, resolve) -> bool:  # type: ignore[no-untyped-def]
+def _is_tensor_annotation(annotation: cst.BaseExpression, resolve: Resolver) -> bool:
     if isinstance(annotation, cst.SimpleString):
         value = evaluated(annotation)
         return isinstance(value, str) and value in ("torch.Tensor", "Tensor")
@@ -280,7 +284,7 @@ class TensorGuess:
 
     def __init__(
         self,
-        resolve,  # type: ignore[no-untyped-def]
+        resolve: Resolver,
         func: cst.FunctionDef | None,
         module_guess: TensorGuess | None = None,
         module: cst.Module | None = None,
@@ -365,7 +369,7 @@ class TensorGuess:
             self._memo[name] = result
         return result
 
-    def name_uses(self, is_builtin) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    def name_uses(self, is_builtin: IsBuiltin) -> dict[str, str]:
         """How the function's names are used (see ``_name_uses``), one pass per function
         (one per conversion was quadratic in a long compiled function)."""
         if self._uses is None:
@@ -468,7 +472,9 @@ class TensorGuess:
         ``torch.randn``, ``softmax``), the case where ``.tolist()`` fails under fullgraph."""
         if isinstance(expr, cst.Name):
             values = self.assigned.get(expr.value)
-            return bool(values) and all(v is not None and self.is_float_tensor(v) for v in values)
+            if not values:
+                return False
+            return all(v is not None and self.is_float_tensor(v) for v in values)
         if isinstance(expr, cst.BinaryOperation):
             return self.is_float_tensor(expr.left) or self.is_float_tensor(expr.right)
         if not isinstance(expr, cst.Call):
@@ -565,7 +571,7 @@ def in_test(node: cst.CSTNode, parents: Sequence[cst.CSTNode]) -> bool:
     return False
 
 
-def in_range_call(node: cst.CSTNode, parents: Sequence[cst.CSTNode], is_builtin) -> bool:  # type: ignore[no-untyped-def]
+def in_range_call(node: cst.CSTNode, parents: Sequence[cst.CSTNode], is_builtin: IsBuiltin) -> bool:
     """Whether ``node`` is (inside) an argument of the builtin ``range``."""
     for parent in reversed(parents):
         if isinstance(parent, cst.BaseStatement):
@@ -594,7 +600,7 @@ class Conversion:
         return self.kind == "tolist" and not self.integer
 
 
-def conversion_kind(call: cst.Call, guess: TensorGuess, is_builtin) -> str | None:  # type: ignore[no-untyped-def]
+def conversion_kind(call: cst.Call, guess: TensorGuess, is_builtin: IsBuiltin) -> str | None:
     func = call.func
     if isinstance(func, cst.Attribute) and guess.resolve(func) is None:
         method = func.attr.value
@@ -614,7 +620,7 @@ def classify_conversion(
     kind: str,
     parents: Sequence[cst.CSTNode],
     guess: TensorGuess,
-    is_builtin,  # type: ignore[no-untyped-def]
+    is_builtin: IsBuiltin,
 ) -> Conversion:
     integer = floating = False
     if kind == "tolist" and isinstance(call.func, cst.Attribute):
@@ -660,7 +666,7 @@ def _assigned_name(node: cst.CSTNode, parents: Sequence[cst.CSTNode]) -> str | N
     return None
 
 
-def _name_uses(func: cst.FunctionDef, is_builtin) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _name_uses(func: cst.FunctionDef, is_builtin: IsBuiltin) -> dict[str, str]:
     """How each name of ``func``'s body is used: "control" if some use is in a test,
     else "range" if some use is in a ``range()`` argument (other names: "value")."""
     uses: dict[str, str] = {}

@@ -5,6 +5,7 @@ DL114).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -94,8 +95,8 @@ def file_functions(ctx: RuleContext) -> dict[str, cst.FunctionDef]:
 def _file_functions(ctx: RuleContext) -> dict[str, cst.FunctionDef]:
     found: dict[str, cst.FunctionDef] = {}
 
-    def walk(body: object, prefix: str) -> None:
-        for stmt in scope_statements(body):  # type: ignore[arg-type]
+    def walk(body: Iterable[cst.CSTNode], prefix: str) -> None:
+        for stmt in scope_statements(body):
             if isinstance(stmt, cst.FunctionDef):
                 qualname = prefix + stmt.name.value
                 found[f"{ctx.module_key}:{qualname}"] = stmt

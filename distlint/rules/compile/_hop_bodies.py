@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.rules.compile._analysis import binds_locally
+from distlint.semantic.regions import Resolver
 from distlint.syntax.imports import scope_statements, self_attribute
 
 CHECKPOINT = "torch.utils.checkpoint.checkpoint"
@@ -53,15 +54,15 @@ def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression
 
 
 def hop_bodies(
-    resolve,  # type: ignore[no-untyped-def]
+    resolve: Resolver,
     module: cst.Module,
     parents: Sequence[cst.CSTNode],
     call: cst.Call,
 ) -> Iterator[HopBody]:
     """The functions of this file that ``call`` (a higher-order operator) traces."""
     name = resolve(call.func)
-    spots = HOP_BODIES.get(name or "")
-    if not spots:
+    spots = HOP_BODIES.get(name) if name is not None else None
+    if name is None or not spots:
         return
     operator = HOP_KIND[name]
     for position, keyword in spots:

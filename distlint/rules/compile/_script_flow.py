@@ -7,12 +7,14 @@ script changes under it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from distlint.rules.compile._bindings import compiled_bindings, file_functions
 from distlint.rules.context import RuleContext
+from distlint.semantic.regions import Resolver
 from distlint.syntax.walker import descendants
 
 DIST = "torch.distributed."
@@ -66,15 +68,19 @@ def _flows(ctx: RuleContext) -> list[Flow]:
     return result
 
 
-def _flow(ctx: RuleContext, scope: cst.CSTNode, names: set[str]) -> Flow:
+def _flow(ctx: RuleContext, scope: cst.Module | cst.FunctionDef, names: set[str]) -> Flow:
     resolve = ctx.imports.resolve
     flow = Flow()
     stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = []
     from distlint.syntax.walker import children
 
-    body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body  # type: ignore[union-attr]
-    if isinstance(scope, cst.FunctionDef) and not isinstance(scope.body, cst.IndentedBlock):
-        return flow
+    body: Sequence[cst.CSTNode]
+    if isinstance(scope, cst.FunctionDef):
+        if not isinstance(scope.body, cst.IndentedBlock):
+            return flow
+        body = scope.body.body
+    else:
+        body = scope.body
     for stmt in reversed(list(body)):
         stack.append((stmt, ()))
     while stack:
@@ -91,7 +97,13 @@ def _flow(ctx: RuleContext, scope: cst.CSTNode, names: set[str]) -> Flow:
     return flow
 
 
-def _note_call(flow, node: cst.Call, loops, names: set[str], resolve) -> None:  # type: ignore[no-untyped-def]
+def _note_call(
+    flow: Flow,
+    node: cst.Call,
+    loops: tuple[cst.CSTNode, ...],
+    names: set[str],
+    resolve: Resolver,
+) -> None:
     def add(kind: str, name: str = "", receiver: cst.BaseExpression | None = None) -> None:
         flow.events.append(Event(kind, node, len(flow.events), loops, name, receiver))
 

@@ -10,6 +10,8 @@ also with ``torch._dynamo.config.capture_scalar_outputs = True``, which only cap
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from distlint.findings import Severity
@@ -68,7 +70,7 @@ class DataDependentOperator(_RegionRule):
             ),
         )
 
-    def _tensors(self, receiver: cst.BaseExpression, args) -> bool:  # type: ignore[no-untyped-def]
+    def _tensors(self, receiver: cst.BaseExpression, args: Sequence[cst.Arg]) -> bool:
         """``a.equal(b)``: the receiver or the argument is known to be a tensor."""
         guess = self.guess()
         first = args[0]

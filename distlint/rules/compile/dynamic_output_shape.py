@@ -13,6 +13,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.compile._region import _RegionRule
+from distlint.semantic.regions_model import Region
 
 _DYNAMIC_SHAPE_FUNCS = frozenset({"torch.nonzero", "torch.unique", "torch.masked_select"})
 _DYNAMIC_SHAPE_METHODS = frozenset({"nonzero", "unique", "masked_select"})
@@ -29,7 +30,7 @@ class DynamicOutputShape(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "high"
 
-    def _active(self):  # type: ignore[no-untyped-def]
+    def _active(self) -> Region | None:
         region = self.ctx.region
         if region is None or region.fullgraph:
             return None
@@ -37,7 +38,7 @@ class DynamicOutputShape(_RegionRule):
             return None
         return region
 
-    def _report(self, node: cst.CSTNode, region) -> None:  # type: ignore[no-untyped-def]
+    def _report(self, node: cst.CSTNode, region: Region) -> None:
         spelled = self.spell(node)
         self.report(
             node,

@@ -17,6 +17,8 @@ from distlint.rules.compile._analysis import own_nodes
 from distlint.rules.compile._hop_bodies import CHECKPOINT, COND, hop_bodies
 from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.rules.context import RuleContext
+from distlint.semantic.regions import Resolver
+from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import scope_statements
 
 # name -> (GB id without fullgraph, GB id under fullgraph, what happens without fullgraph)
@@ -40,7 +42,7 @@ EXPLICIT_BREAKS = {
 _ALIASES = {f"torch._dynamo.decorators.{name.rpartition('.')[2]}": name for name in EXPLICIT_BREAKS}
 
 
-def explicit_break(resolve, node: cst.Call) -> str | None:  # type: ignore[no-untyped-def]
+def explicit_break(resolve: Resolver, node: cst.Call) -> str | None:
     """The canonical name when ``node`` calls one of Dynamo's explicit break functions."""
     name = resolve(node.func)
     if name is None:
@@ -136,7 +138,7 @@ class ExplicitGraphBreak(_RegionRule):
                         self._assigned.setdefault(name, []).append(stmt.value)
         return self._assigned
 
-    def _report(self, node: cst.Call, name: str, region, operator: str | None) -> None:  # type: ignore[no-untyped-def]
+    def _report(self, node: cst.Call, name: str, region: Region, operator: str | None) -> None:
         if id(node) in self._reported:
             return
         self._reported.add(id(node))
@@ -215,7 +217,9 @@ def _chain(cls: cst.ClassDef, module: cst.Module, seen: set[str]) -> list[cst.Cl
     return order
 
 
-def _method(cls, name: str, module, seen) -> cst.FunctionDef | None:  # type: ignore[no-untyped-def]
+def _method(
+    cls: cst.ClassDef, name: str, module: cst.Module, seen: set[str]
+) -> cst.FunctionDef | None:
     for owner in _chain(cls, module, seen):
         for stmt in owner.body.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
@@ -223,7 +227,9 @@ def _method(cls, name: str, module, seen) -> cst.FunctionDef | None:  # type: ig
     return None
 
 
-def _property(cls, name: str, module, seen) -> cst.FunctionDef | None:  # type: ignore[no-untyped-def]
+def _property(
+    cls: cst.ClassDef, name: str, module: cst.Module, seen: set[str]
+) -> cst.FunctionDef | None:
     for owner in _chain(cls, module, seen):
         for stmt in owner.body.body:
             if (

@@ -18,6 +18,7 @@ from distlint.rules.compile._breaks import Break, branch_breaks, breaks_in
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.compile._script_flow import DIST, names_in
 from distlint.rules.context import RuleContext
+from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import self_attribute
 from distlint.syntax.walker import descendants
 
@@ -65,7 +66,7 @@ class GraphBreakInLoop(_RegionRule):
             related_nodes=((found.node, "graph break"),),
         )
 
-    def _fsdp2_children(self, loop: cst.For | cst.While, region) -> bool:  # type: ignore[no-untyped-def]
+    def _fsdp2_children(self, loop: cst.For | cst.While, region: Region) -> bool:
         """A compiled root looping over FSDP2-sharded children (proof: test_proof_dl107_109.py)."""
         children = sharded_children_loop(self.ctx, loop)
         if children is None:

@@ -13,7 +13,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.compile._analysis import function_nodes
-from distlint.rules.compile._bindings import compiled_bindings, region_functions
+from distlint.rules.compile._bindings import Binding, compiled_bindings, region_functions
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.compile._script_flow import Flow, flows, may_precede
 from distlint.rules.context import RuleContext
@@ -65,7 +65,13 @@ class HookAfterCompile(_RegionRule):
                     )
                     break
 
-    def _runs_inside(self, receiver, name, items, loop_modules) -> str | None:  # type: ignore[no-untyped-def]
+    def _runs_inside(
+        self,
+        receiver: cst.BaseExpression,
+        name: str,
+        items: list[Binding],
+        loop_modules: dict[str, str],
+    ) -> str | None:
         """How ``receiver`` is a module run inside the compiled frame of ``name``, or None."""
         modules: set[str] = set()
         for binding in items:
@@ -118,7 +124,7 @@ def _module_loop_vars(flow: Flow, ctx: RuleContext) -> dict[str, str]:
                 continue
             seen.add(id(loop))
             it = loop.iter
-            target = loop.target
+            target: cst.BaseExpression = loop.target
             if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute):
                 method = it.func.attr.value
                 if method not in MODULE_ITERATORS:

@@ -14,6 +14,7 @@ from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.rules.compile._analysis import SOME_PATHS
 from distlint.rules.compile._breaks import LOGGER_METHODS, environ_write, host_call
 from distlint.rules.compile._region import _RegionRule
+from distlint.semantic.regions_model import Region
 
 _HOST_ADVICE = {
     "0059": "Remove it, or print the returned tensors after the compiled call",
@@ -82,7 +83,7 @@ class HostSideEffect(_RegionRule):
         node: cst.CSTNode,
         what: str,
         gb: str,
-        region,  # type: ignore[no-untyped-def]
+        region: Region,
         guard: tuple[tuple[cst.CSTNode, str], ...] = (),
     ) -> None:
         advice = _HOST_ADVICE.get(gb, "Move it outside the compiled region")

@@ -13,9 +13,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.findings import Severity
-from distlint.rules.compile._analysis import function_nodes
-from distlint.rules.compile._bindings import compiled_bindings, file_functions, positional_params
+from distlint.findings import Location, Severity
+from distlint.rules.compile._analysis import IsBuiltin, function_nodes
+from distlint.rules.compile._bindings import (
+    Binding,
+    compiled_bindings,
+    file_functions,
+    positional_params,
+)
 from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants, parameters
@@ -128,7 +133,14 @@ class IteratorArgument(_RegionRule):
             for v in values
         )
 
-    def _report(self, node, kind: str, param: str, binding, iterated: cst.CSTNode) -> None:  # type: ignore[no-untyped-def]
+    def _report(
+        self,
+        node: cst.BaseExpression,
+        kind: str,
+        param: str,
+        binding: Binding,
+        iterated: cst.CSTNode,
+    ) -> None:
         info = binding.root
         spelled = self.spell(node)
         what = (
@@ -163,14 +175,12 @@ class IteratorArgument(_RegionRule):
             related_nodes=((iterated, "iterated here"),),
         )
 
-    def _root_location(self, binding):  # type: ignore[no-untyped-def]
-        from distlint.findings import Location
-
+    def _root_location(self, binding: Binding) -> tuple[Location, ...]:
         info = binding.root
         return (Location(info.path, info.span, info.label),)
 
 
-def _iteration_of(func: cst.FunctionDef, name: str, is_builtin) -> cst.CSTNode | None:  # type: ignore[no-untyped-def]
+def _iteration_of(func: cst.FunctionDef, name: str, is_builtin: IsBuiltin) -> cst.CSTNode | None:
     """Where ``func`` iterates its parameter ``name`` (if it never rebinds it)."""
     if name not in {p.name.value for p in parameters(func.params)}:
         return None

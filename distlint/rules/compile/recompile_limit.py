@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.findings import Severity
+from distlint.findings import Location, Severity
 from distlint.rules.compile._analysis import function_nodes, own_nodes
 from distlint.rules.compile._bindings import Binding, compiled_bindings, file_functions
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.compile._script_flow import Event, Flow, flows, names_in
 from distlint.rules.context import RuleContext
+from distlint.semantic.regions import Resolver
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants
 
@@ -140,7 +141,7 @@ class RecompileLimit(_RegionRule):
                 )
                 return
 
-    def _related(self, binding: Binding):  # type: ignore[no-untyped-def]
+    def _related(self, binding: Binding) -> tuple[Location, ...]:
         facts = self.ctx.facts
         region = facts.region_of(binding.root.target) if facts is not None else None
         return region.related if region is not None else ()
@@ -208,9 +209,9 @@ def _rebound_global_ints(ctx: RuleContext) -> dict[str, cst.CSTNode]:
     ints: set[str] = set()
     for stmt in scope_statements(ctx.module.body):
         if isinstance(stmt, cst.Assign) and _int_literal(stmt.value):
-            for target in stmt.targets:
-                if isinstance(target.target, cst.Name):
-                    ints.add(target.target.value)
+            for assign_target in stmt.targets:
+                if isinstance(assign_target.target, cst.Name):
+                    ints.add(assign_target.target.value)
     if not ints:
         return {}
     found: dict[str, cst.CSTNode] = {}
@@ -262,7 +263,7 @@ def _shape_varies(
     expr: cst.BaseExpression,
     variables: set[str],
     local: dict[str, cst.BaseExpression],
-    resolve,  # type: ignore[no-untyped-def]
+    resolve: Resolver,
     depth: int = 0,
 ) -> str | None:
     """The loop variable that decides a size of ``expr`` (a factory size, a slice bound, a

@@ -19,6 +19,7 @@ from distlint.rules.compile._analysis import bound_values, own_nodes, self_attri
 from distlint.rules.compile._hop_bodies import COND, HopBody, hop_bodies
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
+from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import scope_statements, self_attribute
 from distlint.syntax.walker import parameters
 
@@ -157,7 +158,7 @@ class HopBodySideEffect(_RegionRule):
 
     # -- the finding ------------------------------------------------------------------------
 
-    def _report(self, node: cst.CSTNode, what: str, hop: HopBody, region) -> None:  # type: ignore[no-untyped-def]
+    def _report(self, node: cst.CSTNode, what: str, hop: HopBody, region: Region) -> None:
         body = hop.body.name.value
         if hop.operator == COND:
             message = (

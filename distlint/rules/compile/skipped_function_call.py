@@ -15,6 +15,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.regions import DISABLE_FUNCTIONS
+from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import scope_statements, self_attribute
 
 TEST_CASES = frozenset({"unittest.TestCase", "unittest.IsolatedAsyncioTestCase"})
@@ -100,8 +101,8 @@ class SkippedFunctionCall(_RegionRule):
         ]
         return found[0] if len(found) == 1 else None
 
-    def _report(  # type: ignore[no-untyped-def]
-        self, node: cst.Call, what: str, gb: str, text: str, advice: str, region
+    def _report(
+        self, node: cst.Call, what: str, gb: str, text: str, advice: str, region: Region
     ) -> None:
         self.report_break(
             node,

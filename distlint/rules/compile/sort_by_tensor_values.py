@@ -16,10 +16,12 @@ from distlint.findings import Severity
 from distlint.rules.compile._analysis import (
     NON_TENSOR_ATTRS,
     NON_TENSOR_METHODS,
+    IsBuiltin,
     _is_tensor_annotation,
     torch_call_returns_tensor,
 )
 from distlint.rules.compile._region import _RegionRule
+from distlint.semantic.regions import Resolver
 from distlint.syntax.walker import keyword_arg
 
 _VALUE_METHODS = frozenset({"item", "tolist"})  # a Python value read from tensor data
@@ -112,7 +114,9 @@ class SortOfTensors(_RegionRule):
         if name in guess.params:
             return name not in guess.assigned and self._tensor_sequence_param(guess.params[name])
         values = guess.assigned.get(name)
-        return bool(values) and all(
+        if not values:
+            return False
+        return all(
             v is not None
             and isinstance(v, (cst.List, cst.Tuple, cst.ListComp))
             and self._tensor_sequence(v)
@@ -147,7 +151,9 @@ class SortOfTensors(_RegionRule):
         return name is not None and name.startswith("torch.") and torch_call_returns_tensor(name)
 
 
-def _from_values(expr: cst.BaseExpression, param: str, resolve, is_builtin) -> bool:  # type: ignore[no-untyped-def]
+def _from_values(
+    expr: cst.BaseExpression, param: str, resolve: Resolver, is_builtin: IsBuiltin
+) -> bool:
     """Whether a key expression on the tensor ``param`` depends on the tensor's data."""
     if isinstance(expr, cst.Name):
         return expr.value == param

@@ -13,7 +13,7 @@ from distlint.findings import Severity
 from distlint.rules.compile._analysis import function_nodes
 from distlint.rules.compile._bindings import compiled_bindings, region_functions
 from distlint.rules.compile._region import _RegionRule
-from distlint.rules.compile._script_flow import DIST, flows, may_precede
+from distlint.rules.compile._script_flow import DIST, Event, flows, may_precede
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import RootInfo
 
@@ -67,7 +67,15 @@ class StaleDistConstant(_RegionRule):
                 checks_init = any(n == DIST + "is_initialized" for _, n in reads)
                 self._check(name, calls, inits, destroys, reads, checks_init)
 
-    def _check(self, name, calls, inits, destroys, reads, checks_init) -> bool:  # type: ignore[no-untyped-def]
+    def _check(
+        self,
+        name: str,
+        calls: list[Event],
+        inits: list[Event],
+        destroys: list[Event],
+        reads: list[tuple[cst.Call, str]],
+        checks_init: bool,
+    ) -> bool:
         for first in calls:
             for init in inits:
                 if not may_precede(first, init):

@@ -12,6 +12,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
+from distlint.semantic.regions_model import Region
 
 _OPTIMIZER_HINTS = ("optim", "opt")
 
@@ -60,7 +61,7 @@ class TrainStepInCompiledRegion(_RegionRule):
         lowered = last.lower().lstrip("_")
         return lowered.startswith(_OPTIMIZER_HINTS) or lowered.endswith(("optimizer", "optim"))
 
-    def _report(self, node: cst.Call, what: str, region) -> None:  # type: ignore[no-untyped-def]
+    def _report(self, node: cst.Call, what: str, region: Region) -> None:
         spelled = self.spell(node)
         if what == "backward":
             effect = "GB0123, `Unsupported Tensor.backward() call`"

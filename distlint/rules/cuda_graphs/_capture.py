@@ -12,6 +12,7 @@ DL604's call sites, names bound in this file to ``torch.compile(..., mode="reduc
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -87,7 +88,7 @@ class _CaptureRule(Rule):
                 self._mark_spans(node.body)
             pending.extend(children(node))
 
-    def _mark_spans(self, body) -> None:  # type: ignore[no-untyped-def]
+    def _mark_spans(self, body: Sequence[cst.CSTNode]) -> None:
         inside = False
         for stmt in body:
             name = statement_method(stmt)

@@ -7,6 +7,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.base import RegionRule
 from distlint.rules.cuda_graphs._capture import _is_cudagraph_compile
+from distlint.semantic.regions_model import Region
 
 
 class CudagraphMutatedInput(RegionRule):
@@ -30,7 +31,7 @@ class CudagraphMutatedInput(RegionRule):
         ]
         return {n for n in names if n not in ("self", "cls")}
 
-    def _region(self):  # type: ignore[no-untyped-def]
+    def _region(self) -> Region | None:
         region = self.ctx.region
         if region is None or not region.direct:
             return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.rules.base import Rule
+from distlint.rules.base import FixArgs, Rule
 from distlint.rules.context import RuleContext
 from distlint.rules.cuda_graphs._capture import _is_cudagraph_compile
 from distlint.syntax.walker import parameters, scope_nodes
@@ -163,7 +163,7 @@ class _OutputUse:
                 if isinstance(node.func, cst.Name) and node.func.value in scanner.active:
                     events.append(("call", node, node.func.value))
 
-            def visit_Assign(self, node: cst.Assign) -> None:
+            def visit_Assign(self, node: cst.Assign) -> bool:
                 node.value.visit(self)
                 targets = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
                 if isinstance(node.value, cst.Call) and _is_cudagraph_compile(
@@ -181,7 +181,7 @@ class _OutputUse:
                     for target in node.targets:
                         if isinstance(target.target, cst.Name):
                             events.append(("unbind", target.target, target.target.value))
-                return False  # type: ignore[return-value]
+                return False  # the value was visited above; the targets are not reads
 
             def visit_Name(self, node: cst.Name) -> None:
                 events.append(("read", node, node.value))
@@ -214,7 +214,7 @@ class _OutputUse:
                     "it silently holds the later step's values (GPU, torch 2.11; "
                     "`cudagraph_mark_step_begin()` does not prevent this). Keep `.clone()` (or "
                     "a Python value) instead.",
-                    **self._clone_fix(node),  # type: ignore[arg-type]
+                    **self._clone_fix(node),
                 )
             elif kind == "read" and name in bound and name not in reported:
                 when, _ = bound[name]
@@ -230,10 +230,10 @@ class _OutputUse:
                         "2.11; `cudagraph_mark_step_begin()` does not prevent this). `.clone()` "
                         "it before the next call.",
                         related_nodes=((last_call, "overwritten by this call"),),
-                        **self._clone_fix(self.bound_values.get(bound[name][1])),  # type: ignore[arg-type]
+                        **self._clone_fix(self.bound_values.get(bound[name][1])),
                     )
 
-    def _clone_fix(self, value: cst.CSTNode | None) -> dict[str, object]:
+    def _clone_fix(self, value: cst.CSTNode | None) -> FixArgs:
         """``fix``/``fix_nodes`` that keep ``value.clone()`` instead of the graph's output.
 
         Unsafe: the output may be a tuple or another container (then ``.clone()`` does not

@@ -340,7 +340,8 @@ class _ModuleClass:
 def _statements(body: cst.BaseSuite) -> Iterator[cst.BaseSmallStatement]:
     """Small statements of a block and of its nested blocks (not of nested defs/classes)."""
     if not isinstance(body, cst.IndentedBlock):
-        yield from body.body  # type: ignore[misc]
+        assert isinstance(body, cst.SimpleStatementSuite)  # the other kind of BaseSuite
+        yield from body.body
         return
     for stmt in body.body:
         if isinstance(stmt, cst.SimpleStatementLine):

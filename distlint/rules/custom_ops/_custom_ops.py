@@ -175,8 +175,9 @@ def declared_mutations(expr: cst.BaseExpression) -> tuple[str, ...] | str | None
         return value if value == "unknown" else (value,)
     if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
         names = [literal_value(e.value) for e in expr.elements]
-        if all(isinstance(n, str) for n in names):
-            return tuple(names)  # type: ignore[arg-type]
+        strings = [n for n in names if isinstance(n, str)]
+        if len(strings) == len(names):
+            return tuple(strings)
     if (
         isinstance(expr, cst.Call)
         and not expr.args
@@ -230,6 +231,8 @@ class _OpFacts(ProjectRule):
 
     def _add(self, kind: str, node: cst.CSTNode, **data: object) -> None:
         # lazy: measured only if a finding points at it (most uses never do)
+        # data: OpRecord fields by keyword, typed per field by OpRecord (not expressible as
+        # **data without a TypedDict of them); the constructor rejects unknown names
         record = OpRecord(kind=kind, span=self.ctx.locate(node, lazy=True), **data)  # type: ignore[arg-type]
         records = self.ctx.records
         for code in self._codes:
@@ -395,7 +398,8 @@ class _OpFacts(ProjectRule):
             if not isinstance(iterable, (cst.Tuple, cst.List)):
                 return ()
             values = [literal_value(element.value) for element in iterable.elements]
-            return tuple(values) if all(isinstance(v, str) for v in values) else ()  # type: ignore[arg-type]
+            strings = [v for v in values if isinstance(v, str)]
+            return tuple(strings) if len(strings) == len(values) else ()
         return ()
 
     def _library_method_for(

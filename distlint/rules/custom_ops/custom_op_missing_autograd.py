@@ -64,7 +64,8 @@ class CustomOpMissingAutograd(_OpFacts):
                 f"at the first compiled call). Add `{shown}.register_autograd(backward, "
                 "setup_context=...)`.",
                 related=tuple(
-                    Location(p, _span(project, u), "called in forward")  # type: ignore[arg-type]
+                    Location(p, use_span, "called in forward")
                     for p, u in training[:5]
+                    if (use_span := _span(project, u)) is not None  # kept above: always
                 ),
             )

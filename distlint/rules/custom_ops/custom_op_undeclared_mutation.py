@@ -14,7 +14,7 @@ from distlint.rules.custom_ops._autograd import (
     positional,
     strip_views,
 )
-from distlint.semantic.regions import literal_value
+from distlint.semantic.regions import Resolver, literal_value
 from distlint.syntax.walker import keyword_arg
 
 if TYPE_CHECKING:
@@ -72,8 +72,8 @@ class CustomOpUndeclaredMutation(Rule):
 
 
 def _mutations(
-    body: cst.BaseSuite, params: set[str], resolve
-) -> Iterator[tuple[cst.CSTNode, str, str]]:  # type: ignore[no-untyped-def]
+    body: cst.BaseSuite, params: set[str], resolve: Resolver
+) -> Iterator[tuple[cst.CSTNode, str, str]]:
     """(node, argument, how) for each in-place write into one of ``params`` (source order).
 
     Follows simple aliases (``y = x``, ``y = x.view(-1)``, ``y = x[0]``) and stops following a

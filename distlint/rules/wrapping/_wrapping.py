@@ -22,6 +22,7 @@ from distlint.semantic.collectives import DDP, FSDP1, FULLY_SHARD
 from distlint.semantic.regions import (
     COMPILE_FUNCTIONS,
     CompileRoot,
+    Resolver,
     compile_root,
     is_literal,
     literal_value,
@@ -165,10 +166,9 @@ class _WrappingRule(Rule):
     def _may_compile(self, call: cst.Call) -> bool:
         """Whether ``call`` is ``x.compile(...)`` or a bare name bound to ``torch.compile``."""
         func = call.func
-        kind = type(func)
-        if kind is cst.Attribute:
-            return func.attr.value == "compile"  # type: ignore[attr-defined]
-        return kind is cst.Name and self.ctx.resolve(func) in COMPILE_FUNCTIONS
+        if type(func) is cst.Attribute:
+            return func.attr.value == "compile"
+        return type(func) is cst.Name and self.ctx.resolve(func) in COMPILE_FUNCTIONS
 
     # -- what names hold -------------------------------------------------------------------------
 
@@ -226,7 +226,9 @@ class _WrappingRule(Rule):
         kind = type(func)
         # Resolving keeps the last part of a dotted name: only a bare name (an alias) or
         # `x.fully_shard` / `x.compile` can be one of these calls.
-        if kind is not cst.Name and (kind is not cst.Attribute or func.attr.value not in _LAST):  # type: ignore[attr-defined]
+        if kind is not cst.Name and (
+            type(func) is not cst.Attribute or func.attr.value not in _LAST
+        ):
             return
         name = self.ctx.resolve(func)
         if name in FULLY_SHARD:
@@ -331,7 +333,8 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
     while stack:
         current, done = stack.pop()
         if done:
-            found.append(current)  # type: ignore[arg-type]
+            assert isinstance(current, cst.Call)  # only calls are pushed done
+            found.append(current)
             continue
         kind = type(current)
         if kind in _LEAVES or kind in _OPAQUE:
@@ -372,11 +375,13 @@ def _dotted_names(expr: cst.BaseExpression) -> Iterator[str]:
         return
     for child in children(expr):
         if type(child) in _EXPRESSIONS:
-            yield from _dotted_names(child)  # type: ignore[arg-type]
+            assert isinstance(child, cst.BaseExpression)  # _EXPRESSIONS: its subclasses
+            yield from _dotted_names(child)
         else:
             for grandchild in children(child):
                 if type(grandchild) in _EXPRESSIONS:
-                    yield from _dotted_names(grandchild)  # type: ignore[arg-type]
+                    assert isinstance(grandchild, cst.BaseExpression)
+                    yield from _dotted_names(grandchild)
 
 
 def _expand_loop_vars(scope: _Scope, names: Iterator[str]) -> set[str]:
@@ -405,7 +410,7 @@ def _strip_self_returning(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _module_key(expr: cst.BaseExpression, resolve) -> str | None:  # type: ignore[no-untyped-def]
+def _module_key(expr: cst.BaseExpression, resolve: Resolver) -> str | None:
     """The name an expression's module is known by: ``model``, ``fully_shard(model)``."""
     expr = _strip_self_returning(expr)
     if isinstance(expr, cst.Call) and resolve(expr.func) in FULLY_SHARD:
