@@ -345,11 +345,17 @@ def _at_most_once(loop: cst.For | cst.While) -> bool:
         return False
     if it.func.value != "range":
         return False
-    bounds = [evaluated(a.value) if isinstance(a.value, cst.Integer) else None for a in it.args]
-    if any(b is None for b in bounds) or any(a.keyword or a.star for a in it.args):
+    if any(a.keyword or a.star for a in it.args):
+        return False
+    bounds = [
+        value
+        for a in it.args
+        if isinstance(a.value, cst.Integer) and isinstance(value := evaluated(a.value), int)
+    ]
+    if len(bounds) != len(it.args):
         return False
     if len(bounds) == 1:
-        return bounds[0] <= 1  # type: ignore[operator]
+        return bounds[0] <= 1
     if len(bounds) == 2:
-        return bounds[1] - bounds[0] <= 1  # type: ignore[operator]
+        return bounds[1] - bounds[0] <= 1
     return False

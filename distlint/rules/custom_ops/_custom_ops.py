@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -229,11 +229,11 @@ class _OpFacts(ProjectRule):
             return None
         return f"{self.ctx.module_key}.{dotted}"
 
-    def _add(self, kind: str, node: cst.CSTNode, **data: object) -> None:
-        # lazy: measured only if a finding points at it (most uses never do)
-        # data: OpRecord fields by keyword, typed per field by OpRecord (not expressible as
-        # **data without a TypedDict of them); the constructor rejects unknown names
-        record = OpRecord(kind=kind, span=self.ctx.locate(node, lazy=True), **data)  # type: ignore[arg-type]
+    def _add(self, kind: str, node: cst.CSTNode, **data: Any) -> None:
+        # lazy: measured only if a finding points at it (most uses never do); ``data`` holds
+        # OpRecord's other fields by name, each typed by OpRecord (the constructor rejects a
+        # name that is not one)
+        record = OpRecord(kind=kind, span=self.ctx.locate(node, lazy=True), **data)
         records = self.ctx.records
         for code in self._codes:
             records.append((code, record))
