@@ -308,37 +308,23 @@ def _size_names(expr: cst.BaseExpression) -> set[str]:
     of a collection (a parameter list) takes as many values as the collection has distinct
     shapes, usually a handful; nanochat's fused AdamW step compiles once per parameter shape,
     well under the limit."""
-    names = names_in(expr)
-    shape_only = set(names)
+    shape_reads: set[int] = set()  # id() of the Name nodes read only for their shape
+    occurrences: list[cst.Name] = []
     for node in descendants(expr):
-        if (
-            isinstance(node, cst.Attribute)
-            and isinstance(node.value, cst.Name)
-            and node.attr.value not in SHAPE_READS
-        ):
-            shape_only.discard(node.value.value)
-    for node in descendants(expr):
-        if not isinstance(node, cst.Name) or node.value not in shape_only:
-            continue
-        if not _read_for_shape(node, expr):
-            shape_only.discard(node.value)
-    return names - shape_only
-
-
-def _read_for_shape(name: cst.Name, expr: cst.BaseExpression) -> bool:
-    """Whether this occurrence of ``name`` in ``expr`` is ``name.<shape read>`` or ``len(name)``."""
-    for node in descendants(expr):
-        if isinstance(node, cst.Attribute) and node.value is name:
-            return node.attr.value in SHAPE_READS
-        if (
+        if isinstance(node, cst.Name):
+            occurrences.append(node)
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if node.attr.value in SHAPE_READS:
+                shape_reads.add(id(node.value))
+        elif (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Name)
             and node.func.value == "len"
             and len(node.args) == 1
-            and node.args[0].value is name
+            and isinstance(node.args[0].value, cst.Name)
         ):
-            return True
-    return False
+            shape_reads.add(id(node.args[0].value))
+    return {name.value for name in occurrences if id(name) not in shape_reads}
 
 
 def _variable_in(
