@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from distlint.semantic.bindings import bind, decided_side, forward_arguments
@@ -96,11 +96,40 @@ class Divergence:
         return self.kind == "exit" and self.at.name == "raise"
 
 
-_Loop = tuple[Sequence[Effect], list[Sequence[Effect]], str]  # body, after-in-loop, for/while
+class _Tail:
+    """``block[start:]`` without the copy: the walk hands the rest of each block to every
+    branch in it, and slicing cost a flat run of n branches n^2."""
+
+    __slots__ = ("block", "start")
+
+    def __init__(self, block: Sequence[Effect], start: int = 0) -> None:
+        self.block = block
+        self.start = start
+
+    def __bool__(self) -> bool:
+        return self.start < len(self.block)
+
+
+_Loop = tuple[Sequence[Effect], list[_Tail], str]  # body, after-in-loop, for/while
 _Compared = tuple  # what a comparison of two paths found; its last item the first difference
 _T = TypeVar("_T")
 # what was found for an effect, by its id (the effect is kept, so that its id is not reused)
 _Memo = dict[int, tuple[Effect, _T]]
+
+
+@dataclass
+class _Blocks:
+    """For one function, mode and binding: what each effect adds to its block's sequence (and
+    whether the block stops there), and what the rest of a block issues from each position.
+
+    Without them a flat run of n ``if rank == i: all_reduce(t); return`` branches cost n^2
+    in the divergence walk (each compares its staying side plus the rest of the block with
+    its leaving side) and 2^n in a caller's signature (each branch's rest computed again by
+    every branch before it)."""
+
+    added: _Memo[tuple[list[Issued], bool]] = field(default_factory=dict)
+    # (id(block), start) -> (block, how many the rest issues, first position that adds any)
+    tails: dict[tuple[int, int], tuple[Sequence[Effect], int, int]] = field(default_factory=dict)
 
 
 class EffectAnalysis:
@@ -116,11 +145,11 @@ class EffectAnalysis:
         # True: collectives in doubt (``Issued.doubt``) are left out, so that a difference
         # found is one among collectives certainly issued
         self._certain = False
-        # What each branch adds to a sequence (and whether the block stops there), by function
-        # and mode, then by branch: the divergence walk asks for the sequence of every rank
-        # branch's sides, and the else side of an ``elif`` chain holds the rest of the chain;
-        # computed again each time, a chain of n branches cost n^2 (2,400 branches: 36 s).
-        self._by_branch: dict[tuple[str, bool, bool], _Memo[tuple[list[Issued], bool]]] = {}
+        # What each effect adds to a sequence, by function and mode: the divergence walk asks
+        # for the sequence of every rank branch's sides, and the else side of an ``elif``
+        # chain holds the rest of the chain; computed again each time, a chain of n branches
+        # cost n^2 (2,400 branches: 36 s).
+        self._blocks: dict[tuple[str, bool, bool], _Blocks] = {}
         # the first exit of a branch's sides, whether both sides always exit, whether a branch
         # or loop defines a closure that issues collectives: asked of every rank branch's sides
         self._exits: dict[tuple[int, bool], tuple[Effect, Effect | None]] = {}
@@ -178,21 +207,26 @@ class EffectAnalysis:
         if summary is None:
             return ()
         bound = bind(summary, arguments)
-        result = tuple(self._sequence(summary.effects, function, bound, summary.path))
+        result = tuple(self._sequence(summary.effects, function, bound, summary.path, _Blocks()))
         self._signatures[key] = result
         return result
 
-    def sequence(self, effects: Sequence[Effect], function: str) -> list[Issued]:
-        """The collectives ``effects`` issue in ``function`` (a new list: callers extend it).
+    def sequence(
+        self, effects: Sequence[Effect], function: str, start: int = 0, limit: int | None = None
+    ) -> list[Issued]:
+        """The collectives ``effects[start:]`` issue in ``function`` (a new list: callers
+        extend it); with ``limit``, only the first ``limit`` of them (or a few more).
 
-        What each branch adds is kept (for this function and mode), so that asking for every
-        side of every branch costs the size of the function. It is kept from here only, not
-        while a signature is computed: there a recursive call's signature is still empty (see
-        ``signature``), so what a branch adds is not final yet. A signature asked for from here
-        is finished before it returns and never computed again, so what is kept stays right."""
+        What each effect adds is kept (for this function and mode), so that asking for every
+        side of every branch costs the size of the function. It is kept from here only; while
+        a signature is computed a recursive call's signature is still empty (see
+        ``signature``), so what is found then is kept for that computation alone. A signature
+        asked for from here is finished before it returns and never computed again, so what
+        is kept stays right."""
         summary = self.facts.functions[function]
-        by_branch = self._by_branch.setdefault((function, self._shortest, self._certain), {})
-        return self._sequence(effects, function, bind(summary, ()), summary.path, by_branch)
+        blocks = self._blocks.setdefault((function, self._shortest, self._certain), _Blocks())
+        bound = bind(summary, ())
+        return self._sequence(effects, function, bound, summary.path, blocks, start, limit)
 
     def _sequence(
         self,
@@ -200,115 +234,169 @@ class EffectAnalysis:
         function: str,
         bound: dict[str, object],
         path: str,
-        by_branch: _Memo[tuple[list[Issued], bool]] | None = None,
+        blocks: _Blocks,
+        start: int = 0,
+        limit: int | None = None,
     ) -> list[Issued]:
         issued: list[Issued] = []
-        for index, effect in enumerate(effects):
-            kind = effect.kind
-            if kind == "collective":
-                if effect.group or effect.name in _NOT_COMPARED:
-                    continue
-                if effect.group_param and bound.get(effect.group_param, "<unbound>") is not None:
-                    continue  # a group passed in: presumed to be the ranks that get here
-                issued.append(Issued(effect.name, effect, path, effect))
-            elif kind == "implicit":
-                doubt = ""
-                if dict(effect.arguments).get("ddp") and not self.facts.has_buffers(
-                    effect.callee, function
-                ):
-                    doubt = "buffers"
-                issued.append(Issued(effect.name, effect, path, effect, doubt=doubt))
-            elif kind == "forward":
-                passed = bound.get(effect.name)
-                if passed in (WRAPPED_ARGUMENT, UNPROVEN_DDP_ARGUMENT):  # a wrapped model
-                    what = f"forward of the distributed-wrapped model passed as `{effect.name}`"
-                    doubt = "buffers" if passed == UNPROVEN_DDP_ARGUMENT else ""
-                    issued.append(Issued(what, effect, path, effect, doubt=doubt))
-            elif kind == "member":
-                found = self._wrapped_member(effect, function)
-                if found is not None:
-                    what, doubt = found
-                    issued.append(Issued(what, effect, path, effect, doubt=doubt))
-            elif kind == "made":
-                element = dict(effect.arguments).get("element", -1)
-                for target in self.facts.call_targets(effect.callee, function):
-                    made = self.facts.functions.get(target)
-                    if made is not None and element in made.returns_wrapped:
-                        what = (
-                            f"forward of `{effect.name}`, the distributed-wrapped model that "
-                            f"`{made.name}` returns"
-                        )
-                        ddp = dict(made.returns_ddp)
-                        doubt = ""
-                        if element in ddp and not self.facts.has_buffers(ddp[element], target):
-                            doubt = "buffers"
-                        issued.append(Issued(what, effect, path, effect, doubt=doubt))
-                        break
-            elif kind == "call":
-                arguments = self._settle_ddp(forward_arguments(effect.arguments, bound), function)
-                for target in self.facts.call_targets(effect.callee, function):
-                    inner = self.signature(target, arguments)
-                    if inner:
-                        memo = self._memoised(target)
-                        issued.extend(
-                            replace(i, step=effect, doubt=i.doubt or ("cached" if memo else ""))
-                            for i in inner
-                        )
-                        break
-            elif kind == "branch":
-                kept = by_branch.get(id(effect)) if by_branch is not None else None
-                if kept is None:
-                    added = self._branch_issues(
-                        effect, function, bound, path, by_branch, effects[index + 1 :]
-                    )
-                    if by_branch is not None:
-                        by_branch[id(effect)] = (effect, added)
-                else:
-                    added = kept[1]
-                issued.extend(added[0])
-                if added[1]:
-                    break  # the side taken always exits
-            elif kind == "loop":
-                inner = self._sequence(effect.body, function, bound, path, by_branch)
-                if effect.name == "while":
-                    inner = [replace(i, looped=True) for i in inner]
-                issued.extend(inner)
-            elif kind == "exit":
-                break  # the rest of this block does not run
-        if self._certain:
-            return [i for i in issued if not i.doubt]
+        index = start
+        while index < len(effects):
+            # over the effects that add nothing (a run of branches whose kept side is empty)
+            index = self._tail(effects, index, function, bound, path, blocks)[1]
+            if index == len(effects):
+                break
+            added, stops = self._added(effects, index, function, bound, path, blocks)
+            issued.extend(added)
+            if stops or (limit is not None and len(issued) >= limit):
+                break
+            index += 1
         return issued
 
-    def _branch_issues(
+    def _added(
         self,
-        effect: Effect,
+        effects: Sequence[Effect],
+        index: int,
         function: str,
         bound: dict[str, object],
         path: str,
-        by_branch: _Memo[tuple[list[Issued], bool]] | None,
-        rest: Sequence[Effect] = (),
+        blocks: _Blocks,
     ) -> tuple[list[Issued], bool]:
-        """What a branch adds to its block's sequence, and whether the block stops there (the
-        side the call site decides always exits; or one side always exits and issues the
-        same collectives as the other side and the rest of the block: ``if not x: barrier();
-        return`` then ``barrier()``, one barrier on every path)."""
+        """What ``effects[index]`` adds to its block's sequence, and whether the block stops
+        there (an exit; a branch whose side taken always exits). Kept in ``blocks``."""
+        effect = effects[index]
+        kept = blocks.added.get(id(effect))
+        if kept is not None:
+            return kept[1]
+        issued: list[Issued] = []
+        stops = False
+        kind = effect.kind
+        if kind == "collective":
+            if (
+                not effect.group
+                and effect.name not in _NOT_COMPARED
+                and not (
+                    effect.group_param and bound.get(effect.group_param, "<unbound>") is not None
+                )
+            ):  # a group passed in: presumed to be the ranks that get here
+                issued.append(Issued(effect.name, effect, path, effect))
+        elif kind == "implicit":
+            doubt = ""
+            if dict(effect.arguments).get("ddp") and not self.facts.has_buffers(
+                effect.callee, function
+            ):
+                doubt = "buffers"
+            issued.append(Issued(effect.name, effect, path, effect, doubt=doubt))
+        elif kind == "forward":
+            passed = bound.get(effect.name)
+            if passed in (WRAPPED_ARGUMENT, UNPROVEN_DDP_ARGUMENT):  # a wrapped model
+                what = f"forward of the distributed-wrapped model passed as `{effect.name}`"
+                doubt = "buffers" if passed == UNPROVEN_DDP_ARGUMENT else ""
+                issued.append(Issued(what, effect, path, effect, doubt=doubt))
+        elif kind == "member":
+            found = self._wrapped_member(effect, function)
+            if found is not None:
+                what, doubt = found
+                issued.append(Issued(what, effect, path, effect, doubt=doubt))
+        elif kind == "made":
+            element = dict(effect.arguments).get("element", -1)
+            for target in self.facts.call_targets(effect.callee, function):
+                made = self.facts.functions.get(target)
+                if made is not None and element in made.returns_wrapped:
+                    what = (
+                        f"forward of `{effect.name}`, the distributed-wrapped model that "
+                        f"`{made.name}` returns"
+                    )
+                    ddp = dict(made.returns_ddp)
+                    doubt = ""
+                    if element in ddp and not self.facts.has_buffers(ddp[element], target):
+                        doubt = "buffers"
+                    issued.append(Issued(what, effect, path, effect, doubt=doubt))
+                    break
+        elif kind == "call":
+            arguments = self._settle_ddp(forward_arguments(effect.arguments, bound), function)
+            for target in self.facts.call_targets(effect.callee, function):
+                inner = self.signature(target, arguments)
+                if inner:
+                    memo = self._memoised(target)
+                    issued.extend(
+                        replace(i, step=effect, doubt=i.doubt or ("cached" if memo else ""))
+                        for i in inner
+                    )
+                    break
+        elif kind == "branch":
+            issued, stops = self._branch_issues(effects, index, function, bound, path, blocks)
+        elif kind == "loop":
+            issued = self._sequence(effect.body, function, bound, path, blocks)
+            if effect.name == "while":
+                issued = [replace(i, looped=True) for i in issued]
+        elif kind == "exit":
+            stops = True  # the rest of this block does not run
+        if self._certain:
+            issued = [i for i in issued if not i.doubt]
+        blocks.added[id(effect)] = (effect, (issued, stops))
+        return issued, stops
+
+    def _branch_issues(
+        self,
+        effects: Sequence[Effect],
+        index: int,
+        function: str,
+        bound: dict[str, object],
+        path: str,
+        blocks: _Blocks,
+    ) -> tuple[list[Issued], bool]:
+        """What the branch ``effects[index]`` adds to its block's sequence, and whether the
+        block stops there (the side the call site decides always exits; or one side always
+        exits and issues the same collectives as the other side and the rest of the block:
+        ``if not x: barrier(); return`` then ``barrier()``, one barrier on every path)."""
+        effect = effects[index]
         side = False if effect.name == "never" else decided_side(effect.cond, bound)
         if side is not None:
             chosen = effect.body if side else effect.orelse
-            issued = self._sequence(chosen, function, bound, path, by_branch)
+            issued = self._sequence(chosen, function, bound, path, blocks)
             return issued, self._always_exits(chosen)
-        body = self._sequence(effect.body, function, bound, path, by_branch)
-        orelse = self._sequence(effect.orelse, function, bound, path, by_branch)
+        body = self._sequence(effect.body, function, bound, path, blocks)
+        orelse = self._sequence(effect.orelse, function, bound, path, blocks)
         exits = (self._always_exits(effect.body), self._always_exits(effect.orelse))
         if exits[0] != exits[1]:
             leaving, staying = (body, orelse) if exits[0] else (orelse, body)
-            staying = staying + self._sequence(rest, function, bound, path, by_branch)
-            if _same_kinds(leaving, staying):
-                return leaving, True  # every path through here issues the same collectives
+            # the rest is counted first: a list as long as ``leaving`` is built only then
+            count, first = self._tail(effects, index + 1, function, bound, path, blocks)
+            if len(staying) + count == len(leaving):
+                staying = staying + self._sequence(effects, function, bound, path, blocks, first)
+                if _same_kinds(leaving, staying):
+                    return leaving, True  # every path through here issues the same collectives
         if self._shortest == 2 or (self._shortest and effect.name != "guard"):
             return (body if len(body) < len(orelse) else orelse), False
         # either side may run: keep the longer one ("may issue")
         return (body if len(body) >= len(orelse) else orelse), False
+
+    def _tail(
+        self,
+        effects: Sequence[Effect],
+        start: int,
+        function: str,
+        bound: dict[str, object],
+        path: str,
+        blocks: _Blocks,
+    ) -> tuple[int, int]:
+        """How many collectives ``effects[start:]`` issue, and the first position from which
+        the sequence is the same (the first effect that adds any or stops the block; the end).
+        Positions are settled from the last one back, each once: the branches of a flat run
+        each ask for the rest after them, and recursion would go as deep as the run is long."""
+        key = id(effects)
+        end = start
+        while end < len(effects) and (key, end) not in blocks.tails:
+            end += 1
+        count, first = (0, len(effects)) if end == len(effects) else blocks.tails[(key, end)][1:]
+        for index in range(end - 1, start - 1, -1):
+            added, stops = self._added(effects, index, function, bound, path, blocks)
+            if stops:
+                count, first = len(added), index
+            elif added:
+                count, first = len(added) + count, index
+            blocks.tails[(key, index)] = (effects, count, first)
+        return count, first
 
     def _wrapped_member(self, effect: Effect, function: str) -> tuple[str, str] | None:
         """(what, doubt) when ``obj.<name>(...)`` is the forward of a wrapped model that the
@@ -346,7 +434,7 @@ class EffectAnalysis:
         self,
         summary: FunctionSummary,
         effects: Sequence[Effect],
-        after: list[Sequence[Effect]],  # what runs after this block, innermost first
+        after: list[_Tail],  # what runs after this block, innermost first
         loop: _Loop | None,  # the innermost loop: body, after-in-loop, for/while
         partitions: set[int],
         found: dict[int, Divergence],
@@ -361,7 +449,7 @@ class EffectAnalysis:
         each rank branch, which went through the rest of a chain once per branch."""
         function = summary.id
         for index, effect in enumerate(effects):
-            rest = effects[index + 1 :]
+            rest = _Tail(effects, index + 1)
             if effect.kind == "branch":
                 test = self.rank_test(effect.cond, function)
                 if effect.name == "never":
@@ -383,7 +471,7 @@ class EffectAnalysis:
                     summary, effect.orelse, inner_after, inner_loop, partitions, found, orelse_split
                 )
             elif effect.kind == "loop":
-                inner = (effect.body, [], effect.name or "for")
+                inner: _Loop = (effect.body, [], effect.name or "for")
                 inner_after = [rest, *after] if rest else after
                 self._walk(summary, effect.body, inner_after, inner, partitions, found)
 
@@ -461,8 +549,8 @@ class EffectAnalysis:
         summary: FunctionSummary,
         branch: Effect,
         test: RankTest,
-        rest: Sequence[Effect],
-        after: list[Sequence[Effect]],
+        rest: _Tail,
+        after: list[_Tail],
         loop: _Loop | None,
         paired: bool,  # pairs with other rank branches (see ``_partitions``, ``_walk``)
         found: dict[int, Divergence],
@@ -531,8 +619,8 @@ class EffectAnalysis:
         side: Sequence[Effect],
         other: Sequence[Effect],
         name: str,
-        rest: Sequence[Effect],
-        after: list[Sequence[Effect]],
+        rest: _Tail,
+        after: list[_Tail],
         loop: _Loop | None,
         function: str,
     ) -> tuple[list[Issued], int, list[Issued], int]:
@@ -544,22 +632,24 @@ class EffectAnalysis:
         if name in ("return", "raise"):
             later_blocks = [rest, *after]
             if loop is not None:
-                later_blocks.append(loop[0])  # the other ranks go on looping
+                later_blocks.append(_Tail(loop[0]))  # the other ranks go on looping
         elif name == "break":
             assert loop is not None
-            later_blocks = [rest, *loop[1], loop[0]]
+            later_blocks = [rest, *loop[1], _Tail(loop[0])]
         else:  # continue
             assert loop is not None
             later_blocks = [rest, *loop[1]]
         staying = self.sequence(other, function)
         own = len(staying)
-        for block in later_blocks:
+        for tail in later_blocks:
             if len(staying) > len(leaving):
                 break  # enough to tell the two paths apart
-            staying.extend(self.sequence(block, function))
+            wanted = len(leaving) + 1 - len(staying)
+            staying.extend(self.sequence(tail.block, function, tail.start, wanted))
         if name == "continue" and loop is not None and loop[2] == "while":
             # a retry: the leaving ranks start the loop body again and meet the others there
-            leaving = (leaving + self.sequence(loop[0], function))[: max(len(staying), 1)]
+            wanted = max(len(staying), 1)
+            leaving = (leaving + self.sequence(loop[0], function, 0, wanted))[:wanted]
         return leaving, before_leaving, staying, own
 
     def _first_exit(self, effects: Sequence[Effect], in_loop: bool) -> Effect | None:

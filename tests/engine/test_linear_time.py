@@ -15,7 +15,10 @@ A chain of N ``elif rank == i:`` branches (``elif_chain``) once lost the file ou
 worker could not pickle a summary that deep: tests/engine/test_transport.py), then took
 quadratic time: DL201's comparison went through the rest of the chain at every branch (2,400
 branches: 36 s of CPU for the whole command), and DL501/DL504 read all the ancestors of every
-call for a version guard (a statement deep in the chain has one per branch before it).
+call for a version guard (a statement deep in the chain has one per branch before it). A flat
+run of exiting rank branches (``exit_runs``) was quadratic in the divergence walk and
+exponential in a caller's signature (each branch's rest computed again by every branch before
+it).
 """
 
 from __future__ import annotations
@@ -118,6 +121,19 @@ def elif_chain(n: int) -> str:
     return "".join(lines)
 
 
+def exit_runs(n: int) -> str:
+    """A flat run of ``if rank == i: all_reduce(t); return t`` (each exiting side compared with
+    the staying side plus the rest of the block: n^2 once), called under a rank test from
+    another function (its signature: 2^n once, 16 branches took 590,000 passes)."""
+    lines = ["import torch.distributed as dist\n\n\ndef f(t):\n    rank = dist.get_rank()\n"]
+    lines += [
+        f"    if rank == {i}:\n        dist.all_reduce(t)\n        return t\n" for i in range(n)
+    ]
+    lines.append("    dist.barrier()\n    return t\n\n\n")
+    lines.append("def g(t):\n    if dist.get_rank() == 0:\n        f(t)\n    dist.barrier()\n")
+    return "".join(lines)
+
+
 def deep_nesting(n: int) -> str:
     """Brackets nested 190 deep (CPython allows 200) and ``if`` blocks nested 90 deep."""
     brackets = "".join(f"v{i} = " + "[" * 190 + "]" * 190 + "\n" for i in range(n))
@@ -136,6 +152,7 @@ CORPUS: dict[str, tuple[Callable[[int], str], int]] = {
     "chains_in_a_module": (chains_in_a_module, 50),
     "deep_nesting": (deep_nesting, 5),
     "elif_chain": (elif_chain, 150),
+    "exit_runs": (exit_runs, 150),
 }
 
 
