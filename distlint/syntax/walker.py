@@ -9,6 +9,7 @@ Python stack, and it keeps the ancestor stack that rules read as ``ctx.parents``
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -211,9 +212,17 @@ def blocks_of(node: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
 
 def evaluated(node: cst.BaseExpression) -> object:
     """A literal's ``evaluated_value``, or None when Python itself would reject it (``"\\x"``,
-    ``"\\N{NOPE}"``, an integer over the int-to-string digit limit): never raises."""
+    ``"\\N{NOPE}"``, an integer over the int-to-string digit limit): never raises, and never
+    prints Python's warning on an invalid escape (``"\\#"``: a SyntaxWarning on stderr from
+    CPython 3.12) — the code is the user's, the evaluation ours."""
     try:
-        return node.evaluated_value  # type: ignore[attr-defined]
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)) or (
+            isinstance(node, cst.SimpleString) and "\\" not in node.value
+        ):
+            return node.evaluated_value
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return node.evaluated_value  # type: ignore[attr-defined]
     except Exception:
         return None
 

@@ -47,3 +47,28 @@ def test_the_recursion_limit_is_raised_only_on_the_large_stack() -> None:
     assert sys.getrecursionlimit() == before
     names = on_large_stack(lambda: on_large_stack(lambda: threading.current_thread().name))
     assert names == "distlint-deep"  # nested calls stay on the same thread
+
+
+def test_an_invalid_escape_prints_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Seed 50056, program p00032 (the device machine, CPython 3.12): a string literal with an
+    invalid escape (``'\\#'``) made the evaluation of literals print CPython's
+    ``SyntaxWarning: invalid escape sequence '\\#'`` on stderr (a DeprecationWarning before
+    3.12, shown here with ``-W always``): noise in the user's terminal, a crash to the fuzzer."""
+    import subprocess
+    from pathlib import Path
+
+    (tmp_path / "f.py").write_text(
+        "import torch\nPATTERN = '\\#+'\n"
+        "@torch.compile(mode='max-autotune\\#')\ndef f(x):\n    return x.split('\\#')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-m", "distlint", "check", "--select", "ALL", "f.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert done.returncode in (0, 1), done
+    assert done.stderr == ""
