@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
-from distlint.syntax.walker import children, evaluated
+from distlint.syntax.walker import SCOPES, descendants, evaluated, nodes_with_parents
 
 SAMPLERS = frozenset(
     {
@@ -28,8 +28,6 @@ _HARMLESS_ATTRIBUTES = frozenset({"dataset", "batch_size"})
 
 # DistributedSampler(dataset, num_replicas, rank, shuffle, ...): ``shuffle`` is the 4th.
 _SHUFFLE_POSITION = 3
-
-_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 Resolve = Callable[[cst.BaseExpression], str | None]
 
@@ -73,12 +71,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             assert loader_call is not None and loader_name is not None
             loaders = {loader_call: loader_name}
         names = {name for name in (sampler_name, *loaders.values()) if name is not None}
-        constructions: set[cst.CSTNode] = {node, *loaders}
-        loops = _iterations(body, names, {kept, *loaders}, self.ctx.resolve)
+        constructions: list[cst.CSTNode] = [node, *loaders]
+        loops = _iterations(body, names, {kept, *loaders}, constructions, self.ctx.resolve)
         if loops is None:
             return
-        for inner, ancestors in loops:
-            epoch_loop = _epoch_loop(ancestors, constructions)
+        for inner, epoch_loop in loops:
             if epoch_loop is None:
                 continue
             shown = sampler_name or f"{loader_name}.sampler"
@@ -128,7 +125,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         """The ``name = DataLoader(..., sampler=<sampler>)`` of the scope, by call; None when one
         is not kept in a plain name (the rule then cannot follow it)."""
         loaders: dict[cst.Call, str] = {}
-        for node, ancestors in _scope_walk(body):
+        for node, parents in nodes_with_parents(body, into_scopes=True):
             if not (isinstance(node, cst.Call) and self.ctx.resolve(node.func) in LOADERS):
                 continue
             if not any(
@@ -139,7 +136,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 for arg in node.args
             ):
                 continue
-            name = _assigned_name(ancestors[-1], node) if ancestors else None
+            name = _assigned_name(parents[-1], node) if parents else None
             if name is None:
                 return None
             loaders[node] = name
@@ -200,43 +197,55 @@ def _assigned_name(statement: cst.CSTNode, value: cst.CSTNode) -> str | None:
     return None
 
 
-def _scope_walk(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
-    """Every node below ``root`` with its ancestors (from ``root``'s children down), nested
-    functions, classes and lambdas included."""
-    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [
-        (child, ()) for child in reversed(children(root))
-    ]
-    while stack:
-        node, ancestors = stack.pop()
-        yield node, ancestors
-        below = (*ancestors, node)
-        stack.extend((child, below) for child in reversed(children(node)))
-
-
 def _iterations(
-    body: cst.CSTNode, names: set[str], values: set[cst.CSTNode], resolve: Resolve
-) -> list[tuple[cst.For, tuple[cst.CSTNode, ...]]] | None:
+    body: cst.CSTNode,
+    names: set[str],
+    values: set[cst.CSTNode],
+    constructions: list[cst.CSTNode],
+    resolve: Resolve,
+) -> list[tuple[cst.For, cst.For | cst.While | None]] | None:
     """The ``for`` loops of the scope that iterate one of ``names`` (directly, or through
-    ``enumerate``/``iter``/``tqdm``), with their ancestors; None when a name is used any other
-    way (passed to a call, returned, stored, rebound, read in a nested function), which may
-    reach a ``set_epoch`` the rule cannot see."""
-    loops: list[tuple[cst.For, tuple[cst.CSTNode, ...]]] = []
-    for node, ancestors in _scope_walk(body):
+    ``enumerate``/``iter``/``tqdm``), each with its epoch loop (:func:`_epoch_loop`); None when
+    a name is used any other way (passed to a call, returned, stored, rebound, read in a nested
+    function), which may reach a ``set_epoch`` the rule cannot see.
+
+    One walk of the scope: the loops around the current node are kept on a stack (each with
+    its depth), so no node's ancestors are searched."""
+    found: list[tuple[cst.For, cst.For | cst.While | None]] = []
+    around: list[tuple[cst.For | cst.While, int]] = []  # the loops around the node, by depth
+    holding: set[int] = set()  # ids of the loops that hold one of the constructions
+    built = {id(node) for node in constructions}
+    for node, ancestors in nodes_with_parents(body):
+        depth = len(ancestors)
+        while around and around[-1][1] >= depth:
+            around.pop()
+        if isinstance(node, (cst.For, cst.While)):
+            around.append((node, depth))
+        elif id(node) in built:
+            for loop, _ in reversed(around):
+                if id(loop) in holding:
+                    break  # so are the loops around it
+                holding.add(id(loop))
+        elif isinstance(node, SCOPES):
+            if any(isinstance(n, cst.Name) and n.value in names for n in descendants(node)):
+                return None
+            continue
         if not (isinstance(node, cst.Name) and node.value in names):
             continue
-        if any(isinstance(a, _NESTED) for a in ancestors):
-            return None
         use = _use(node, ancestors, values, resolve)
         if use is False:
             return None
         if isinstance(use, cst.For):
-            loops.append((use, ancestors[: ancestors.index(use)]))
-    return loops
+            index = len(around) - 1
+            while around[index][0] is not use:
+                index -= 1
+            found.append((use, around[index - 1][0] if index else None))
+    return [(inner, _epoch_loop(outer, holding)) for inner, outer in found]
 
 
 def _use(
     name: cst.Name,
-    ancestors: tuple[cst.CSTNode, ...],
+    ancestors: Sequence[cst.CSTNode],
     values: set[cst.CSTNode],
     resolve: Resolve,
 ) -> cst.For | bool:
@@ -275,7 +284,7 @@ def _use(
     return False
 
 
-def _iterating_loop(ancestors: tuple[cst.CSTNode, ...], resolve: Resolve) -> cst.For | None:
+def _iterating_loop(ancestors: Sequence[cst.CSTNode], resolve: Resolve) -> cst.For | None:
     """The ``for`` loop over ``enumerate(tqdm(x))`` (any nesting of iterating calls), where
     ``ancestors`` end with the ``Arg`` that holds ``x``."""
     index = len(ancestors) - 1
@@ -310,26 +319,13 @@ def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
 
-def _epoch_loop(
-    ancestors: tuple[cst.CSTNode, ...], constructions: set[cst.CSTNode]
-) -> cst.For | cst.While | None:
-    """The nearest loop around the iterating ``for`` that may run more than once and does not
-    also hold the sampler's or the loader's construction (a fresh sampler per pass is another
-    question), else None."""
-    for index in range(len(ancestors) - 1, -1, -1):
-        loop = ancestors[index]
-        if not isinstance(loop, (cst.For, cst.While)):
-            continue
-        if _at_most_once(loop):
-            return None
-        if any(_contains(loop, node) for node in constructions):
-            return None
-        return loop
-    return None
-
-
-def _contains(root: cst.CSTNode, target: cst.CSTNode) -> bool:
-    return any(node is target for node, _ in _scope_walk(root))
+def _epoch_loop(loop: cst.For | cst.While | None, holding: set[int]) -> cst.For | cst.While | None:
+    """``loop``, the nearest loop around the iterating ``for``, when it may run more than once
+    and does not also hold the sampler's or the loader's construction (``holding``: the ids of
+    the loops that do; a fresh sampler per pass is another question), else None."""
+    if loop is None or _at_most_once(loop) or id(loop) in holding:
+        return None
+    return loop
 
 
 def _at_most_once(loop: cst.For | cst.While) -> bool:

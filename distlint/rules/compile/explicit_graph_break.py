@@ -13,13 +13,13 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.compile._analysis import own_nodes
 from distlint.rules.compile._hop_bodies import CHECKPOINT, COND, hop_bodies
 from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import Resolver
 from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import scope_statements
+from distlint.syntax.walker import nodes_with_parents
 
 # name -> (GB id without fullgraph, GB id under fullgraph, what happens without fullgraph)
 EXPLICIT_BREAKS = {
@@ -76,7 +76,7 @@ class ExplicitGraphBreak(_RegionRule):
             self._report(node, name, region, None)
             return
         for hop in hop_bodies(self.ctx.resolve, self.ctx.module, self.ctx.parents, node):
-            for inner, _ in own_nodes(hop.body):
+            for inner, _ in nodes_with_parents(hop.body):
                 if isinstance(inner, cst.Call):
                     found = explicit_break(self.ctx.imports.resolve, inner)
                     if found is not None:
@@ -103,7 +103,7 @@ class ExplicitGraphBreak(_RegionRule):
             via = "property"
         if hook is None:
             return
-        for inner, _ in own_nodes(hook):
+        for inner, _ in nodes_with_parents(hook):
             if isinstance(inner, cst.Call):
                 found = explicit_break(self.ctx.imports.resolve, inner)
                 if found is not None:
