@@ -9,6 +9,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
+from distlint.syntax.shapes import assigned_name, is_name, is_none, is_true, none_on_other_side
 from distlint.syntax.walker import SCOPES, descendants, evaluated, nodes_with_parents
 
 SAMPLERS = frozenset(
@@ -102,11 +103,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         (returned, passed on, stored on an object...)."""
         chain = list(reversed(below))  # innermost first
         expr: cst.CSTNode = node
-        if chain and isinstance(chain[0], cst.IfExp) and _none_on_other_side(chain[0], node):
+        if chain and isinstance(chain[0], cst.IfExp) and none_on_other_side(chain[0], node):
             expr = chain.pop(0)
         if not chain:
             return None
-        if (name := _assigned_name(chain[0], expr)) is not None:
+        if (name := assigned_name(chain[0], expr)) is not None:
             return name, None, None, expr
         if (
             len(chain) >= 3
@@ -116,7 +117,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             and chain[0].keyword.value == "sampler"
             and isinstance(chain[1], cst.Call)
             and self.ctx.resolve(chain[1].func) in LOADERS
-            and (loader := _assigned_name(chain[2], chain[1])) is not None
+            and (loader := assigned_name(chain[2], chain[1])) is not None
         ):
             return None, chain[1], loader, chain[1]
         return None
@@ -136,7 +137,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 for arg in node.args
             ):
                 continue
-            name = _assigned_name(parents[-1], node) if parents else None
+            name = assigned_name(parents[-1], node) if parents else None
             if name is None:
                 return None
             loaders[node] = name
@@ -150,16 +151,12 @@ def _shuffles(call: cst.Call) -> bool:
         if arg.star:
             return False
         if arg.keyword is None:
-            if positional == _SHUFFLE_POSITION and not _is_true(arg.value):
+            if positional == _SHUFFLE_POSITION and not is_true(arg.value):
                 return False
             positional += 1
-        elif arg.keyword.value == "shuffle" and not _is_true(arg.value):
+        elif arg.keyword.value == "shuffle" and not is_true(arg.value):
             return False
     return True
-
-
-def _is_true(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
 
 
 def _scope_index(parents: list[cst.CSTNode]) -> int | None:
@@ -171,29 +168,6 @@ def _scope_index(parents: list[cst.CSTNode]) -> int | None:
             return index
         if isinstance(parent, (cst.ClassDef, cst.Lambda)):
             return None
-    return None
-
-
-def _none_on_other_side(ifexp: cst.IfExp, node: cst.CSTNode) -> bool:
-    other = ifexp.orelse if ifexp.body is node else ifexp.body
-    return isinstance(other, cst.Name) and other.value == "None"
-
-
-def _assigned_name(statement: cst.CSTNode, value: cst.CSTNode) -> str | None:
-    """``x`` for ``x = value`` / ``x: T = value``, else None."""
-    if (
-        isinstance(statement, cst.Assign)
-        and statement.value is value
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0].target, cst.Name)
-    ):
-        return statement.targets[0].target.value
-    if (
-        isinstance(statement, cst.AnnAssign)
-        and statement.value is value
-        and isinstance(statement.target, cst.Name)
-    ):
-        return statement.target.value
     return None
 
 
@@ -271,14 +245,14 @@ def _use(
         return False
     if isinstance(parent, cst.AssignTarget) and parent.target is name:
         # a binding: the construction itself, or ``x = None``
-        return isinstance(grand, cst.Assign) and (grand.value in values or _is_none(grand.value))
+        return isinstance(grand, cst.Assign) and (grand.value in values or is_none(grand.value))
     if isinstance(parent, cst.AnnAssign) and parent.target is name:
-        return parent.value is not None and (parent.value in values or _is_none(parent.value))
+        return parent.value is not None and (parent.value in values or is_none(parent.value))
     if isinstance(parent, cst.Attribute) and parent.value is name:
         return parent.attr.value in _HARMLESS_ATTRIBUTES
     if isinstance(parent, cst.Comparison) and parent.left is name:
         return all(
-            isinstance(c.operator, (cst.Is, cst.IsNot)) and _is_none(c.comparator)
+            isinstance(c.operator, (cst.Is, cst.IsNot)) and is_none(c.comparator)
             for c in parent.comparisons
         )
     return False
@@ -315,10 +289,6 @@ def _iterates(func: cst.BaseExpression, resolve: Resolve) -> bool:
     return name in _ITERATING_CALLS
 
 
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
-
-
 def _epoch_loop(loop: cst.For | cst.While | None, holding: set[int]) -> cst.For | cst.While | None:
     """``loop``, the nearest loop around the iterating ``for``, when it may run more than once
     and does not also hold the sampler's or the loader's construction (``holding``: the ids of
@@ -331,7 +301,7 @@ def _epoch_loop(loop: cst.For | cst.While | None, holding: set[int]) -> cst.For 
 def _at_most_once(loop: cst.For | cst.While) -> bool:
     """``for _ in range(1)``, ``for x in [one]``, ``while False``: one pass or none."""
     if isinstance(loop, cst.While):
-        return isinstance(loop.test, cst.Name) and loop.test.value == "False"
+        return is_name(loop.test, "False")
     it = loop.iter
     if isinstance(it, (cst.List, cst.Tuple, cst.Set)):
         return len(it.elements) <= 1 and not any(
