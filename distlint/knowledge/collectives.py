@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from distlint.syntax.shapes import is_true
 from distlint.syntax.walker import call_argument
 
 # Dynamo cannot trace these c10d calls. Name -> GB id of the break.
@@ -58,4 +59,4 @@ def collective_break_gb(name: str | None, node: cst.Call) -> str | None:
 
 def _async_op_true(node: cst.Call, position: int) -> bool:
     value = call_argument(node, position, "async_op")
-    return isinstance(value, cst.Name) and value.value == "True"
+    return is_true(value)

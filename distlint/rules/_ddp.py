@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from distlint.syntax.walker import children, keyword_arg
+from distlint.syntax.walker import keyword_arg, nodes_with_parents
 
 # Expression nodes without children: not worth a look.
 LEAVES = frozenset(
@@ -33,21 +33,10 @@ def first_arg(call: cst.Call, keyword: str = "module") -> cst.BaseExpression | N
     return found.value if found is not None else None
 
 
-def walk(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]:
-    """``node`` and its descendants, in source order, not entering nested defs by default."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and its descendants, in source order, not entering nested defs."""
+    for current, _ in nodes_with_parents(node):
         yield current
-        if (
-            not into_defs
-            and current is not node
-            and isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
-        ):
-            continue
-        kids = children(current)
-        kids.reverse()
-        stack.extend(kids)
 
 
 def target_names(target: cst.BaseExpression) -> set[str]:

@@ -67,6 +67,7 @@ from distlint.semantic.regions import (
 )
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
 from distlint.syntax.imports import ImportTable, dotted_name, self_attribute
+from distlint.syntax.shapes import is_none
 from distlint.syntax.walker import children, descendants, parameters, suite_body
 
 if TYPE_CHECKING:
@@ -1689,7 +1690,7 @@ def _group_of(call: cst.Call, scope: _Scope) -> tuple[bool, str]:
                 continue
         elif not _names_a_group(value):
             continue
-        if isinstance(value, cst.Name) and value.value == "None":
+        if is_none(value):
             return False, ""
         text = dotted_name(value) or ""
         if text.endswith("WORLD"):

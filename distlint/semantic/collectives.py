@@ -16,6 +16,7 @@ import libcst as cst
 
 from distlint.semantic.packs import knowledge, method_on_receiver
 from distlint.syntax.imports import dotted_name, self_attribute
+from distlint.syntax.shapes import is_true
 from distlint.syntax.walker import evaluated
 
 _C10D = "torch.distributed."
@@ -143,9 +144,7 @@ def is_wrapping_call(
         evaluation = next(
             (a for a in expr.args if a.keyword and a.keyword.value == "evaluation_mode"), None
         )
-        if evaluation is None or not (
-            isinstance(evaluation.value, cst.Name) and evaluation.value.value == "True"
-        ):
+        if evaluation is None or not is_true(evaluation.value):
             return "library"  # its forward is the configured strategy's (DDP, FSDP, ...)
     return None
 

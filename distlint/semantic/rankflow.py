@@ -34,6 +34,7 @@ from distlint.semantic.ranks import (
     is_matrix_rank,
 )
 from distlint.syntax.imports import ImportTable, dotted_name
+from distlint.syntax.shapes import is_name, is_none
 from distlint.syntax.walker import children, descendants, evaluated, parameters, suite_body
 
 if TYPE_CHECKING:
@@ -206,10 +207,6 @@ def _int_literal(expr: cst.BaseExpression) -> int | None:
             return None
         return -value if negative else value
     return None
-
-
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _device_string(expr: cst.BaseExpression) -> bool:
@@ -949,7 +946,7 @@ class RankFlow:
         target = expr.comparisons[0]
         operator = target.operator
         comparator = target.comparator
-        if isinstance(operator, (cst.Is, cst.IsNot)) and _is_none(comparator):
+        if isinstance(operator, (cst.Is, cst.IsNot)) and is_none(comparator):
             return UNIFORM_KIND  # `rank is None`: set on every rank or on none
         number = _int_literal(comparator)
         if number is None:
@@ -1143,7 +1140,7 @@ def single_process_test(test: cst.BaseExpression) -> bool:
 def _constant_false(expr: cst.BooleanOperation) -> bool:
     """``False and ...``: a branch switched off in the source."""
     return isinstance(expr.operator, cst.And) and any(
-        isinstance(side, cst.Name) and side.value == "False" for side in (expr.left, expr.right)
+        is_name(side, "False") for side in (expr.left, expr.right)
     )
 
 

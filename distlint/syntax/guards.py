@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from distlint.syntax.imports import dotted_name
+from distlint.syntax.shapes import is_true
 from distlint.syntax.walker import descendants, evaluated
 
 # Names that read a version or probe a feature: ``torch.__version__``, ``TORCH_VERSION``,
@@ -153,5 +154,5 @@ def _always_skips(decorator: cst.BaseExpression) -> bool:
         return True
     if last == "skipif" and call is not None and call.args and call.args[0].keyword is None:
         condition = call.args[0].value
-        return isinstance(condition, cst.Name) and condition.value == "True"
+        return is_true(condition)
     return False

@@ -149,7 +149,7 @@ class ImportTable:
 
     def _scan(self, body: Iterable[cst.CSTNode], module_name: str | None, is_package: bool) -> None:
         aliases: list[tuple[str, cst.BaseExpression | None, bool]] = []
-        for stmt, nested in _scope_statements_nested(body):
+        for stmt, nested in scope_statements_nested(body):
             if isinstance(stmt, cst.Import):
                 for alias in stmt.names:
                     full = dotted_name(alias.name)
@@ -239,11 +239,11 @@ def _resolve_relative(
 
 def scope_statements(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
     """Small statements and def/class heads of a scope, through if/try/with/loops."""
-    for stmt, _ in _scope_statements_nested(body):
+    for stmt, _ in scope_statements_nested(body):
         yield stmt
 
 
-def _scope_statements_nested(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, bool]]:
+def scope_statements_nested(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, bool]]:
     """Like scope_statements, with whether each statement sits inside a compound statement."""
     pending: list[tuple[cst.CSTNode, bool]] = [(node, False) for node in body]
     pending.reverse()

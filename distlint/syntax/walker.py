@@ -262,13 +262,39 @@ def call_argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpres
     return None
 
 
-def scope_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node below ``node`` in source order, not entering nested functions, classes or
-    lambdas (the nodes of one scope)."""
-    stack = list(reversed(children(node)))
+# Nodes that open a scope of their own: a walk of one scope does not enter them.
+SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def nodes_with_parents(
+    node: cst.CSTNode, *, into_scopes: bool = False
+) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CSTNode]]]:
+    """``node`` and every node below it in source order, each with its ancestors from ``node``
+    down (outermost first; none for ``node`` itself).
+
+    Without ``into_scopes``, the functions, classes and lambdas below ``node`` are yielded but
+    not entered: their bodies are scopes of their own (``node`` itself is always entered).
+    Linear time: the walk keeps an explicit stack, and the ancestors are one list updated in
+    place (a copy per node is quadratic on deep code), so read them before the next node and
+    copy what you keep.
+    """
+    parents: list[cst.CSTNode] = []
+    stack: list[tuple[cst.CSTNode, int]] = [(node, 0)]
     while stack:
-        current = stack.pop()
-        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        current, depth = stack.pop()
+        del parents[depth:]
+        yield current, parents
+        if not into_scopes and current is not node and isinstance(current, SCOPES):
             continue
-        yield current
-        stack.extend(reversed(children(current)))
+        parents.append(current)
+        child_depth = depth + 1
+        for child in reversed(children(current)):
+            stack.append((child, child_depth))
+
+
+def scope_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below ``node`` in source order, leaving out nested functions, classes and
+    lambdas whole (the nodes of one scope)."""
+    for current, _ in nodes_with_parents(node):
+        if current is not node and not isinstance(current, SCOPES):
+            yield current

@@ -142,6 +142,34 @@ def deep_nesting(n: int) -> str:
     return brackets + block * n
 
 
+def sampler_epochs(n: int) -> str:
+    """One function with a ``DistributedSampler`` (DL210): N blocks of loops over its loader
+    (``for epoch in range(1)``, under an ``if``, through ``enumerate``, a fresh loader per epoch,
+    a nested function), a sum of 4N harmless reads of the loader (an expression 4N deep), and an
+    epoch loop at the end. DL210 once copied every node's ancestors and searched them for a
+    nested function at every read of a followed name."""
+    head = (
+        "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+        "def train(ds, model, steps):\n"
+        "    sampler = DistributedSampler(ds)\n"
+        "    loader = DataLoader(ds, batch_size=8, sampler=sampler)\n"
+    )
+    blocks = "".join(
+        f"    for epoch in range(1):\n        for batch in loader:\n            model(batch)\n"
+        f"    if steps > {i}:\n        for step, batch in enumerate(loader):\n"
+        f"            if step > {i}:\n                model(batch)\n"
+        f"    for epoch in range(steps):\n        fresh = DataLoader(ds, sampler=sampler)\n"
+        f"        for batch in fresh:\n            model(batch)\n"
+        f"    def step{i}(batch):\n        return model(batch)\n"
+        for i in range(n)
+    )
+    total = "    total = " + " + ".join("loader.batch_size" for _ in range(4 * n)) + "\n"
+    tail = (
+        "    for epoch in range(steps):\n        for batch in loader:\n            model(batch)\n"
+    )
+    return head + blocks + total + tail
+
+
 # generator, N (4N is measured too)
 CORPUS: dict[str, tuple[Callable[[int], str], int]] = {
     "unterminated_strings": (unterminated_strings, 50_000),
@@ -153,6 +181,7 @@ CORPUS: dict[str, tuple[Callable[[int], str], int]] = {
     "deep_nesting": (deep_nesting, 5),
     "elif_chain": (elif_chain, 150),
     "exit_runs": (exit_runs, 150),
+    "sampler_epochs": (sampler_epochs, 100),
 }
 
 

@@ -21,7 +21,8 @@ from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import DDP_CLASS
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name, self_attribute
-from distlint.syntax.walker import children, keyword_arg, suite_body
+from distlint.syntax.shapes import keyword_is_true
+from distlint.syntax.walker import children, suite_body
 
 DDP_WORD = "DistributedDataParallel"
 # torch.nn modules that own trainable parameters (a skipped activation or dropout is harmless).
@@ -63,11 +64,6 @@ PARAMETRIC_NN = frozenset(
         "ModuleDict",
     }
 )
-
-
-def _is_true(call: cst.Call, name: str) -> bool:
-    arg = keyword_arg(call, name)
-    return arg is not None and literal_value(arg.value) is True
 
 
 def _calls_by_scope(module: cst.Module) -> dict[int, list[cst.Call]]:
@@ -212,7 +208,7 @@ class DdpUnusedParameters(Rule):
         return False
 
     def _check_ddp(self, node: cst.Call) -> None:
-        if _is_true(node, "find_unused_parameters") or _is_true(node, "static_graph"):
+        if keyword_is_true(node, "find_unused_parameters") or keyword_is_true(node, "static_graph"):
             return
         module = first_arg(node)
         info = self._module_class(module)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
-from distlint.syntax.walker import children, evaluated
+from distlint.syntax.shapes import assigned_name, is_name, is_none, is_true, none_on_other_side
+from distlint.syntax.walker import SCOPES, descendants, evaluated, nodes_with_parents
 
 SAMPLERS = frozenset(
     {
@@ -28,8 +29,6 @@ _HARMLESS_ATTRIBUTES = frozenset({"dataset", "batch_size"})
 
 # DistributedSampler(dataset, num_replicas, rank, shuffle, ...): ``shuffle`` is the 4th.
 _SHUFFLE_POSITION = 3
-
-_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 Resolve = Callable[[cst.BaseExpression], str | None]
 
@@ -73,12 +72,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             assert loader_call is not None and loader_name is not None
             loaders = {loader_call: loader_name}
         names = {name for name in (sampler_name, *loaders.values()) if name is not None}
-        constructions: set[cst.CSTNode] = {node, *loaders}
-        loops = _iterations(body, names, {kept, *loaders}, self.ctx.resolve)
+        constructions: list[cst.CSTNode] = [node, *loaders]
+        loops = _iterations(body, names, {kept, *loaders}, constructions, self.ctx.resolve)
         if loops is None:
             return
-        for inner, ancestors in loops:
-            epoch_loop = _epoch_loop(ancestors, constructions)
+        for inner, epoch_loop in loops:
             if epoch_loop is None:
                 continue
             shown = sampler_name or f"{loader_name}.sampler"
@@ -105,11 +103,11 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         (returned, passed on, stored on an object...)."""
         chain = list(reversed(below))  # innermost first
         expr: cst.CSTNode = node
-        if chain and isinstance(chain[0], cst.IfExp) and _none_on_other_side(chain[0], node):
+        if chain and isinstance(chain[0], cst.IfExp) and none_on_other_side(chain[0], node):
             expr = chain.pop(0)
         if not chain:
             return None
-        if (name := _assigned_name(chain[0], expr)) is not None:
+        if (name := assigned_name(chain[0], expr)) is not None:
             return name, None, None, expr
         if (
             len(chain) >= 3
@@ -119,7 +117,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
             and chain[0].keyword.value == "sampler"
             and isinstance(chain[1], cst.Call)
             and self.ctx.resolve(chain[1].func) in LOADERS
-            and (loader := _assigned_name(chain[2], chain[1])) is not None
+            and (loader := assigned_name(chain[2], chain[1])) is not None
         ):
             return None, chain[1], loader, chain[1]
         return None
@@ -128,7 +126,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         """The ``name = DataLoader(..., sampler=<sampler>)`` of the scope, by call; None when one
         is not kept in a plain name (the rule then cannot follow it)."""
         loaders: dict[cst.Call, str] = {}
-        for node, ancestors in _scope_walk(body):
+        for node, parents in nodes_with_parents(body, into_scopes=True):
             if not (isinstance(node, cst.Call) and self.ctx.resolve(node.func) in LOADERS):
                 continue
             if not any(
@@ -139,7 +137,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                 for arg in node.args
             ):
                 continue
-            name = _assigned_name(ancestors[-1], node) if ancestors else None
+            name = assigned_name(parents[-1], node) if parents else None
             if name is None:
                 return None
             loaders[node] = name
@@ -153,16 +151,12 @@ def _shuffles(call: cst.Call) -> bool:
         if arg.star:
             return False
         if arg.keyword is None:
-            if positional == _SHUFFLE_POSITION and not _is_true(arg.value):
+            if positional == _SHUFFLE_POSITION and not is_true(arg.value):
                 return False
             positional += 1
-        elif arg.keyword.value == "shuffle" and not _is_true(arg.value):
+        elif arg.keyword.value == "shuffle" and not is_true(arg.value):
             return False
     return True
-
-
-def _is_true(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
 
 
 def _scope_index(parents: list[cst.CSTNode]) -> int | None:
@@ -177,66 +171,55 @@ def _scope_index(parents: list[cst.CSTNode]) -> int | None:
     return None
 
 
-def _none_on_other_side(ifexp: cst.IfExp, node: cst.CSTNode) -> bool:
-    other = ifexp.orelse if ifexp.body is node else ifexp.body
-    return isinstance(other, cst.Name) and other.value == "None"
-
-
-def _assigned_name(statement: cst.CSTNode, value: cst.CSTNode) -> str | None:
-    """``x`` for ``x = value`` / ``x: T = value``, else None."""
-    if (
-        isinstance(statement, cst.Assign)
-        and statement.value is value
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0].target, cst.Name)
-    ):
-        return statement.targets[0].target.value
-    if (
-        isinstance(statement, cst.AnnAssign)
-        and statement.value is value
-        and isinstance(statement.target, cst.Name)
-    ):
-        return statement.target.value
-    return None
-
-
-def _scope_walk(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
-    """Every node below ``root`` with its ancestors (from ``root``'s children down), nested
-    functions, classes and lambdas included."""
-    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [
-        (child, ()) for child in reversed(children(root))
-    ]
-    while stack:
-        node, ancestors = stack.pop()
-        yield node, ancestors
-        below = (*ancestors, node)
-        stack.extend((child, below) for child in reversed(children(node)))
-
-
 def _iterations(
-    body: cst.CSTNode, names: set[str], values: set[cst.CSTNode], resolve: Resolve
-) -> list[tuple[cst.For, tuple[cst.CSTNode, ...]]] | None:
+    body: cst.CSTNode,
+    names: set[str],
+    values: set[cst.CSTNode],
+    constructions: list[cst.CSTNode],
+    resolve: Resolve,
+) -> list[tuple[cst.For, cst.For | cst.While | None]] | None:
     """The ``for`` loops of the scope that iterate one of ``names`` (directly, or through
-    ``enumerate``/``iter``/``tqdm``), with their ancestors; None when a name is used any other
-    way (passed to a call, returned, stored, rebound, read in a nested function), which may
-    reach a ``set_epoch`` the rule cannot see."""
-    loops: list[tuple[cst.For, tuple[cst.CSTNode, ...]]] = []
-    for node, ancestors in _scope_walk(body):
+    ``enumerate``/``iter``/``tqdm``), each with its epoch loop (:func:`_epoch_loop`); None when
+    a name is used any other way (passed to a call, returned, stored, rebound, read in a nested
+    function), which may reach a ``set_epoch`` the rule cannot see.
+
+    One walk of the scope: the loops around the current node are kept on a stack (each with
+    its depth), so no node's ancestors are searched."""
+    found: list[tuple[cst.For, cst.For | cst.While | None]] = []
+    around: list[tuple[cst.For | cst.While, int]] = []  # the loops around the node, by depth
+    holding: set[int] = set()  # ids of the loops that hold one of the constructions
+    built = {id(node) for node in constructions}
+    for node, ancestors in nodes_with_parents(body):
+        depth = len(ancestors)
+        while around and around[-1][1] >= depth:
+            around.pop()
+        if isinstance(node, (cst.For, cst.While)):
+            around.append((node, depth))
+        elif id(node) in built:
+            for loop, _ in reversed(around):
+                if id(loop) in holding:
+                    break  # so are the loops around it
+                holding.add(id(loop))
+        elif isinstance(node, SCOPES):
+            if any(isinstance(n, cst.Name) and n.value in names for n in descendants(node)):
+                return None
+            continue
         if not (isinstance(node, cst.Name) and node.value in names):
             continue
-        if any(isinstance(a, _NESTED) for a in ancestors):
-            return None
         use = _use(node, ancestors, values, resolve)
         if use is False:
             return None
         if isinstance(use, cst.For):
-            loops.append((use, ancestors[: ancestors.index(use)]))
-    return loops
+            index = len(around) - 1
+            while around[index][0] is not use:
+                index -= 1
+            found.append((use, around[index - 1][0] if index else None))
+    return [(inner, _epoch_loop(outer, holding)) for inner, outer in found]
 
 
 def _use(
     name: cst.Name,
-    ancestors: tuple[cst.CSTNode, ...],
+    ancestors: Sequence[cst.CSTNode],
     values: set[cst.CSTNode],
     resolve: Resolve,
 ) -> cst.For | bool:
@@ -262,20 +245,20 @@ def _use(
         return False
     if isinstance(parent, cst.AssignTarget) and parent.target is name:
         # a binding: the construction itself, or ``x = None``
-        return isinstance(grand, cst.Assign) and (grand.value in values or _is_none(grand.value))
+        return isinstance(grand, cst.Assign) and (grand.value in values or is_none(grand.value))
     if isinstance(parent, cst.AnnAssign) and parent.target is name:
-        return parent.value is not None and (parent.value in values or _is_none(parent.value))
+        return parent.value is not None and (parent.value in values or is_none(parent.value))
     if isinstance(parent, cst.Attribute) and parent.value is name:
         return parent.attr.value in _HARMLESS_ATTRIBUTES
     if isinstance(parent, cst.Comparison) and parent.left is name:
         return all(
-            isinstance(c.operator, (cst.Is, cst.IsNot)) and _is_none(c.comparator)
+            isinstance(c.operator, (cst.Is, cst.IsNot)) and is_none(c.comparator)
             for c in parent.comparisons
         )
     return False
 
 
-def _iterating_loop(ancestors: tuple[cst.CSTNode, ...], resolve: Resolve) -> cst.For | None:
+def _iterating_loop(ancestors: Sequence[cst.CSTNode], resolve: Resolve) -> cst.For | None:
     """The ``for`` loop over ``enumerate(tqdm(x))`` (any nesting of iterating calls), where
     ``ancestors`` end with the ``Arg`` that holds ``x``."""
     index = len(ancestors) - 1
@@ -306,36 +289,19 @@ def _iterates(func: cst.BaseExpression, resolve: Resolve) -> bool:
     return name in _ITERATING_CALLS
 
 
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
-
-
-def _epoch_loop(
-    ancestors: tuple[cst.CSTNode, ...], constructions: set[cst.CSTNode]
-) -> cst.For | cst.While | None:
-    """The nearest loop around the iterating ``for`` that may run more than once and does not
-    also hold the sampler's or the loader's construction (a fresh sampler per pass is another
-    question), else None."""
-    for index in range(len(ancestors) - 1, -1, -1):
-        loop = ancestors[index]
-        if not isinstance(loop, (cst.For, cst.While)):
-            continue
-        if _at_most_once(loop):
-            return None
-        if any(_contains(loop, node) for node in constructions):
-            return None
-        return loop
-    return None
-
-
-def _contains(root: cst.CSTNode, target: cst.CSTNode) -> bool:
-    return any(node is target for node, _ in _scope_walk(root))
+def _epoch_loop(loop: cst.For | cst.While | None, holding: set[int]) -> cst.For | cst.While | None:
+    """``loop``, the nearest loop around the iterating ``for``, when it may run more than once
+    and does not also hold the sampler's or the loader's construction (``holding``: the ids of
+    the loops that do; a fresh sampler per pass is another question), else None."""
+    if loop is None or _at_most_once(loop) or id(loop) in holding:
+        return None
+    return loop
 
 
 def _at_most_once(loop: cst.For | cst.While) -> bool:
     """``for _ in range(1)``, ``for x in [one]``, ``while False``: one pass or none."""
     if isinstance(loop, cst.While):
-        return isinstance(loop.test, cst.Name) and loop.test.value == "False"
+        return is_name(loop.test, "False")
     it = loop.iter
     if isinstance(it, (cst.List, cst.Tuple, cst.Set)):
         return len(it.elements) <= 1 and not any(

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._ddp import LEAVES, target_names, walk
+from distlint.rules._ddp import LEAVES, target_names
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import FULLY_SHARD
 from distlint.semantic.collectives import WRAPPERS as MODEL_WRAPPERS
 from distlint.syntax.imports import dotted_name
-from distlint.syntax.walker import children
+from distlint.syntax.walker import children, descendants
 
 WRAPPERS = MODEL_WRAPPERS | FULLY_SHARD
 WRAPPER_WORDS = ("DistributedDataParallel", "FullyShardedDataParallel", "fully_shard")
@@ -141,7 +141,7 @@ class RankDivergentParameterWrite(Rule):
             resolve = ctx.imports.resolve  # as at the top of the module
             self._distributed = any(
                 resolve(call.func) in WRAPPERS
-                for call in walk(ctx.module, into_defs=True)
+                for call in descendants(ctx.module)
                 if type(call) is cst.Call
             )
         if self._distributed:

@@ -20,7 +20,13 @@ import libcst as cst
 
 from distlint.semantic.regions import Resolver
 from distlint.syntax.imports import dotted_name, scope_statements, self_attribute
-from distlint.syntax.walker import descendants, evaluated, parameters, suite_body
+from distlint.syntax.walker import (
+    descendants,
+    evaluated,
+    nodes_with_parents,
+    parameters,
+    suite_body,
+)
 
 # how region rules qualify a fullgraph=True failure that only some paths reach (a warning)
 # ``_RegionRule.is_builtin``: whether ``func`` is the (unshadowed) builtin ``name``
@@ -251,32 +257,10 @@ def _is_tensor_annotation(annotation: cst.BaseExpression, resolve: Resolver) -> 
     return dotted_name(annotation) in ("torch.Tensor", "Tensor") and name is None
 
 
-def own_nodes(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CSTNode]]]:
-    """Every node under ``node`` (itself included) with its ancestors below ``node``.
-
-    Nested function, lambda and class bodies are left out: they are scopes of their own.
-    The ancestors are one list updated in place (a copy per node was quadratic on deep
-    expressions): read them before the next node, copy them to keep them.
-    """
-    from distlint.syntax.walker import children
-
-    parents: list[cst.CSTNode] = []
-    stack: list[tuple[cst.CSTNode, int]] = [(node, 0)]
-    while stack:
-        current, depth = stack.pop()
-        del parents[depth:]
-        yield current, parents
-        if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        parents.append(current)
-        for child in reversed(children(current)):
-            stack.append((child, depth + 1))
-
-
 def function_nodes(func: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, Sequence[cst.CSTNode]]]:
     """Every node of ``func``'s own body (not nested scopes) with its ancestors in the body."""
     for stmt in suite_body(func.body):
-        yield from own_nodes(stmt)
+        yield from nodes_with_parents(stmt)
 
 
 class TensorGuess:

@@ -23,6 +23,7 @@ from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_compiling_test
 from distlint.syntax.imports import scope_statements
+from distlint.syntax.shapes import keyword_is_true
 from distlint.syntax.walker import descendants
 
 
@@ -175,10 +176,7 @@ def collective_break(rule: _RegionRule, node: cst.Call) -> bool:
         return False
     if name in UNTRACEABLE_COLLECTIVES:
         return True
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value == "async_op":
-            return isinstance(arg.value, cst.Name) and arg.value.value == "True"
-    return False
+    return keyword_is_true(node, "async_op")
 
 
 def breaks_in(rule: _RegionRule, node: cst.CSTNode, parents: Sequence[cst.CSTNode]) -> list[Break]:

@@ -13,13 +13,14 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.compile._analysis import own_nodes
 from distlint.rules.compile._hop_bodies import CHECKPOINT, COND, hop_bodies
 from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import Resolver
 from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import scope_statements
+from distlint.syntax.shapes import is_name
+from distlint.syntax.walker import nodes_with_parents
 
 # name -> (GB id without fullgraph, GB id under fullgraph, what happens without fullgraph)
 EXPLICIT_BREAKS = {
@@ -76,7 +77,7 @@ class ExplicitGraphBreak(_RegionRule):
             self._report(node, name, region, None)
             return
         for hop in hop_bodies(self.ctx.resolve, self.ctx.module, self.ctx.parents, node):
-            for inner, _ in own_nodes(hop.body):
+            for inner, _ in nodes_with_parents(hop.body):
                 if isinstance(inner, cst.Call):
                     found = explicit_break(self.ctx.imports.resolve, inner)
                     if found is not None:
@@ -99,11 +100,11 @@ class ExplicitGraphBreak(_RegionRule):
             hook = _method(cls, "__setattr__", self.ctx.module, set())
             via = "__setattr__"
         else:
-            hook = _property(cls, node.attr.value, self.ctx.module, set())
+            hook = _method(cls, node.attr.value, self.ctx.module, set(), getter=True)
             via = "property"
         if hook is None:
             return
-        for inner, _ in own_nodes(hook):
+        for inner, _ in nodes_with_parents(hook):
             if isinstance(inner, cst.Call):
                 found = explicit_break(self.ctx.imports.resolve, inner)
                 if found is not None:
@@ -218,27 +219,16 @@ def _chain(cls: cst.ClassDef, module: cst.Module, seen: set[str]) -> list[cst.Cl
 
 
 def _method(
-    cls: cst.ClassDef, name: str, module: cst.Module, seen: set[str]
+    cls: cst.ClassDef, name: str, module: cst.Module, seen: set[str], *, getter: bool = False
 ) -> cst.FunctionDef | None:
-    for owner in _chain(cls, module, seen):
-        for stmt in owner.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
-                return stmt
-    return None
-
-
-def _property(
-    cls: cst.ClassDef, name: str, module: cst.Module, seen: set[str]
-) -> cst.FunctionDef | None:
+    """The first method ``name`` in the class's lookup order (with ``getter``: the first one
+    that is a ``@property``)."""
     for owner in _chain(cls, module, seen):
         for stmt in owner.body.body:
             if (
                 isinstance(stmt, cst.FunctionDef)
                 and stmt.name.value == name
-                and any(
-                    isinstance(d.decorator, cst.Name) and d.decorator.value == "property"
-                    for d in stmt.decorators
-                )
+                and (not getter or any(is_name(d.decorator, "property") for d in stmt.decorators))
             ):
                 return stmt
     return None

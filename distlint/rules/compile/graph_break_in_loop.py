@@ -12,7 +12,6 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.compile._analysis import own_nodes
 from distlint.rules.compile._bindings import first_positional
 from distlint.rules.compile._breaks import Break, branch_breaks, breaks_in
 from distlint.rules.compile._region import _RegionRule
@@ -20,7 +19,7 @@ from distlint.rules.compile._script_flow import DIST, names_in
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import self_attribute
-from distlint.syntax.walker import descendants
+from distlint.syntax.walker import descendants, nodes_with_parents
 
 
 class GraphBreakInLoop(_RegionRule):
@@ -103,7 +102,7 @@ class GraphBreakInLoop(_RegionRule):
             found = branch_breaks(self, loop)
             if found:
                 return found[0]
-        for node, parents in own_nodes(loop.body):
+        for node, parents in nodes_with_parents(loop.body):
             ancestors = (*prefix, loop, *parents)
             found = breaks_in(self, node, ancestors)
             if found and self.ctx.traced(ancestors):
@@ -161,7 +160,7 @@ def sharded_children_loop(ctx: RuleContext, loop: cst.For | cst.While) -> str | 
     if attr is None or attr not in fully_sharded_attributes(ctx):
         return None
     variables = names_in(loop.target)
-    for node, _ in own_nodes(loop.body):
+    for node, _ in nodes_with_parents(loop.body):
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Name)

@@ -23,6 +23,7 @@ from distlint.rules.compile._bindings import (
 )
 from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.syntax.imports import scope_statements
+from distlint.syntax.shapes import is_name
 from distlint.syntax.walker import descendants, parameters
 
 ITERATOR_BUILTINS = frozenset({"zip", "map", "filter", "enumerate", "reversed", "iter"})
@@ -190,29 +191,25 @@ def _iteration_of(func: cst.FunctionDef, name: str, is_builtin: IsBuiltin) -> cs
             return None
         if found is not None:
             continue
-        if isinstance(node, (cst.For, cst.CompFor)) and _is_name(node.iter, name):
+        if isinstance(node, (cst.For, cst.CompFor)) and is_name(node.iter, name):
             found = node.iter
         elif isinstance(node, cst.Call) and node.args:
             first = node.args[0]
             if (
                 first.keyword is None
                 and not first.star
-                and _is_name(first.value, name)
+                and is_name(first.value, name)
                 and any(is_builtin(node.func, c) for c in CONSUMERS)
             ):
                 found = node
-            if any(a.star == "*" and _is_name(a.value, name) for a in node.args):
+            if any(a.star == "*" and is_name(a.value, name) for a in node.args):
                 found = node
     return found
 
 
-def _is_name(expr: cst.BaseExpression, name: str) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == name
-
-
 def _rebinds(node: cst.CSTNode, name: str) -> bool:
     if isinstance(node, cst.Assign):
-        return any(_is_name(t.target, name) for t in node.targets)
+        return any(is_name(t.target, name) for t in node.targets)
     if isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-        return _is_name(node.target, name)
+        return is_name(node.target, name)
     return False

@@ -12,14 +12,14 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Location, Severity
-from distlint.rules.compile._analysis import function_nodes, own_nodes
+from distlint.rules.compile._analysis import function_nodes
 from distlint.rules.compile._bindings import Binding, compiled_bindings, file_functions
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.compile._script_flow import Event, Flow, flows, names_in
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import Resolver
 from distlint.syntax.imports import scope_statements
-from distlint.syntax.walker import descendants
+from distlint.syntax.walker import descendants, nodes_with_parents
 
 FACTORIES = frozenset(
     f"torch.{name}"
@@ -227,7 +227,11 @@ def _rebound_global_ints(ctx: RuleContext) -> dict[str, cst.CSTNode]:
         if declared & ints:
             scopes.append((func, declared & ints))
     for scope, names in scopes:
-        nodes = function_nodes(scope) if isinstance(scope, cst.FunctionDef) else own_nodes(scope)
+        nodes = (
+            function_nodes(scope)
+            if isinstance(scope, cst.FunctionDef)
+            else nodes_with_parents(scope)
+        )
         for node, parents in nodes:
             if isinstance(node, cst.Assign):
                 targets = [t.target for t in node.targets]
@@ -251,7 +255,7 @@ def _loop_assignments(loop: cst.CSTNode) -> dict[str, cst.BaseExpression]:
     body = loop.body if isinstance(loop, (cst.For, cst.While)) else None
     if body is None:
         return found
-    for node, _ in own_nodes(body):
+    for node, _ in nodes_with_parents(body):
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target = node.targets[0].target
             if isinstance(target, cst.Name):

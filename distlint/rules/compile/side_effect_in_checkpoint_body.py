@@ -15,13 +15,13 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.compile._analysis import bound_values, own_nodes, self_attribute_values
+from distlint.rules.compile._analysis import bound_values, self_attribute_values
 from distlint.rules.compile._hop_bodies import COND, HopBody, hop_bodies
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import scope_statements, self_attribute
-from distlint.syntax.walker import parameters
+from distlint.syntax.walker import nodes_with_parents, parameters
 
 MUTATORS = frozenset(
     {
@@ -86,12 +86,12 @@ class HopBodySideEffect(_RegionRule):
         local = _locals(body)
         declared: set[str] = set()
         found: list[tuple[cst.CSTNode, str]] = []
-        for node, _ in own_nodes(body):
+        for node, _ in nodes_with_parents(body):
             if node is body:
                 continue
             if isinstance(node, (cst.Global, cst.Nonlocal)):
                 declared |= {item.name.value for item in node.names}
-        for node, _ in own_nodes(body):
+        for node, _ in nodes_with_parents(body):
             if node is body:
                 continue
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
@@ -209,7 +209,7 @@ def _locals(func: cst.FunctionDef) -> set[str]:
     """Parameters and names the body binds itself (not declared global/nonlocal)."""
     names = _param_names(func)
     declared: set[str] = set()
-    for node, _ in own_nodes(func):
+    for node, _ in nodes_with_parents(func):
         if isinstance(node, (cst.Global, cst.Nonlocal)):
             declared |= {item.name.value for item in node.names}
         elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):

@@ -16,7 +16,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules._paths import is_test_path
 from distlint.rules.base import Rule
-from distlint.syntax.imports import scope_statements, self_attribute
+from distlint.syntax.imports import scope_statements_nested, self_attribute
 from distlint.syntax.walker import descendants
 
 _NN = "torch.nn."
@@ -43,18 +43,25 @@ class UninitializedModule(Rule):
         if not all(_is_nn_class(base) for base in bases):
             return  # another base (a mixin, a project class) may initialise the module
         init = None
-        for stmt in node.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__call__":
+        methods: list[cst.FunctionDef] = []  # also those under an if/try of the class body
+        for stmt, nested in scope_statements_nested(node.body.body):
+            if not isinstance(stmt, cst.FunctionDef):
+                continue
+            methods.append(stmt)
+            if nested:
+                continue
+            if stmt.name.value == "__call__":
                 return  # its own __call__: calling an instance never reaches Module's
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__init__", "__new__"):
+            if stmt.name.value in ("__init__", "__new__"):
                 if stmt.name.value == "__new__" or stmt.decorators:
                     return
                 init = stmt
-        if init is None or _calls_an_init(node) or _raises(init) or _copies_a_dict(init):
+        if init is None or _calls_an_init(methods) or _raises(init) or _copies_a_dict(init):
             return  # initialised, or an abstract __init__ that refuses to run
         assigns_module = _assigns_a_module(init, self.ctx.imports.resolve)
         inherits_forward = any(base not in MODULE for base in bases)  # nn.Linear's, ...
-        if not (assigns_module or inherits_forward or _defines(node, "forward")):
+        defines_forward = any(method.name.value == "forward" for method in methods)
+        if not (assigns_module or inherits_forward or defines_forward):
             return  # no forward: used through its own methods (diffusers' ray samplers), which work
         if is_test_path(self.ctx.path) and not _instance_called(self.ctx.module, node.name.value):
             return  # a test double handed to code that only reads its attributes (peft, torchrl)
@@ -89,13 +96,6 @@ def _is_nn_class(name: str | None) -> bool:
     return last[:1].isupper()
 
 
-def _defines(cls: cst.ClassDef, method: str) -> bool:
-    return any(
-        isinstance(stmt, cst.FunctionDef) and stmt.name.value == method
-        for stmt in scope_statements(cls.body.body)
-    )
-
-
 def _assigns_a_module(
     init: cst.FunctionDef, resolve: Callable[[cst.BaseExpression], str | None]
 ) -> bool:
@@ -116,13 +116,11 @@ def _assigns_a_module(
     return False
 
 
-def _calls_an_init(cls: cst.ClassDef) -> bool:
+def _calls_an_init(methods: list[cst.FunctionDef]) -> bool:
     """Some method of the class calls an ``__init__`` (``super().__init__()``,
     ``nn.Module.__init__(self)``, ``super(Cls, self).__init__()``...)."""
-    for stmt in scope_statements(cls.body.body):
-        if not isinstance(stmt, cst.FunctionDef):
-            continue
-        for node in descendants(stmt):
+    for method in methods:
+        for node in descendants(method):
             if (
                 isinstance(node, cst.Call)
                 and isinstance(node.func, cst.Attribute)

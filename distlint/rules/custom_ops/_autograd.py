@@ -15,6 +15,7 @@ from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name, self_attribute
+from distlint.syntax.shapes import is_none, keyword_is_true
 from distlint.syntax.walker import blocks_of, keyword_arg, parameters
 
 Resolver = Callable[[cst.BaseExpression], "str | None"]
@@ -125,11 +126,6 @@ def positional(call: cst.Call, index: int) -> cst.Arg | None:
     return args[index] if index < len(args) else None
 
 
-def is_true(call: cst.Call, name: str) -> bool:
-    arg = keyword_arg(call, name)
-    return arg is not None and literal_value(arg.value) is True
-
-
 def grad_disabled(parents: list[cst.CSTNode], resolve: Resolver) -> bool:
     """Whether the innermost grad-mode context around the current node disables grad.
 
@@ -221,8 +217,7 @@ def _compared_to_none(
         and test.left.value in names
         and len(test.comparisons) == 1
         and isinstance(test.comparisons[0].operator, operator)
-        and isinstance(test.comparisons[0].comparator, cst.Name)
-        and test.comparisons[0].comparator.value == "None"
+        and is_none(test.comparisons[0].comparator)
     ):
         return test.left.value
     return None
@@ -379,7 +374,7 @@ def _collect_call(facts: _ModuleClass, call: cst.Call) -> None:
         name_arg = positional(call, 0)
         value = literal_value(name_arg.value) if name_arg is not None else None
         param = positional(call, 1) or keyword_arg(call, "param")
-        if param is not None and isinstance(param.value, cst.Name) and param.value.value == "None":
+        if param is not None and is_none(param.value):
             return  # ``register_parameter("num_batches_tracked", None)``: no parameter
         if isinstance(value, str):
             facts.params.add(value)
@@ -409,9 +404,9 @@ def _collect_assignment(
         else:
             facts.params.add(attr)
         return
-    if name in SAVING_MODULES and not is_true(value, "inplace"):
+    if name in SAVING_MODULES and not keyword_is_true(value, "inplace"):
         facts.saving[attr] = SAVING_MODULES[name]
-    if name in INPLACE_CAPABLE_MODULES and is_true(value, "inplace"):
+    if name in INPLACE_CAPABLE_MODULES and keyword_is_true(value, "inplace"):
         facts.inplace[attr] = name.rsplit(".", 1)[1]
     if name is not None:
         if name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper():

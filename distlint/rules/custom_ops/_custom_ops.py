@@ -28,6 +28,7 @@ from distlint.rules.custom_ops._autograd import (
 )
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name
+from distlint.syntax.shapes import is_none
 from distlint.syntax.walker import descendants, keyword_arg
 
 if TYPE_CHECKING:
@@ -480,11 +481,7 @@ class _OpFacts(ProjectRule):
             if isinstance(func, cst.FunctionDef):
                 py_name = func.name.value
                 returns = func.returns
-                returns_none = (
-                    returns is not None
-                    and isinstance(returns.annotation, cst.Name)
-                    and returns.annotation.value == "None"
-                )
+                returns_none = returns is not None and is_none(returns.annotation)
         else:
             fn = positional(node, 1)
             holder = parents[-1] if parents else None

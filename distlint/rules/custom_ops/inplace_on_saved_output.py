@@ -16,13 +16,13 @@ from distlint.rules.custom_ops._autograd import (
     attribute_chain,
     eval_only,
     inplace_method,
-    is_true,
     optional_input,
     positional,
     strip_views,
 )
 from distlint.semantic.rankflow import target_names
 from distlint.syntax.imports import self_attribute
+from distlint.syntax.shapes import keyword_is_true
 from distlint.syntax.walker import parameters
 
 
@@ -106,7 +106,7 @@ class InplaceOnSavedOutput(_ModuleClassRule):
         if not isinstance(base, cst.Call):
             return None
         func = base.func
-        if is_true(base, "inplace"):
+        if keyword_is_true(base, "inplace"):
             return None
         first = positional(base, 0)
         if first is not None and self._unknown_input(first.value):
@@ -191,7 +191,7 @@ class InplaceOnSavedOutput(_ModuleClassRule):
         short = name.replace("torch.nn.functional.", "F.")
         if inplace_method(name.rsplit(".", 1)[-1]):
             self._check(node, first.value, f"In-place `{short}`")
-        elif name.startswith("torch.nn.functional.") and is_true(node, "inplace"):
+        elif name.startswith("torch.nn.functional.") and keyword_is_true(node, "inplace"):
             self._check(node, first.value, f"`{short}(..., inplace=True)`")
 
     def _check_sequential(self, node: cst.Call) -> None:
@@ -206,7 +206,7 @@ class InplaceOnSavedOutput(_ModuleClassRule):
                 previous is not None
                 and isinstance(value, cst.Call)
                 and name in INPLACE_CAPABLE_MODULES
-                and is_true(value, "inplace")
+                and keyword_is_true(value, "inplace")
             ):
                 module = name.rsplit(".", 1)[1]
                 self.report(
@@ -219,7 +219,7 @@ class InplaceOnSavedOutput(_ModuleClassRule):
                 )
             previous = None
             if isinstance(value, cst.Call) and name in SAVING_MODULES:
-                previous = None if is_true(value, "inplace") else SAVING_MODULES[name]
+                previous = None if keyword_is_true(value, "inplace") else SAVING_MODULES[name]
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if not self.maybe_forward():

@@ -1,0 +1,54 @@
+"""Small questions about one node's shape, asked the same way by every rule and analysis:
+is it the name ``True``/``False``/``None``, is a keyword argument literally ``True``, which
+plain name does a statement bind to a given value."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from distlint.syntax.walker import keyword_arg
+
+
+def is_name(node: cst.CSTNode | None, name: str) -> bool:
+    """Whether ``node`` is the bare name ``name`` (``True``, ``None``, ``x``...)."""
+    return isinstance(node, cst.Name) and node.value == name
+
+
+def is_true(node: cst.CSTNode | None) -> bool:
+    return is_name(node, "True")
+
+
+def is_none(node: cst.CSTNode | None) -> bool:
+    return is_name(node, "None")
+
+
+def keyword_is_true(call: cst.Call, keyword: str) -> bool:
+    """Whether ``call`` passes ``keyword=True`` (the literal; its first such argument)."""
+    arg = keyword_arg(call, keyword)
+    return arg is not None and is_true(arg.value)
+
+
+def none_on_other_side(ifexp: cst.IfExp, node: cst.CSTNode) -> bool:
+    """Whether the other side of ``... if ... else ...`` from ``node`` (one of its sides) is
+    ``None``."""
+    other = ifexp.orelse if ifexp.body is node else ifexp.body
+    return is_none(other)
+
+
+def assigned_name(statement: cst.CSTNode, value: cst.CSTNode) -> str | None:
+    """``x`` for ``x = value`` / ``x: T = value`` (one plain name, ``value`` itself), else
+    None."""
+    if (
+        isinstance(statement, cst.Assign)
+        and statement.value is value
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0].target, cst.Name)
+    ):
+        return statement.targets[0].target.value
+    if (
+        isinstance(statement, cst.AnnAssign)
+        and statement.value is value
+        and isinstance(statement.target, cst.Name)
+    ):
+        return statement.target.value
+    return None
