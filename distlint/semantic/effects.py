@@ -116,11 +116,14 @@ class EffectAnalysis:
         # True: collectives in doubt (``Issued.doubt``) are left out, so that a difference
         # found is one among collectives certainly issued
         self._certain = False
+        # While a rank branch is compared: the flags its test needs to differ between ranks
+        # (``Condition.varies_when``), taken as given in that function's other branches.
+        self._assumed: tuple[tuple[str, bool], ...] = ()
         # What each branch adds to a sequence (and whether the block stops there), by function
         # and mode, then by branch: the divergence walk asks for the sequence of every rank
         # branch's sides, and the else side of an ``elif`` chain holds the rest of the chain;
         # computed again each time, a chain of n branches cost n^2 (2,400 branches: 36 s).
-        self._by_branch: dict[tuple[str, bool, bool], _Memo[tuple[list[Issued], bool]]] = {}
+        self._by_branch: dict[tuple, _Memo[tuple[list[Issued], bool]]] = {}
         # the first exit of a branch's sides, whether both sides always exit, whether a branch
         # or loop defines a closure that issues collectives: asked of every rank branch's sides
         self._exits: dict[tuple[int, bool], tuple[Effect, Effect | None]] = {}
@@ -191,7 +194,8 @@ class EffectAnalysis:
         ``signature``), so what a branch adds is not final yet. A signature asked for from here
         is finished before it returns and never computed again, so what is kept stays right."""
         summary = self.facts.functions[function]
-        by_branch = self._by_branch.setdefault((function, self._shortest, self._certain), {})
+        key = (function, self._shortest, self._certain, self._assumed)
+        by_branch = self._by_branch.setdefault(key, {})
         return self._sequence(effects, function, bind(summary, ()), summary.path, by_branch)
 
     def _sequence(
@@ -293,6 +297,10 @@ class EffectAnalysis:
         same collectives as the other side and the rest of the block: ``if not x: barrier();
         return`` then ``barrier()``, one barrier on every path)."""
         side = False if effect.name == "never" else decided_side(effect.cond, bound)
+        if side is None and self._assumed and by_branch is not None:
+            # in the function whose rank branch is compared (not in a callee, whose names
+            # are its own): a branch on a flag that branch's test fixed
+            side = _assumed_side(effect.cond, dict(self._assumed))
         if side is not None:
             chosen = effect.body if side else effect.orelse
             issued = self._sequence(chosen, function, bound, path, by_branch)
@@ -474,6 +482,25 @@ class EffectAnalysis:
         the loop) meets the other side later, so compare what it issued before leaving with
         what the other side issues until that point.
         """
+        saved = self._assumed
+        self._assumed = branch.cond.varies_when if branch.cond is not None else ()
+        try:
+            self._sides(summary, branch, test, rest, after, loop, paired, found)
+        finally:
+            self._assumed = saved
+
+    def _sides(
+        self,
+        summary: FunctionSummary,
+        branch: Effect,
+        test: RankTest,
+        rest: Sequence[Effect],
+        after: list[Sequence[Effect]],
+        loop: _Loop | None,
+        paired: bool,
+        found: dict[int, Divergence],
+    ) -> None:
+        """``_branch`` with the flags the branch's test needs to differ between ranks fixed."""
         in_loop = loop is not None
         body_exit = self._first_exit(branch.body, in_loop)
         orelse_exit = self._first_exit(branch.orelse, in_loop)
@@ -747,6 +774,29 @@ class EffectAnalysis:
                 test,
             ),
         )
+
+
+def _assumed_side(cond: Condition | None, facts: dict[str, bool]) -> bool | None:
+    """Which side a test of flags takes when those flags have the truth ``facts`` gives:
+    ``if info.broadcast_from_rank0:``, ``if a or b:`` (tests of truth only: that a flag is
+    true says nothing of what it equals)."""
+    if cond is None:
+        return None
+    if cond.junction:
+        sides = [
+            facts.get(name) if operator == "truthy" else None for name, operator, _ in cond.parts
+        ]
+        wanted = cond.junction == "or"
+        if wanted in sides:
+            outcome = wanted
+        elif None in sides:
+            return None
+        else:
+            outcome = not wanted
+        return outcome != cond.negated
+    if cond.param is None or cond.compare is not None or cond.param not in facts:
+        return None
+    return facts[cond.param] != cond.negated
 
 
 _CONTEXT_PARTNERS = {
