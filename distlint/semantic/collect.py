@@ -996,6 +996,8 @@ class Collector:
             return None
         if root == scope.self_name and scope.class_id is not None:
             return None
+        if "." in dotted and scope.node is not None and _writes_attribute(scope.node, dotted):
+            return None  # ``info.strict = False`` somewhere in the function
         return dotted
 
     # -- expressions ---------------------------------------------------------------------------
@@ -1815,6 +1817,30 @@ def _operand_calls(test: cst.BaseExpression) -> list[cst.Call]:
             stack.append(node.left)
             stack.extend(target.comparator for target in node.comparisons)
     return found
+
+
+def _writes_attribute(function: cst.CSTNode, dotted: str) -> bool:
+    """Whether ``function`` assigns ``dotted`` or an attribute it is read through
+    (``info.strict = ...``, ``info.options = ...`` for ``info.options.strict``; also
+    augmented, in a tuple target, or in a nested function)."""
+    for node in descendants(function):
+        if isinstance(node, cst.Assign):
+            targets: list[cst.BaseExpression] = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        while targets:
+            target = targets.pop()
+            if isinstance(target, (cst.Tuple, cst.List)):
+                targets.extend(e.value for e in target.elements)
+            elif isinstance(target, cst.StarredElement):
+                targets.append(target.value)
+            elif isinstance(target, cst.Attribute):
+                written = dotted_name(target)
+                if written is not None and (dotted + ".").startswith(written + "."):
+                    return True  # the attribute, or an object it is read through
+    return False
 
 
 def _junction_operands(node: cst.BooleanOperation, conjunction: bool) -> list[cst.BaseExpression]:

@@ -79,6 +79,19 @@ def test_no_flag_is_fixed_when_it_may_change_or_the_rank_may_be_in_two_operands(
     assert _rank_tests(source, "f") == [(), (), (), ()]
 
 
+def test_an_attribute_the_function_assigns_is_not_fixed() -> None:
+    source = """
+        import torch.distributed as dist
+
+        def f(info, opts):
+            if (not info.strict or dist.get_rank() == 0) and opts.cfg.verbose:
+                dist.barrier()
+            info.strict, other = False, 1
+            opts.cfg = None
+        """
+    assert _rank_tests(source, "f") == [()]
+
+
 def test_self_attributes_are_not_fixed() -> None:
     source = """
         import torch.distributed as dist
