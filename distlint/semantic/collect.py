@@ -904,6 +904,9 @@ class Collector:
         junction, parts = _parameter_junction(inner, scope.params, self_name)
         kind: Kind | None = self.taint.test_kind(test) if self.taint.active else None
         level = kind.level if kind is not None else UNKNOWN  # no rank word: nothing known
+        varies_when: tuple[tuple[str, bool], ...] = ()
+        if level >= MAYBE:
+            varies_when = self._varies_when(scope, test)
         deferred = tuple(sorted(kind.deferred)) if kind is not None else ()
         self_attrs: tuple[str, ...] = ()
         names: tuple[str, ...] = ()
@@ -945,7 +948,58 @@ class Collector:
             compare=compare,
             junction=junction,
             parts=parts,
+            varies_when=varies_when,
         )
+
+    def _varies_when(self, scope: _Scope, test: cst.BaseExpression) -> tuple[tuple[str, bool], ...]:
+        """What the flags of a rank test must be for it to differ between ranks at all.
+
+        ``if not distributed or rank == 0:`` is true on every rank when ``distributed`` is
+        false: only with ``distributed`` true can the ranks take different sides. An operand
+        of an ``or`` that is the same on every rank must be false, one of an ``and`` true;
+        a nested junction is followed when it is the only operand that may hold the rank.
+        Only flags that keep their value through the function: parameters that are never
+        assigned, and their attributes (``info.broadcast_from_rank0``), not ``self``'s."""
+        facts: list[tuple[str, bool]] = []
+        node = test
+        while True:
+            while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+                node = node.expression
+            if not isinstance(node, cst.BooleanOperation):
+                break
+            conjunction = isinstance(node.operator, cst.And)
+            operands = _junction_operands(node, conjunction)
+            varying: list[cst.BaseExpression] = []
+            for operand in operands:
+                negated, flag = _negations(operand)
+                if isinstance(flag, cst.BooleanOperation) or (
+                    self.taint.test_kind(flag).level >= MAYBE
+                ):
+                    varying.append(flag)  # (a nested junction: its operands are recorded)
+                    continue
+                key = self._flag_key(scope, flag)
+                if key is not None:  # the same on every rank: it must not decide the junction
+                    facts.append((key, conjunction != negated))
+            if len(varying) != 1:
+                break
+            node = varying[0]
+        return tuple(facts)
+
+    def _flag_key(self, scope: _Scope, node: cst.BaseExpression) -> str | None:
+        """The key of a parameter flag the function never reassigns, or of its attribute."""
+        if not isinstance(node, (cst.Name, cst.Attribute)):
+            return None
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        root = dotted.split(".", 1)[0]
+        if root not in scope.params or root in scope.assigned or root in ("self", "cls"):
+            return None
+        if root == scope.self_name and scope.class_id is not None:
+            return None
+        if "." in dotted and scope.node is not None and _writes_attribute(scope.node, dotted):
+            return None  # ``info.strict = False`` somewhere in the function
+        return dotted
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -1766,6 +1820,54 @@ def _operand_calls(test: cst.BaseExpression) -> list[cst.Call]:
     return found
 
 
+def _writes_attribute(function: cst.CSTNode, dotted: str) -> bool:
+    """Whether ``function`` assigns ``dotted`` or an attribute it is read through
+    (``info.strict = ...``, ``info.options = ...`` for ``info.options.strict``; also
+    augmented, in a tuple target, or in a nested function)."""
+    for node in descendants(function):
+        if isinstance(node, cst.Assign):
+            targets: list[cst.BaseExpression] = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        while targets:
+            target = targets.pop()
+            if isinstance(target, (cst.Tuple, cst.List)):
+                targets.extend(e.value for e in target.elements)
+            elif isinstance(target, cst.StarredElement):
+                targets.append(target.value)
+            elif isinstance(target, cst.Attribute):
+                written = dotted_name(target)
+                if written is not None and (dotted + ".").startswith(written + "."):
+                    return True  # the attribute, or an object it is read through
+    return False
+
+
+def _junction_operands(node: cst.BooleanOperation, conjunction: bool) -> list[cst.BaseExpression]:
+    """The operands of a chain of one kind of junction (``a or b or c``), in order."""
+    operands: list[cst.BaseExpression] = []
+    pending: list[cst.BaseExpression] = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, cst.BooleanOperation) and isinstance(item.operator, cst.And) == (
+            conjunction
+        ):
+            pending.extend((item.right, item.left))
+        else:
+            operands.append(item)
+    return operands
+
+
+def _negations(node: cst.BaseExpression) -> tuple[bool, cst.BaseExpression]:
+    """Whether ``node`` is negated (an odd number of ``not``), and what is negated."""
+    negated = False
+    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        negated = not negated
+        node = node.expression
+    return negated, node
+
+
 def _tested_name(node: cst.BaseExpression, params: set[str], self_name: str | None) -> str | None:
     """A parameter, or ``self.<name>`` as "self.<name>" (in a method), else None."""
     if isinstance(node, cst.Name):
@@ -1777,6 +1879,13 @@ def _tested_name(node: cst.BaseExpression, params: set[str], self_name: str | No
         and node.value.value == self_name
     ):
         return f"self.{node.attr.value}"
+    # ``info.strict``: an attribute of a parameter, as "info.strict" (no call site binds it;
+    # a rank test's ``varies_when`` may)
+    dotted = dotted_name(node) if isinstance(node, cst.Attribute) else None
+    if dotted is not None:
+        root = dotted.split(".", 1)[0]
+        if root in params and root not in (self_name, "self", "cls"):
+            return dotted
     return None
 
 

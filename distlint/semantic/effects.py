@@ -127,6 +127,8 @@ class _Blocks:
     its leaving side) and 2^n in a caller's signature (each branch's rest computed again by
     every branch before it)."""
 
+    # the function whose rank branches are compared (not a callee's signature)
+    compared: bool = False
     added: _Memo[tuple[list[Issued], bool]] = field(default_factory=dict)
     # (id(block), start) -> (block, how many the rest issues, first position that adds any)
     tails: dict[tuple[int, int], tuple[Sequence[Effect], int, int]] = field(default_factory=dict)
@@ -145,11 +147,14 @@ class EffectAnalysis:
         # True: collectives in doubt (``Issued.doubt``) are left out, so that a difference
         # found is one among collectives certainly issued
         self._certain = False
-        # What each effect adds to a sequence, by function and mode: the divergence walk asks
-        # for the sequence of every rank branch's sides, and the else side of an ``elif``
-        # chain holds the rest of the chain; computed again each time, a chain of n branches
-        # cost n^2 (2,400 branches: 36 s).
-        self._blocks: dict[tuple[str, bool, bool], _Blocks] = {}
+        # While a rank branch is compared: the flags its test needs to differ between ranks
+        # (``Condition.varies_when``), taken as given in that function's other branches.
+        self._assumed: tuple[tuple[str, bool], ...] = ()
+        # What each effect adds to a sequence, by function, mode and assumption: the
+        # divergence walk asks for the sequence of every rank branch's sides, and the else
+        # side of an ``elif`` chain holds the rest of the chain; computed again each time, a
+        # chain of n branches cost n^2 (2,400 branches: 36 s).
+        self._blocks: dict[tuple, _Blocks] = {}
         # the first exit of a branch's sides, whether both sides always exit, whether a branch
         # or loop defines a closure that issues collectives: asked of every rank branch's sides
         self._exits: dict[tuple[int, bool], tuple[Effect, Effect | None]] = {}
@@ -224,7 +229,8 @@ class EffectAnalysis:
         asked for from here is finished before it returns and never computed again, so what
         is kept stays right."""
         summary = self.facts.functions[function]
-        blocks = self._blocks.setdefault((function, self._shortest, self._certain), _Blocks())
+        key = (function, self._shortest, self._certain, self._assumed)
+        blocks = self._blocks.setdefault(key, _Blocks(compared=True))
         bound = bind(summary, ())
         return self._sequence(effects, function, bound, summary.path, blocks, start, limit)
 
@@ -351,6 +357,10 @@ class EffectAnalysis:
         ``if not x: barrier(); return`` then ``barrier()``, one barrier on every path)."""
         effect = effects[index]
         side = False if effect.name == "never" else decided_side(effect.cond, bound)
+        if side is None and self._assumed and blocks.compared:
+            # in the function whose rank branch is compared (not in a callee, whose names
+            # are its own): a branch on a flag that branch's test fixed
+            side = _assumed_side(effect.cond, dict(self._assumed))
         if side is not None:
             chosen = effect.body if side else effect.orelse
             issued = self._sequence(chosen, function, bound, path, blocks)
@@ -562,6 +572,25 @@ class EffectAnalysis:
         the loop) meets the other side later, so compare what it issued before leaving with
         what the other side issues until that point.
         """
+        saved = self._assumed
+        self._assumed = branch.cond.varies_when if branch.cond is not None else ()
+        try:
+            self._sides(summary, branch, test, rest, after, loop, paired, found)
+        finally:
+            self._assumed = saved
+
+    def _sides(
+        self,
+        summary: FunctionSummary,
+        branch: Effect,
+        test: RankTest,
+        rest: _Tail,
+        after: list[_Tail],
+        loop: _Loop | None,
+        paired: bool,
+        found: dict[int, Divergence],
+    ) -> None:
+        """``_branch`` with the flags the branch's test needs to differ between ranks fixed."""
         in_loop = loop is not None
         body_exit = self._first_exit(branch.body, in_loop)
         orelse_exit = self._first_exit(branch.orelse, in_loop)
@@ -837,6 +866,29 @@ class EffectAnalysis:
                 test,
             ),
         )
+
+
+def _assumed_side(cond: Condition | None, facts: dict[str, bool]) -> bool | None:
+    """Which side a test of flags takes when those flags have the truth ``facts`` gives:
+    ``if info.broadcast_from_rank0:``, ``if a or b:`` (tests of truth only: that a flag is
+    true says nothing of what it equals)."""
+    if cond is None:
+        return None
+    if cond.junction:
+        sides = [
+            facts.get(name) if operator == "truthy" else None for name, operator, _ in cond.parts
+        ]
+        wanted = cond.junction == "or"
+        if wanted in sides:
+            outcome = wanted
+        elif None in sides:
+            return None
+        else:
+            outcome = not wanted
+        return outcome != cond.negated
+    if cond.param is None or cond.compare is not None or cond.param not in facts:
+        return None
+    return facts[cond.param] != cond.negated
 
 
 _CONTEXT_PARTNERS = {

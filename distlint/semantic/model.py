@@ -110,6 +110,9 @@ class Condition:
     # triple (a bare parameter ``a`` is (``a``, "truthy", ()))
     junction: str = ""
     parts: tuple[tuple[str, str, tuple[object, ...]], ...] = ()
+    # a rank test's flags and the truth each must have for the test to differ between ranks
+    # at all (``not distributed or rank == 0`` differs only where ``distributed`` is true)
+    varies_when: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass

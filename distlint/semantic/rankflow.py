@@ -464,6 +464,12 @@ class RankFlow:
     def _if(self, node: cst.If, env: Env) -> Env:
         test = self.kind(node.test, env)
         self._record(node.test, test)
+        if test.level >= MAYBE:
+            # the operands of ``if not distributed or rank == 0:``: which of them may hold the
+            # rank, and so for which truth of the others the test can differ between ranks at
+            # all (see ``Condition.varies_when``)
+            for operand in junction_flags(node.test):
+                self._record(operand, self.kind(operand, env))
         body = self._block(suite_body(node.body), dict(env))
         if (
             node.orelse is None
@@ -1326,3 +1332,25 @@ def is_static(node: cst.FunctionDef) -> bool:
         isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
         for d in node.decorators
     )
+
+
+def junction_flags(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands, under any ``not``, of the ``and``/``or`` junctions of ``test`` (its flags
+    ``distributed``, ``info.strict``, and its rank tests)."""
+    found: list[cst.BaseExpression] = []
+    pending = [_without_not(test)]
+    if not isinstance(pending[0], cst.BooleanOperation):
+        return found
+    while pending:
+        node = _without_not(pending.pop())
+        if isinstance(node, cst.BooleanOperation):
+            pending.extend((node.right, node.left))
+        else:
+            found.append(node)
+    return found
+
+
+def _without_not(node: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        node = node.expression
+    return node

@@ -57,6 +57,7 @@ HANGS = {
         {"loss": 3.0, "debug/grad_norm": 100.0, "accuracy": 100.5},  # accuracy: 0.5 + 100.0
     ),
     "case_reduce_on_main_process_only": (0, {}),
+    "case_predictions_gathered_by_rank_zero_alone": (0, [1, 11]),  # rank 1 wrote its own
 }
 # bad_realworld.py: case -> (rank that waits and times out, what the other rank returns)
 REALWORLD_HANGS = {
@@ -219,6 +220,11 @@ def test_trap_values(outcomes: dict[str, dict[str, tuple[RankOutcome, ...]]]) ->
     assert values["case_rank_dependent_gather_arguments"] == [[[0.0], [1.0]], []]
     assert values["case_rank_dependent_break_without_collective_in_loop"] == [1, 1]
     assert values["case_zero_first_context_manager"] == [True, True]
+    # sharded: both ranks reduce (1 + 2); not sharded: rank 0 alone evaluates, unreduced
+    assert values["case_exit_and_reduce_under_opposite_values_of_one_flag"] == [
+        [[3.0], [1.0]],
+        [[3.0], None],
+    ]
 
 
 def test_realworld_trap_values(outcomes: dict[str, dict[str, tuple[RankOutcome, ...]]]) -> None:

@@ -41,6 +41,7 @@ ABORTS = {
     "case_raise_on_rank_zero_before_broadcast": (0, "builtins.FileNotFoundError"),
     "case_main_process_refuses_to_overwrite": (0, "builtins.FileExistsError"),
     "case_nan_guard_on_rank_zero_only": (0, "builtins.FloatingPointError"),
+    "case_rank_zero_checks_keys_before_the_broadcast": (0, "builtins.KeyError"),
 }
 OK = None  # the rank returns
 # good/trap case -> what each rank does: OK or the exception it raises
@@ -58,6 +59,7 @@ TRAPS = {
     "case_rank_zero_raises_and_so_do_the_others": ("builtins.FileNotFoundError",) * 2,
     "case_check_repeated_on_rank_zero": (OK, OK),
     "case_single_process_only_raise": (OK, OK),
+    "case_only_rank_zero_checks_when_no_barrier_follows": ("builtins.KeyError", OK),
 }
 
 

@@ -40,6 +40,7 @@ BAD = [
     ("bad.py", "prepare_dataset", "LOCAL_RANK != 0 returns before the barrier"),
     ("bad.py", "sync_metrics", "rank-dependent continue skips an all_reduce"),
     ("bad.py", "log_losses", "detectron2 reduce of the loss dict on the main process"),
+    ("bad.py", "write_predictions", "gather_object on rank 0's side of `not gather or rank == 0`"),
     ("project/train_bad.py", "validate_on_main_process", "evaluate() in another module"),
     ("project/train_bad.py", "checkpoint_on_main_process", "save_checkpoint() -> synchronize()"),
     ("project/train_bad.py", "finish_run", "non-main ranks return before synchronize()"),
@@ -91,6 +92,11 @@ TRAPS = [
     ("traps.py", "log_with_fabric", "rank-0 print, then fabric.barrier()"),
     ("traps.py", "gather_on_rank_zero", "unconditional gather, rank-dependent arguments"),
     ("traps.py", "first_unreadable_checkpoint", "rank-dependent break, no collective in loop"),
+    (
+        "traps.py",
+        "evaluate_unless_sharded",
+        "exit under `not sharded_eval and rank != 0`, all-reduce under `sharded_eval`",
+    ),
     (
         "project/train_traps.py",
         "checkpoint_without_barrier_then_synchronize",
