@@ -89,7 +89,8 @@ def _locally_bound(function: cst.FunctionDef) -> set[str]:
 
 
 class _OutputUse:
-    """Source-order scan of each function: outputs kept across a later call of the callable."""
+    """Source-order scan of each function and of the module's own statements: outputs kept
+    across a later call of the callable."""
 
     def __init__(self, rule: CudagraphOutputReuse, graphed: set[str]) -> None:
         self.rule = rule
@@ -112,6 +113,20 @@ class _OutputUse:
                     scanner.scan(node.body)
 
         module.visit(Bodies())
+        # the module's own statements (a script's top level, its ``if __name__ == ...:``
+        # block): decorated callables replay graphs from the start, assigned ones from their
+        # assignment on
+        scanner.active = {
+            statement.name.value
+            for statement in module.body
+            if isinstance(statement, cst.FunctionDef)
+            and any(
+                isinstance(d.decorator, cst.Call) and _is_cudagraph_compile(d.decorator, ctx)
+                for d in statement.decorators
+            )
+        }
+        scanner.graphed = set(scanner.module_graphed)
+        scanner.scan(module)
 
     def _graph_call(self, expr: cst.BaseExpression) -> cst.Call | None:
         """``f(x)``, ``f(x)[0]`` or ``f(x).attr`` for a graphed ``f`` (still the output)."""
@@ -125,7 +140,7 @@ class _OutputUse:
             return expr
         return None
 
-    def scan(self, body: cst.BaseSuite) -> None:
+    def scan(self, body: cst.BaseSuite | cst.Module) -> None:
         events: list[tuple[str, cst.CSTNode, str | None]] = []
         scanner = self
 

@@ -98,3 +98,57 @@ def test_dl604_mark_step_begin_does_not_protect_a_kept_output() -> None:
     )
     assert lines(found) == [11]
     assert "does not prevent this" in found[0].message
+
+
+def test_dl604_scans_the_module_top_level() -> None:
+    """A script's own statements: the read after the next call is reported in the module body
+    and in its ``if __name__ == "__main__":`` block; a callable assigned later is graphed only
+    from its assignment on, and functions still see module-level callables."""
+    found = findings(
+        """\
+        import torch
+
+        @torch.compile(mode="reduce-overhead")
+        def f(x):
+            return x * 2
+
+        x = torch.ones(4)
+        a = f(x)
+        b = f(x + 1)
+        print(a, b)
+        g = lambda t: t
+        c = g(x)
+        d = g(x)
+        print(c, d)
+        g = torch.compile(g, mode="reduce-overhead")
+        if __name__ == "__main__":
+            e = g(x)
+            y = g(x)
+            print(e.sum(), y)
+        """,
+        "DL604",
+    )
+    assert lines(found) == [10, 19]
+
+
+def test_dl604_module_top_level_traps() -> None:
+    found = findings(
+        """\
+        import torch
+
+        @torch.compile(mode="reduce-overhead")
+        def f(x):
+            return x * 2
+
+        x = torch.ones(4)
+        a = f(x)
+        total = a.sum()
+        a = f(a)
+        print(total, a)
+        b = f(x).clone()
+        c = f(x)
+        print(b, c)
+        """,
+        "DL604",
+    )
+    assert found == []
