@@ -68,6 +68,7 @@ class _ModuleIndex:
 
     def __init__(self, files: Iterable[Path], contents: dict[Path, bytes]) -> None:
         self.files = sorted(set(files))
+        self._known = set(self.files)
         self._contents = contents
         self._by_suffix: dict[str, list[Path]] = {}
         for file in self.files:
@@ -95,7 +96,8 @@ class _ModuleIndex:
             for t in self._by_suffix.get(dotted, ())
             if not package or t.name == "__init__.py"
         ]
-        targets += [t for t in sorted(relative) if t.is_file()]
+        # a project file only: one the discovery left out (excluded, ignored) stays out
+        targets += [t for t in sorted(relative) if t in self._known]
         for target in targets:
             if target != file and target not in found:
                 found.append(target)

@@ -129,6 +129,26 @@ def test_the_files_linked_are_the_imports_and_the_importers(tmp_path: Path) -> N
     assert [p.relative_to(root).as_posix() for p in linked] == ["pkg/fakes.py"]
 
 
+def test_a_relative_import_of_an_excluded_file_is_not_linked(tmp_path: Path) -> None:
+    """A named file whose relative import names a file the discovery leaves out (excluded by
+    the configuration) ended the run with an internal KeyError; the excluded file stays out."""
+    root = _project(tmp_path)
+    (root / "pyproject.toml").write_text(
+        "[project]\nname = 'demo'\n\n[tool.distlint]\nextend-exclude = ['pkg/hidden.py']\n"
+    )
+    (root / "pkg" / "hidden.py").write_text("import torch.distributed as dist\n")
+    (root / "pkg" / "visible.py").write_text(
+        "import torch.distributed as dist\nfrom .hidden import dist as _d\n\n\n"
+        "def f():\n    if dist.get_rank() == 0:\n        dist.barrier()\n"
+    )
+    assert _check(root, "pkg/visible.py", "pkg/train.py") == [
+        ("pkg/train.py", "DL201", 7),
+        ("pkg/visible.py", "DL201", 7),
+    ]
+    files = sorted(p for p in root.rglob("*.py") if p.name != "hidden.py")
+    assert root / "pkg" / "hidden.py" not in related_files([root / "pkg" / "visible.py"], files)
+
+
 @pytest.mark.parametrize(
     ("markers", "expected"),
     [(("pyproject.toml",), "repo/proj"), (("distlint.toml",), "repo/proj"), ((), "repo")],
