@@ -594,10 +594,13 @@ class Conversion:
 
     @property
     def breaks_with_capture(self) -> bool:
-        """Still a break (or an error) with capture_scalar_outputs=True / fullgraph=True."""
+        """Still a break (or an error) with capture_scalar_outputs=True / fullgraph=True: a
+        value that drives control flow or a loop count, or the list of a tensor known to hold
+        floating-point values. An integer tensor's list is captured; where the dtype is not
+        known, the failure is not shown, and nothing is claimed."""
         if self.use in ("control", "range"):
             return True
-        return self.kind == "tolist" and not self.integer
+        return self.kind == "tolist" and self.floating
 
 
 def conversion_kind(call: cst.Call, guess: TensorGuess, is_builtin: IsBuiltin) -> str | None:

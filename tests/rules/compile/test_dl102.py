@@ -57,14 +57,21 @@ def test_dl102_fullgraph_errors(body: str, text: str) -> None:
     assert text in finding.message
 
 
-def test_dl102_fullgraph_list_of_a_tensor_of_unknown_dtype_is_a_warning() -> None:
+def test_dl102_fullgraph_list_of_a_tensor_of_unknown_dtype_is_not_reported() -> None:
     """torch 2.13 captures an integer tensor's ``.tolist()`` under fullgraph=True and fails
-    on a floating-point one: without knowing which, the finding says both (physicsnemo's
-    ``mesh.mesh.cpu().flatten().tolist()`` holds ranks)."""
-    (finding,) = run(compiled("return x.flatten().tolist()\n", fullgraph=True), "DL102")
-    assert finding.severity is Severity.WARNING
-    assert "fails if it holds floating-point values" in finding.message
-    assert "an integer tensor's list is captured" in finding.message
+    only on a floating-point one: without knowing which, nothing is claimed (physicsnemo's
+    ``mesh.mesh.cpu().flatten().tolist()`` holds ranks). A known float tensor still fails."""
+    assert run(compiled("return x.flatten().tolist()\n", fullgraph=True), "DL102") == []
+    (finding,) = run(compiled("return x.float().flatten().tolist()\n", fullgraph=True), "DL102")
+    assert finding.severity is Severity.ERROR
+
+
+def test_dl102_capture_scalar_outputs_list_of_unknown_dtype_is_not_reported() -> None:
+    source = HEADER + (
+        "torch._dynamo.config.capture_scalar_outputs = True\n\n@torch.compile\ndef f(x):\n"
+        "    return x.tolist(), x.float().tolist()\n"
+    )
+    assert where(run(source, "DL102")) == [("DL102", 8, 24)]
 
 
 def test_dl102_capture_scalar_outputs_keeps_only_failing_cases() -> None:
@@ -73,7 +80,7 @@ def test_dl102_capture_scalar_outputs_keeps_only_failing_cases() -> None:
         "    a = x * x.sum().item()\n"
         "    if x.max().item() > 0:\n"
         "        a = a + 1\n"
-        "    return a, x.tolist(), x.long().tolist()\n"
+        "    return a, x.float().tolist(), x.long().tolist()\n"
     )
     found = run(source, "DL102")
     assert where(found) == [("DL102", 9, 8), ("DL102", 11, 15)]
