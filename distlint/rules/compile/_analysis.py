@@ -671,16 +671,39 @@ def _assigned_name(node: cst.CSTNode, parents: Sequence[cst.CSTNode]) -> str | N
 
 def _name_uses(func: cst.FunctionDef, is_builtin: IsBuiltin) -> dict[str, str]:
     """How each name of ``func``'s body is used: "control" if some use is in a test,
-    else "range" if some use is in a ``range()`` argument (other names: "value")."""
+    else "range" if some use is in a ``range()`` argument (other names: "value"). A test of
+    what the value is rather than of its data (``isinstance(n, torch.Tensor)``, ``n is
+    None``) does not count: Dynamo decides it from the type, without the value."""
     uses: dict[str, str] = {}
     for node, parents in function_nodes(func):
         if not isinstance(node, cst.Name) or uses.get(node.value) == "control":
             continue
-        if in_test(node, parents):
+        if in_test(node, parents) and not _tests_identity(node, parents, is_builtin):
             uses[node.value] = "control"
         elif in_range_call(node, parents, is_builtin):
             uses[node.value] = "range"
     return uses
+
+
+_TYPE_TESTS = ("isinstance", "issubclass", "callable", "hasattr", "type", "id")
+
+
+def _tests_identity(node: cst.Name, parents: Sequence[cst.CSTNode], is_builtin: IsBuiltin) -> bool:
+    """Whether ``node`` is only tested for its type or identity: an argument of
+    ``isinstance``/``hasattr``/``callable``/..., or an operand of ``is``/``is not``."""
+    if not parents:
+        return False
+    parent = parents[-1]
+    if isinstance(parent, cst.Arg) and len(parents) >= 2:
+        call = parents[-2]
+        return isinstance(call, cst.Call) and any(
+            is_builtin(call.func, name) for name in _TYPE_TESTS
+        )
+    if isinstance(parent, cst.ComparisonTarget) and len(parents) >= 2:
+        parent = parents[-2]
+    if isinstance(parent, cst.Comparison):
+        return all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons)
+    return False
 
 
 # -- names and attributes bound in a scope (region rules that ask what a name holds) -----------

@@ -104,3 +104,32 @@ def test_dl102_traps(body: str) -> None:
 def test_dl102_eager_item_is_fine() -> None:
     source = HEADER + "def train(model, x):\n    loss = model(x)\n    return loss.item()\n"
     assert run(source, *DL101_TO_DL110) == []
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "isinstance(n, int)",
+        "n is None",
+        "n is not None and x.dim() > 1",
+        "None is n",
+        "hasattr(n, 'shape')",
+        "callable(n)",
+    ],
+)
+def test_dl102_type_and_identity_tests_are_not_control_flow(test: str) -> None:
+    """A number only tested for its type or identity (torchrl's ``isinstance(cursor,
+    torch.Tensor)`` before ``cursor = int(cursor.item())``) drives no branch: under
+    fullgraph=True it is captured, without fullgraph it is a plain conversion."""
+    body = f"n = x.sum().item()\nif {test}:\n    return x * n\nreturn x\n"
+    assert run(compiled(body, fullgraph=True), "DL102") == []
+    (finding,) = run(compiled(body), "DL102")
+    assert "drives control flow" not in finding.message
+
+
+@pytest.mark.parametrize("test", ["n > 0", "n", "n is None or n > 0", "isinstance(x, int) or n"])
+def test_dl102_a_test_of_the_value_is_still_control_flow(test: str) -> None:
+    body = f"n = x.sum().item()\nif {test}:\n    return x * n\nreturn x\n"
+    (finding,) = run(compiled(body, fullgraph=True), "DL102")
+    assert finding.severity is Severity.ERROR
+    assert "drives control flow" in finding.message
