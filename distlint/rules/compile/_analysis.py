@@ -673,7 +673,8 @@ def _name_uses(func: cst.FunctionDef, is_builtin: IsBuiltin) -> dict[str, str]:
     """How each name of ``func``'s body is used: "control" if some use is in a test,
     else "range" if some use is in a ``range()`` argument (other names: "value"). A test of
     what the value is rather than of its data (``isinstance(n, torch.Tensor)``, ``n is
-    None``) does not count: Dynamo decides it from the type, without the value."""
+    None``, ``n.numel()``, ``len(n)``) does not count: Dynamo decides it from the type and
+    shape, without the value."""
     uses: dict[str, str] = {}
     for node, parents in function_nodes(func):
         if not isinstance(node, cst.Name) or uses.get(node.value) == "control":
@@ -685,15 +686,23 @@ def _name_uses(func: cst.FunctionDef, is_builtin: IsBuiltin) -> dict[str, str]:
     return uses
 
 
-_TYPE_TESTS = ("isinstance", "issubclass", "callable", "hasattr", "type", "id")
+# builtins that read what a value is, or its length (a list's length is its tensor's shape)
+_TYPE_TESTS = ("isinstance", "issubclass", "callable", "hasattr", "type", "id", "len")
+# what a tensor (or a list of its values) has regardless of its data
+_SHAPE_READS = frozenset(
+    {"shape", "ndim", "dtype", "device", "layout", "is_cuda", "numel", "dim", "size", "nelement"}
+)
 
 
 def _tests_identity(node: cst.Name, parents: Sequence[cst.CSTNode], is_builtin: IsBuiltin) -> bool:
-    """Whether ``node`` is only tested for its type or identity: an argument of
-    ``isinstance``/``hasattr``/``callable``/..., or an operand of ``is``/``is not``."""
+    """Whether ``node`` is only tested for its type, identity or shape: an argument of
+    ``isinstance``/``hasattr``/``len``/..., an operand of ``is``/``is not``, or the receiver
+    of ``.shape``, ``.numel()``, ``.dim()``..."""
     if not parents:
         return False
     parent = parents[-1]
+    if isinstance(parent, cst.Attribute):
+        return parent.value is node and parent.attr.value in _SHAPE_READS
     if isinstance(parent, cst.Arg) and len(parents) >= 2:
         call = parents[-2]
         return isinstance(call, cst.Call) and any(

@@ -115,19 +115,24 @@ def test_dl102_eager_item_is_fine() -> None:
         "None is n",
         "hasattr(n, 'shape')",
         "callable(n)",
+        "len(n) > 1",
+        "n.numel()",
+        "n.dim() == 1 and n.shape[0] > 2",
     ],
 )
 def test_dl102_type_and_identity_tests_are_not_control_flow(test: str) -> None:
-    """A number only tested for its type or identity (torchrl's ``isinstance(cursor,
-    torch.Tensor)`` before ``cursor = int(cursor.item())``) drives no branch: under
-    fullgraph=True it is captured, without fullgraph it is a plain conversion."""
+    """A value only tested for its type, identity or shape (torchrl's ``isinstance(cursor,
+    torch.Tensor)`` and ``cursor.numel()`` before ``cursor = int(cursor.item())``) drives no
+    branch: under fullgraph=True it is captured, without fullgraph it is a plain conversion."""
     body = f"n = x.sum().item()\nif {test}:\n    return x * n\nreturn x\n"
     assert run(compiled(body, fullgraph=True), "DL102") == []
     (finding,) = run(compiled(body), "DL102")
     assert "drives control flow" not in finding.message
 
 
-@pytest.mark.parametrize("test", ["n > 0", "n", "n is None or n > 0", "isinstance(x, int) or n"])
+@pytest.mark.parametrize(
+    "test", ["n > 0", "n", "n is None or n > 0", "isinstance(x, int) or n", "n.sum() > 0"]
+)
 def test_dl102_a_test_of_the_value_is_still_control_flow(test: str) -> None:
     body = f"n = x.sum().item()\nif {test}:\n    return x * n\nreturn x\n"
     (finding,) = run(compiled(body, fullgraph=True), "DL102")
