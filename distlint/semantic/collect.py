@@ -186,6 +186,9 @@ class _Scope:
         self.defs: dict[str, str] = {}  # nested def/class name -> id
         self.values: dict[str, Value | None] = {}
         self.params: set[str] = set()
+        # locals that hold one keyword of ``**kwargs`` (see _keyword_locals): tested and
+        # passed on as if they were parameters of that name
+        self.keyword_locals: frozenset[str] = frozenset()
         self.self_name: str | None = None
         self.wrapped: set[str] = set()  # names holding DDP/FSDP/fully_shard-wrapped models
         self.outputs: set[str] = set()  # names computed from a wrapped model's forward
@@ -258,6 +261,8 @@ class Collector:
             for p in parameters(node.params)
             if p.default is not None and is_literal(literal_value(p.default))
         )
+        keywords = _keyword_locals(node)
+        defaults += tuple((name, value) for name, value in keywords.items() if name not in params)
         summary = FunctionSummary(fid, node.name.value, self.ctx.path, None, class_id, params)
         summary.defaults = defaults
         self.summary.functions[fid] = summary
@@ -290,6 +295,7 @@ class Collector:
         table = self.ctx.table_for(node, parent.table)
         scope = _Scope(summary, node, table, parent, class_id)
         scope.params = set(params)
+        scope.keyword_locals = frozenset(name for name in keywords if name not in params)
         if class_id is not None and params and not is_static(node):
             scope.self_name = params[0]
             if params[0] == "self" and class_id in self._class_wrapping:
@@ -899,9 +905,10 @@ class Collector:
         # module whose construction is seen (see link._constructed_attributes)
         # (``self`` only: ``cls.flag`` in a classmethod is the class attribute)
         self_name = "self" if scope.class_id is not None and scope.self_name == "self" else None
-        param = _tested_name(inner, scope.params, self_name)
-        compare = _parameter_comparison(inner, scope.params, self_name)
-        junction, parts = _parameter_junction(inner, scope.params, self_name)
+        tested = scope.params | scope.keyword_locals
+        param = _tested_name(inner, tested, self_name)
+        compare = _parameter_comparison(inner, tested, self_name)
+        junction, parts = _parameter_junction(inner, tested, self_name)
         kind: Kind | None = self.taint.test_kind(test) if self.taint.active else None
         level = kind.level if kind is not None else UNKNOWN  # no rank word: nothing known
         varies_when: tuple[tuple[str, bool], ...] = ()
@@ -1181,7 +1188,10 @@ class Collector:
                 text=self._text(call) if self._rank_depth else "",
                 callee=callee,
                 arguments=_call_arguments(
-                    call, scope.params, scope.wrapped - scope.quiet, scope.ddp_models
+                    call,
+                    scope.params | scope.keyword_locals,
+                    scope.wrapped - scope.quiet,
+                    scope.ddp_models,
                 ),
             )
         )
@@ -1949,6 +1959,104 @@ def _keyword_literal(call: cst.Call, keyword: str) -> object:
             value = literal_value(arg.value)
             return value if is_literal(value) else "<expr>"
     return None
+
+
+def _keyword_locals(func: cst.FunctionDef) -> dict[str, object]:
+    """Locals that hold one keyword argument of the function's ``**kwargs``, by the literal
+    default they take when the call does not pass it: ``flag = kwargs.pop("flag", False)``
+    (or ``kwargs.get("flag", False)``; ``.get("flag")`` defaults to None), a statement of the
+    function's own top-level body with the keyword's own name, the only binding of that name
+    in the function, and no earlier statement but such pops reading ``kwargs``. Such a local
+    holds what the call passed as ``flag=...``: a call site that passes a literal decides its
+    tests (torchrl's ``reset(td, select_reset_only=True)``)."""
+    star = func.params.star_kwarg
+    if not isinstance(star, cst.Param):
+        return {}
+    kwargs = star.name.value
+    found: dict[str, object] = {}
+    seen_kwargs = False
+    for stmt in suite_body(func.body):
+        candidate = _keyword_pop(stmt, kwargs)
+        if candidate is None:
+            seen_kwargs = seen_kwargs or _reads_name(stmt, kwargs)
+        elif not seen_kwargs:
+            found.setdefault(candidate[0], candidate[1])
+    if not found:
+        return {}
+    counts: dict[str, int] = {}
+    stack: list[cst.CSTNode] = [func.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _TARGET_BINDINGS):
+            for name in _target_names(node.target):
+                counts[name] = counts.get(name, 0) + 1
+        elif isinstance(node, cst.AsName):
+            for name in _target_names(node.name):
+                counts[name] = counts.get(name, 0) + 1
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for item in node.names:
+                counts[item.name.value] = counts.get(item.name.value, 0) + 2
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not func:
+            counts[node.name.value] = counts.get(node.name.value, 0) + 1
+            continue
+        if isinstance(node, cst.Lambda):
+            continue
+        stack.extend(children(node))
+    return {name: value for name, value in found.items() if counts.get(name) == 1}
+
+
+_TARGET_BINDINGS = (
+    cst.AssignTarget,
+    cst.AnnAssign,
+    cst.AugAssign,
+    cst.NamedExpr,
+    cst.For,
+    cst.CompFor,
+)
+
+
+def _keyword_pop(stmt: cst.CSTNode, kwargs: str) -> tuple[str, object] | None:
+    """(name, default) of ``name = <kwargs>.pop("name", <literal>)`` / ``.get(...)``."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return None
+    assign = stmt.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target, call = assign.targets[0].target, assign.value
+    if not (
+        isinstance(target, cst.Name)
+        and isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value == kwargs
+        and call.func.attr.value in ("pop", "get")
+        and 1 <= len(call.args) <= 2
+        and all(arg.keyword is None and not arg.star for arg in call.args)
+        and literal_value(call.args[0].value) == target.value
+    ):
+        return None
+    if len(call.args) == 1:
+        if call.func.attr.value == "pop":
+            return None  # raises when not passed: no default to assume
+        return target.value, None
+    default = literal_value(call.args[1].value)
+    if not is_literal(default) or not (default is None or isinstance(default, LITERAL_TYPES)):
+        return None
+    return target.value, default
+
+
+def _target_names(target: cst.CSTNode) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _reads_name(node: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, cst.Name) and n.value == name for n in descendants(node))
 
 
 def _call_arguments(

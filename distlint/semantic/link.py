@@ -44,6 +44,7 @@ from distlint.syntax.spans import SourceLookup, resolve_spans
 AVal = tuple
 _NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))
 _MAX_DEPTH = 24
+_DISABLE_DEPTH = 3  # call levels below a project decorator searched for a disable call
 _COMPILE = "torch.compile"
 
 
@@ -119,7 +120,57 @@ class ProjectFacts:
         return tuple(found)
 
     def is_disabled(self, function_id: str) -> bool:
-        return self._decorated_by(function_id, DISABLE_FUNCTIONS)
+        """Cut out of compiled regions: decorated with ``torch.compiler.disable`` (and the
+        like), or with a project decorator that hands functions to it (see
+        ``_disabling_decorator``)."""
+        if self._decorated_by(function_id, DISABLE_FUNCTIONS):
+            return True
+        summary = self.functions.get(function_id)
+        if summary is None or not summary.decorators:
+            return False
+        return any(
+            v[0] == "func" and self._disabling_decorator(v[1])
+            for d in summary.decorators
+            for v in self.evaluate(d, None)
+        )
+
+    def _disabling_decorator(self, function_id: str) -> bool:
+        """Whether a project function used as a decorator (or a decorator factory, with the
+        functions defined inside it) calls ``torch.compiler.disable`` (or the like), itself or
+        through the project functions it calls (a few levels): TransformerEngine's
+        ``@no_torch_dynamo()``, and its ``@no_torch_dynamo(when=...)``, which disables the
+        calls its predicate picks. Which calls Dynamo then traces is not known, so none of
+        the function is claimed compiled."""
+        key = ("<disabling>", function_id)
+        known = self._cache.get(key)
+        if known is not None:
+            return bool(known)
+        self._cache[key] = False  # cycle guard
+        found = False
+        inner = f"{function_id}.<locals>."
+        frontier = [function_id, *(f for f in self.functions if f.startswith(inner))]
+        seen = set(frontier)
+        for _ in range(_DISABLE_DEPTH):
+            following: list[str] = []
+            for current in frontier:
+                summary = self.functions.get(current)
+                if summary is None:
+                    continue
+                if any(
+                    v[0] == "ext" and v[1] in DISABLE_FUNCTIONS
+                    for call in summary.calls
+                    if call != ("?",)
+                    for v in self.evaluate(call, self._class_of(current))
+                ):
+                    found = True
+                    break
+                following.extend(c for c in self.edges.get(current, ()) if c not in seen)
+                seen.update(following)
+            if found or not following:
+                break
+            frontier = following
+        self._cache[key] = found
+        return found
 
     def is_opaque(self, function_id: str) -> bool:
         """A custom op's body (``@torch.library.custom_op``) or an ``assume_constant_result``

@@ -208,6 +208,16 @@ def test_dl104_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL104", "traps"))
 
 
+def test_dl104_host_calls_in_project_disabled_functions_are_not_traced(runs) -> None:
+    """A project decorator handing the function to ``torch.compiler.disable``: Dynamo skips the
+    call (GB0098) and never reaches the print or the log call inside."""
+    run = cases(runs, "DL104", "traps_project_disable")[
+        "case_host_calls_in_project_disabled_functions"
+    ]
+    assert_breaks(run, "GB0098", "Skip calling `torch.compiler.disable()`d function")
+    assert run.gb_ids == {"GB0098"}, run.breaks
+
+
 # -- DL103 ---------------------------------------------------------------------------------------
 
 DL103_BAD = {

@@ -232,6 +232,69 @@ def test_regions_follow_calls_and_stop_at_disabled_functions(tmp_path: Path) -> 
     assert names == {"step", "helper", "leaf"}
 
 
+def test_regions_stop_at_functions_a_project_decorator_disables(tmp_path: Path) -> None:
+    """A project decorator that hands functions to ``torch.compiler.disable`` (itself, through
+    a helper, or from a factory, TransformerEngine's ``@no_torch_dynamo(when=...)``) cuts them
+    out; one that does not disable leaves them compiled."""
+    names = region_names(
+        tmp_path,
+        {
+            "jit.py": """
+            import functools
+            import torch
+
+            def eager_only(f):
+                return torch.compiler.disable(f)
+
+            def no_dynamo(recursive=True, when=None):
+                def _disable(f):
+                    return torch._dynamo.disable(f, recursive=recursive)
+
+                def decorator(f):
+                    disabled = _disable(f)
+
+                    @functools.wraps(f)
+                    def wrapper(*args, **kwargs):
+                        if when is None or when(kwargs) is not None:
+                            return disabled(*args, **kwargs)
+                        return f(*args, **kwargs)
+
+                    return wrapper
+
+                return decorator
+
+            def timed(f):
+                @functools.wraps(f)
+                def wrapper(*args, **kwargs):
+                    return f(*args, **kwargs)
+
+                return wrapper
+            """,
+            "main.py": """
+            import torch
+            from jit import eager_only, no_dynamo, timed
+
+            @eager_only
+            def a(x): return x
+
+            @no_dynamo()
+            def b(x): return x
+
+            @no_dynamo(when=lambda call: None)
+            def c(x): return x
+
+            @timed
+            def d(x): return x
+
+            @torch.compile
+            def step(x):
+                return a(b(c(d(x))))
+            """,
+        },
+    )
+    assert names == {"step", "d"}
+
+
 def test_negatives_strings_disable_and_other_compiles(tmp_path: Path) -> None:
     names = region_names(
         tmp_path,

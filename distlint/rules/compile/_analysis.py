@@ -578,10 +578,13 @@ class Conversion:
 
     @property
     def breaks_with_capture(self) -> bool:
-        """Still a break (or an error) with capture_scalar_outputs=True / fullgraph=True."""
+        """Still a break (or an error) with capture_scalar_outputs=True / fullgraph=True: a
+        value that drives control flow or a loop count, or the list of a tensor known to hold
+        floating-point values. An integer tensor's list is captured; where the dtype is not
+        known, the failure is not shown, and nothing is claimed."""
         if self.use in ("control", "range"):
             return True
-        return self.kind == "tolist" and not self.integer
+        return self.kind == "tolist" and self.floating
 
 
 def conversion_kind(call: cst.Call, guess: TensorGuess, is_builtin: IsBuiltin) -> str | None:
@@ -652,16 +655,48 @@ def _assigned_name(node: cst.CSTNode, parents: Sequence[cst.CSTNode]) -> str | N
 
 def _name_uses(func: cst.FunctionDef, is_builtin: IsBuiltin) -> dict[str, str]:
     """How each name of ``func``'s body is used: "control" if some use is in a test,
-    else "range" if some use is in a ``range()`` argument (other names: "value")."""
+    else "range" if some use is in a ``range()`` argument (other names: "value"). A test of
+    what the value is rather than of its data (``isinstance(n, torch.Tensor)``, ``n is
+    None``, ``n.numel()``, ``len(n)``) does not count: Dynamo decides it from the type and
+    shape, without the value."""
     uses: dict[str, str] = {}
     for node, parents in function_nodes(func):
         if not isinstance(node, cst.Name) or uses.get(node.value) == "control":
             continue
-        if in_test(node, parents):
+        if in_test(node, parents) and not _tests_identity(node, parents, is_builtin):
             uses[node.value] = "control"
         elif in_range_call(node, parents, is_builtin):
             uses[node.value] = "range"
     return uses
+
+
+# builtins that read what a value is, or its length (a list's length is its tensor's shape)
+_TYPE_TESTS = ("isinstance", "issubclass", "callable", "hasattr", "type", "id", "len")
+# what a tensor (or a list of its values) has regardless of its data
+_SHAPE_READS = frozenset(
+    {"shape", "ndim", "dtype", "device", "layout", "is_cuda", "numel", "dim", "size", "nelement"}
+)
+
+
+def _tests_identity(node: cst.Name, parents: Sequence[cst.CSTNode], is_builtin: IsBuiltin) -> bool:
+    """Whether ``node`` is only tested for its type, identity or shape: an argument of
+    ``isinstance``/``hasattr``/``len``/..., an operand of ``is``/``is not``, or the receiver
+    of ``.shape``, ``.numel()``, ``.dim()``..."""
+    if not parents:
+        return False
+    parent = parents[-1]
+    if isinstance(parent, cst.Attribute):
+        return parent.value is node and parent.attr.value in _SHAPE_READS
+    if isinstance(parent, cst.Arg) and len(parents) >= 2:
+        call = parents[-2]
+        return isinstance(call, cst.Call) and any(
+            is_builtin(call.func, name) for name in _TYPE_TESTS
+        )
+    if isinstance(parent, cst.ComparisonTarget) and len(parents) >= 2:
+        parent = parents[-2]
+    if isinstance(parent, cst.Comparison):
+        return all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons)
+    return False
 
 
 # -- names and attributes bound in a scope (region rules that ask what a name holds) -----------

@@ -36,15 +36,12 @@ class TensorToPython(_RegionRule):
         if conversion is None:
             return
         spelled = self.spell(node)
-        captured = self.config.get("capture_scalar_outputs") is True
         if region.fullgraph:
             message, severity = self._fullgraph_message(conversion, spelled), Severity.ERROR
-            if conversion.use == "value" and not conversion.floating:
-                severity = Severity.WARNING  # a list of an integer tensor is captured
             if not self.ctx.certain(node):
                 message, severity = f"{message}{SOME_PATHS_NOTE}", Severity.WARNING
         else:
-            message, severity = self._break_message(conversion, spelled, captured), None
+            message, severity = self._break_message(conversion, spelled), None
         self.report(node, message, severity=severity, related=region.related)
 
     @staticmethod
@@ -63,13 +60,6 @@ class TensorToPython(_RegionRule):
                 "data-dependent expression`. Pass the count as a Python int argument, or "
                 "compute without a Python loop."
             )
-        if not conversion.floating:
-            return (
-                f"`{spelled}` converts a tensor to a list: under fullgraph=True torch 2.13 fails "
-                "if it holds floating-point values (`Unsupported: Tensor.tolist() with "
-                "non-integer tensor`, GB0109); an integer tensor's list is captured. Return the "
-                "tensor and call `.tolist()` after the compiled call."
-            )
         return (
             f"`{spelled}` converts a float tensor to a list: under fullgraph=True this fails "
             "on torch 2.13 with `Unsupported: Tensor.tolist() with non-integer tensor` "
@@ -77,7 +67,7 @@ class TensorToPython(_RegionRule):
         )
 
     @staticmethod
-    def _break_message(conversion: Conversion, spelled: str, captured: bool) -> str:
+    def _break_message(conversion: Conversion, spelled: str) -> str:
         if conversion.use in ("control", "range"):
             what = "drives control flow" if conversion.use == "control" else "is a loop count"
             return (
@@ -92,13 +82,6 @@ class TensorToPython(_RegionRule):
                     f"`{spelled}` graph-breaks on torch 2.13 (GB0033, data dependent "
                     "operator). Keep the tensor, or set "
                     "`torch._dynamo.config.capture_scalar_outputs = True`."
-                )
-            if captured and not conversion.floating:
-                return (
-                    f"`{spelled}` graph-breaks on torch 2.13 if the tensor holds floating-point "
-                    "values (GB0109, `Tensor.tolist() with non-integer tensor`), even with "
-                    "`capture_scalar_outputs=True`; an integer tensor's list is captured. "
-                    "Return the tensor and call `.tolist()` after the compiled call."
                 )
             if not conversion.floating:
                 return (

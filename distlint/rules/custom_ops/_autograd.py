@@ -224,14 +224,25 @@ def _compared_to_none(
 
 
 def _training_test(test: cst.BaseExpression) -> bool | None:
-    """True for ``self.training``, False for ``not self.training`` or a conjunction holding
-    it; None otherwise."""
+    """True for ``self.training`` (also ``self.training is True``/``== True``), False for
+    ``not self.training`` (``self.training is False``/``== False``, ``is not True``/``!=
+    True``) or a conjunction holding it; None otherwise."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         sides = (_training_test(test.left), _training_test(test.right))
         return False if False in sides else None
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = _training_test(test.expression)
         return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        value = literal_value(target.comparator)
+        if self_attribute(test.left) != "training" or not isinstance(value, bool):
+            return None
+        if isinstance(target.operator, (cst.Is, cst.Equal)):
+            return value
+        if isinstance(target.operator, (cst.IsNot, cst.NotEqual)):
+            return not value
+        return None
     return True if self_attribute(test) == "training" else None
 
 

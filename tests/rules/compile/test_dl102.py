@@ -57,14 +57,21 @@ def test_dl102_fullgraph_errors(body: str, text: str) -> None:
     assert text in finding.message
 
 
-def test_dl102_fullgraph_list_of_a_tensor_of_unknown_dtype_is_a_warning() -> None:
+def test_dl102_fullgraph_list_of_a_tensor_of_unknown_dtype_is_not_reported() -> None:
     """torch 2.13 captures an integer tensor's ``.tolist()`` under fullgraph=True and fails
-    on a floating-point one: without knowing which, the finding says both (physicsnemo's
-    ``mesh.mesh.cpu().flatten().tolist()`` holds ranks)."""
-    (finding,) = run(compiled("return x.flatten().tolist()\n", fullgraph=True), "DL102")
-    assert finding.severity is Severity.WARNING
-    assert "fails if it holds floating-point values" in finding.message
-    assert "an integer tensor's list is captured" in finding.message
+    only on a floating-point one: without knowing which, nothing is claimed (physicsnemo's
+    ``mesh.mesh.cpu().flatten().tolist()`` holds ranks). A known float tensor still fails."""
+    assert run(compiled("return x.flatten().tolist()\n", fullgraph=True), "DL102") == []
+    (finding,) = run(compiled("return x.float().flatten().tolist()\n", fullgraph=True), "DL102")
+    assert finding.severity is Severity.ERROR
+
+
+def test_dl102_capture_scalar_outputs_list_of_unknown_dtype_is_not_reported() -> None:
+    source = HEADER + (
+        "torch._dynamo.config.capture_scalar_outputs = True\n\n@torch.compile\ndef f(x):\n"
+        "    return x.tolist(), x.float().tolist()\n"
+    )
+    assert where(run(source, "DL102")) == [("DL102", 8, 24)]
 
 
 def test_dl102_capture_scalar_outputs_keeps_only_failing_cases() -> None:
@@ -73,7 +80,7 @@ def test_dl102_capture_scalar_outputs_keeps_only_failing_cases() -> None:
         "    a = x * x.sum().item()\n"
         "    if x.max().item() > 0:\n"
         "        a = a + 1\n"
-        "    return a, x.tolist(), x.long().tolist()\n"
+        "    return a, x.float().tolist(), x.long().tolist()\n"
     )
     found = run(source, "DL102")
     assert where(found) == [("DL102", 9, 8), ("DL102", 11, 15)]
@@ -97,3 +104,37 @@ def test_dl102_traps(body: str) -> None:
 def test_dl102_eager_item_is_fine() -> None:
     source = HEADER + "def train(model, x):\n    loss = model(x)\n    return loss.item()\n"
     assert run(source, *DL101_TO_DL110) == []
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "isinstance(n, int)",
+        "n is None",
+        "n is not None and x.dim() > 1",
+        "None is n",
+        "hasattr(n, 'shape')",
+        "callable(n)",
+        "len(n) > 1",
+        "n.numel()",
+        "n.dim() == 1 and n.shape[0] > 2",
+    ],
+)
+def test_dl102_type_and_identity_tests_are_not_control_flow(test: str) -> None:
+    """A value only tested for its type, identity or shape (torchrl's ``isinstance(cursor,
+    torch.Tensor)`` and ``cursor.numel()`` before ``cursor = int(cursor.item())``) drives no
+    branch: under fullgraph=True it is captured, without fullgraph it is a plain conversion."""
+    body = f"n = x.sum().item()\nif {test}:\n    return x * n\nreturn x\n"
+    assert run(compiled(body, fullgraph=True), "DL102") == []
+    (finding,) = run(compiled(body), "DL102")
+    assert "drives control flow" not in finding.message
+
+
+@pytest.mark.parametrize(
+    "test", ["n > 0", "n", "n is None or n > 0", "isinstance(x, int) or n", "n.sum() > 0"]
+)
+def test_dl102_a_test_of_the_value_is_still_control_flow(test: str) -> None:
+    body = f"n = x.sum().item()\nif {test}:\n    return x * n\nreturn x\n"
+    (finding,) = run(compiled(body, fullgraph=True), "DL102")
+    assert finding.severity is Severity.ERROR
+    assert "drives control flow" in finding.message

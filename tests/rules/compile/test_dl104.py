@@ -182,3 +182,51 @@ def test_compiled_instance_attributes_decide_self_tests(
     source = SHARDED.replace("CONSTRUCTION", construction).replace("PREPARE", prepare)
     found = run(source, "DL104")
     assert [f.span.start.line for f in found] == lines
+
+
+KEYWORDS = HEADER + (
+    "import warnings\n\n"
+    "def resolve(x, select_reset_only):\n"
+    "    if select_reset_only:\n"
+    "        return x\n"
+    "    warnings.warn('state')\n"
+    "    return x\n\n"
+    "def reset(x, **kwargs):\n"
+    "    PREPARE\n"
+    "    select_reset_only = kwargs.POP('select_reset_only', DEFAULT)\n"
+    "    return resolve(x, select_reset_only)\n\n"
+    "@torch.compile\n"
+    "def step(x):\n"
+    "    return reset(x, ARGUMENTS)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "pop, default, prepare, arguments, found",
+    [
+        ("pop", "False", "pass", "select_reset_only=True", False),
+        ("get", "False", "pass", "select_reset_only=True", False),
+        ("pop", "True", "pass", "other=1", False),  # not passed: the literal default
+        ("pop", "False", "pass", "select_reset_only=False", True),
+        ("pop", "False", "pass", "other=1", True),
+        ("pop", "False", "pass", "**options", True),  # anything may be passed
+        ("pop", "False", "pass", "select_reset_only=flag", True),
+        # kwargs changed before the pop: what the call passed is no longer what it holds
+        ("pop", "False", "kwargs.update(select_reset_only=False)", "select_reset_only=True", True),
+        ("pop", "False", "select_reset_only = 1", "select_reset_only=True", True),  # bound twice
+    ],
+)
+def test_keyword_popped_from_kwargs_decides_tests_like_a_parameter(
+    pop: str, default: str, prepare: str, arguments: str, found: bool
+) -> None:
+    """``flag = kwargs.pop("flag", False)`` holds what the call passed as ``flag=``: a compiled
+    call passing a literal decides the callee's tests of it (torchrl's ``reset(td,
+    select_reset_only=True)`` returns before the warning)."""
+    source = (
+        KEYWORDS.replace("PREPARE", prepare)
+        .replace("POP", pop)
+        .replace("DEFAULT", default)
+        .replace("ARGUMENTS", arguments)
+    )
+    source = source.replace("def step(x):", "def step(x, flag=True, options=None):")
+    assert bool(run(source, "DL104")) is found

@@ -5,6 +5,8 @@ The proof tests (tests/proof/test_proof_dl4xx.py) show that torch behaves as the
 
 from __future__ import annotations
 
+import pytest
+
 from distlint.findings import Severity
 from tests.rules.conftest import where
 from tests.rules.custom_ops.conftest import findings
@@ -180,3 +182,37 @@ def test_dl407_silent_on_the_activation_of_forward_own_input() -> None:
     assert findings(source, "DL407") == []
     computed = source.replace("tmp = torch.relu(x)", "tmp = torch.relu(self.l1(x))")
     assert [f.code for f in findings(computed, "DL407")] == ["DL407"]
+
+
+@pytest.mark.parametrize(
+    "test, found",
+    [
+        ("not self.training", False),
+        ("self.training is False", False),
+        ("self.training == False", False),
+        ("self.training is not True", False),
+        ("x.dim() > 1 and self.training is False", False),
+        ("self.training is True", True),
+        ("self.training != False", True),
+        ("self.training is False or x.dim() > 1", True),
+    ],
+)
+def test_dl407_eval_only_tests_of_self_training(test: str, found: bool) -> None:
+    """A write under a test that holds only in eval mode (``self.training is False``, as
+    ``not self.training``) precedes no backward; one that training may take is reported."""
+    source = f"""
+        import torch
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l1 = nn.Linear(4, 4)
+
+            def forward(self, x):
+                y = torch.sigmoid(self.l1(x))
+                if {test}:
+                    y[..., 0] = y[..., 0] * 2
+                return y
+        """
+    assert bool(findings(source, "DL407")) is found
