@@ -67,7 +67,7 @@ from distlint.semantic.regions import (
 )
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
 from distlint.syntax.imports import ImportTable, dotted_name, self_attribute
-from distlint.syntax.shapes import is_none
+from distlint.syntax.shapes import bound_names, is_none
 from distlint.syntax.walker import children, descendants, parameters, suite_body
 
 if TYPE_CHECKING:
@@ -1988,10 +1988,10 @@ def _keyword_locals(func: cst.FunctionDef) -> dict[str, object]:
     while stack:
         node = stack.pop()
         if isinstance(node, _TARGET_BINDINGS):
-            for name in _target_names(node.target):
+            for name in bound_names(node.target):
                 counts[name] = counts.get(name, 0) + 1
         elif isinstance(node, cst.AsName):
-            for name in _target_names(node.name):
+            for name in bound_names(node.name):
                 counts[name] = counts.get(name, 0) + 1
         elif isinstance(node, (cst.Global, cst.Nonlocal)):
             for item in node.names:
@@ -2043,16 +2043,6 @@ def _keyword_pop(stmt: cst.CSTNode, kwargs: str) -> tuple[str, object] | None:
     if not is_literal(default) or not (default is None or isinstance(default, LITERAL_TYPES)):
         return None
     return target.value, default
-
-
-def _target_names(target: cst.CSTNode) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 def _reads_name(node: cst.CSTNode, name: str) -> bool:

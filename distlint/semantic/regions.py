@@ -15,6 +15,7 @@ import libcst as cst
 
 from distlint.semantic.regions_model import UNKNOWN, CompileOptions
 from distlint.syntax.imports import self_attribute
+from distlint.syntax.shapes import bound_names
 from distlint.syntax.walker import children, descendants, evaluated, suite_body
 
 COMPILE_FUNCTIONS = frozenset({"torch.compile"})
@@ -199,19 +200,9 @@ def _assigned_in(block: cst.CSTNode) -> set[str]:
         node = stack.pop()
         kind = type(node)
         if kind in _BINDING_NODES:
-            names.update(_bound_names(node.target))  # type: ignore[attr-defined]
+            names.update(bound_names(node.target))  # type: ignore[attr-defined]
         stack.extend(child for child in children(node) if type(child) not in _NESTED_SCOPES)
     return names
-
-
-def _bound_names(target: cst.CSTNode) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _bound_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    return []
 
 
 def reads_any(expr: cst.BaseExpression, names: Collection[str]) -> bool:

@@ -52,3 +52,15 @@ def assigned_name(statement: cst.CSTNode, value: cst.CSTNode) -> str | None:
     ):
         return statement.target.value
     return None
+
+
+def bound_names(target: cst.CSTNode) -> list[str]:
+    """The plain names an assignment target binds (``a``, ``a, (b, *c)``); attributes and
+    subscripts bind none."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in bound_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return bound_names(target.value)
+    return []
