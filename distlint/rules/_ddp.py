@@ -37,16 +37,3 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and its descendants, in source order, not entering nested defs."""
     for current, _ in nodes_with_parents(node):
         yield current
-
-
-def target_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        found: set[str] = set()
-        for element in target.elements:
-            found |= target_names(element.value)
-        return found
-    if isinstance(target, cst.StarredElement):
-        return target_names(target.value)
-    return set()

@@ -54,7 +54,6 @@ from distlint.semantic.rankflow import (
     reads_distributed_state,
     single_process_test,
     switched_off,
-    target_names,
 )
 from distlint.semantic.regions import (
     compile_assigned,
@@ -647,7 +646,7 @@ class Collector:
         """Record every local assignment (values are evaluated lazily, on first use)."""
         for target, value, is_loop in scan.assignments:
             kind = "iter" if is_loop else "value"
-            for position, name in enumerate(target_names(target)):
+            for position, name in enumerate(bound_names(target)):
                 if name in scan.declared_global:
                     continue  # ``global f; f = torch.compile(f)``: f is the module's
                 entry_kind = kind

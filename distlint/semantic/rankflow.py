@@ -18,7 +18,7 @@ the value, and the linker decides whether they return a rank.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -34,7 +34,7 @@ from distlint.semantic.ranks import (
     is_matrix_rank,
 )
 from distlint.syntax.imports import ImportTable, dotted_name
-from distlint.syntax.shapes import is_name, is_none
+from distlint.syntax.shapes import bound_names, is_name, is_none
 from distlint.syntax.walker import children, descendants, evaluated, parameters, suite_body
 
 if TYPE_CHECKING:
@@ -540,7 +540,7 @@ class RankFlow:
                     targets = (
                         [t.target for t in item.targets] if kind is cst.Assign else [item.target]
                     )
-                    bound = [n for t in targets for n in target_names(t)]
+                    bound = [n for t in targets for n in bound_names(t)]
                     names.update(bound)
                     if item.value is not None:
                         if _is_literal(item.value):
@@ -548,9 +548,9 @@ class RankFlow:
                         stack.append(item.value)
                     continue
                 if kind is cst.For:
-                    names.update(target_names(item.target))
+                    names.update(bound_names(item.target))
                 if kind is cst.AsName:
-                    names.update(target_names(item.name))
+                    names.update(bound_names(item.name))
                 if kind is cst.NamedExpr and isinstance(item.target, cst.Name):
                     names.add(item.target.value)
                 stack.extend(children(item))
@@ -1228,17 +1228,6 @@ def _received_everywhere(
     if received[0] and received[1]:
         return True
     return (received[0] and not bound[1]) or (received[1] and not bound[0])
-
-
-def target_names(target: cst.BaseExpression) -> Iterator[str]:
-    """The names an assignment target binds (``a``, ``a, (b, *c)``)."""
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from target_names(target.value)
 
 
 def _exit(env: Env) -> Env:

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._ddp import LEAVES, first_arg, target_names, walk
+from distlint.rules._ddp import LEAVES, first_arg, walk
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import DDP_CLASS
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name, self_attribute
-from distlint.syntax.shapes import keyword_is_true
+from distlint.syntax.shapes import bound_names, keyword_is_true
 from distlint.syntax.walker import children, suite_body
 
 DDP_WORD = "DistributedDataParallel"
@@ -389,7 +389,7 @@ def _dropped_outputs(forward: cst.FunctionDef, info: _ModuleClass) -> list[tuple
             continue  # written to an attribute or a subscript: kept as state
         names: set[str] = set()
         for target in targets:
-            names |= target_names(target)
+            names.update(bound_names(target))
         if names and not names & live:
             dropped.append((attr, value))
     return dropped
@@ -421,6 +421,6 @@ def _statement_flow(statement: cst.CSTNode, live: set[str]) -> set[str]:
     for target in _targets(statement):
         if not isinstance(target, (cst.Name, cst.Tuple, cst.List)):
             return _names_read(value) | _names_read(target)  # self.x = ..., h[i] = ...
-        if target_names(target) & live:
+        if live.intersection(bound_names(target)):
             return _names_read(value)
     return set()

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules._ddp import LEAVES, target_names
+from distlint.rules._ddp import LEAVES
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import FULLY_SHARD
 from distlint.semantic.collectives import WRAPPERS as MODEL_WRAPPERS
 from distlint.syntax.imports import dotted_name
+from distlint.syntax.shapes import bound_names
 from distlint.syntax.walker import children, descendants
 
 WRAPPERS = MODEL_WRAPPERS | FULLY_SHARD
@@ -344,5 +345,5 @@ def _iterates_parameters(expr: cst.BaseExpression) -> bool:
 
 def _loop_param_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.Tuple) and len(target.elements) == 2:
-        return target_names(target.elements[1].value)  # for name, p in named_parameters()
-    return target_names(target)
+        return set(bound_names(target.elements[1].value))  # for name, p in named_parameters()
+    return set(bound_names(target))

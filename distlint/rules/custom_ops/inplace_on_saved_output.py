@@ -20,9 +20,8 @@ from distlint.rules.custom_ops._autograd import (
     positional,
     strip_views,
 )
-from distlint.semantic.rankflow import target_names
 from distlint.syntax.imports import self_attribute
-from distlint.syntax.shapes import keyword_is_true
+from distlint.syntax.shapes import bound_names, keyword_is_true
 from distlint.syntax.walker import parameters
 
 
@@ -240,10 +239,10 @@ class InplaceOnSavedOutput(_ModuleClassRule):
         op = self._saving_op(node.value)
         bound_in = _branch_body(self.ctx.parents)
         for target in node.targets:
-            for name in target_names(target.target):
+            for name in bound_names(target.target):
                 self._inputs.discard(name)  # rebound: no longer forward's input
             if isinstance(target.target, (cst.Tuple, cst.List)):
-                for name in target_names(target.target):  # `w, idx = torch.topk(w, k)`
+                for name in bound_names(target.target):  # `w, idx = torch.topk(w, k)`
                     self._saved.pop(name, None)
             elif isinstance(target.target, cst.Name):
                 if self._is_detached(node.value):
