@@ -43,10 +43,8 @@ def _cudagraph_callables(module: cst.Module, ctx: RuleContext) -> set[str]:
             self.depth = 0
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            for decorator in node.decorators:
-                expr = decorator.decorator
-                if isinstance(expr, cst.Call) and _is_cudagraph_compile(expr, ctx):
-                    names.add(node.name.value)
+            if _graph_decorated(node, ctx):
+                names.add(node.name.value)
             self.depth += 1
 
         def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -64,6 +62,14 @@ def _cudagraph_callables(module: cst.Module, ctx: RuleContext) -> set[str]:
 
     module.visit(Find())
     return names
+
+
+def _graph_decorated(function: cst.FunctionDef, ctx: RuleContext) -> bool:
+    """Decorated with a compile that replays CUDA graphs (``@torch.compile(mode=...)``)."""
+    return any(
+        isinstance(d.decorator, cst.Call) and _is_cudagraph_compile(d.decorator, ctx)
+        for d in function.decorators
+    )
 
 
 def _local_cudagraph_names(function: cst.FunctionDef, ctx: RuleContext) -> set[str]:
@@ -119,11 +125,7 @@ class _OutputUse:
         scanner.active = {
             statement.name.value
             for statement in module.body
-            if isinstance(statement, cst.FunctionDef)
-            and any(
-                isinstance(d.decorator, cst.Call) and _is_cudagraph_compile(d.decorator, ctx)
-                for d in statement.decorators
-            )
+            if isinstance(statement, cst.FunctionDef) and _graph_decorated(statement, ctx)
         }
         scanner.graphed = set(scanner.module_graphed)
         scanner.scan(module)
