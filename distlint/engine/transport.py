@@ -132,16 +132,18 @@ def _heights(value: object) -> dict[int, tuple[object, int]]:
     without recursion; a reference back to an object still being measured counts as a leaf."""
     heights: dict[int, tuple[object, int]] = {}
     open_: set[int] = set()
-    stack: list[tuple[object, bool]] = [(value, False)]
+    # (object, None) to open it; (object, its references) to close it once they are measured
+    stack: list[tuple[object, list[object] | None]] = [(value, None)]
     while stack:
-        obj, closing = stack.pop()
+        obj, references = stack.pop()
         key = id(obj)
-        if closing:
+        if references is not None:
             open_.discard(key)
-            below = [heights[id(r)][1] + 1 for r in _references(obj) if id(r) in heights]
+            below = [heights[id(r)][1] + 1 for r in references if id(r) in heights]
             heights[key] = (obj, max(below, default=0))
         elif key not in heights and key not in open_:
             open_.add(key)
-            stack.append((obj, True))
-            stack.extend((r, False) for r in _references(obj))
+            found = list(_references(obj))
+            stack.append((obj, found))
+            stack.extend((r, None) for r in found)
     return heights
