@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.rules.compile._analysis import SOME_PATHS
+from distlint.rules.compile._analysis import SOME_PATHS, tensor_branches
 from distlint.rules.compile._breaks import LOGGER_METHODS, environ_write, host_call
 from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.regions_model import Region
@@ -44,7 +44,7 @@ class HostSideEffect(_RegionRule):
         if region is None:
             return
         found = host_call(self, node)
-        if found is None:
+        if found is None or self._under_tensor_test():
             return
         spelled, gb = found
         self._report(node, f"`{spelled}(...)`", gb, region, self._eager_guard(node, spelled))
@@ -56,6 +56,22 @@ class HostSideEffect(_RegionRule):
         target = environ_write(self, node)
         if target is not None:
             self._report(target, "Writing `os.environ`", "0007", region)
+
+    def _under_tensor_test(self) -> bool:
+        """Whether an enclosing ``if``/``while`` of the function tests a tensor's value
+        (``if done[~reset].any(): warnings.warn(...)``): the graph already ends at that test
+        (DL101's hazard), and a side effect there reports data that should not occur, so
+        whether it ever runs compiled is not something the code shows (torchrl's partial-reset
+        warning)."""
+        guess = None
+        for parent in reversed(self.ctx.parents):
+            if isinstance(parent, (cst.FunctionDef, cst.Lambda)):
+                return False
+            if isinstance(parent, (cst.If, cst.While)):
+                guess = guess or self.guess()
+                if tensor_branches(parent, guess):
+                    return True
+        return False
 
     def _eager_guard(self, node: cst.Call, spelled: str) -> tuple[tuple[cst.CSTNode, str], ...]:
         """A statement that is only the call (``print(...)``, ``logger.info(...)``,

@@ -230,3 +230,33 @@ def test_keyword_popped_from_kwargs_decides_tests_like_a_parameter(
     )
     source = source.replace("def step(x):", "def step(x, flag=True, options=None):")
     assert bool(run(source, "DL104")) is found
+
+
+@pytest.mark.parametrize(
+    "test, found",
+    [
+        ("done[~mask].any()", False),  # a tensor's value: the graph ends at the test already
+        ("flag and done.sum() > 0", False),  # one side of an ``and`` is enough
+        ("not done.all()", False),
+        ("flag", True),  # a Python value: the warning runs whenever flag is set
+        ("done.shape[0] > 1", True),  # a shape is known when tracing, not data
+    ],
+)
+def test_host_call_under_a_test_of_tensor_data_is_left_to_dl101(test: str, found: bool) -> None:
+    """A warning about data that should not occur runs only if the data says so: the test
+    itself is the break (DL101), and whether the warning ever runs compiled is not shown by
+    the code (torchrl's partial-reset warning)."""
+    source = compiled(
+        f"if {test}:\n    warnings.warn('unexpected data')\nreturn done\n",
+        params="done: torch.Tensor, mask: torch.Tensor, flag: bool",
+    ).replace(HEADER, HEADER + "import warnings\n")
+    assert bool(run(source, "DL104")) is found
+
+
+def test_host_call_after_a_tensor_test_is_still_reported() -> None:
+    """Only the test's own sides are left alone: what follows it runs on every call."""
+    source = compiled(
+        "if done.any():\n    done = done * 2\nprint('done')\nreturn done\n",
+        params="done: torch.Tensor",
+    )
+    assert [f.span.start.line for f in run(source, "DL104")] == [8]
