@@ -144,21 +144,15 @@ class InplaceOnSavedOutput(_ModuleClassRule):
         op = self._saving_op(receiver)
         if op is None:
             return
+        if optional_input(self.ctx.parents):
+            return  # only when an optional input is passed: often by inference callers alone
         spelled = self.ctx.module.code_for_node(receiver)
-        optional = optional_input(self.ctx.parents)
-        where = (
-            f" This runs only when `{optional}` is passed: if only inference passes it, no "
-            "backward runs through it."
-            if optional
-            else ""
-        )
         self.report(
             node,
             f"{how} on `{spelled}`, the output of `{op}`, which autograd saves for backward: "
             "`backward()` raises `RuntimeError: one of the variables needed for gradient "
             "computation has been modified by an inplace operation` (under `torch.compile`, "
-            f"already at the first compiled call). Use the out-of-place form.{where}",
-            severity=Severity.WARNING if optional else None,
+            "already at the first compiled call). Use the out-of-place form.",
         )
 
     def visit_Call(self, node: cst.Call) -> None:
