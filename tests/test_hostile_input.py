@@ -34,6 +34,16 @@ CASES = {
     "late_nul.py": (b"x = 1\n" * 3000 + b"y = '\0'\n", "NUL bytes"),
     # valid Python that LibCST does not read: said so, not called a syntax error
     "annotation.py": (b"(x): int = 1\n", "valid Python"),
+    # chains CPython's parser refuses: LibCST once died on them (SIGSEGV), then took 20 s and
+    # 9 GB before the per-file budget stopped it; now refused at once, as CPython does
+    "unary_chain.py": (b"x = (" + b"-\n" * 20000 + b"y)\n", "too complex for Python's parser"),
+    "lambda_chain.py": (b"x = " + b"lambda: " * 6000 + b"1\n", "too complex for Python's parser"),
+    # a setup.py CPython refuses, read for the project's torch range: that read once ended the
+    # run ("internal error: MemoryError"); its invalid escape must not warn on stderr either
+    "setup.py": (
+        b'x = "\\#"\ny = ' + b"lambda: " * 6000 + b"1\n",
+        "too complex for Python's parser",
+    ),
     # a match statement in a module class (DL406/DL407 once crashed on it)
     "match.py": (
         b"import torch.nn as nn\n\n\nclass M(nn.Module):\n    def __init__(self, m):\n"
@@ -59,13 +69,24 @@ def test_one_hostile_file_never_loses_the_run(tmp_path: Path, name: str) -> None
     (tmp_path / "good.py").write_text(GOOD_WITH_FINDING)
     for paths in ([name], [".", "--jobs", "1"], [".", "--jobs", "2"]):
         proc = subprocess.run(
-            [*DISTLINT, "--select", "ALL", "--format", "json", *paths],
+            [
+                sys.executable,
+                "-W",
+                "always",
+                *DISTLINT[1:],
+                "--select",
+                "ALL",
+                "--format",
+                "json",
+                *paths,
+            ],
             cwd=tmp_path,
             capture_output=True,
             timeout=120,
         )
         assert proc.returncode in (0, 1), proc.stderr.decode()
         assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+        assert b"Warning" not in proc.stderr, proc.stderr.decode()
         found = json.loads(proc.stdout)
         mine = [f for f in found if f["path"] == name]
         if dl000 is None:

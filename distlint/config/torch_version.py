@@ -46,6 +46,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from distlint.syntax.regular_files import read_regular_text
+from distlint.syntax.source import python_ast
 
 _NAME = re.compile(r"^\s*(?:pytorch::)?(?P<name>pytorch|torch)(?![\w.-])\s*(?:\[[^\]]*\])?", re.I)
 _SPEC = re.compile(r"^\s*(?P<op>===|~=|==|>=|<=|!=|>|<|=)?\s*(?P<version>\d+(?:\.[\w*+!-]+)*)\s*$")
@@ -219,8 +220,10 @@ def _setup_cfg(root: Path) -> list[tuple[str, str]]:
 
 def _setup_py(root: Path) -> list[tuple[str, str]]:
     try:
-        tree = ast.parse(read_regular_text(root / "setup.py"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        tree = python_ast(read_regular_text(root / "setup.py"))
+    except (OSError, UnicodeDecodeError):
+        return []
+    if not isinstance(tree, ast.Module):
         return []
     literals: dict[str, list[str]] = {}
     for stmt in tree.body:

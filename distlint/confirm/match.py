@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from distlint.findings import Finding, Location, Severity, Span, make_position
+from distlint.syntax.source import python_ast
 
 # Codes whose finding says "Dynamo breaks the graph / fails to compile at this statement".
 OBSERVABLE = frozenset(
@@ -288,8 +289,10 @@ def finding_op(finding: Finding, path: str, read_text: Callable[[str], str | Non
 @cache
 def _statement_ranges(path: str) -> tuple[tuple[int, int], ...]:
     try:
-        tree = ast.parse(Path(path).read_bytes())
-    except (OSError, SyntaxError, ValueError):
+        tree = python_ast(Path(path).read_bytes())
+    except OSError:
+        return ()
+    if not isinstance(tree, ast.Module):
         return ()
     ranges = []
     for node in ast.walk(tree):

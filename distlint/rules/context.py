@@ -191,6 +191,17 @@ class RuleContext(ParsedFile):
             and runs_whenever_called(self.parents, node, self._block_exits)
         )
 
+    def always(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` (being visited) runs every time some root of its region runs,
+        fullgraph or not (``Region.always``, and nothing in the function makes it
+        conditional)."""
+        region = self.region
+        return (
+            region is not None
+            and region.always
+            and runs_whenever_called(self.parents, node, self._block_exits)
+        )
+
     def traced(self, ancestors: Sequence[cst.CSTNode]) -> bool:
         """Whether Dynamo may trace the node under ``ancestors`` (outermost first) when its
         function is compiled: not on the eager side of ``is_compiling()``, nor on a side of a
@@ -260,7 +271,7 @@ class RuleContext(ParsedFile):
         root = scope.root
         target = f"{self.module_key}:{scope.qualname}"
         info = RootInfo(self.path, span, target, "decorator", root.options)
-        return Region((info,), direct=True, certain=root.options.fullgraph)
+        return Region((info,), direct=True, certain=root.options.fullgraph, always=True)
 
     def span_now(self, node: cst.CSTNode) -> Span:
         """The span of ``node``, computed now (one partial codegen; use sparingly)."""

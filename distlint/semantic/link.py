@@ -66,8 +66,9 @@ class ProjectFacts:
     captures: dict[str, tuple[str, Span]] = field(default_factory=dict)
     # attribute writes of every module, summed (see ModuleSummary.attribute_writes)
     attribute_writes: dict[str, int] = field(default_factory=dict)
-    # functions that run whenever some fullgraph root runs; see _certain
+    # functions that run whenever some fullgraph root runs / some root runs; see _certain
     certain: set[str] = field(default_factory=set)
+    always: set[str] = field(default_factory=set)
     # display path -> ordinal of an ``if`` among the file's ``if``s -> the only side compiled
     # calls take (True: the body); see _decided_branches
     decided_branches: dict[str, dict[int, bool]] = field(default_factory=dict)
@@ -89,7 +90,12 @@ class ProjectFacts:
         if not roots:
             return None
         direct = any(r.target == function_id for r in roots)
-        return Region(roots, direct, certain=function_id in self.certain)
+        return Region(
+            roots,
+            direct,
+            certain=function_id in self.certain,
+            always=function_id in self.always,
+        )
 
     def capture_of(self, function_id: str) -> tuple[str, Span] | None:
         """Where a CUDA graph capture that runs this function (by calls) starts, if any."""
@@ -837,26 +843,32 @@ def _captures(facts: ProjectFacts) -> None:
 
 
 def _certain(facts: ProjectFacts) -> None:
-    """Functions that run every time some fullgraph root runs: the root, then what it always
-    calls (outside any branch, one known target), transitively. Region rules report an error
-    only there; elsewhere a break fails the compile only on some paths."""
-    certain: set[str] = set()
+    """Functions that run every time some fullgraph root runs (``certain``), and every time
+    some root runs (``always``): the root, then what it always calls (outside any branch, one
+    known target), transitively. Region rules report an error only where it is certain;
+    elsewhere a break fails the compile only on some paths."""
+    facts.certain = _always_run(facts, fullgraph_only=True)
+    facts.always = _always_run(facts, fullgraph_only=False)
+
+
+def _always_run(facts: ProjectFacts, *, fullgraph_only: bool) -> set[str]:
+    found: set[str] = set()
     queue = deque(
-        root.target for root in facts.roots if root.fullgraph and not facts.is_disabled(root.target)
+        root.target
+        for root in facts.roots
+        if (root.fullgraph or not fullgraph_only) and not facts.is_disabled(root.target)
     )
     while queue:
         current = queue.popleft()
-        if current in certain:
+        if current in found:
             continue
-        certain.add(current)
+        found.add(current)
         queue.extend(
             callee
             for callee in _unconditional_callees(facts, current, single=True)
-            if callee not in certain
-            and not facts.is_disabled(callee)
-            and not facts.is_opaque(callee)
+            if callee not in found and not facts.is_disabled(callee) and not facts.is_opaque(callee)
         )
-    facts.certain = certain
+    return found
 
 
 def _unconditional_callees(

@@ -105,6 +105,8 @@ class Region:
     # the function runs every time some fullgraph=True root runs (the root itself, or what it
     # always calls): only there is a break certain to fail that compile
     certain: bool = False
+    # the function runs every time some root runs, fullgraph or not
+    always: bool = False
 
     @property
     def fullgraph(self) -> bool:

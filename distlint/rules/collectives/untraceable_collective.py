@@ -17,7 +17,6 @@ from distlint.knowledge.collectives import (
     collective_break_gb,
 )
 from distlint.rules.base import RegionRule
-from distlint.rules.compile._analysis import SOME_PATHS
 
 _INSTEAD = {
     "torch.distributed.broadcast": "`funcol.broadcast(t, src, group)`",
@@ -48,12 +47,12 @@ class UntraceableCollective(RegionRule):
         gb = collective_break_gb(name, node)
         if name is None or gb is None:
             return
-        spelled = self.ctx.module.code_for_node(node.func)
         certain = region.fullgraph and self.ctx.certain(node)
+        if not certain and not self.ctx.always(node):
+            return  # only on some paths of the compiled call: see the docs' limitations
+        spelled = self.ctx.module.code_for_node(node.func)
         if certain:
             effect = "makes the fullgraph=True compile fail (`Unsupported`)"
-        elif region.fullgraph:
-            effect = f"makes the fullgraph=True compile fail (`Unsupported`){SOME_PATHS}"
         else:
             effect = "breaks the graph of the compiled region"
         if gb != ASYNC_BREAK:

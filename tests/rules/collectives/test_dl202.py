@@ -164,6 +164,36 @@ def test_dl202_follows_other_root_forms_and_callees() -> None:
     ]
 
 
+@pytest.mark.parametrize("decorator", ["@torch.compile", "@torch.compile(fullgraph=True)"])
+def test_dl202_is_silent_on_paths_the_compiled_call_may_not_take(decorator: str) -> None:
+    """Reported only where the collective runs on every call of a root: a branch in the
+    function or in a caller, or a call of one of several possible targets, makes it a path the
+    analysis cannot show is taken (physicsnemo broadcasts only a sharded input; lmdeploy
+    reduce-scatters only in one tensor-parallel mode). Four such findings on our corpus were
+    all wrong."""
+    source = (
+        f"{HEADER}\n"
+        "def replicate(x):\n"
+        "    if getattr(x, 'device_mesh', None) is None:\n"
+        "        return x\n"
+        "    dist.broadcast(x, src=0)\n"
+        "    return x\n\n"
+        "def scatter(x, mode):\n"
+        "    dist.reduce_scatter(x, [x])\n"
+        "    return x\n\n"
+        "def always(x):\n"
+        "    dist.barrier()\n"
+        "    return x\n\n"
+        f"{decorator}\n"
+        "def step(x, mode):\n"
+        "    x = replicate(x)\n"
+        "    if mode == 'dp_tp':\n"
+        "        x = scatter(x, mode)\n"
+        "    return always(x)\n"
+    )
+    assert [f.span.start.line for f in findings(source, "DL202")] == [15]
+
+
 def test_dl202_and_dl203_do_not_overlap() -> None:
     source = compiled("dist.broadcast_object_list(xs, src=0)\ndist.broadcast(x, src=0)")
     assert where(findings(source, "DL202", "DL203")) == [("DL203", 6, 5), ("DL202", 7, 5)]

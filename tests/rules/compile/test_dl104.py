@@ -151,8 +151,7 @@ def test_fullgraph_errors_only_where_the_break_runs_on_every_compiled_call() -> 
         ("DL104", 23, warning),
         ("DL104", 26, error),
         ("DL104", 27, warning),
-        ("DL202", 28, error),
-        ("DL202", 31, warning),  # after an ``if`` that may return
+        ("DL202", 28, error),  # DL202 is silent after an ``if`` that may return (line 31)
         ("DL102", 32, warning),
     ]
     messages = {(f.code, f.span.start.line): f.message for f in run(source, *DL101_TO_DL110)}
