@@ -271,7 +271,7 @@ class RankFlow:
         self._params: frozenset[str] = frozenset()
         self._changed = False
         self._module_env: Env = {}
-        self._assigned_names: dict[int, frozenset[str]] = {}
+        self._assigned_names: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
         self._gather(ctx.module.body, None)
         self._round = 0
         self._reads: dict[int, set[tuple[str, str]]] = {}  # function node -> facts it read
@@ -328,12 +328,12 @@ class RankFlow:
         while stack:
             node, owner = stack.pop()
             kind = type(node)
-            if kind is cst.FunctionDef:
+            if type(node) is cst.FunctionDef:
                 function = _Function(node, owner)
                 self.functions.setdefault(node.name.value, []).append(function)
                 self._by_node[id(node)] = function
                 stack.extend((child, None) for child in suite_body(node.body))
-            elif kind is cst.ClassDef:
+            elif type(node) is cst.ClassDef:
                 stack.extend((child, node.name.value) for child in suite_body(node.body))
             elif kind in _COMPOUND or kind in _BLOCKS:
                 stack.extend((child, owner) for child in children(node))
@@ -349,70 +349,68 @@ class RankFlow:
         return env
 
     def _statement(self, stmt: cst.CSTNode, env: Env) -> Env:
-        kind = type(stmt)
-        if kind is cst.SimpleStatementLine or kind is cst.SimpleStatementSuite:
+        if type(stmt) is cst.SimpleStatementLine or type(stmt) is cst.SimpleStatementSuite:
             for small in stmt.body:
                 env = self._small(small, env)
                 if _EXITED in env:
                     break
             return env
-        if kind is cst.If:
+        if type(stmt) is cst.If:
             return self._if(stmt, env)
-        if kind is cst.For:
+        if type(stmt) is cst.For:
             return self._for(stmt, env)
-        if kind is cst.While:
+        if type(stmt) is cst.While:
             return self._while(stmt, env)
-        if kind is cst.With:
+        if type(stmt) is cst.With:
             env = dict(env)
             for item in stmt.items:
                 value = self.kind(item.item, env)
                 if item.asname is not None:
                     self._assign(item.asname.name, demote(value), env)
             return self._block(suite_body(stmt.body), env)
-        if kind is cst.Try or kind is cst.TryStar:
+        if type(stmt) is cst.Try or type(stmt) is cst.TryStar:
             return self._try(stmt, env)
-        if kind is cst.FunctionDef:
+        if type(stmt) is cst.FunctionDef:
             self._function(stmt, env)
             return env
-        if kind is cst.ClassDef:
+        if type(stmt) is cst.ClassDef:
             self._class_stack.append(stmt.name.value)
             self._block(suite_body(stmt.body), dict(env))
             self._class_stack.pop()
             return env
-        if kind is cst.Match:
+        if type(stmt) is cst.Match:
             self.kind(stmt.subject, env)
             ends = [self._block(suite_body(case.body), dict(env)) for case in stmt.cases]
             return _join_envs([env, *ends])
         return env
 
     def _small(self, small: cst.BaseSmallStatement, env: Env) -> Env:
-        kind = type(small)
-        if kind is cst.Assign:
+        if type(small) is cst.Assign:
             value = self.kind(small.value, env)
             env = dict(env)
             for target in small.targets:
                 self._assign_target(target.target, small.value, value, env)
             return env
-        if kind is cst.AnnAssign:
+        if type(small) is cst.AnnAssign:
             if small.value is None:
                 return env
             value = self.kind(small.value, env)
             env = dict(env)
             self._assign_target(small.target, small.value, value, env)
             return env
-        if kind is cst.AugAssign:
+        if type(small) is cst.AugAssign:
             value = join(self.kind(small.value, env), self.kind(small.target, env))
             env = dict(env)
             self._assign_target(small.target, small.value, value, env)
             return env
-        if kind is cst.Expr:
+        if type(small) is cst.Expr:
             self.kind(small.value, env)
             return self._unify(small.value, env)
-        if kind is cst.Return:
+        if type(small) is cst.Return:
             if small.value is not None:
                 self._returned(self.kind(small.value, env), self._elements(small.value, env))
             return _exit(env)
-        if kind is cst.Raise or kind is cst.Break or kind is cst.Continue:
+        if type(small) in (cst.Raise, cst.Break, cst.Continue):
             return _exit(env)
         return env
 
@@ -536,9 +534,15 @@ class RankFlow:
                 kind = type(item)
                 if kind is cst.FunctionDef or kind is cst.ClassDef or kind in _LITERALS:
                     continue
-                if kind is cst.Assign or kind is cst.AnnAssign or kind is cst.AugAssign:
+                if (
+                    type(item) is cst.Assign
+                    or type(item) is cst.AnnAssign
+                    or type(item) is cst.AugAssign
+                ):
                     targets = (
-                        [t.target for t in item.targets] if kind is cst.Assign else [item.target]
+                        [t.target for t in item.targets]
+                        if isinstance(item, cst.Assign)
+                        else [item.target]
                     )
                     bound = [n for t in targets for n in bound_names(t)]
                     names.update(bound)
@@ -547,11 +551,11 @@ class RankFlow:
                             literal.update(bound)
                         stack.append(item.value)
                     continue
-                if kind is cst.For:
+                if type(item) is cst.For:
                     names.update(bound_names(item.target))
-                if kind is cst.AsName:
+                if type(item) is cst.AsName:
                     names.update(bound_names(item.name))
-                if kind is cst.NamedExpr and isinstance(item.target, cst.Name):
+                if type(item) is cst.NamedExpr and isinstance(item.target, cst.Name):
                     names.add(item.target.value)
                 stack.extend(children(item))
             found = self._assigned_names[id(block)] = (frozenset(names), frozenset(literal))
@@ -661,12 +665,11 @@ class RankFlow:
         self._assign(target, value, env)
 
     def _assign(self, target: cst.BaseExpression, value: Kind, env: Env) -> None:
-        kind = type(target)
-        if kind is cst.Name:
+        if type(target) is cst.Name:
             env[target.value] = value
-        elif kind is cst.StarredElement:
+        elif type(target) is cst.StarredElement:
             self._assign(target.value, value, env)
-        elif kind is cst.Attribute:
+        elif type(target) is cst.Attribute:
             base = target.value
             if (
                 type(base) is cst.Name
@@ -680,12 +683,12 @@ class RankFlow:
                 if old is None or not _same(old, new):
                     table[target.attr.value] = new
                     self._changed = True
-        elif kind is cst.Subscript:
+        elif type(target) is cst.Subscript:
             base = target.value
             if type(base) is cst.Name and base.value in env:
                 # d[k] = v: a weak update, the container may now hold a rank value
                 env[base.value] = join(env[base.value], demote(value))
-        elif kind in (cst.Tuple, cst.List):
+        elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 self._assign(element.value, _unpacked(element.value, value), env)
 
@@ -719,12 +722,12 @@ class RankFlow:
                     for element, arg in zip(elements, args, strict=True):
                         self._loop_target(element, arg.value, self.kind(arg.value, env), env)
                     return
-        element = demote(iterable) if iterable.level != UNIFORM else UNIFORM_KIND
+        element_kind = demote(iterable) if iterable.level != UNIFORM else UNIFORM_KIND
         if isinstance(target, (cst.Tuple, cst.List)):
             for item in target.elements:
-                self._assign(item.value, element, env)
+                self._assign(item.value, element_kind, env)
         else:
-            self._assign(target, element, env)
+            self._assign(target, element_kind, env)
 
     def _unify(self, expr: cst.BaseExpression, env: Env) -> Env:
         """``dist.all_reduce(t)``, ``dist.broadcast(t, 0)``: ``t`` is the same everywhere now."""
@@ -754,30 +757,32 @@ class RankFlow:
     def kind(self, expr: cst.BaseExpression, env: Env) -> Kind:
         """The kind of ``expr`` in ``env``."""
         t = type(expr)
-        if t is cst.Name:
+        if type(expr) is cst.Name:
             return self._name(expr.value, env)
         if t in _LITERALS:
             return UNIFORM_KIND
-        if t is cst.Attribute:
+        if type(expr) is cst.Attribute:
             return self._attribute(expr, env)
-        if t is cst.Call:
+        if type(expr) is cst.Call:
             return self._call(expr, env)
-        if t is cst.Comparison:
+        if type(expr) is cst.Comparison:
             return self._comparison(expr, env)
-        if t is cst.Subscript:
+        if type(expr) is cst.Subscript:
             resolved = self._resolve(expr.value)
             if direct_rank_source(expr, resolved, self.predicates):
                 return self._source(expr)
             return self._subscript(expr, env)
         if (t is cst.FormattedString or t is cst.BinaryOperation) and _device_string(expr):
             return PLACEMENT_KIND
-        if t is cst.Lambda:
+        if type(expr) is cst.Lambda:
             return UNIFORM_KIND
-        if t is cst.BooleanOperation and (_single_stage_test(expr) or _constant_false(expr)):
+        if type(expr) is cst.BooleanOperation and (
+            _single_stage_test(expr) or _constant_false(expr)
+        ):
             return UNIFORM_KIND
-        if t is cst.IfExp:
+        if type(expr) is cst.IfExp:
             self._record(expr.test, self.kind(expr.test, env))
-        if t is cst.NamedExpr:
+        if type(expr) is cst.NamedExpr:
             value = self.kind(expr.value, env)
             if isinstance(expr.target, cst.Name):
                 env[expr.target.value] = value
@@ -801,8 +806,8 @@ class RankFlow:
         if index.level >= MAYBE:
             return join(demote(index), Kind(min(container.level, MAYBE), container.why))
         if container.deferred or container.level >= MAYBE:
-            literal = len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
-            key = expr.slice[0].slice.value if literal else None  # type: ignore[union-attr]
+            only = expr.slice[0].slice if len(expr.slice) == 1 else None
+            key = only.value if isinstance(only, cst.Index) else None
             if isinstance(key, cst.SimpleString):
                 text = key.value.strip("'\"")
                 if text in RANK_ATTRIBUTES or text in RANK_PARAMETERS:
@@ -1041,16 +1046,16 @@ def distributed_guard(test: cst.BaseExpression) -> bool:
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is cst.Call and _type_test(node):
+        if type(node) is cst.Call and _type_test(node):
             continue  # ``isinstance(m, FSDPModule)`` asks about an object, not about the job
-        if kind is cst.Name or kind is cst.Attribute:
-            word = (node.value if kind is cst.Name else node.attr.value).lower()
+        if type(node) is cst.Name or type(node) is cst.Attribute:
+            word = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
             if any(w in word for w in GUARD_WORDS):
                 return True
             if kind is cst.Name:
                 continue
         elif (
-            kind is cst.UnaryOperation
+            type(node) is cst.UnaryOperation
             and isinstance(node.operator, cst.Minus)
             and isinstance(node.expression, cst.Integer)
             and node.expression.value == "1"
@@ -1090,9 +1095,8 @@ def reads_distributed_state(value: cst.BaseExpression) -> bool:
             if _type_test(node):
                 typed.update(id(child) for child in children(node))
                 continue
-        kind = type(node)
-        if kind is cst.Name or kind is cst.Attribute:
-            word = (node.value if kind is cst.Name else node.attr.value).lower()
+        if type(node) is cst.Name or type(node) is cst.Attribute:
+            word = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
             if any(w in word for w in _STATE_WORDS):
                 return True
             if id(node) not in called and any(w in word for w in GUARD_WORDS):
