@@ -64,32 +64,32 @@ def scan_scope(body: Iterable[cst.CSTNode]) -> ScopeScan:
         kind = type(node)
         if kind in expressions:
             continue  # expressions hold no statements (walrus targets are not tracked)
-        if kind is cst.FunctionDef:
+        if type(node) is cst.FunctionDef:
             scan.functions.append(node)
             continue
-        if kind is cst.ClassDef:
+        if type(node) is cst.ClassDef:
             scan.classes.append(node)
             continue
-        if kind is cst.Assign:
+        if type(node) is cst.Assign:
             for target in node.targets:
                 scan.assignments.append((target.target, node.value, False))
             continue
-        if kind is cst.AnnAssign or kind is cst.AugAssign:
+        if type(node) is cst.AnnAssign or type(node) is cst.AugAssign:
             if node.value is not None:
                 scan.assignments.append((node.target, node.value, False))
             continue
-        if kind is cst.Return:
+        if type(node) is cst.Return:
             if node.value is not None:
                 scan.returns.append(node.value)
             continue
-        if kind is cst.Global:
+        if type(node) is cst.Global:
             scan.declared_global.update(item.name.value for item in node.names)
             continue
         if kind in _SKIP_SMALL:
             continue
-        if kind is cst.For:
+        if type(node) is cst.For:
             scan.assignments.append((node.target, node.iter, True))
-        elif kind is cst.WithItem and node.asname is not None:
+        elif type(node) is cst.WithItem and node.asname is not None:
             scan.assignments.append((node.asname.name, node.item, False))
         kids = children(node)
         kids.reverse()

@@ -11,7 +11,7 @@ tests/proof/test_proof_dl3xx.py.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -88,6 +88,7 @@ class SiteFacts:
     site: CompileRoot  # a call (torch.compile(X)) or a method (X.compile()), with its target
     wrapped: Wrapped | None  # the DDP/FSDP1 model compiled, if it is one
     sharded: cst.Call | None  # a `fully_shard` call on a submodule of the target
+    target: cst.BaseExpression  # what the site compiles (site.target, never None here)
 
 
 # Per file (one RuleContext), per scope node id: its compile sites (see _WrappingRule._sites).
@@ -130,9 +131,7 @@ class _WrappingRule(Rule):
             for site in self._sites(node, body.body):
                 self.check(site)
 
-    def _sites(
-        self, node: cst.CSTNode, body: tuple[cst.BaseStatement, ...] | list[cst.BaseStatement]
-    ) -> list[SiteFacts]:
+    def _sites(self, node: cst.CSTNode, body: Sequence[cst.BaseStatement]) -> list[SiteFacts]:
         """The scope's compile sites, analysed once per file for all three rules (they run
         one after the other on the same node, with the same names in scope)."""
         per_file = _ANALYSES.get(self.ctx)
@@ -143,9 +142,7 @@ class _WrappingRule(Rule):
             sites = per_file[id(node)] = self._analyse(body)
         return sites
 
-    def _analyse(
-        self, body: tuple[cst.BaseStatement, ...] | list[cst.BaseStatement]
-    ) -> list[SiteFacts]:
+    def _analyse(self, body: Sequence[cst.BaseStatement]) -> list[SiteFacts]:
         statements = [
             (stmt, loop, _calls(stmt) if loop is None else []) for stmt, loop in _statements(body)
         ]
@@ -235,9 +232,10 @@ class _WrappingRule(Rule):
             self._on_fully_shard(scope, call)
             return
         site = _compile_site(call, name, self.ctx)
-        if site is not None:
-            wrapped = self._wrapped(scope, site.target)
-            sites.append(SiteFacts(site, wrapped, self.sharded_children(scope, site.target)))
+        if site is not None and site.target is not None:  # a call's site always has a target
+            target = site.target
+            wrapped = self._wrapped(scope, target)
+            sites.append(SiteFacts(site, wrapped, self.sharded_children(scope, target), target))
 
     def _on_fully_shard(self, scope: _Scope, call: cst.Call) -> None:
         """Record ``fully_shard(sub)`` as sharding a child of every module ``sub`` lies in."""
@@ -272,17 +270,14 @@ _EXPRESSIONS = subclasses_of(cst.BaseExpression)
 _Statement = tuple[cst.CSTNode, cst.For | None]
 
 
-def _statements(
-    body: tuple[cst.BaseStatement, ...] | list[cst.BaseStatement] | tuple[cst.CSTNode, ...],
-) -> Iterator[_Statement]:
+def _statements(body: Sequence[cst.CSTNode]) -> Iterator[_Statement]:
     """Small statements, header expressions and loop headers of a scope in source order,
     not nested defs."""
     for stmt in body:
-        kind = type(stmt)
-        if kind is cst.SimpleStatementLine:
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
                 yield small, None
-        elif kind is cst.If:
+        elif type(stmt) is cst.If:
             yield stmt.test, None
             yield from _block(stmt.body)
             orelse = stmt.orelse
@@ -294,20 +289,20 @@ def _statements(
                 else:
                     yield from _block(orelse.body)
                     orelse = None
-        elif kind is cst.For:
+        elif type(stmt) is cst.For:
             yield stmt.iter, None
             yield stmt, stmt
             yield from _block(stmt.body)
             if stmt.orelse is not None:
                 yield from _block(stmt.orelse.body)
-        elif kind is cst.While:
+        elif type(stmt) is cst.While:
             yield stmt.test, None
             yield from _block(stmt.body)
-        elif kind is cst.With:
+        elif type(stmt) is cst.With:
             for item in stmt.items:
                 yield item.item, None
             yield from _block(stmt.body)
-        elif kind is cst.Try:
+        elif type(stmt) is cst.Try:
             yield from _block(stmt.body)
             for handler in stmt.handlers:
                 yield from _block(handler.body)

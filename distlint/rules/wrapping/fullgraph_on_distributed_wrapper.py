@@ -29,7 +29,7 @@ class FullgraphOnDistributedWrapper(_WrappingRule):
         site = facts.site
         if not site.options.fullgraph:
             return
-        spelled = self.ctx.module.code_for_node(site.target)
+        spelled = self.ctx.module.code_for_node(facts.target)
         wrapped = facts.wrapped
         method = site.kind == "method"  # X.compile(...) rather than torch.compile(X)
         how = f"`{spelled}.compile(fullgraph=True)`" if method else "fullgraph=True"
