@@ -70,7 +70,7 @@ def decided_side(cond: Condition | None, bound: dict[str, object]) -> bool | Non
             return None
         value = bound[param]
         if value == "<expr>" and operator in ("is", "is not") and values == (None,):
-            outcome: bool | None = operator == "is not"  # an expression passed is a value
+            outcome = operator == "is not"  # an expression passed is a value
         elif value == "<expr>" or not (value is None or isinstance(value, LITERAL_TYPES)):
             return None
         else:

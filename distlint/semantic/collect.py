@@ -71,6 +71,7 @@ from distlint.syntax.walker import children, descendants, parameters, suite_body
 
 if TYPE_CHECKING:
     from distlint.syntax.parsed_file import ParsedFile
+    from distlint.syntax.spans import NodeSpan
 
 # Externals that never compile, collect or matter for the call graph: not worth a span.
 _INERT_PREFIXES = (
@@ -246,7 +247,8 @@ class Collector:
 
     def _declare(self, scope: _Scope, scan: ScopeScan, prefix: str) -> None:
         """Register the defs and classes a scope binds, so calls before them resolve."""
-        for node in (*scan.functions, *scan.classes):
+        defs: list[cst.FunctionDef | cst.ClassDef] = [*scan.functions, *scan.classes]
+        for node in defs:
             scope.defs[node.name.value] = f"{self.key}:{prefix}{node.name.value}"
 
     def _function(
@@ -1048,7 +1050,7 @@ class Collector:
         )
         if implicit is not None:
             label = _target_label(func)
-            ddp = label is not None and label in scope.ddp_models
+            ddp_label = label if label is not None and label in scope.ddp_models else None
             effects.append(
                 Effect(
                     "implicit",
@@ -1057,8 +1059,8 @@ class Collector:
                     self._text(call),
                     # a DDP forward: a collective only if the module has buffers (decided
                     # when linked: the module's class may be in another file)
-                    callee=scope.ddp_models[label] if ddp else None,
-                    arguments=(("ddp", True),) if ddp else (),
+                    callee=scope.ddp_models[ddp_label] if ddp_label is not None else None,
+                    arguments=(("ddp", True),) if ddp_label is not None else (),
                 )
             )
             return
@@ -1075,14 +1077,14 @@ class Collector:
             )
         made = _made_by(func, scope)
         if made is not None:
-            callee, position = made
+            made_callee, position = made
             effects.append(
                 Effect(
                     "made",
                     self.ctx.locate(call, lazy=True),
                     _label_of(func) or "",
                     self._text(call),
-                    callee=callee,
+                    callee=made_callee,
                     arguments=(("element", position),),
                 )
             )
@@ -1241,10 +1243,10 @@ class Collector:
             return _short(self.ctx.module.code_for_node(call))
         return f"{dotted_name(call.func) or 'call'}(...)"
 
-    def _maybe_locate(self, node: cst.CSTNode) -> object:
+    def _maybe_locate(self, node: cst.CSTNode) -> NodeSpan | None:
         return self.ctx.locate(node, lazy=True) if self._rank_depth else None
 
-    def _locate_site(self, node: cst.CSTNode, compiler: Value) -> object:
+    def _locate_site(self, node: cst.CSTNode, compiler: Value) -> NodeSpan:
         """Sites that certainly compile are measured now; the others only if they do."""
         return self.ctx.locate(node, lazy=not self._certainly_compile(compiler))
 
@@ -1316,7 +1318,7 @@ class Collector:
                 scope.wrapped.add(label)
 
     def _track_made(
-        self, scope: _Scope, targets: list[cst.BaseExpression], value: cst.BaseExpression | None
+        self, scope: _Scope, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression | None
     ) -> None:
         """``model = build(cfg)`` / ``model, opt = setup(...)``: remember which project function
         made each name (the linker knows whether it returns a wrapped model); any other
@@ -1781,12 +1783,16 @@ def _names_read(
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is cst.Name:
+        if type(node) is cst.Name:
             names.add(node.value)
             continue
         if kind is cst.Lambda or kind is cst.SimpleString or kind is cst.Integer:
             continue
-        if kind is cst.Attribute and type(node.value) is cst.Name and node.value.value == self_name:
+        if (
+            type(node) is cst.Attribute
+            and type(node.value) is cst.Name
+            and node.value.value == self_name
+        ):
             attrs.add(node.attr.value)
             continue
         stack.extend(children(node))

@@ -139,7 +139,7 @@ class EffectAnalysis:
 
     def __init__(self, facts: ProjectFacts) -> None:
         self.facts = facts
-        self._signatures: dict[tuple[str, Options, bool, bool], tuple[Issued, ...]] = {}
+        self._signatures: dict[tuple[str, Options, int, bool], tuple[Issued, ...]] = {}
         # 0: a branch the call site does not decide issues its longer side ("may issue");
         # 1: its shorter side, except distributed-mode guards (see ``_sequence``); 2: its
         # shorter side, guards too (see ``_matches_on_some_path``)
@@ -159,7 +159,7 @@ class EffectAnalysis:
         # or loop defines a closure that issues collectives: asked of every rank branch's sides
         self._exits: dict[tuple[int, bool], tuple[Effect, Effect | None]] = {}
         self._exiting: _Memo[bool] = {}
-        self._closures: dict[tuple[str, bool, bool], _Memo[bool]] = {}
+        self._closures: dict[tuple[str, int, bool], _Memo[bool]] = {}
 
     # -- rank conditions -------------------------------------------------------------------------
 
@@ -304,6 +304,7 @@ class EffectAnalysis:
                 what, doubt = found
                 issued.append(Issued(what, effect, path, effect, doubt=doubt))
         elif kind == "made":
+            assert effect.callee is not None  # collect gives every "made" effect its callee
             element = dict(effect.arguments).get("element", -1)
             for target in self.facts.call_targets(effect.callee, function):
                 made = self.facts.functions.get(target)
@@ -319,6 +320,7 @@ class EffectAnalysis:
                     issued.append(Issued(what, effect, path, effect, doubt=doubt))
                     break
         elif kind == "call":
+            assert effect.callee is not None  # collect gives every "call" effect its callee
             arguments = self._settle_ddp(forward_arguments(effect.arguments, bound), function)
             for target in self.facts.call_targets(effect.callee, function):
                 inner = self.signature(target, arguments)
@@ -498,10 +500,10 @@ class EffectAnalysis:
         candidates = list(own)
         partner = _CONTEXT_PARTNERS.get(summary.name)
         if partner is not None and summary.class_id is not None:
-            other = self.facts.lookup_method(summary.class_id, partner)
-            if other is not None and other in self.facts.functions:
-                other_summary = self.facts.functions[other]
-                candidates.extend(self._one_sided(other_summary.effects, other))
+            partner_id = self.facts.lookup_method(summary.class_id, partner)
+            if partner_id is not None and partner_id in self.facts.functions:
+                other_summary = self.facts.functions[partner_id]
+                candidates.extend(self._one_sided(other_summary.effects, partner_id))
         # Branches with the same collectives and the same condition pair alike: compare each
         # such group once (a function of 800 ``if rank == i % 3:`` branches has 3 groups).
         groups: dict[tuple, list[Effect]] = {}
@@ -602,6 +604,7 @@ class EffectAnalysis:
             if body_exit.name == orelse_exit.name:
                 self._compare(summary, branch, test, found)
             return
+        exit_effect: Effect | None
         if body_exit is not None:
             side, other, exit_effect, taken = branch.body, branch.orelse, body_exit, True
         else:

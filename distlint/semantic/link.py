@@ -595,7 +595,7 @@ def _call_graph(facts: ProjectFacts) -> None:
 
 
 def _roots(facts: ProjectFacts) -> None:
-    found: list[tuple[ModuleSummary, CompileSite, str, str, dict]] = []
+    found: list[tuple[ModuleSummary, CompileSite, str, str, dict, Options | None]] = []
     for module in facts.modules.values():
         for scope, site in module.compile_sites:
             options = facts.compile_options(site.compiler, scope)
@@ -621,9 +621,9 @@ def _roots(facts: ProjectFacts) -> None:
     facts.resolve(site.span for _, site, _, _, _, _ in found)
     facts.resolve(span for _, span, _ in facts.unresolved)
     seen: set[tuple] = set()
-    for module, site, function, kind, options, bound in found:
+    for module, site, function, kind, root_options, bound in found:
         facts._modules_with_regions.add(module.key)
-        root = _root_info(module, site, function, kind, options, bound)
+        root = _root_info(module, site, function, kind, root_options, bound)
         key = (root.path, root.span, function)
         if key not in seen:
             seen.add(key)
@@ -837,9 +837,9 @@ def _captures(facts: ProjectFacts) -> None:
             queue.extend(c for c in _unconditional_callees(facts, current) if c not in reached)
     facts.captures = reached
     for fid in reached:
-        module = facts.function_module.get(fid)
-        if module is not None:
-            facts._modules_with_captures.add(module.key)
+        owner = facts.function_module.get(fid)
+        if owner is not None:
+            facts._modules_with_captures.add(owner.key)
 
 
 def _certain(facts: ProjectFacts) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from distlint.findings import Span
+from distlint.syntax.spans import NodeSpan
 
 Value = tuple  # see the module docstring
 Options = tuple[tuple[str, object], ...]  # literal keyword arguments, sorted
@@ -45,7 +46,7 @@ class CompileSite:
     target: Value  # what is compiled (for a decorator: the decorated function)
     compiler: Value  # the callable that compiles (torch.compile, a wrapper, a partial)
     options: Options
-    span: Span
+    span: NodeSpan  # measured when a finding points at it
     kind: str  # decorator | call | method
     # what the constructor call of a compiled module passed (``torch.compile(Net(flag=False))``,
     # also through a local and ``.to(...)``-style chains); None: not a visible construction
@@ -72,7 +73,7 @@ class Effect:
     """
 
     kind: str
-    span: Span | None = None
+    span: NodeSpan | None = None
     name: str = ""
     text: str = ""  # the code as written, for messages
     callee: Value | None = None
@@ -100,10 +101,10 @@ class Condition:
     param: str | None = None  # a bare parameter test (`if use_barrier:`), for call-site flags
     negated: bool = False
     text: str = ""
-    span: Span | None = None
+    span: NodeSpan | None = None
     names: tuple[str, ...] = ()  # names and self attributes the condition reads
     why: str = ""  # the rank source, as written (``dist.get_rank()``, ``parameter `rank```)
-    why_span: Span | None = None
+    why_span: NodeSpan | None = None
     deferred: tuple[str, ...] = ()  # dotted project functions whose result decides the level
     compare: tuple[str, str, tuple[object, ...]] | None = None  # (param, op, literals)
     # ``a is None or b is None``: the junction ("and"/"or") of parameter tests, each a compare

@@ -333,20 +333,20 @@ def own_compile(module: cst.Module, resolve: Resolver) -> OwnCompile:
                 grown = True
     self_calls: set[int] = set()
     for cls in classes.values():
-        for node in descendants(cls):
-            if isinstance(node, cst.Call) and self_attribute(node.func) == "compile":
-                self_calls.add(id(node))
+        for descendant in descendants(cls):
+            if isinstance(descendant, cst.Call) and self_attribute(descendant.func) == "compile":
+                self_calls.add(id(descendant))
     names: set[str] = set()
-    for node in descendants(module):
-        if not (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)):
+    for statement in descendants(module):
+        if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)):
             continue
-        func = node.value.func
+        func = statement.value.func
         if not (
             (isinstance(func, cst.Name) and func.value in classes)
             or resolve(func) in OWN_COMPILE_FACTORIES
         ):
             continue
-        for target in node.targets:
+        for target in statement.targets:
             inner = target.target
             elements = inner.elements if isinstance(inner, (cst.Tuple, cst.List)) else ()
             for item in (inner, *(e.value for e in elements)):
