@@ -285,7 +285,8 @@ SOURCES = (_pyproject, _requirements_files, _setup_cfg, _setup_py, _environment)
 def infer_requirement(root: Path) -> TorchRequirement | None:
     """The torch range declared in the folder ``root`` (see the module docstring): None when
     none of its sources names torch."""
-    stated = []  # (requirement, source, lowest, highest) of each requirement that bounds torch
+    # (requirement, source, lowest, highest) of each requirement that bounds torch
+    stated: list[tuple[str, str, str | None, str | None]] = []
     first: tuple[str, str] | None = None  # the first one naming torch, bounded or not
     for source in SOURCES:
         for requirement, where in source(root):
@@ -295,15 +296,16 @@ def infer_requirement(root: Path) -> TorchRequirement | None:
                 stated.append((requirement, where, lowest, highest))
     if first is None:
         return None
-    floors = [s for s in stated if s[2] is not None]
+    floors = [(_key(low), s) for s in stated if (low := s[2]) is not None]
     if floors:
-        chosen = min(floors, key=lambda s: _key(s[2]))  # the first of equal ones
+        chosen = min(floors, key=lambda f: f[0])[1]  # the first of equal ones
     else:  # no lower bound anywhere: the newest known torch (up to a stated upper bound)
         chosen = stated[0] if stated else (*first, None, None)
     ceiling = None  # the versions any source allows: no ceiling when one bound has none
     if stated and all(s[3] is not None for s in stated):
-        top = max(_key(s[3]) for s in stated)  # type: ignore[arg-type]
-        ceiling = next(s for s in stated if _key(s[3]) == top)  # type: ignore[arg-type]
+        ceilings = [(_key(high), s) for s in stated if (high := s[3]) is not None]
+        top = max(key for key, _ in ceilings)
+        ceiling = next(s for key, s in ceilings if key == top)
     requirement, where, lowest, _ = chosen
     highest_from = None
     if ceiling is not None and ceiling[:2] != chosen[:2]:

@@ -269,7 +269,7 @@ def install_hooks(rec: Recorder, spec: dict[str, Any]) -> None:
                 return
             try:
                 record_break(None, str(exc).splitlines()[0] if str(exc) else "", exc, "frame")
-                exc.logged = True
+                exc.logged = True  # type: ignore[attr-defined]  # Dynamo's mark, read above
             except Exception as error:
                 rec.emit("note", text=f"internal: could not record a skip: {error!r}")
 

@@ -183,7 +183,8 @@ def _map_devices(torch: Any) -> list[Any]:
     def _device_constructors() -> set[Any]:
         return set(constructors)
 
-    device_module._device_constructors = _device_constructors
+    # torch's is an lru_cache'd function; ours returns the same set without a cache
+    device_module._device_constructors = _device_constructors  # type: ignore[assignment]
 
     tensor = torch.Tensor
     methods = ("new_empty", "new_empty_strided", "new_full", "new_ones", "new_zeros")
@@ -511,11 +512,12 @@ def _register_with_dynamo(queries: list[Callable[..., Any]], tensor_methods: lis
             real.cache_clear()
             clear_own()
 
-        mine.cache_clear = cache_clear  # type: ignore[method-assign]
+        mine.cache_clear = cache_clear
     trace_rules.get_torch_obj_rule_map = get_torch_obj_rule_map
     trace_rules.get_tensor_method = get_tensor_method
     for query in queries:
-        torch_variables.constant_fold_functions[query] = None
+        # torch declares it a list, then rebinds it to a dict (torch/_dynamo/variables/torch.py)
+        torch_variables.constant_fold_functions[query] = None  # type: ignore[call-overload]
 
 
 def refuse(torch: Any, error: type[Exception]) -> None:

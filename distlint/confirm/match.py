@@ -495,9 +495,11 @@ def display(path: str, cwd: Path) -> str:
 
 
 def _related(obs: Observation, cwd: Path) -> tuple[Location, ...]:
-    if obs.frame is None or obs.frame[2] is None or is_library(obs.frame[0]):
+    if obs.frame is None:
         return ()
     filename, name, line = obs.frame
+    if line is None or is_library(filename):
+        return ()
     if filename == obs.path and line == obs.line:
         return ()
     text = _read(filename)

@@ -46,7 +46,7 @@ def processes() -> list[tuple[int, str, int, int]]:
 
     A state is ``/proc/PID/stat``'s letter: ``"Z"`` for a zombie (ended, not yet reaped).
     """
-    found = []
+    found: list[tuple[int, str, int, int]] = []
     try:
         names = os.listdir("/proc")
     except OSError:

@@ -70,7 +70,7 @@ def _clause_ends(text: str, outside: list[bool]) -> list[int]:
 
 def _without_asides(text: str) -> str:
     """``text`` without its top-level parenthesised parts (`` (GB0170, ...)``)."""
-    out = []
+    out: list[str] = []
     depth = 0
     tick = False
     for char in text:

@@ -95,7 +95,9 @@ def _parse(text: str) -> tuple | None:
     except (SourceError, cst.ParserSyntaxError, RecursionError):
         return None
     seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
-    handlers = {kind: [seen[kind].append] for kind in ORDINAL_TYPES}
+    handlers: dict[type, list[Callable[[cst.CSTNode], None]]] = {
+        kind: [seen[kind].append] for kind in ORDINAL_TYPES
+    }
     walk(module, handlers, {}, [])
     return parsed_entry(text, module, seen)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import libcst as cst
@@ -150,8 +150,8 @@ _LEAVE = object()
 
 def walk(
     root: cst.CSTNode,
-    on_visit: dict[type, Sequence[Handler]],
-    on_leave: dict[type, Sequence[Handler]],
+    on_visit: Mapping[type, Sequence[Handler]],
+    on_leave: Mapping[type, Sequence[Handler]],
     parents: list[cst.CSTNode],
 ) -> None:
     """Visit ``root`` depth-first in source order, calling the handlers per node type.
