@@ -36,7 +36,7 @@ _CAPTURING = "is_current_stream_capturing"
 _CAPTURE_WORDS = re.compile(r"\bgraph\b|capture_begin|make_graphed_callables")
 
 
-_GUARD_TYPES = frozenset({cst.If, cst.While, cst.IfExp})
+_GUARD_TYPES = (cst.If, cst.While, cst.IfExp)  # LibCST does not subclass these
 
 
 # Code under these runs on some paths only (a function reached by calls is checked on its
@@ -79,12 +79,11 @@ class _CaptureRule(Rule):
         pending: list[cst.CSTNode] = [self.ctx.module]
         while pending:
             node = pending.pop()
-            kind = type(node)
-            if kind is cst.Call:
+            if type(node) is cst.Call:
                 if graphed and node.args and resolve(node.func) in GRAPHED_CALLABLES:
                     items = graphed_items(node)
                     self._graphed.update(i.value for i in items if type(i) is cst.Name)
-            elif spans and (kind is cst.IndentedBlock or kind is cst.Module):
+            elif spans and (type(node) is cst.IndentedBlock or type(node) is cst.Module):
                 self._mark_spans(node.body)
             pending.extend(children(node))
 
@@ -113,18 +112,17 @@ class _CaptureRule(Rule):
         found: cst.CSTNode | None = None
         guards = self._guard_words
         for parent in self.ctx.parents:
-            kind = type(parent)
-            if guards and kind in _GUARD_TYPES and _mentions(parent.test, _CAPTURING):
+            if guards and isinstance(parent, _GUARD_TYPES) and _mentions(parent.test, _CAPTURING):
                 return None
             if found is not None:
                 continue
-            if kind is cst.With:
+            if type(parent) is cst.With:
                 for item in parent.items:
                     call = item.item
                     if type(call) is cst.Call and self.ctx.resolve(call.func) in GRAPH_CONTEXTS:
                         found = item
             elif id(parent) in self._spans or (
-                kind is cst.FunctionDef and parent.name.value in self._graphed
+                type(parent) is cst.FunctionDef and parent.name.value in self._graphed
             ):
                 found = parent
         return found if found is not None else self._called_under_capture()
@@ -150,7 +148,7 @@ class _CaptureRule(Rule):
         for index in range(len(parents) - 1, -1, -1):
             parent = parents[index]
             kind = type(parent)
-            if kind is cst.FunctionDef:
+            if type(parent) is cst.FunctionDef:
                 body = parent.body
                 statement = parents[index + 2] if index + 2 < len(parents) else None
                 if isinstance(body, cst.IndentedBlock) and statement is not None:

@@ -102,13 +102,14 @@ def strip_views(expr: cst.BaseExpression, through_data: bool = False) -> cst.Bas
                 return None
             expr = expr.value
         elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-            method = expr.func.attr.value
+            func = expr.func
+            method = func.attr.value
             if method == "detach":
                 if not through_data:
                     return None
-                expr = expr.func.value
+                expr = func.value
             elif method in VIEW_METHODS:
-                expr = expr.func.value
+                expr = func.value
             else:
                 return expr
         else:

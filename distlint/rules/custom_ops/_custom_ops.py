@@ -382,9 +382,9 @@ class _OpFacts(ProjectRule):
             for text in self._loop_strings(first.value.value):
                 self._library_method_for(node, method, lib, text)
             return
-        text = literal_value(first.value) if first is not None else None
-        if isinstance(text, str):
-            self._library_method_for(node, method, lib, text)
+        literal = literal_value(first.value) if first is not None else None
+        if isinstance(literal, str):
+            self._library_method_for(node, method, lib, literal)
 
     def _loop_strings(self, name: str) -> tuple[str, ...]:
         """The strings a ``for name in <literal tuple or module constant>`` loop binds."""
@@ -393,7 +393,7 @@ class _OpFacts(ProjectRule):
                 continue
             if parent.target.value != name:
                 continue
-            iterable = parent.iter
+            iterable: cst.BaseExpression | None = parent.iter
             if isinstance(iterable, cst.Name):
                 iterable = _module_constant(self.ctx.module, iterable.value)
             if not isinstance(iterable, (cst.Tuple, cst.List)):
@@ -471,7 +471,9 @@ class _OpFacts(ProjectRule):
         mutates = bool(declared)
         tags = keyword_arg(node, "tags")
         inplace_or_out = tags is not None and any(
-            self.ctx.resolve(item) in _GENERATED_FAKE_TAGS for item in descendants(tags.value)
+            self.ctx.resolve(item) in _GENERATED_FAKE_TAGS
+            for item in descendants(tags.value)
+            if isinstance(item, cst.BaseExpression)  # only names resolve
         )
         parents = self.ctx.parents
         py_name: str | None = None
@@ -549,7 +551,7 @@ class _OpIndex:
     kernels: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     uses: list[tuple[str, OpRecord]] = field(default_factory=list)
     # ("q", qualname) / ("r", py_ref) -> positions in ``uses``; built on the first uses_of
-    _uses_by_key: dict[tuple[str, str], list[int]] | None = None
+    _uses_by_key: dict[tuple[str, str | None], list[int]] | None = None  # no None is stored
 
     @classmethod
     def build(cls, records: Iterable[tuple[str, object]]) -> _OpIndex:

@@ -51,6 +51,7 @@ class CustomOpMissingAutograd(_OpFacts):
             if not training:
                 continue
             use_path, use = training[0]
+            assert op.qualname is not None  # a custom_op or define record always names its op
             shown = op.shown or op.qualname
             yield project.finding(
                 cls,

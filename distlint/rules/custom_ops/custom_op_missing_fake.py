@@ -46,11 +46,10 @@ class CustomOpMissingFake(_OpFacts):
             related: list[Location] = []
             for use_path, use in index.uses_of(op):
                 compiled, _, roots = _region_of(project, use)
-                if compiled and _span(project, use) is not None:
+                use_span = _span(project, use) if compiled else None
+                if use_span is not None:
                     compiled_uses.append((use_path, use))
-                    related.append(
-                        Location(use_path, _span(project, use), "called in a compiled region")
-                    )
+                    related.append(Location(use_path, use_span, "called in a compiled region"))
                     related.extend(roots)
             shown = op.shown or op.qualname
             message = (
