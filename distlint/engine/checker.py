@@ -468,8 +468,8 @@ def _analyze(
         return loaded
     if len(loaded) > MAX_FILE_BYTES:  # characters: at least as many bytes
         return _too_large(display_path, len(loaded))
-    args = (loaded, display_path, settings, module_name, is_package, second, None, trees)
-    return on_large_stack(_analyze_source, *args)
+    fresh = (loaded, display_path, settings, module_name, is_package, second, None, trees)
+    return on_large_stack(_analyze_source, *fresh)
 
 
 def _analyze_source(
@@ -663,7 +663,7 @@ def _finish(
 
 
 def _report_ranges(
-    module: cst.Module, reports: list[PendingReport], located: list[cst.CSTNode] = ()
+    module: cst.Module, reports: list[PendingReport], located: Sequence[cst.CSTNode] = ()
 ) -> dict[cst.CSTNode, NodeRange]:
     nodes: list[cst.CSTNode] = list(located)
     for report in reports:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from distlint.config.discovery import DiscoveredFile, Discovery
 from distlint.config.project_files import project_root, related_files
@@ -389,9 +389,9 @@ def _first_pass_cached(
     checked = _run_pass([tasks[i] for i in missing], jobs, trees=trees)
     for index, result in zip(missing, checked, strict=True):
         results[index] = result
-        key = keys[index]
-        if key is not None and _cacheable(result):
-            cache.put(key, result)
+        file_key = keys[index]
+        if file_key is not None and _cacheable(result):
+            cache.put(file_key, result)
     return [results[i] for i in range(len(tasks))], keys
 
 
@@ -504,13 +504,18 @@ def _start_worker(inputs: SecondInputs) -> None:
 
 START_METHOD_VARIABLE = "DISTLINT_START_METHOD"
 
+if TYPE_CHECKING:  # the context of a start method (BaseContext has no Process class)
+    from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 
-def process_context() -> multiprocessing.context.BaseContext:
+    StartContext = ForkContext | SpawnContext | ForkServerContext
+
+
+def process_context() -> StartContext:
     """fork on Linux (cheapest), spawn elsewhere; ``DISTLINT_START_METHOD`` overrides (tests
     use it to check that every start method gives the same output)."""
     chosen = os.environ.get(START_METHOD_VARIABLE)
-    if chosen in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context(chosen)
+    if chosen in multiprocessing.get_all_start_methods():  # fork, spawn or forkserver
+        return cast("StartContext", multiprocessing.get_context(chosen))
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")  # pragma: no cover
@@ -783,8 +788,10 @@ _WALL_FACTOR = 4  # a file may take this many times its budget in wall time (a b
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _cpu_seconds(pid: int) -> float | None:
+def _cpu_seconds(pid: int | None) -> float | None:
     """User + system CPU seconds of process ``pid`` (its threads included), from /proc."""
+    if pid is None:  # not started
+        return None
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read()

@@ -68,7 +68,7 @@ def render_sarif(report: Report, category: str | None = None) -> str:
 
 def to_json_dict(obj: object) -> object:
     """sarif-om objects to JSON values: schema names, no None, no sarif-om sentinel defaults."""
-    fields = _json_fields(type(obj))
+    fields = _json_fields(type(obj))  # type: ignore[arg-type]  # classes hash: mypy#11470
     if fields is not None:
         out: dict[str, object] = {}
         for name, key, default in fields:

@@ -121,7 +121,7 @@ class Rule:
     @classmethod
     def visitor_methods(cls) -> Iterator[tuple[str, str]]:
         """(event, node type name) pairs for each ``visit_X`` / ``leave_X`` the rule defines."""
-        yield from _visitor_methods(cls)
+        yield from _visitor_methods(cls)  # type: ignore[arg-type]  # classes hash: mypy#11470
 
     @classmethod
     def url(cls) -> str | None:

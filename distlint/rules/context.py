@@ -258,7 +258,12 @@ class RuleContext(ParsedFile):
             side = branch.body if taken else branch.orelse
             if isinstance(side, cst.Else):
                 side = side.body
-            if isinstance(block, cst.IndentedBlock) and side is not None and ends_in_exit(side):
+            # an ``elif`` side (an If, not a block) is not known to exit
+            if (
+                isinstance(block, cst.IndentedBlock)
+                and isinstance(side, cst.BaseSuite)
+                and ends_in_exit(side)
+            ):
                 later = block.body[block.body.index(branch) + 1 :]
                 self._after_exit.update(id(stmt) for stmt in later)
 
