@@ -633,9 +633,9 @@ def _add_noqa(session: CheckSession, findings: list[Finding], stdin_mode: bool) 
         new_text, count = add_noqa(text, by_path[display])
         if not count:
             continue
-        error = parse_error(new_text)
-        if error is not None:  # pragma: no cover - noqa comments go after code, never into it
-            click.echo(f"distlint: {display}: noqa comments not added: {error}", err=True)
+        broken = parse_error(new_text)
+        if broken is not None:  # pragma: no cover - noqa comments go after code, never into it
+            click.echo(f"distlint: {display}: noqa comments not added: {broken}", err=True)
             failed = True
             continue
         if stdin_mode:

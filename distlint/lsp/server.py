@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -846,7 +847,7 @@ def _is_python(uri: str, language_id: str | None) -> bool:
     return uri.endswith((".py", ".pyi"))
 
 
-def _wanted(only: list[str] | None, kind: str) -> bool:
+def _wanted(only: Sequence[str] | None, kind: str) -> bool:
     if not only:
         return True
     return any(kind == want or kind.startswith(f"{want}.") for want in only)

@@ -33,7 +33,7 @@ class _Painter:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
 
-    def __call__(self, style: object, text: str) -> str:
+    def __call__(self, style: str, text: str) -> str:  # a Severity is a str
         return f"{_STYLE[style]}{text}{_RESET}" if self.enabled else text
 
 

@@ -6,7 +6,7 @@ generated from torch by ``scripts/gen_torch_tables.py``), so checking never impo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -84,7 +84,7 @@ class InvalidCompileOption(TableRule):
         mode_arg, options_arg = kwargs.get("mode"), kwargs.get("options")
         mode_given = mode_arg is not None and literal_value(mode_arg.value) is not None
         options_given = options_arg is not None and literal_value(options_arg.value) is not None
-        if mode_given and options_given:
+        if mode_given and options_given and mode_arg is not None:  # mode_given: it is not None
             self.report(
                 mode_arg,
                 "`mode=` and `options=` cannot be combined: torch.compile raises RuntimeError "
@@ -233,7 +233,7 @@ def _compile_kwargs(node: cst.Call, ctx: RuleContext) -> dict[str, cst.Arg] | No
     return None
 
 
-def _keywords(args: tuple[cst.Arg, ...] | list[cst.Arg]) -> dict[str, cst.Arg]:
+def _keywords(args: Sequence[cst.Arg]) -> dict[str, cst.Arg]:
     return {arg.keyword.value: arg for arg in args if arg.keyword is not None}
 
 

@@ -8,6 +8,8 @@ Facts come from data shipped with distlint, never from an imported torch: the si
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
@@ -61,7 +63,7 @@ class UnknownKeywordArgument(TableRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.resolve(node.func)
-        args: tuple[cst.Arg, ...] | list[cst.Arg] = node.args
+        args: Sequence[cst.Arg] = node.args
         callee = node.func
         if name in _PARTIAL and node.args and node.args[0].keyword is None:
             # functools.partial(api, kw=...): the keywords reach api when the partial is called
@@ -85,7 +87,7 @@ class UnknownKeywordArgument(TableRule):
         self,
         callee: cst.BaseExpression,
         found: list[tuple[str, Signature]],
-        args: tuple[cst.Arg, ...] | list[cst.Arg],
+        args: Sequence[cst.Arg],
         via_method: bool = False,
     ) -> None:
         if all(sig.var_keyword for _, sig in found) or self._feature_guarded():

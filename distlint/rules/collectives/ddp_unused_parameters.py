@@ -204,7 +204,8 @@ class DdpUnusedParameters(Rule):
         if resolved.startswith("torch.nn.") and resolved.count(".") == 2:
             return resolved.rsplit(".", 1)[-1] in PARAMETRIC_NN
         if isinstance(call.func, cst.Name):
-            return call.func.value in self._classes
+            classes = self._classes  # being filled by _describe_classes: the classes above
+            return classes is not None and call.func.value in classes
         return False
 
     def _check_ddp(self, node: cst.Call) -> None:
@@ -355,8 +356,8 @@ def _dropped_outputs(forward: cst.FunctionDef, info: _ModuleClass) -> list[tuple
     if not returned:
         return []
     live: set[str] = set()
-    for value in returned:
-        live |= _names_read(value)
+    for returned_value in returned:
+        live |= _names_read(returned_value)
     statements = [
         n
         for n in walk(forward)

@@ -157,10 +157,10 @@ class FloatFlagEquality(Rule):
             if isinstance(node, cst.Call):
                 name = self.ctx.resolve(node.func)
                 if name in RECEIVING_COLLECTIVES and node.args and node.args[0].keyword is None:
-                    target = dotted_name(node.args[0].value)
-                    if target is not None:
+                    received = dotted_name(node.args[0].value)
+                    if received is not None:
                         found.collective.setdefault(
-                            target, self.ctx.module.code_for_node(node.func)
+                            received, self.ctx.module.code_for_node(node.func)
                         )
             elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
                 targets = (
