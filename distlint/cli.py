@@ -451,7 +451,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         return _add_noqa(session, findings, stdin_mode)
     overrides_text = session.source_texts()
     if fix_run is not None and session.stdin_display in fix_run.texts:
-        overrides_text[session.stdin_display] = fix_run.texts[session.stdin_display]  # type: ignore[index]
+        overrides_text[session.stdin_display] = fix_run.texts[session.stdin_display]
     on_disk = {d: p for d, p in session.paths().items() if d != session.stdin_display}
     reader = source_reader(on_disk, overrides_text)
     baseline_file = opts.get("baseline_file")

@@ -85,7 +85,7 @@ def lowest_version(requirement: str) -> tuple[bool, str | None]:
 
 def version_bounds(requirement: str) -> tuple[bool, str | None, str | None]:
     """(whether it names torch, the lowest and the highest ``major.minor`` it allows)."""
-    return _bounds(requirement)[:3]  # type: ignore[return-value]
+    return _bounds(requirement)[:3]
 
 
 def _bounds(requirement: str) -> tuple[bool, str | None, str | None, bool]:

@@ -144,7 +144,7 @@ def _escapes(body: Sequence[cst.CSTNode], name: str, site: cst.Call) -> bool:
     ]
     while stack:
         node, parent, grand = stack.pop()
-        if type(node) is cst.Name and node.value == name:  # type: ignore[attr-defined]
+        if type(node) is cst.Name and node.value == name:
             if isinstance(parent, cst.AssignTarget):
                 continue  # the binding itself (its value was checked to be the construction)
             if isinstance(parent, cst.Call) and parent.func is node:

@@ -84,7 +84,7 @@ def resolve_spans(
                 cache[path] = parsed
         spans = _measure(parsed, [item.key for item in group]) if parsed is not None else {}
         for item in group:
-            item.span = spans.get(item.key, _NOWHERE)  # type: ignore[arg-type]
+            item.span = spans.get(item.key, _NOWHERE)
 
 
 def _parse(text: str) -> tuple | None:
