@@ -38,7 +38,15 @@ FORBIDDEN = {
     "the team's rule catalog": re.compile(r"(?<![\w/.-])rules" + _MD),
 }
 # Folders that are not the project's files even when git does not ignore them.
-NOT_PROJECT = {".git", ".venv", ".ci-venv", "__pycache__", ".pytest_cache", ".ruff_cache"}
+NOT_PROJECT = {
+    ".git",
+    ".venv",
+    ".ci-venv",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".mypy_cache",
+}
 SCHEMAS = {
     "sarif-schema-2.1.0.json": "c3b4bb2d6093897483348925aaa73af03b3e3f4bd4ca38cef26dcb4212a2682e",
     "sarif-schema-2.1.0.github.json": (
