@@ -155,16 +155,16 @@ def eager_only(
         kind = type(parent)
         if kind is cst.FunctionDef or kind is cst.Lambda:
             return False
-        if kind is cst.If or kind is cst.IfExp:
-            if child is None or child is parent.test:  # type: ignore[attr-defined]
+        if type(parent) is cst.If or type(parent) is cst.IfExp:
+            if child is None or child is parent.test:
                 continue
-            holds, fails = compiling_sides(parent.test, resolve)  # type: ignore[attr-defined]
-            if (holds if child is parent.body else fails) is False:  # type: ignore[attr-defined]
+            holds, fails = compiling_sides(parent.test, resolve)
+            if (holds if child is parent.body else fails) is False:
                 return True
-            if kind is cst.If and holds is None and reads_any(parent.test, diverged):  # type: ignore[attr-defined]
+            if kind is cst.If and holds is None and reads_any(parent.test, diverged):
                 return True
-        elif kind is cst.IndentedBlock and child is not None:
-            for earlier in parent.body:  # type: ignore[attr-defined]
+        elif type(parent) is cst.IndentedBlock and child is not None:
+            for earlier in parent.body:
                 if earlier is child:
                     break
                 if type(earlier) is cst.If and exits_when_compiling(earlier, resolve):
@@ -198,9 +198,8 @@ def _assigned_in(block: cst.CSTNode) -> set[str]:
     stack: list[cst.CSTNode] = [block]
     while stack:
         node = stack.pop()
-        kind = type(node)
-        if kind in _BINDING_NODES:
-            names.update(bound_names(node.target))  # type: ignore[attr-defined]
+        if isinstance(node, _BINDING_NODES):  # LibCST does not subclass these
+            names.update(bound_names(node.target))
         stack.extend(child for child in children(node) if type(child) not in _NESTED_SCOPES)
     return names
 
@@ -213,11 +212,11 @@ def reads_any(expr: cst.BaseExpression, names: Collection[str]) -> bool:
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is cst.Name:
-            if node.value in names:  # type: ignore[attr-defined]
+        if type(node) is cst.Name:
+            if node.value in names:
                 return True
-        elif kind is cst.Attribute:
-            stack.append(node.value)  # type: ignore[attr-defined]
+        elif type(node) is cst.Attribute:
+            stack.append(node.value)
         elif kind not in _NESTED_SCOPES:
             stack.extend(children(node))
     return False
@@ -243,18 +242,18 @@ def runs_whenever_called(
         kind = type(parent)
         if kind is cst.FunctionDef or kind is cst.Lambda:
             return True
-        if kind is cst.If or kind is cst.IfExp or kind is cst.While:
-            if child is not parent.test:  # type: ignore[attr-defined]
+        if type(parent) is cst.If or type(parent) is cst.IfExp or type(parent) is cst.While:
+            if child is not parent.test:
                 return False
         elif kind in _CONDITIONAL_PARTS:
             return False
-        elif kind is cst.BooleanOperation:
-            if child is parent.right:  # type: ignore[attr-defined]
+        elif type(parent) is cst.BooleanOperation:
+            if child is parent.right:
                 return False
-        elif kind is cst.IndentedBlock or kind is cst.Module:
+        elif type(parent) is cst.IndentedBlock or type(parent) is cst.Module:
             known = exits.get(id(parent))
             if known is None:
-                body = parent.body  # type: ignore[attr-defined]
+                body = parent.body
                 first = next((i for i, stmt in enumerate(body) if _may_leave(stmt)), len(body))
                 known = exits[id(parent)] = ({id(stmt): i for i, stmt in enumerate(body)}, first)
             positions, first = known
