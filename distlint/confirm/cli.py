@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,7 @@ class ConfirmRequest:
         *,
         cwd: Path,
         enabled: Callable[[str], bool] = lambda code: True,
-        files: list[Path] = (),  # type: ignore[assignment]
+        files: Sequence[Path] = (),
         read_text: Callable[[str], str | None] | None = None,
     ) -> tuple[list[Any], Any]:
         """Run the targets; the findings with statuses (plus DL901/DL902) and the ConfirmRun."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,7 +158,7 @@ def run_confirm(
     enabled: Callable[[str], bool] = lambda code: True,
     progress: Progress | None = None,
     read_text: Callable[[str], str | None] | None = None,
-    checked_files: list[Path] = (),  # type: ignore[assignment]
+    checked_files: Sequence[Path] = (),
 ) -> tuple[list[Finding], ConfirmRun]:
     """Run ``targets``; return the findings with statuses (plus DL901/DL902) and the run."""
     preferred = {normalize(f.path, cwd) for f in findings}

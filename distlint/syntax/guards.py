@@ -76,12 +76,13 @@ class ByAncestor:
 @functools.lru_cache(maxsize=4096)  # asked for every ancestor of every call: an elif chain
 def _guards(node: cst.CSTNode) -> bool:  # of 600 branches re-read 180,000 tests
     """Whether code below ``node`` runs only under a guard or never (see above)."""
-    kind = type(node)
-    if kind is cst.FunctionDef:
-        return any(_always_skips(d.decorator) for d in node.decorators)  # type: ignore[attr-defined]
-    if kind is cst.If or kind is cst.IfExp:
-        return is_version_test(node.test)  # type: ignore[attr-defined]
-    return any(_catches_fallback(h) for h in node.handlers)  # type: ignore[attr-defined]
+    if type(node) is cst.FunctionDef:
+        return any(_always_skips(d.decorator) for d in node.decorators)
+    if type(node) is cst.If or type(node) is cst.IfExp:
+        return is_version_test(node.test)
+    if type(node) is cst.Try:
+        return any(_catches_fallback(h) for h in node.handlers)
+    return False  # not one of the _GUARD_KINDS (callers pass those only)
 
 
 def is_version_test(test: cst.BaseExpression) -> bool:
