@@ -109,15 +109,11 @@ class RuleContext(ParsedFile):
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """Canonical dotted name of ``expr`` (``dist.all_reduce`` -> ``torch.distributed...``).
 
-        Memoised per node: many rules ask about the same call, and a node's scope is fixed
-        (nodes of the tree live as long as the file's check, so their ids are stable).
+        Read in the scope the walk is in now; memoised per node and scope table (many rules ask
+        about the same call), so a rule that looks ahead from another scope does not change
+        what the node resolves to for the rest of the file.
         """
-        key = id(expr)
-        cache = self._resolved
-        if key in cache:
-            return cache[key]
-        value = cache[key] = self.scope_table().resolve(expr)
-        return value
+        return self.resolve_in(self.scope_table(), expr)
 
     def bound_several_ways(self, name: str) -> bool:
         """Whether ``name`` is bound to different objects on different paths in the current

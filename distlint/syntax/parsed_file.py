@@ -49,7 +49,9 @@ class ParsedFile:
         self.parents: list[cst.CSTNode] = []  # the walk's ancestors of the current node
         self.in_project = False  # checked with the project's linked facts (second pass)
         self._function_tables: dict[cst.FunctionDef, ImportTable] = {}
-        self._resolved: dict[int, str | None] = {}
+        # (id(node), id(table)) -> dotted name: a node asked about from another scope (a rule
+        # scanning ahead from module level) must not fix what its own scope resolves it to
+        self._resolved: dict[tuple[int, int], str | None] = {}
         self._memo: dict[Callable[..., object], object] = {}
 
     def note_call(self, call: cst.Call) -> None:
@@ -98,11 +100,12 @@ class ParsedFile:
             return value
 
     def resolve_in(self, table: ImportTable, expr: cst.BaseExpression) -> str | None:
-        """The dotted name of ``expr`` in an explicit scope table, memoised per node.
+        """The dotted name of ``expr`` in an explicit scope table, memoised per node and table.
 
-        Nodes of the tree live as long as the file's check, so their ids are stable.
+        Nodes of the tree (and the tables) live as long as the file's check, so their ids are
+        stable.
         """
-        key = id(expr)
+        key = (id(expr), id(table))
         cache = self._resolved
         if key in cache:
             return cache[key]

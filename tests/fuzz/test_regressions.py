@@ -72,3 +72,17 @@ def test_an_invalid_escape_prints_nothing(tmp_path) -> None:  # type: ignore[no-
     )
     assert done.returncode in (0, 1), done
     assert done.stderr == ""
+
+
+def test_a_tab_inside_indentation_that_only_cpython_reads() -> None:
+    """Seed 56159, program p00017 (a mutant): a tab in the middle of an indentation
+    (``'   \\t     '`` under a 4-space block). CPython reads it as 13 columns and accepts the
+    file; LibCST's tokenizer rejects it ("no matching outer block for dedent"). Known limitation:
+    the file gets the DL000 that says so, not a syntax error, and the run goes on."""
+    source = "import torch\nif x:\n    if y:\n   \t     z = torch.ones(1)\n"
+    compile(source, "fuzz.py", "exec")  # valid Python
+    result = check_source(source, "fuzz.py", ALL)
+    assert result.errors == ()
+    (finding,) = result.findings
+    assert finding.code == "DL000"
+    assert finding.message.startswith("valid Python that distlint's parser (LibCST) cannot read")

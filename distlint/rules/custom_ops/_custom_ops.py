@@ -328,10 +328,11 @@ class _OpFacts(ProjectRule):
                 if not isinstance(stmt, cst.FunctionDef) or not stmt.params.params:
                     continue
                 param = stmt.params.params[0].name.value
+                table = self.ctx.table_for(stmt, self.ctx.imports)  # its own imports count
                 for inner in descendants(stmt.body):
                     if (
                         isinstance(inner, cst.Call)
-                        and self.ctx.resolve(inner.func) in REGISTER_FAKE
+                        and self.ctx.resolve_in(table, inner.func) in REGISTER_FAKE
                         and inner.args
                         and any(
                             isinstance(n, cst.Name) and n.value == param
