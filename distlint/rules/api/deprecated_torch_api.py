@@ -8,7 +8,6 @@ Facts come from data shipped with distlint, never from an imported torch:
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -17,10 +16,11 @@ import libcst as cst
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import available_versions, tables_between
 from distlint.rules.api._deprecations import DeprecatedApi, deprecated_at
+from distlint.rules.api._version_guards import after_early_exit_guard, guarded_here
 from distlint.rules.base import FixArgs, Rule
 from distlint.rules.context import RuleContext
-from distlint.semantic.regions import ends_in_exit, literal_value
-from distlint.syntax.guards import ByAncestor, is_feature_guarded, is_version_test
+from distlint.semantic.regions import literal_value
+from distlint.syntax.guards import ByAncestor
 from distlint.syntax.imports import ImportTable, dotted_name, scope_statements
 from distlint.syntax.walker import children, descendants
 
@@ -137,18 +137,9 @@ class DeprecatedTorchApi(Rule):
     def _excused(ancestors: Sequence[cst.CSTNode]) -> bool:
         """Under a version/feature guard (also after one that returns early), or where the
         code silences warnings on purpose."""
-        if is_feature_guarded(ancestors):
+        if guarded_here(ancestors):
             return True
-        for i, node in enumerate(ancestors):
-            if type(node) is cst.With and _silences_warnings(node):
-                return True
-            if (
-                (type(node) is cst.IndentedBlock or type(node) is cst.Module)
-                and i + 1 < len(ancestors)
-                and id(ancestors[i + 1]) in _after_early_exit_guard(node)
-            ):
-                return True
-        return False
+        return any(type(node) is cst.With and _silences_warnings(node) for node in ancestors)
 
     # imports of a deprecated module (or of names from it)
     def visit_Import(self, node: cst.Import) -> None:
@@ -345,7 +336,7 @@ class DeprecatedTorchApi(Rule):
             elif kind is cst.Annotation or (type(node) is cst.Call and _is_type_test(node)):
                 passive = True
             elif (type(node) is cst.IndentedBlock or type(node) is cst.Module) and not guarded:
-                fallback = _after_early_exit_guard(node)
+                fallback = after_early_exit_guard(node)
                 if fallback:
                     pending.extend(
                         (child, node, scope, id(child) in fallback, passive)
@@ -534,25 +525,6 @@ def _bindings(node: cst.CSTNode) -> Iterator[tuple[str, str]]:
             for target in node.targets:
                 if type(target.target) is cst.Name:
                     yield target.target.value, value
-
-
-@functools.lru_cache(maxsize=64)  # asked once per block and name use below it: scanned once
-def _after_early_exit_guard(block: cst.IndentedBlock | cst.Module) -> frozenset[int]:
-    """Ids of the statements of ``block`` that follow ``if <version or feature test>: return``.
-
-    ``if hasattr(funcol, "all_gather_tensor_autograd"): return funcol...`` then the legacy call:
-    the statements after such a guard are the fallback for the versions without the feature.
-    """
-    body = block.body
-    for i, stmt in enumerate(body):
-        if (
-            type(stmt) is cst.If
-            and stmt.orelse is None
-            and ends_in_exit(stmt.body)
-            and is_version_test(stmt.test)
-        ):
-            return frozenset(id(later) for later in body[i + 1 :])
-    return frozenset()
 
 
 def _silences_warnings(node: cst.With) -> bool:

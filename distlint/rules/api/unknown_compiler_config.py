@@ -13,8 +13,9 @@ import libcst as cst
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import TorchTable, closest, describe_versions, version_advice
 from distlint.rules.api._tables import TableRule
+from distlint.rules.api._version_guards import guarded_here, only_called_behind_guards
+from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
-from distlint.syntax.guards import is_feature_guarded
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants
 
@@ -32,6 +33,10 @@ class UnknownCompilerConfig(TableRule):
     fix_availability = FixAvailability.SOMETIMES
     tags = ("correctness", "torch.compile", "api")
     precision = "very-high"
+
+    def __init__(self, ctx: RuleContext) -> None:
+        super().__init__(ctx)
+        self._helpers_behind_guards: dict[int, bool] = {}  # id(function) -> answer
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -57,7 +62,7 @@ class UnknownCompilerConfig(TableRule):
         name = self.ctx.resolve(func)
         for module in _CONFIG_MODULES:
             if name == f"{module}.patch":
-                if not is_feature_guarded(self.ctx.parents):
+                if not self._guarded():
                     self._check_patch(node, module)
                 return
 
@@ -65,7 +70,7 @@ class UnknownCompilerConfig(TableRule):
         if not isinstance(target, cst.Attribute):
             return
         resolved = self.ctx.resolve(target)
-        if resolved is None or is_feature_guarded(self.ctx.parents):
+        if resolved is None or self._guarded():
             return  # ``try: ...config.new_flag = True`` / ``except AttributeError``
         if self._rebound_locally(target):
             return
@@ -75,6 +80,23 @@ class UnknownCompilerConfig(TableRule):
                     target, module, resolved[len(module) + 1 :], "the assignment raises"
                 )
                 return
+
+    def _guarded(self) -> bool:
+        """Under a version/feature guard (also after one that returns early), or in a private
+        helper whose every call in the file is (lmdeploy sets ``recompile_limit`` in
+        ``_configure_decode_torch_compile()``, called only after ``if version < 2.8:
+        return``)."""
+        parents = self.ctx.parents
+        if guarded_here(parents):
+            return True
+        outer = next((p for p in parents if type(p) is cst.FunctionDef), None)
+        if outer is None:
+            return False
+        known = self._helpers_behind_guards.get(id(outer))
+        if known is None:
+            known = only_called_behind_guards(self.ctx.module, outer)
+            self._helpers_behind_guards[id(outer)] = known
+        return known
 
     def _rebound_locally(self, target: cst.Attribute) -> bool:
         """``from torch._dynamo import config`` in a function that also assigns ``config =

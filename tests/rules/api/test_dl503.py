@@ -122,3 +122,46 @@ def test_dl503_config_of_older_releases_only_is_a_warning() -> None:
     assert error.severity is Severity.ERROR
     assert "does not exist in torch 2.13-2.14:" in error.message
     assert range_findings(CONFIG, "DL503", "2.4", "2.4") == []
+
+
+HELPER = """\
+import torch
+from packaging import version
+
+
+def _configure():
+    from torch._dynamo import config
+
+    config.recompile_limit = 1024
+
+
+def _also_called_unguarded():
+    torch._dynamo.config.recompile_limit = 8
+
+
+def configure_after_an_early_return():
+    if version.parse(torch.__version__) < version.parse("2.7"):
+        return
+    torch._dynamo.config.accumulated_recompile_limit = 8
+
+
+def build(model):
+    if version.parse(torch.__version__) < version.parse("2.8"):
+        return model
+    _configure()
+    _also_called_unguarded()
+    return torch.compile(model)
+
+
+def other():
+    _also_called_unguarded()
+"""
+
+
+def test_dl503_a_private_helper_called_only_behind_a_version_guard_is_guarded() -> None:
+    """lmdeploy sets ``recompile_limit`` (torch 2.7+) in a private helper whose only call
+    follows ``if version < 2.8: return``: on older torch it never runs. A helper also called
+    from unguarded code, and a write after an early-return guard of its own function, are
+    judged as before and as guarded."""
+    found = range_findings(HELPER, "DL503", "2.4")
+    assert [f.span.start.line for f in found] == [12]
