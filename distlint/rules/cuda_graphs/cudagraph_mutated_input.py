@@ -55,7 +55,11 @@ class CudagraphMutatedInput(RegionRule):
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         target = node.target
-        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+        if (
+            isinstance(target, cst.Subscript)
+            and isinstance(target.value, cst.Name)
+            and not _string_key(target)
+        ):
             self._check(target, target.value.value)
 
     def _check(self, node: cst.CSTNode, name: str) -> None:
@@ -72,3 +76,16 @@ class CudagraphMutatedInput(RegionRule):
             "only). Return a new tensor, and copy into the input outside the compiled function.",
             related=region.related,
         )
+
+
+def _string_key(target: cst.Subscript) -> bool:
+    """``td["loss"] = ...`` / ``td[str(i)] = ...`` / ``td[f"k{i}"] = ...``: a tensor cannot be
+    indexed by a string, so the input is a mapping (a dict, a TensorDict) and the assignment
+    adds or replaces an entry; no tensor of the input is written in place (tensordict's
+    compile benchmarks)."""
+    if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return False
+    key = target.slice[0].slice.value
+    if isinstance(key, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    return isinstance(key, cst.Call) and isinstance(key.func, cst.Name) and key.func.value == "str"

@@ -43,3 +43,26 @@ def test_dl603_mutated_inputs() -> None:
     assert all(f.severity is Severity.WARNING for f in found)
     assert "skipping cudagraphs due to mutated inputs" in found[0].message
     assert found[0].related  # "compiled at t.py:3"
+
+
+def test_dl603_string_keys_add_entries_to_a_mapping_input() -> None:
+    """A tensor cannot be indexed by a string: ``td[str(i)] = ...`` adds an entry to a mapping
+    (tensordict's compile benchmarks, three false alarms), while ``x[i] = ...`` writes into
+    the tensor."""
+    found = findings(
+        """
+        import torch
+
+        @torch.compile(mode="reduce-overhead")
+        def f(td, x, i):
+            td[str(i)] = x
+            td["loss"] = x.sum()
+            td[f"k{i}"] = x
+            td["a" "b"] = x
+            x[i] = 0
+            td[i] = x
+            return td
+        """,
+        "DL603",
+    )
+    assert lines(found) == [10, 11]
