@@ -3,8 +3,18 @@ against them (DL501, DL502, DL503)."""
 
 from __future__ import annotations
 
-from distlint.knowledge.torch_tables import TorchTable, tables_between
+from typing import TYPE_CHECKING
+
+from distlint.knowledge.torch_tables import (
+    TorchTable,
+    available_versions,
+    tables_between,
+    version_key,
+)
 from distlint.rules.base import Rule
+
+if TYPE_CHECKING:
+    from distlint.rules.context import RuleContext
 
 
 class TableRule(Rule):
@@ -15,6 +25,15 @@ class TableRule(Rule):
     """
 
     _tables: tuple[TorchTable, ...] | None = None
+
+    def __init__(self, ctx: RuleContext) -> None:
+        super().__init__(ctx)
+        highest = ctx.settings.torch_range[1]
+        if highest is not None and version_key(highest) < version_key(available_versions()[0]):
+            # every release the project supports is older than the oldest table: a name missing
+            # there may still exist in the project's torch (FSDP's ``ignored_parameters``, torch
+            # 2.0, renamed ``ignored_states`` later), so nothing is judged
+            self.active = False
 
     @property
     def tables(self) -> tuple[TorchTable, ...]:

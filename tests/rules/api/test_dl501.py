@@ -258,3 +258,20 @@ def test_dl501_keyword_no_release_accepts_stays_an_error() -> None:
     assert "Did you mean" not in finding.message and finding.fix is None
     newer = only(range_findings(source, "DL501", "2.12"))
     assert "Did you mean `timeout`?" in newer.message
+
+
+def test_table_rules_say_nothing_for_a_torch_older_than_every_table() -> None:
+    """LLaMA2-Accessory pins torch==2.0.1, where FSDP still takes ``ignored_parameters`` (later
+    renamed ``ignored_states``): the oldest shipped table (2.4) cannot speak for it, so DL501,
+    DL502 and DL503 are silent. A range that reaches a known release is judged as before."""
+    source = (
+        "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\n"
+        "model = FSDP(torch.nn.Linear(2, 2), ignored_parameters=[])\n"
+        "torch._dynamo.config.no_such_setting = 1\n"
+        "step = torch.compile(model, mode='fastest')\n"
+    )
+    codes = ("DL501", "DL502", "DL503")
+    assert [f for code in codes for f in range_findings(source, code, "2.0", "2.0")] == []
+    assert [f for code in codes for f in range_findings(source, code, "1.13", "2.1")] == []
+    judged = [f.code for code in codes for f in range_findings(source, code, "2.0", "2.4")]
+    assert judged == ["DL501", "DL502", "DL503"]
