@@ -107,6 +107,6 @@ def test_good_cases_run_clean(outcomes: dict[str, dict[str, Outcome]]) -> None:
 @pytest.mark.slow
 def test_traps_run_clean() -> None:
     trap_outcomes = run_cases(FOLDER / "traps.py")
-    assert len(trap_outcomes) == 3
+    assert len(trap_outcomes) == 4
     failed = {name: o.traceback for name, o in trap_outcomes.items() if not o.ok}
     assert failed == {}
