@@ -50,7 +50,7 @@ def only_called_behind_guards(module: cst.Module, function: cst.FunctionDef) -> 
     ``recompile_limit`` only after ``if version < 2.8: return``. Other modules are assumed not
     to call a private helper; any other use of its name (passed, stored) answers False."""
     name = function.name.value
-    if not name.startswith("_") or function not in module.body:
+    if not name.startswith("_") or not any(stmt is function for stmt in module.body):
         return False
     calls = 0
     for node, parents in nodes_with_parents(module, into_scopes=True):
