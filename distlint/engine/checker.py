@@ -17,10 +17,8 @@ every other rule's findings are still reported.
 
 from __future__ import annotations
 
-import ast
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -55,6 +53,7 @@ from distlint.syntax.source import (
     SourceError,
     StageTimeout,
     check_nesting,
+    compile_quietly,
     decode_source,
     on_large_stack,
     parse_module,
@@ -787,9 +786,7 @@ def _syntax_error_details(
     """Prefer CPython's message and location: they are what users know how to read. When
     CPython accepts the file, say that it is valid and only LibCST could not read it."""
     try:
-        with warnings.catch_warnings():  # CPython's SyntaxWarnings are not the user's problem here
-            warnings.simplefilter("ignore")
-            ast.parse(text)
+        compile_quietly(text)
     except SyntaxError as err:
         line = err.lineno or 1
         column = max(0, (err.offset or 1) - 1)

@@ -16,18 +16,16 @@ Positions are the engine's: 1-based lines split like :data:`distlint.syntax.sour
 
 from __future__ import annotations
 
-import ast
 import codecs
 import difflib
 import io
 import tokenize
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from distlint.findings import Applicability, Finding, Fix
-from distlint.syntax.source import NEWLINES
+from distlint.syntax.source import NEWLINES, compile_quietly
 
 MAX_ROUNDS = 10
 """Rounds of fixing and re-checking before giving up on reaching a fixed point."""
@@ -130,9 +128,7 @@ def parse_error(text: str) -> str | None:
     from distlint.syntax.source import SourceError, check_nesting, parse_module
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
+        compile_quietly(text)
     except SyntaxError as exc:
         return f"syntax error at line {exc.lineno}: {exc.msg}"
     except (ValueError, RecursionError, MemoryError) as exc:

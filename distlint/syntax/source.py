@@ -137,9 +137,7 @@ def _check_chains(text: str) -> None:
     ):
         return
     try:
-        with warnings.catch_warnings():  # invalid escapes: not the user's stderr's business
-            warnings.simplefilter("ignore")
-            compile(text, "<distlint>", "exec", _ONLY_AST, dont_inherit=True)
+        compile_quietly(text)
     except MemoryError:
         raise SourceError(
             "too complex for Python's parser (CPython refuses it: 'Parser stack overflowed'); "
@@ -152,14 +150,20 @@ def _check_chains(text: str) -> None:
 _ONLY_AST = 0x400  # ast.PyCF_ONLY_AST, without importing ast
 
 
+def compile_quietly(source: str | bytes) -> object:
+    """CPython's ``ast.Module`` of ``source``; raises what CPython raises (SyntaxError,
+    ValueError for a NUL byte, MemoryError when too complex, RecursionError when too deep).
+    Its warnings (invalid escapes) are not printed: they are not the user's stderr's business."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compile(source, "<distlint>", "exec", _ONLY_AST, dont_inherit=True)
+
+
 def python_ast(source: str | bytes) -> object | None:
-    """CPython's ``ast.Module`` of ``source``, or None when CPython does not parse it (a
-    syntax error, a NUL byte, too complex or too deep); its warnings (invalid escapes) are
-    not printed. For reading files that are not checked (``setup.py``), or that were."""
+    """:func:`compile_quietly`, or None when CPython does not parse ``source``. For reading
+    files that are not checked (``setup.py``), or that were."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return compile(source, "<distlint>", "exec", _ONLY_AST, dont_inherit=True)
+        return compile_quietly(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
 
