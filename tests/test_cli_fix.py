@@ -216,3 +216,27 @@ def test_fix_then_check_leaves_only_unfixable_findings(
 
 def test_applicable_matches_the_json_fix_field() -> None:
     assert not applicable(None, unsafe=True)
+
+
+def test_fix_in_a_file_whose_indentation_libcst_cannot_read_as_written(work: Path) -> None:
+    """A tab inside an indentation (valid Python, rewritten as spaces for LibCST): the fix
+    edits the text as written, tabs included, and a suppression on such a line still holds."""
+    source = (
+        "import torch\n\n\n"
+        "@torch.compile(fullgraph=True)\n"
+        "def f(x, n: int):\n"
+        "    for i in range(n):\n"
+        '\t    print("hi", x)\n'
+        '\t    torch.save(x, "f")  # distlint: ignore[DL104]\n'
+        "    return x\n"
+    )
+    (work / "tabs.py").write_text(source)
+    result = cli(["check", "--select", "DL104,DL001", "--format", "json", "tabs.py"])
+    (finding,) = json.loads(result.stdout)
+    assert (finding["code"], finding["range"]["start"]["column"]) == ("DL104", 6)
+    assert cli(["check", "--select", "DL104", "--fix", "--unsafe-fixes", "tabs.py"]).exit_code == 0
+    fixed = (work / "tabs.py").read_text()
+    assert fixed == source.replace(
+        '\t    print("hi", x)', '\t    if not torch.compiler.is_compiling(): print("hi", x)'
+    )
+    assert parse_error(fixed) is None

@@ -46,6 +46,7 @@ from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
 from distlint.syntax.imports import module_name_for
+from distlint.syntax.indentation import IndentColumns
 from distlint.syntax.positions import NodeRange, node_ranges
 from distlint.syntax.regular_files import read_regular_file
 from distlint.syntax.source import (
@@ -56,11 +57,13 @@ from distlint.syntax.source import (
     compile_quietly,
     decode_source,
     on_large_stack,
-    parse_module,
+    parse_source,
 )
 from distlint.syntax.spans import ORDINAL_TYPES, SourceLookup, parsed_entry
 from distlint.syntax.suppressions import Suppression, SuppressionIndex, scan
 from distlint.syntax.walker import walk
+
+Columns = IndentColumns | None  # a tree's column map back to its text (rewritten indentation)
 
 
 @dataclass(frozen=True)
@@ -101,20 +104,20 @@ class ParsedTrees:
     """
 
     def __init__(self, max_chars: int = 2_000_000) -> None:
-        self._kept: dict[str, tuple[str, cst.Module, dict[type, list[cst.CSTNode]]]] = {}
+        self._kept: dict[str, tuple[str, cst.Module, dict[type, list[cst.CSTNode]], Columns]] = {}
         self._room = max_chars
 
     def offer(self, ctx: RuleContext, summary: ModuleSummary) -> None:
         """Keep the tree of a file just summarised if it may get a second pass."""
         text = ctx.source
         if (summary.compile_sites or summary.capture_sites) and len(text) <= self._room:
-            self._kept[ctx.path] = (text, ctx.module, ctx.seen)
+            self._kept[ctx.path] = (text, ctx.module, ctx.seen, ctx.columns)
             self._room -= len(text)
 
-    def take(self, path: str) -> tuple[str, cst.Module] | None:
-        """The text and tree kept for ``path`` (given once), or None."""
+    def take(self, path: str) -> tuple[str, cst.Module, Columns] | None:
+        """The text, tree and column map kept for ``path`` (given once), or None."""
         kept = self._kept.pop(path, None)
-        return (kept[0], kept[1]) if kept is not None else None
+        return (kept[0], kept[1], kept[3]) if kept is not None else None
 
     def for_spans(self) -> dict[str, tuple]:
         """The kept trees as linking measures lazy spans with them (``link``'s ``parsed``)."""
@@ -459,8 +462,8 @@ def _analyze(
     if it kept them, without loading."""
     kept = trees.take(display_path) if second is not None and trees is not None else None
     if kept is not None:
-        text, module = kept
-        args = (text, display_path, settings, module_name, is_package, second, module)
+        text, module, columns = kept
+        args = (text, display_path, settings, module_name, is_package, second, (module, columns))
         return on_large_stack(_analyze_source, *args)
     loaded = load()
     if isinstance(loaded, FileResult):
@@ -478,15 +481,15 @@ def _analyze_source(
     module_name: str | None,
     is_package: bool,
     second: SecondPass | None,
-    parsed: cst.Module | None = None,
+    parsed: tuple[cst.Module, Columns] | None = None,
     trees: ParsedTrees | None = None,
 ) -> FileResult:
     try:
         if parsed is not None:  # the first pass's tree of this text (ParsedTrees)
-            module = parsed
+            module, columns = parsed
         else:
             check_nesting(text)
-            module = parse_module(text)
+            module, columns = parse_source(text)
     except SourceError as exc:
         return _unparsable(display_path, str(exc), exc.line, exc.column, text)
     except cst.ParserSyntaxError as exc:
@@ -499,7 +502,7 @@ def _analyze_source(
         return _unparsable(display_path, message, line, column, text)
 
     try:
-        ctx = RuleContext(display_path, text, module, settings, module_name, is_package)
+        ctx = RuleContext(display_path, text, module, settings, module_name, is_package, columns)
         if second is not None:
             ctx.facts = second.facts
     except Exception as exc:  # a bug in the shared analysis: report it, never crash the run
@@ -648,7 +651,7 @@ def _finish(
     if not reports and not eager and index is None:
         return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
     lines = NEWLINES.split(text)
-    ranges = _report_ranges(ctx.module, reports, [node for _, node in eager])
+    ranges = _report_ranges(ctx, reports, [node for _, node in eager])
     for item, node in eager:
         item.span = _span(ranges.get(node), lines)
     if index is not None:
@@ -662,7 +665,7 @@ def _finish(
 
 
 def _report_ranges(
-    module: cst.Module, reports: list[PendingReport], located: Sequence[cst.CSTNode] = ()
+    ctx: RuleContext, reports: list[PendingReport], located: Sequence[cst.CSTNode] = ()
 ) -> dict[cst.CSTNode, NodeRange]:
     nodes: list[cst.CSTNode] = list(located)
     for report in reports:
@@ -670,7 +673,7 @@ def _report_ranges(
         nodes.extend(node for node, _ in report.fix_nodes)
         nodes.extend(node for node, _ in report.related_nodes)
     try:
-        return node_ranges(module, nodes)
+        return node_ranges(ctx.module, nodes, ctx.columns)
     except RecursionError:  # pragma: no cover - codegen of pathological nesting
         return {}
 

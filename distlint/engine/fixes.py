@@ -125,7 +125,7 @@ def parse_error(text: str) -> str | None:
     """Why ``text`` is not a Python file distlint can read, or None when it is one."""
     import libcst as cst
 
-    from distlint.syntax.source import SourceError, check_nesting, parse_module
+    from distlint.syntax.source import SourceError, check_nesting, parse_source
 
     try:
         compile_quietly(text)
@@ -135,7 +135,7 @@ def parse_error(text: str) -> str | None:
         return f"{type(exc).__name__}: {exc}"
     try:
         check_nesting(text)
-        parse_module(text)
+        parse_source(text)
     except SourceError as exc:
         return str(exc)
     except cst.ParserSyntaxError as exc:

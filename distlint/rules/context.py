@@ -22,6 +22,8 @@ from distlint.semantic.regions import (
 )
 from distlint.semantic.regions_model import Region, RootInfo
 from distlint.syntax.imports import ImportTable
+from distlint.syntax.indentation import IndentColumns
+from distlint.syntax.lexing import NEWLINES
 from distlint.syntax.parsed_file import ParsedFile
 from distlint.syntax.spelling import Spellings
 from distlint.syntax.walker import walk
@@ -77,8 +79,9 @@ class RuleContext(ParsedFile):
         settings: FileSettings,
         module_name: str | None = None,
         is_package: bool = False,
+        columns: IndentColumns | None = None,
     ) -> None:
-        super().__init__(path, source, module, settings, module_name, is_package)
+        super().__init__(path, source, module, settings, module_name, is_package, columns)
         # cheap gate: without the word, no code of the file is guarded by is_compiling()
         self._compiling_guards = "compiling" in source
         self.reports: list[PendingReport] = []
@@ -279,10 +282,10 @@ class RuleContext(ParsedFile):
         from distlint.findings import Position, Span, make_position
         from distlint.syntax.positions import node_ranges
 
-        found = node_ranges(self.module, [node]).get(node)
+        found = node_ranges(self.module, [node], self.columns).get(node)
         if found is None:
             return Span(Position(1, 1, 1), Position(1, 1, 1))
-        lines = self.source.splitlines() or [""]
+        lines = NEWLINES.split(self.source)
         return Span(
             make_position(lines, found.start_line, found.start_column),
             make_position(lines, found.end_line, found.end_column),

@@ -18,6 +18,9 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
+# Line breaks as Python and LibCST count them (positions, snippets, LSP ranges).
+NEWLINES = re.compile(r"\r\n|\r|\n")
+
 
 class Token(NamedTuple):
     kind: str  # string | comment | open | close | continuation | newline

@@ -14,6 +14,7 @@ import libcst as cst
 
 from distlint.file_settings import FileSettings
 from distlint.syntax.imports import ImportTable
+from distlint.syntax.indentation import IndentColumns
 from distlint.syntax.spans import ORDINAL_TYPES, NodeSpan
 from distlint.syntax.walker import subclasses_of, walk
 
@@ -33,10 +34,12 @@ class ParsedFile:
         settings: FileSettings,
         module_name: str | None = None,
         is_package: bool = False,
+        columns: IndentColumns | None = None,
     ) -> None:
         self.path = path
         self.source = source
         self.module = module
+        self.columns = columns  # the tree's columns back to ``source``'s (rewritten indentation)
         self.settings = settings
         self.module_name = module_name
         self.is_package = is_package

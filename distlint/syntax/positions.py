@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from distlint.syntax.indentation import IndentColumns
+
 
 @dataclass(frozen=True)
 class NodeRange:
@@ -107,12 +109,26 @@ class _TrackingState(CodegenState):
             self.ranges[node] = NodeRange(start[0], start[1], end[0], end[1])
 
 
-def node_ranges(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, NodeRange]:
-    """Ranges of ``nodes`` (which must belong to ``module``), computed in one partial codegen."""
+def node_ranges(
+    module: cst.Module, nodes: Iterable[cst.CSTNode], columns: IndentColumns | None = None
+) -> dict[cst.CSTNode, NodeRange]:
+    """Ranges of ``nodes`` (which must belong to ``module``), computed in one partial codegen;
+    with ``columns``, in the file as written of a tree parsed from rewritten indentation."""
     wanted = set(nodes)
     if not wanted:
         return {}
     state = _TrackingState(module, set(wanted))
     with suppress(_Done):
         module._codegen(state)
-    return {node: state.ranges[node] for node in wanted if node in state.ranges}
+    found = {node: state.ranges[node] for node in wanted if node in state.ranges}
+    if columns is None:
+        return found
+    return {
+        node: NodeRange(
+            found_range.start_line,
+            columns.original(found_range.start_line, found_range.start_column),
+            found_range.end_line,
+            columns.original(found_range.end_line, found_range.end_column),
+        )
+        for node, found_range in found.items()
+    }

@@ -23,12 +23,12 @@ from typing import TypeVar
 
 import libcst as cst
 
+from distlint.syntax.indentation import IndentColumns, expand_indentation
+from distlint.syntax.lexing import NEWLINES as NEWLINES  # re-exported: where callers look
 from distlint.syntax.lexing import tokens
 
 T = TypeVar("T")
 
-# Line breaks as Python and LibCST count them (positions, snippets, LSP ranges).
-NEWLINES = re.compile(r"\r\n|\r|\n")
 MAX_BRACKET_DEPTH = 200  # CPython's tokenizer limit (MAXLEVEL)
 _BINARY_SNIFF = 8192
 
@@ -305,3 +305,22 @@ if hasattr(os, "register_at_fork"):  # not on Windows
 def parse_module(text: str) -> cst.Module:
     """``libcst.parse_module`` on a thread with a large stack (see above)."""
     return on_large_stack(cst.parse_module, text)
+
+
+def parse_source(text: str) -> tuple[cst.Module, IndentColumns | None]:
+    """The tree of ``text`` and, when LibCST could only read it with its indentation written
+    as spaces (see :mod:`distlint.syntax.indentation`), the map back to the columns as written.
+
+    Raises what :func:`parse_module` raises on ``text`` when that rewrite does not help or when
+    CPython rejects the file (a rewrite must never make "inconsistent use of tabs" readable)."""
+    try:
+        return parse_module(text), None
+    except cst.ParserSyntaxError as error:
+        expanded = expand_indentation(text)
+        if expanded is None or python_ast(text) is None:
+            raise
+        rewritten, columns = expanded
+        try:
+            return parse_module(rewritten), columns
+        except cst.ParserSyntaxError:
+            raise error from None

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 import libcst as cst
 
 from distlint.findings import Position, Span, make_position
+from distlint.syntax.indentation import IndentColumns
 from distlint.syntax.positions import node_ranges
-from distlint.syntax.source import NEWLINES, SourceError, check_nesting, parse_module
+from distlint.syntax.source import NEWLINES, SourceError, check_nesting, parse_source
 from distlint.syntax.walker import walk
 
 
@@ -91,7 +92,7 @@ def _parse(text: str) -> tuple | None:
     """The module, its nodes of ordinal types by type name (walk order), and its lines."""
     try:
         check_nesting(text)
-        module = parse_module(text)
+        module, columns = parse_source(text)
     except (SourceError, cst.ParserSyntaxError, RecursionError):
         return None
     seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
@@ -99,18 +100,23 @@ def _parse(text: str) -> tuple | None:
         kind: [seen[kind].append] for kind in ORDINAL_TYPES
     }
     walk(module, handlers, {}, [])
-    return parsed_entry(text, module, seen)
+    return parsed_entry(text, module, seen, columns)
 
 
-def parsed_entry(text: str, module: cst.Module, seen: dict[type, list[cst.CSTNode]]) -> tuple:
+def parsed_entry(
+    text: str,
+    module: cst.Module,
+    seen: dict[type, list[cst.CSTNode]],
+    columns: IndentColumns | None = None,
+) -> tuple:
     """What measuring a file's lazy spans needs: its tree, its nodes of ordinal types in walk
-    order (``FileContext.seen`` after a first pass), and its lines."""
+    order (``ParsedFile.seen`` after a first pass), its lines, and its column map (if any)."""
     by_name = {kind.__name__: nodes for kind, nodes in seen.items()}
-    return module, by_name, NEWLINES.split(text)
+    return module, by_name, NEWLINES.split(text), columns
 
 
 def _measure(parsed: tuple, keys: list) -> dict:
-    module, by_name, lines = parsed
+    module, by_name, lines, columns = parsed
     targets: dict[tuple, cst.CSTNode] = {}
     for key in keys:
         kind, ordinal, part = key
@@ -118,7 +124,7 @@ def _measure(parsed: tuple, keys: list) -> dict:
         if ordinal < len(nodes):
             node = nodes[ordinal]
             targets[key] = getattr(node, part) if part else node
-    ranges = node_ranges(module, targets.values())
+    ranges = node_ranges(module, targets.values(), columns)
     found = {}
     for key, node in targets.items():
         measured = ranges.get(node)

@@ -549,14 +549,14 @@ def test_a_file_in_one_process_is_parsed_once(tmp_path: Path, monkeypatch) -> No
     import distlint.syntax.spans as spans
 
     parsed: list[str] = []
-    real = engine.parse_module
+    real = engine.parse_source
 
     def counting(text: str):  # type: ignore[no-untyped-def]
         parsed.append(text)
         return real(text)
 
-    monkeypatch.setattr(engine, "parse_module", counting)
-    monkeypatch.setattr(spans, "parse_module", counting)
+    monkeypatch.setattr(engine, "parse_source", counting)
+    monkeypatch.setattr(spans, "parse_source", counting)
     results = _staged(tmp_path, monkeypatch, {"DL104", "DL502", "DL201"})
     assert [f.code for f in results["pkg/model.py"].findings] == ["DL104", "DL502"]
     model = (tmp_path / "pkg/model.py").read_text()
@@ -635,14 +635,14 @@ def test_check_source_parses_a_buffer_with_compiled_code_once(monkeypatch) -> No
     import distlint.syntax.spans as spans
 
     parsed: list[str] = []
-    real = engine.parse_module
+    real = engine.parse_source
 
     def counting(text: str):  # type: ignore[no-untyped-def]
         parsed.append(text)
         return real(text)
 
-    monkeypatch.setattr(engine, "parse_module", counting)
-    monkeypatch.setattr(spans, "parse_module", counting)
+    monkeypatch.setattr(engine, "parse_source", counting)
+    monkeypatch.setattr(spans, "parse_source", counting)
     result = check_source(BOTH_SRC, "m.py", DEFAULT)
     assert codes(result) == ["DL203", "DL502"]
     assert parsed == [BOTH_SRC]

@@ -30,8 +30,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-import distlint.engine.checker
-import distlint.syntax.spans
+import distlint.syntax.source
 from distlint.config.settings import CliOverrides, ConfigResolver, settings_for
 from distlint.engine.checker import check_bytes
 from distlint.syntax.source import parse_module
@@ -201,8 +200,8 @@ def analysis_seconds(text: str, settings, monkeypatch: pytest.MonkeyPatch) -> fl
     def parsed(source: str):  # type: ignore[no-untyped-def]
         return tree if tree is not None and source == text else parse_module(source)
 
-    monkeypatch.setattr(distlint.engine.checker, "parse_module", parsed)
-    monkeypatch.setattr(distlint.syntax.spans, "parse_module", parsed)  # lazy spans
+    # the engine and lazy spans (parse_source) both parse through this one
+    monkeypatch.setattr(distlint.syntax.source, "parse_module", parsed)
     data = text.encode()
     best = float("inf")
     for _ in range(3):

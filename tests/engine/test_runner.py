@@ -21,13 +21,13 @@ FINDING = 'import torch\ntorch.compile(f, backend="nvfuser")\n'
 # isolated re-check), to exercise the recovery of a process killed by a native crash.
 BOOT = """
 import os, signal, sys
-import distlint.engine.checker as engine
-real = engine.parse_module
+import distlint.syntax.source as source
+real = source.parse_module
 def parse_module(text):
     if "CRASH_ME" in text:
         os.kill(os.getpid(), signal.SIGSEGV)
     return real(text)
-engine.parse_module = parse_module
+source.parse_module = parse_module
 from distlint.cli import main
 sys.argv = ["distlint", *sys.argv[1:]]
 main()
@@ -479,9 +479,9 @@ def test_library_callers_get_the_budget_and_the_isolation(tmp_path: Path, monkey
     import inspect
 
     from distlint.config.settings import CliOverrides, ConfigResolver, FileSettings
-    from distlint.engine import checker as engine
     from distlint.engine import runner
     from distlint.engine.session import CheckSession
+    from distlint.syntax import source
 
     (tmp_path / "a.py").write_text(FINDING)
     session = CheckSession.for_paths(
@@ -503,7 +503,7 @@ def test_library_callers_get_the_budget_and_the_isolation(tmp_path: Path, monkey
     assert [f.message for f in slow.findings] == [
         "not checked: exceeded the 0.2 s budget for one file (--file-timeout)"
     ]
-    monkeypatch.setattr(engine, "parse_module", _crash_in_the_parser)  # forked workers inherit it
+    monkeypatch.setattr(source, "parse_module", _crash_in_the_parser)  # forked workers inherit it
     crashed = runner.check_alone(FINDING.encode(), "crash.py", settings)
     assert [f.message for f in crashed.findings] == [
         "the parser crashed on this file (the process died: SIGSEGV); it was not checked"

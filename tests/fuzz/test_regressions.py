@@ -89,12 +89,20 @@ def test_an_invalid_escape_prints_nothing(tmp_path) -> None:  # type: ignore[no-
 def test_a_tab_inside_indentation_that_only_cpython_reads() -> None:
     """Seed 56159, program p00017 (a mutant): a tab in the middle of an indentation
     (``'   \\t     '`` under a 4-space block). CPython reads it as 13 columns and accepts the
-    file; LibCST's tokenizer rejects it ("no matching outer block for dedent"). Known limitation:
-    the file gets the DL000 that says so, not a syntax error, and the run goes on."""
-    source = "import torch\nif x:\n    if y:\n   \t     z = torch.ones(1)\n"
+    file; LibCST's tokenizer rejects it. It was a DL000 "valid Python that distlint's parser
+    (LibCST) cannot read"; the file is now read with that indentation written as spaces, and
+    its findings point at the columns as written."""
+    source = (
+        "import torch\n"
+        "@torch.compile(fullgraph=True)\n"
+        "def f(x):\n"
+        "    if True:\n"
+        "   \t     print(x)\n"
+        "    return x\n"
+    )
     compile(source, "fuzz.py", "exec")  # valid Python
     result = check_source(source, "fuzz.py", ALL)
     assert result.errors == ()
-    (finding,) = result.findings
-    assert finding.code == "DL000"
-    assert finding.message.startswith("valid Python that distlint's parser (LibCST) cannot read")
+    assert [(f.code, f.span.start.line, f.span.start.column) for f in result.findings] == [
+        ("DL104", 5, len("   \t     ") + 1)
+    ]

@@ -56,7 +56,7 @@ def _compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
                     and isinstance(func.value, cst.Name)
                 ):
                     candidates.append((node.value, func.value.value, None, "method"))
-        ranges = node_ranges(ctx.module, [c[0] for c in candidates])
+        ranges = node_ranges(ctx.module, [c[0] for c in candidates], ctx.columns)
         by_line: dict[int, list[RootInfo]] = {}
         for root in roots:
             by_line.setdefault(root.span.start.line, []).append(root)
