@@ -47,8 +47,8 @@ def test_the_recursion_limit_is_raised_only_on_the_large_stack() -> None:
         if thread.name == "distlint-deep" and thread is not threading.current_thread():
             thread.join(300)
     assert not limit_raised(), "a deep-stack call of an earlier test is still running"
-    # Start from Python's default: an earlier test that saved and restored the limit while such
-    # a thread held it can leave the raised value behind (seen once in CI's full run).
+    # Start from Python's default: whatever an earlier test left (a stalled stage's thread
+    # holds 30,000 until it ends; tests/engine's budget tests now wait for theirs).
     saved = sys.getrecursionlimit()
     sys.setrecursionlimit(1_000)
     try:
