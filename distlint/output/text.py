@@ -53,8 +53,9 @@ def render_text(
     elif output_format == "concise":
         out.extend(_concise(finding, paint) for finding in report.findings)
     else:
+        lines: dict[str, list[str] | None] = {}  # path -> its lines, split once per file
         for finding in report.findings:
-            out.extend(_full(finding, report, paint, show_source))
+            out.extend(_full(finding, report, paint, show_source, lines))
     if show_fixes and report.fixed:
         if out and out[-1] != "":
             out.append("")
@@ -76,10 +77,19 @@ def render_text(
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _full(finding: Finding, report: Report, paint: _Painter, show_source: bool) -> list[str]:
+def _full(
+    finding: Finding,
+    report: Report,
+    paint: _Painter,
+    show_source: bool,
+    lines_of: dict[str, list[str] | None],
+) -> list[str]:
     out = [_headline(finding, paint)]
     if show_source:
-        out.extend(_snippet(finding, report, paint))
+        if finding.path not in lines_of:
+            text = report.read_source(finding.path)
+            lines_of[finding.path] = NEWLINES.split(text) if text is not None else None
+        out.extend(_snippet(finding, lines_of[finding.path], paint))
     for related in finding.related:
         where = f"{related.path}:{related.span.start.line}:{related.span.start.column}"
         label = related.message or "see"
@@ -110,11 +120,9 @@ def _headline(finding: Finding, paint: _Painter) -> str:
     return f"{where} {paint('code', finding.code)} {severity} {finding.message}"
 
 
-def _snippet(finding: Finding, report: Report, paint: _Painter) -> list[str]:
-    text = report.read_source(finding.path)
-    if text is None:
+def _snippet(finding: Finding, lines: list[str] | None, paint: _Painter) -> list[str]:
+    if lines is None:
         return []
-    lines = NEWLINES.split(text)
     start, end = finding.span.start, finding.span.end
     if not 0 < start.line <= len(lines):
         return []
