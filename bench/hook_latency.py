@@ -1,0 +1,105 @@
+"""Time the pre-commit hook's check of one staged file in a large project, warm, and the peak
+memory of any one distlint process on the cold check of that project.
+
+The corpus (default: the installed torch package, about 2,100 files) is copied into a fresh
+temporary project (a ``pyproject.toml`` at its root, so the cache lives there). A cold
+``distlint check`` of the whole project fills the cache; its peak resident memory per process
+is read from ``getrusage`` in a wrapper process (the largest of distlint and its workers).
+Then the hook's command, ``distlint check --force-exclude FILE`` for one file (default: the
+file with the most findings in the whole check), is timed ``--repeat`` times with
+the cache warm. The hook's findings for that file must equal the whole check's (cross-file
+findings included): the script says whether they do.
+
+    python bench/hook_latency.py --jobs 16
+    python bench/hook_latency.py --corpus src/ --file src/train.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PEAK = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+sys.stdout.buffer.write(done.stdout)
+sys.stderr.write(f"\\nPEAK-KIB {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
+sys.exit(done.returncode)
+"""
+
+
+def torch_dir() -> Path:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("torch is not installed: pass --corpus PATH")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def findings_by_file(stdout: str) -> dict[str, list[tuple]]:
+    found: dict[str, list[tuple]] = {}
+    for item in json.loads(stdout or "[]"):
+        start = item["range"]["start"]
+        key = (item["code"], start["line"], start["column"], item["message"])
+        found.setdefault(item["path"], []).append(key)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=None)
+    parser.add_argument("--file", default=None, help="the staged file, relative to the corpus")
+    parser.add_argument("--jobs", type=int, default=1, help="jobs of the cold check")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    corpus = (args.corpus or torch_dir()).resolve()
+    with tempfile.TemporaryDirectory(prefix="distlint-hook-") as tmp:
+        project = Path(tmp) / "project"
+        shutil.copytree(corpus, project / corpus.name, ignore=shutil.ignore_patterns("__pycache__"))
+        (project / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+        files = sorted(p for p in (project / corpus.name).rglob("*.py"))
+        distlint = [sys.executable, "-m", "distlint", "check", "--format", "json"]
+        started = time.perf_counter()
+        cold = subprocess.run(
+            [sys.executable, "-c", PEAK, *distlint, "-j", str(args.jobs), corpus.name],
+            cwd=project,
+            capture_output=True,
+            text=True,
+        )
+        cold_wall = time.perf_counter() - started
+        if cold.returncode not in (0, 1):
+            raise SystemExit(f"the cold check failed ({cold.returncode}):\n{cold.stderr[-2000:]}")
+        peak_kib = int(cold.stderr.rsplit("PEAK-KIB ", 1)[1].split()[0])
+        whole = findings_by_file(cold.stdout)
+        staged = args.file or max(sorted(whole), key=lambda path: len(whole[path]))
+        timings = []
+        hook = None
+        for _ in range(args.repeat):
+            started = time.perf_counter()
+            hook = subprocess.run(
+                [*distlint, "--force-exclude", staged], cwd=project, capture_output=True, text=True
+            )
+            timings.append(time.perf_counter() - started)
+        assert hook is not None
+        if hook.returncode not in (0, 1):
+            raise SystemExit(f"the hook's check failed ({hook.returncode}):\n{hook.stderr[-2000:]}")
+        same = findings_by_file(hook.stdout).get(staged, []) == whole.get(staged, [])
+        cold_line = f"cold check with -j{args.jobs}: {cold_wall:.1f} s"
+        print(f"corpus {corpus} ({len(files)} files), {cold_line}")
+        print(f"peak resident memory of one process: {peak_kib / 1024:.0f} MiB")
+        print(
+            f"hook on {staged}, warm cache: median {statistics.median(timings):.2f} s "
+            f"(runs: {', '.join(f'{t:.2f}' for t in timings)}); "
+            f"{len(whole.get(staged, []))} findings, the same as the whole check's: {same}"
+        )
+
+
+if __name__ == "__main__":
+    main()
