@@ -20,6 +20,7 @@ from distlint.knowledge.captures import (
     graphed_items,
     statement_method,
 )
+from distlint.knowledge.module_factories import RETURNS_THE_MODULE
 from distlint.semantic.bindings import LITERAL_TYPES, STARRED
 from distlint.semantic.collectives import (
     DDP,
@@ -102,28 +103,6 @@ _BUILTIN_CONTAINERS = frozenset({"list", "tuple"})
 _TRANSPARENT = WRAPPERS | FULLY_SHARD
 _UNKNOWN: Value = ("?",)
 _COMPILE_NAME_HINTS = ("compile", "fuser", "jit")
-# nn.Module methods that return the module itself (torch 2.13 ``nn.Module``).
-_RETURNS_THE_MODULE = frozenset(
-    {
-        "to",
-        "cuda",
-        "cpu",
-        "xpu",
-        "mtia",
-        "ipu",
-        "half",
-        "float",
-        "double",
-        "bfloat16",
-        "type",
-        "train",
-        "eval",
-        "requires_grad_",
-        "share_memory",
-        "to_empty",
-        "apply",
-    }
-)
 _NOT_A_COMPILE = frozenset({"re.compile", "regex.compile"})
 
 
@@ -432,7 +411,7 @@ class Collector:
         while (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in _RETURNS_THE_MODULE
+            and node.func.attr.value in RETURNS_THE_MODULE
         ):
             node = node.func.value
         if not isinstance(node, cst.Call):
@@ -1475,7 +1454,7 @@ class Collector:
             return ("super", scope.class_id)
         if (
             isinstance(func, cst.Attribute)
-            and func.attr.value in _RETURNS_THE_MODULE
+            and func.attr.value in RETURNS_THE_MODULE
             and self.ctx.resolve_in(scope.table, func) is None
         ):
             # ``GPT(cfg).to(device).train()``: nn.Module's own methods return the module

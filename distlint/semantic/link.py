@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from distlint.findings import Position, Span
+from distlint.knowledge.module_factories import builds_module
 from distlint.semantic.bindings import (
     LITERAL_TYPES,
     STARRED,
@@ -608,6 +609,8 @@ def _roots(facts: ProjectFacts) -> None:
                 why = _unresolved_reason(facts, site, scope)
                 if why is not None:
                     facts.unresolved.append((module.path, site.span, why))
+                if _library_module(site.target):  # a second pass follows it (DL109)
+                    facts._modules_with_regions.add(module.key)
             binding = _site_binding(facts, site, scope) if site.construction is not None else None
             for function, kind in compiled:
                 if site.target and site.target[0] == "elem":
@@ -677,6 +680,17 @@ def _constructed_attributes(
         if value is None or isinstance(value, LITERAL_TYPES):
             entries.append((f"self.{name}", value))
     return tuple(entries) if len(entries) > 1 else None
+
+
+def _library_module(target: Value) -> bool:
+    """Whether a compile site's target is a module a library builds (``nn.Sequential(...)``,
+    ``torchvision.models.resnet18()``): its code is not the project's, but it is a module."""
+    if not target:
+        return False
+    if target[0] == "seq":  # nn.Sequential(...) is followed as the sequence of its children
+        return True
+    called = target[1] if target[0] == "call" else None
+    return isinstance(called, tuple) and called[:1] == ("g",) and builds_module(called[1])
 
 
 def _unresolved_reason(facts: ProjectFacts, site: CompileSite, scope: str) -> str | None:

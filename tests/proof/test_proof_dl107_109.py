@@ -35,6 +35,8 @@ FILES = [
     "fixtures/DL109/bad.py",
     "fixtures/DL109/good.py",
     "fixtures/DL109/traps.py",
+    "fixtures/DL109/bad_library.py",
+    "fixtures/DL109/traps_library.py",
     "fixtures/DL105/bad_fsdp2.py",
     "fixtures/DL105/good_fsdp2.py",
     "fixtures/DL105/traps_fsdp2.py",
@@ -174,8 +176,41 @@ def test_dl109_hooks_after_the_first_compiled_call_never_fire(runs) -> None:
     assert len(flagged_lines("DL109")) == 3
 
 
+def test_dl109_library_built_models_hooks_after_the_first_call_never_fire(runs) -> None:
+    bad = cases(runs, "DL109", "bad_library")
+    all_ok(bad)
+    assert {name: run.value for name, run in bad.items()} == {
+        "case_sequential_submodule_hook_after_torch_compile": 0,
+        "case_moved_sequential_children_hooks": 0,
+    }
+
+
+def test_dl109_library_module_table_matches_torch_nn() -> None:
+    """Every capitalised torch.nn name the table takes for a module builder is an nn.Module
+    subclass on the installed torch, and the names it leaves out are not."""
+    import torch
+
+    from distlint.knowledge.module_factories import builds_module
+
+    names = [name for name in dir(torch.nn) if name[:1].isupper()]
+    classes = {name: getattr(torch.nn, name) for name in names}
+    modules = {
+        n for n, c in classes.items() if isinstance(c, type) and issubclass(c, torch.nn.Module)
+    }
+    taken = {name for name in names if builds_module(f"torch.nn.{name}")}
+    assert taken == modules, (taken - modules, modules - taken)
+    assert len(modules) > 100
+
+
+def test_dl109_torch_nn_module_compile_method_compiles_nothing(runs) -> None:
+    """Why ``m.compile()`` of a library-built model is not reported: on a torch.nn class the
+    forward's frame is skipped, nothing is compiled and the children's hooks fire."""
+    run = cases(runs, "DL109", "traps_library")["case_torch_nn_module_compiled_in_place"]
+    assert run.ok and run.graphs == 0 and run.value == 9, run
+
+
 def test_dl109_good_and_traps_hooks_fire(runs) -> None:
-    for kind in ("good", "traps"):
+    for kind in ("good", "traps", "traps_library"):
         files = cases(runs, "DL109", kind)
         all_ok(files)
         assert all(isinstance(r.value, int) and r.value > 0 for r in files.values()), files

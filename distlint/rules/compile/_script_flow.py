@@ -7,15 +7,22 @@ script changes under it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from distlint.rules.compile._bindings import compiled_bindings, file_functions
+from distlint.knowledge.module_factories import RETURNS_THE_MODULE, builds_module
+from distlint.rules.compile._bindings import (
+    Binding,
+    compiled_bindings,
+    file_functions,
+    first_positional,
+)
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import Resolver
-from distlint.syntax.walker import descendants
+from distlint.semantic.regions_model import RootInfo
+from distlint.syntax.walker import children, descendants
 
 DIST = "torch.distributed."
 RESETS = frozenset({"torch._dynamo.reset", "torch.compiler.reset"})
@@ -61,40 +68,91 @@ def flows(ctx: RuleContext) -> list[Flow]:
 
 
 def _flows(ctx: RuleContext) -> list[Flow]:
-    names = set(compiled_bindings(ctx))
+    names = set(compiled_bindings(ctx)) | set(library_module_bindings(ctx))
     result = [_flow(ctx, ctx.module, names)]
     for func in file_functions(ctx).values():
         result.append(_flow(ctx, func, names))
     return result
 
 
-def _flow(ctx: RuleContext, scope: cst.Module | cst.FunctionDef, names: set[str]) -> Flow:
-    resolve = ctx.imports.resolve
-    flow = Flow()
-    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = []
-    from distlint.syntax.walker import children
+def _scopes(ctx: RuleContext) -> list[cst.Module | cst.FunctionDef]:
+    return [ctx.module, *file_functions(ctx).values()]
 
+
+def _scope_nodes(
+    scope: cst.Module | cst.FunctionDef,
+) -> Iterator[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
+    """The nodes of a scope's own code (not nested functions, classes or lambdas) in source
+    order, each with its enclosing for/while loops in the scope, outermost first."""
     body: Sequence[cst.CSTNode]
     if isinstance(scope, cst.FunctionDef):
         if not isinstance(scope.body, cst.IndentedBlock):
-            return flow
+            return
         body = scope.body.body
     else:
         body = scope.body
-    for stmt in reversed(list(body)):
-        stack.append((stmt, ()))
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [
+        (stmt, ()) for stmt in reversed(list(body))
+    ]
     while stack:
         node, loops = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        if isinstance(node, cst.Call):
-            _note_call(flow, node, loops, names, resolve)
+        yield node, loops
         inner = (*loops, node) if isinstance(node, (cst.For, cst.While)) else loops
         for child in reversed(children(node)):
             # the iterable of a for loop runs once, before the loop
             child_loops = loops if isinstance(node, cst.For) and child is node.iter else inner
             stack.append((child, child_loops))
+
+
+def _flow(ctx: RuleContext, scope: cst.Module | cst.FunctionDef, names: set[str]) -> Flow:
+    resolve = ctx.imports.resolve
+    flow = Flow()
+    for node, loops in _scope_nodes(scope):
+        if isinstance(node, cst.Call):
+            _note_call(flow, node, loops, names, resolve)
     return flow
+
+
+def library_module_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
+    """Compiled models built by a library (``compiled = torch.compile(model)`` where
+    ``model = nn.Sequential(...)`` in the same scope): the linker does not follow them (their
+    class is not in the project), but they are modules
+    (:mod:`distlint.knowledge.module_factories`). Names :func:`compiled_bindings` has are
+    left to it. ``model.compile()`` is not taken: on a ``torch.nn`` class it compiles nothing
+    on torch 2.13 (Dynamo skips the frame of a forward in torch.nn: 0 graphs, hooks fire)."""
+    return ctx.memo(_library_module_bindings)
+
+
+def _library_module_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
+    found: dict[str, list[Binding]] = {}
+    if "compile" not in ctx.source:
+        return found
+    known = compiled_bindings(ctx)
+    for scope in _scopes(ctx):
+        table = ctx.imports
+        if isinstance(scope, cst.FunctionDef):  # its own imports (``import torchvision``)
+            table = ctx.table_for(scope, table)
+        resolve = table.resolve
+        built: set[str] = set()  # names assigned a library-built module in this scope
+        for node, _ in _scope_nodes(scope):
+            if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+                continue
+            target = node.targets[0].target
+            value = node.value
+            if not isinstance(target, cst.Name) or not isinstance(value, cst.Call):
+                continue
+            made = _the_module(value)
+            if isinstance(made, cst.Call) and builds_module(resolve(made.func)):
+                built.add(target.value)
+            elif resolve(value.func) == "torch.compile" and target.value not in known:
+                first = _the_module(first_positional(value))
+                if isinstance(first, cst.Name) and first.value in built:
+                    root = RootInfo(ctx.path, ctx.span_now(value), "", "module")
+                    binding = Binding(target.value, root, first.value, value)
+                    found.setdefault(target.value, []).append(binding)
+    return found
 
 
 def _note_call(
@@ -121,6 +179,17 @@ def _note_call(
         add("call", func.value)
     elif isinstance(func, cst.Attribute) and func.attr.value in HOOK_METHODS:
         add("hook", "", func.value)
+
+
+def _the_module(expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """``Net()`` for ``Net().to(device).train()``: methods that return the module itself."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in RETURNS_THE_MODULE
+    ):
+        expr = expr.func.value
+    return expr
 
 
 def names_in(node: cst.CSTNode) -> set[str]:

@@ -15,7 +15,12 @@ from distlint.findings import Severity
 from distlint.rules.compile._analysis import function_nodes
 from distlint.rules.compile._bindings import Binding, compiled_bindings, region_functions
 from distlint.rules.compile._region import _RegionRule
-from distlint.rules.compile._script_flow import Flow, flows, may_precede
+from distlint.rules.compile._script_flow import (
+    Flow,
+    flows,
+    library_module_bindings,
+    may_precede,
+)
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import RootInfo
 
@@ -34,7 +39,7 @@ class HookAfterCompile(_RegionRule):
     precision = "high"
 
     def visit_Module(self, node: cst.Module) -> None:
-        bindings = compiled_bindings(self.ctx)
+        bindings = {**compiled_bindings(self.ctx), **library_module_bindings(self.ctx)}
         if not bindings:
             return
         for flow in flows(self.ctx):

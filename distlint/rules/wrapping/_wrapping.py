@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from distlint.knowledge.module_factories import RETURNS_THE_MODULE
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import DDP, FSDP1, FULLY_SHARD
@@ -31,10 +32,6 @@ from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import call_argument, children, subclasses_of
 
 MODULE_COMPILE = "torch.nn.Module.compile"
-# Methods of nn.Module that return the module itself.
-_SELF_RETURNING = frozenset(
-    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_"}
-)
 # torch.nn names that are not modules with a forward of their own.
 _NOT_BUILTIN_MODULES = frozenset(
     {
@@ -399,7 +396,7 @@ def _strip_self_returning(expr: cst.BaseExpression) -> cst.BaseExpression:
     while (
         isinstance(expr, cst.Call)
         and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in _SELF_RETURNING
+        and expr.func.attr.value in RETURNS_THE_MODULE
     ):
         expr = expr.func.value
     return expr
