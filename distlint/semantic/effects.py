@@ -15,7 +15,8 @@ other ranks still issue afterwards.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -467,7 +468,8 @@ class EffectAnalysis:
                     # test's empty else is reached by no rank (or only by ranks the outer test
                     # split off)
                     paired = id(effect) in partitions or (split and not effect.orelse)
-                    self._branch(summary, effect, test, rest, after, loop, paired, found)
+                    with self._assuming(effect.cond):
+                        self._branch(summary, effect, test, rest, after, loop, paired, found)
                 inner_after = [rest, *after] if rest else after
                 inner_loop = loop
                 if loop is not None and rest:
@@ -551,6 +553,17 @@ class EffectAnalysis:
                 found.extend(self._one_sided(effect.body, function))
         return found
 
+    @contextmanager
+    def _assuming(self, cond: Condition | None) -> Iterator[None]:
+        """While a rank branch on ``cond`` is compared: the flags its test needs to differ
+        between ranks (``Condition.varies_when``) taken as given."""
+        saved = self._assumed
+        self._assumed = cond.varies_when if cond is not None else ()
+        try:
+            yield
+        finally:
+            self._assumed = saved
+
     def _branch(
         self,
         summary: FunctionSummary,
@@ -562,32 +575,14 @@ class EffectAnalysis:
         paired: bool,  # pairs with other rank branches (see ``_partitions``, ``_walk``)
         found: dict[int, Divergence],
     ) -> None:
-        """Compare what the ranks on either side of a rank branch issue until they meet again.
+        """Compare what the ranks on either side of a rank branch issue until they meet again
+        (called under ``_assuming(branch.cond)``).
 
         Without an exit the sides meet right after the branch: compare the sides. A side that
         leaves (``return``/``raise``: the function; ``continue``: the iteration; ``break``:
         the loop) meets the other side later, so compare what it issued before leaving with
         what the other side issues until that point.
         """
-        saved = self._assumed
-        self._assumed = branch.cond.varies_when if branch.cond is not None else ()
-        try:
-            self._sides(summary, branch, test, rest, after, loop, paired, found)
-        finally:
-            self._assumed = saved
-
-    def _sides(
-        self,
-        summary: FunctionSummary,
-        branch: Effect,
-        test: RankTest,
-        rest: _Tail,
-        after: list[_Tail],
-        loop: _Loop | None,
-        paired: bool,
-        found: dict[int, Divergence],
-    ) -> None:
-        """``_branch`` with the flags the branch's test needs to differ between ranks fixed."""
         in_loop = loop is not None
         body_exit = self._first_exit(branch.body, in_loop)
         orelse_exit = self._first_exit(branch.orelse, in_loop)
