@@ -47,8 +47,7 @@ class _Token:
 
 
 _RAW_PREFIX = re.compile(r'(?:u8|[uUL])?R"')
-_STR_PREFIX = re.compile(r'(?:u8|[uUL])?"')
-_CHAR_PREFIX = re.compile(r"(?:u8|[uUL])?'")
+_QUOTE_PREFIX = re.compile(r"""(?:u8|[uUL])?(["'])""")  # a string or character literal
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"\.?[0-9](?:[0-9A-Za-z_.']|[eEpP][+-])*")
 _DEFINE = re.compile(r"#\s*define\s+([A-Za-z_][A-Za-z0-9_]*)\s+([A-Za-z_][A-Za-z0-9_]*)\s*$")
@@ -103,16 +102,11 @@ def _tokenize(text: str) -> tuple[list[_Token], dict[str, str]]:
                 tokens.append(_Token("str", value, i, end))
                 i = end
                 continue
-        match = _STR_PREFIX.match(text, i)
+        match = _QUOTE_PREFIX.match(text, i)
         if match:
-            end, value = _quoted(text, match.end(), '"')
-            tokens.append(_Token("str", value, i, end))
-            i = end
-            continue
-        match = _CHAR_PREFIX.match(text, i)
-        if match:
-            end, value = _quoted(text, match.end(), "'")
-            tokens.append(_Token("num", value, i, end))
+            quote = match.group(1)
+            end, value = _quoted(text, match.end(), quote)
+            tokens.append(_Token("str" if quote == '"' else "num", value, i, end))  # 'c': a number
             i = end
             continue
         match = _IDENT.match(text, i)

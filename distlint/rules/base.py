@@ -22,9 +22,9 @@ A rule's ``scope`` says what it needs to know:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from functools import cache
-from typing import TYPE_CHECKING, ClassVar, TypedDict
+from collections.abc import Callable, Iterable, Iterator
+from functools import cache, wraps
+from typing import TYPE_CHECKING, ClassVar, TypedDict, TypeVar
 
 from distlint.findings import FixAvailability, Severity
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from distlint.findings import Finding, Fix, Location
     from distlint.rules.context import RuleContext
     from distlint.rules.project import Project
+    from distlint.semantic.regions_model import Region
 
 CODE_PATTERN = re.compile(r"[A-Z]{2,5}\d{3}")
 BUILTIN_PREFIX = "DL"  # distlint's own codes; a plugin chooses a prefix of its own
@@ -133,9 +134,31 @@ class Rule:
 
 class RegionRule(Rule):
     """A rule about code inside ``torch.compile`` regions: ``self.ctx.region`` says which
-    roots compile the current function (visitors run in the second pass)."""
+    roots compile the current function (visitors run in the second pass). A handler that
+    only looks inside a region takes it as an argument under :func:`in_region`."""
 
     scope = "region"
+
+
+_R = TypeVar("_R", bound=RegionRule)
+_N = TypeVar("_N", bound="cst.CSTNode")
+
+
+def in_region(handler: Callable[[_R, _N, Region], None]) -> Callable[[_R, _N], None]:
+    """Make ``handler(self, node, region)`` a region rule's visitor method (or a helper taking
+    a node) that runs only in a compiled region, and is handed that region (``ctx.region``)::
+
+        @in_region
+        def visit_Call(self, node: cst.Call, region: Region) -> None: ...
+    """
+
+    @wraps(handler)
+    def guarded(self: _R, node: _N) -> None:
+        region = self.ctx.region
+        if region is not None:
+            handler(self, node, region)
+
+    return guarded
 
 
 class ProjectRule(Rule):

@@ -15,7 +15,8 @@ other ranks still issue afterwards.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -118,15 +119,19 @@ _Memo = dict[int, tuple[Effect, _T]]
 
 
 @dataclass
-class _Blocks:
-    """For one function, mode and binding: what each effect adds to its block's sequence (and
-    whether the block stops there), and what the rest of a block issues from each position.
+class _Walk:
+    """A walk over one function's effects, in one mode and binding: the function, its bound
+    arguments and file; what each effect adds to its block's sequence (and whether the block
+    stops there), and what the rest of a block issues from each position.
 
-    Without them a flat run of n ``if rank == i: all_reduce(t); return`` branches cost n^2
-    in the divergence walk (each compares its staying side plus the rest of the block with
-    its leaving side) and 2^n in a caller's signature (each branch's rest computed again by
-    every branch before it)."""
+    Without what is kept, a flat run of n ``if rank == i: all_reduce(t); return`` branches
+    cost n^2 in the divergence walk (each compares its staying side plus the rest of the block
+    with its leaving side) and 2^n in a caller's signature (each branch's rest computed again
+    by every branch before it)."""
 
+    function: str
+    bound: dict[str, object]
+    path: str
     # the function whose rank branches are compared (not a callee's signature)
     compared: bool = False
     added: _Memo[tuple[list[Issued], bool]] = field(default_factory=dict)
@@ -154,7 +159,7 @@ class EffectAnalysis:
         # divergence walk asks for the sequence of every rank branch's sides, and the else
         # side of an ``elif`` chain holds the rest of the chain; computed again each time, a
         # chain of n branches cost n^2 (2,400 branches: 36 s).
-        self._blocks: dict[tuple, _Blocks] = {}
+        self._walks: dict[tuple, _Walk] = {}
         # the first exit of a branch's sides, whether both sides always exit, whether a branch
         # or loop defines a closure that issues collectives: asked of every rank branch's sides
         self._exits: dict[tuple[int, bool], tuple[Effect, Effect | None]] = {}
@@ -211,8 +216,8 @@ class EffectAnalysis:
         summary = self.facts.functions.get(function)
         if summary is None:
             return ()
-        bound = bind(summary, arguments)
-        result = tuple(self._sequence(summary.effects, function, bound, summary.path, _Blocks()))
+        walk = _Walk(function, bind(summary, arguments), summary.path)
+        result = tuple(self._sequence(summary.effects, walk))
         self._signatures[key] = result
         return result
 
@@ -228,19 +233,18 @@ class EffectAnalysis:
         ``signature``), so what is found then is kept for that computation alone. A signature
         asked for from here is finished before it returns and never computed again, so what
         is kept stays right."""
-        summary = self.facts.functions[function]
         key = (function, self._shortest, self._certain, self._assumed)
-        blocks = self._blocks.setdefault(key, _Blocks(compared=True))
-        bound = bind(summary, ())
-        return self._sequence(effects, function, bound, summary.path, blocks, start, limit)
+        walk = self._walks.get(key)
+        if walk is None:
+            summary = self.facts.functions[function]
+            walk = _Walk(function, bind(summary, ()), summary.path, compared=True)
+            self._walks[key] = walk
+        return self._sequence(effects, walk, start, limit)
 
     def _sequence(
         self,
         effects: Sequence[Effect],
-        function: str,
-        bound: dict[str, object],
-        path: str,
-        blocks: _Blocks,
+        walk: _Walk,
         start: int = 0,
         limit: int | None = None,
     ) -> list[Issued]:
@@ -248,10 +252,10 @@ class EffectAnalysis:
         index = start
         while index < len(effects):
             # over the effects that add nothing (a run of branches whose kept side is empty)
-            index = self._tail(effects, index, function, bound, path, blocks)[1]
+            index = self._tail(effects, index, walk)[1]
             if index == len(effects):
                 break
-            added, stops = self._added(effects, index, function, bound, path, blocks)
+            added, stops = self._added(effects, index, walk)
             issued.extend(added)
             if stops or (limit is not None and len(issued) >= limit):
                 break
@@ -262,17 +266,15 @@ class EffectAnalysis:
         self,
         effects: Sequence[Effect],
         index: int,
-        function: str,
-        bound: dict[str, object],
-        path: str,
-        blocks: _Blocks,
+        walk: _Walk,
     ) -> tuple[list[Issued], bool]:
         """What ``effects[index]`` adds to its block's sequence, and whether the block stops
-        there (an exit; a branch whose side taken always exits). Kept in ``blocks``."""
+        there (an exit; a branch whose side taken always exits). Kept in ``walk``."""
         effect = effects[index]
-        kept = blocks.added.get(id(effect))
+        kept = walk.added.get(id(effect))
         if kept is not None:
             return kept[1]
+        function, bound, path = walk.function, walk.bound, walk.path
         issued: list[Issued] = []
         stops = False
         kind = effect.kind
@@ -332,50 +334,47 @@ class EffectAnalysis:
                     )
                     break
         elif kind == "branch":
-            issued, stops = self._branch_issues(effects, index, function, bound, path, blocks)
+            issued, stops = self._branch_issues(effects, index, walk)
         elif kind == "loop":
-            issued = self._sequence(effect.body, function, bound, path, blocks)
+            issued = self._sequence(effect.body, walk)
             if effect.name == "while":
                 issued = [replace(i, looped=True) for i in issued]
         elif kind == "exit":
             stops = True  # the rest of this block does not run
         if self._certain:
             issued = [i for i in issued if not i.doubt]
-        blocks.added[id(effect)] = (effect, (issued, stops))
+        walk.added[id(effect)] = (effect, (issued, stops))
         return issued, stops
 
     def _branch_issues(
         self,
         effects: Sequence[Effect],
         index: int,
-        function: str,
-        bound: dict[str, object],
-        path: str,
-        blocks: _Blocks,
+        walk: _Walk,
     ) -> tuple[list[Issued], bool]:
         """What the branch ``effects[index]`` adds to its block's sequence, and whether the
         block stops there (the side the call site decides always exits; or one side always
         exits and issues the same collectives as the other side and the rest of the block:
         ``if not x: barrier(); return`` then ``barrier()``, one barrier on every path)."""
         effect = effects[index]
-        side = False if effect.name == "never" else decided_side(effect.cond, bound)
-        if side is None and self._assumed and blocks.compared:
+        side = False if effect.name == "never" else decided_side(effect.cond, walk.bound)
+        if side is None and self._assumed and walk.compared:
             # in the function whose rank branch is compared (not in a callee, whose names
             # are its own): a branch on a flag that branch's test fixed
             side = _assumed_side(effect.cond, dict(self._assumed))
         if side is not None:
             chosen = effect.body if side else effect.orelse
-            issued = self._sequence(chosen, function, bound, path, blocks)
+            issued = self._sequence(chosen, walk)
             return issued, self._always_exits(chosen)
-        body = self._sequence(effect.body, function, bound, path, blocks)
-        orelse = self._sequence(effect.orelse, function, bound, path, blocks)
+        body = self._sequence(effect.body, walk)
+        orelse = self._sequence(effect.orelse, walk)
         exits = (self._always_exits(effect.body), self._always_exits(effect.orelse))
         if exits[0] != exits[1]:
             leaving, staying = (body, orelse) if exits[0] else (orelse, body)
             # the rest is counted first: a list as long as ``leaving`` is built only then
-            count, first = self._tail(effects, index + 1, function, bound, path, blocks)
+            count, first = self._tail(effects, index + 1, walk)
             if len(staying) + count == len(leaving):
-                staying = staying + self._sequence(effects, function, bound, path, blocks, first)
+                staying = staying + self._sequence(effects, walk, first)
                 if _same_kinds(leaving, staying):
                     return leaving, True  # every path through here issues the same collectives
         if self._shortest == 2 or (self._shortest and effect.name != "guard"):
@@ -387,10 +386,7 @@ class EffectAnalysis:
         self,
         effects: Sequence[Effect],
         start: int,
-        function: str,
-        bound: dict[str, object],
-        path: str,
-        blocks: _Blocks,
+        walk: _Walk,
     ) -> tuple[int, int]:
         """How many collectives ``effects[start:]`` issue, and the first position from which
         the sequence is the same (the first effect that adds any or stops the block; the end).
@@ -398,16 +394,16 @@ class EffectAnalysis:
         each ask for the rest after them, and recursion would go as deep as the run is long."""
         key = id(effects)
         end = start
-        while end < len(effects) and (key, end) not in blocks.tails:
+        while end < len(effects) and (key, end) not in walk.tails:
             end += 1
-        count, first = (0, len(effects)) if end == len(effects) else blocks.tails[(key, end)][1:]
+        count, first = (0, len(effects)) if end == len(effects) else walk.tails[(key, end)][1:]
         for index in range(end - 1, start - 1, -1):
-            added, stops = self._added(effects, index, function, bound, path, blocks)
+            added, stops = self._added(effects, index, walk)
             if stops:
                 count, first = len(added), index
             elif added:
                 count, first = len(added) + count, index
-            blocks.tails[(key, index)] = (effects, count, first)
+            walk.tails[(key, index)] = (effects, count, first)
         return count, first
 
     def _wrapped_member(self, effect: Effect, function: str) -> tuple[str, str] | None:
@@ -472,7 +468,8 @@ class EffectAnalysis:
                     # test's empty else is reached by no rank (or only by ranks the outer test
                     # split off)
                     paired = id(effect) in partitions or (split and not effect.orelse)
-                    self._branch(summary, effect, test, rest, after, loop, paired, found)
+                    with self._assuming(effect.cond):
+                        self._branch(summary, effect, test, rest, after, loop, paired, found)
                 inner_after = [rest, *after] if rest else after
                 inner_loop = loop
                 if loop is not None and rest:
@@ -556,6 +553,17 @@ class EffectAnalysis:
                 found.extend(self._one_sided(effect.body, function))
         return found
 
+    @contextmanager
+    def _assuming(self, cond: Condition | None) -> Iterator[None]:
+        """While a rank branch on ``cond`` is compared: the flags its test needs to differ
+        between ranks (``Condition.varies_when``) taken as given."""
+        saved = self._assumed
+        self._assumed = cond.varies_when if cond is not None else ()
+        try:
+            yield
+        finally:
+            self._assumed = saved
+
     def _branch(
         self,
         summary: FunctionSummary,
@@ -567,32 +575,14 @@ class EffectAnalysis:
         paired: bool,  # pairs with other rank branches (see ``_partitions``, ``_walk``)
         found: dict[int, Divergence],
     ) -> None:
-        """Compare what the ranks on either side of a rank branch issue until they meet again.
+        """Compare what the ranks on either side of a rank branch issue until they meet again
+        (called under ``_assuming(branch.cond)``).
 
         Without an exit the sides meet right after the branch: compare the sides. A side that
         leaves (``return``/``raise``: the function; ``continue``: the iteration; ``break``:
         the loop) meets the other side later, so compare what it issued before leaving with
         what the other side issues until that point.
         """
-        saved = self._assumed
-        self._assumed = branch.cond.varies_when if branch.cond is not None else ()
-        try:
-            self._sides(summary, branch, test, rest, after, loop, paired, found)
-        finally:
-            self._assumed = saved
-
-    def _sides(
-        self,
-        summary: FunctionSummary,
-        branch: Effect,
-        test: RankTest,
-        rest: _Tail,
-        after: list[_Tail],
-        loop: _Loop | None,
-        paired: bool,
-        found: dict[int, Divergence],
-    ) -> None:
-        """``_branch`` with the flags the branch's test needs to differ between ranks fixed."""
         in_loop = loop is not None
         body_exit = self._first_exit(branch.body, in_loop)
         orelse_exit = self._first_exit(branch.orelse, in_loop)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.base import RegionRule
+from distlint.rules.base import RegionRule, in_region
+from distlint.semantic.regions_model import Region
 
 # Observed on torch 2.13.0 (re-observed by tests/proof/test_proof_dl203.py): each crashes Dynamo
 # with InternalTorchDynamoError (UnsafeScriptObjectError on the ProcessGroup OpaqueObject), GB2078.
@@ -35,10 +36,8 @@ class ObjectCollectiveInCompiledRegion(RegionRule):
     tags = ("correctness", "torch.compile", "distributed")
     precision = "very-high"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         name = self.ctx.resolve(node.func)
         if name not in OBJECT_COLLECTIVES:
             return

@@ -16,7 +16,8 @@ from distlint.knowledge.collectives import (
     UNTRACEABLE_COLLECTIVES,
     collective_break_gb,
 )
-from distlint.rules.base import RegionRule
+from distlint.rules.base import RegionRule, in_region
+from distlint.semantic.regions_model import Region
 
 _INSTEAD = {
     "torch.distributed.broadcast": "`funcol.broadcast(t, src, group)`",
@@ -39,10 +40,8 @@ class UntraceableCollective(RegionRule):
     tags = ("performance", "torch.compile", "distributed")
     precision = "very-high"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         name = self.ctx.resolve(node.func)
         gb = collective_break_gb(name, node)
         if name is None or gb is None:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._analysis import binds_locally, bound_values, self_attribute_values
 from distlint.rules.compile._region import _RegionRule
+from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import scope_statements, self_attribute
 
 GRAD_MODES = frozenset(
@@ -46,10 +48,8 @@ class OutsideContextManager(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "high"
 
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_WithItem(self, node: cst.WithItem, region: Region) -> None:
         item = node.item
         made = None
         if isinstance(item, cst.Name):

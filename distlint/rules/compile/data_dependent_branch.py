@@ -11,8 +11,10 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._analysis import tensor_branches, truth_tested
 from distlint.rules.compile._region import _RegionRule
+from distlint.semantic.regions_model import Region
 
 
 class DataDependentBranch(_RegionRule):
@@ -26,10 +28,8 @@ class DataDependentBranch(_RegionRule):
     tags = ("performance", "correctness", "torch.compile")
     precision = "high"
 
-    def _check(self, node: cst.CSTNode) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def _check(self, node: cst.CSTNode, region: Region) -> None:
         for leaf in tensor_branches(node, self.guess()):
             spelled = self.spell(leaf)
             self.report_break(
@@ -60,11 +60,9 @@ class DataDependentBranch(_RegionRule):
     def visit_CompIf(self, node: cst.CompIf) -> None:
         self._check(node)
 
-    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+    @in_region
+    def visit_BooleanOperation(self, node: cst.BooleanOperation, region: Region) -> None:
         """``a and b`` outside a test still calls ``bool(a)``."""
-        region = self.ctx.region
-        if region is None:
-            return
         parents = self.ctx.parents
         parent = parents[-1] if parents else None
         if isinstance(parent, (cst.BooleanOperation, cst.If, cst.While, cst.IfExp, cst.CompIf)):
@@ -74,11 +72,9 @@ class DataDependentBranch(_RegionRule):
         guess = self.guess()
         for leaf in truth_tested(node.left):
             if guess.is_tensor(leaf):
-                self._report_leaf(leaf)
+                self._report_leaf(leaf, region)
 
-    def _report_leaf(self, leaf: cst.BaseExpression) -> None:
-        region = self.ctx.region
-        assert region is not None
+    def _report_leaf(self, leaf: cst.BaseExpression, region: Region) -> None:
         spelled = self.spell(leaf)
         self.report_break(
             leaf,

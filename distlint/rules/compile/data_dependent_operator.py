@@ -15,7 +15,9 @@ from collections.abc import Sequence
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._region import _RegionRule
+from distlint.semantic.regions_model import Region
 
 # torch function -> (aten operator named in the message, what to use instead)
 OPERATORS = {
@@ -36,10 +38,8 @@ class DataDependentOperator(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "high"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         name = self.ctx.resolve(node.func)
         operator = None
         if name in OPERATORS:

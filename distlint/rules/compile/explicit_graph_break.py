@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._hop_bodies import CHECKPOINT, COND, hop_bodies
 from distlint.rules.compile._region import _locally_bound, _RegionRule
 from distlint.rules.context import RuleContext
@@ -68,10 +69,8 @@ class ExplicitGraphBreak(_RegionRule):
         self._reported: set[int] = set()
         self._assigned: dict[str, list[cst.BaseExpression]] | None = None
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         name = explicit_break(self.ctx.resolve, node)
         if name is not None:
             self._report(node, name, region, None)
@@ -83,12 +82,10 @@ class ExplicitGraphBreak(_RegionRule):
                     if found is not None:
                         self._report(inner, found, region, hop.operator)
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
+    @in_region
+    def visit_Attribute(self, node: cst.Attribute, region: Region) -> None:
         """``obj.prop`` / ``obj.x = v`` where ``obj``'s class (of this file) runs a break in its
         property getter or its ``__setattr__``: Dynamo inlines those too."""
-        region = self.ctx.region
-        if region is None:
-            return
         parents = self.ctx.parents
         parent = parents[-1] if parents else None
         if isinstance(parent, cst.Call) and parent.func is node:

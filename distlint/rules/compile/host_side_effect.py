@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._analysis import SOME_PATHS, tensor_branches
 from distlint.rules.compile._breaks import LOGGER_METHODS, environ_write, host_call
 from distlint.rules.compile._region import _RegionRule
@@ -39,20 +40,16 @@ class HostSideEffect(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "high"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         found = host_call(self, node)
         if found is None or self._under_tensor_test():
             return
         spelled, gb = found
         self._report(node, f"`{spelled}(...)`", gb, region, self._eager_guard(node, spelled))
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Assign(self, node: cst.Assign, region: Region) -> None:
         target = environ_write(self, node)
         if target is not None:
             self._report(target, "Writing `os.environ`", "0007", region)

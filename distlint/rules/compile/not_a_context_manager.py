@@ -11,7 +11,9 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._region import _locally_bound, _RegionRule
+from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import scope_statements
 
 _PROTOCOL = frozenset({"__enter__", "__exit__"})
@@ -28,10 +30,8 @@ class NotAContextManager(_RegionRule):
     tags = ("correctness", "torch.compile")
     precision = "very-high"
 
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_WithItem(self, node: cst.WithItem, region: Region) -> None:
         what = self._not_a_context_manager(node.item)
         if what is None:
             return

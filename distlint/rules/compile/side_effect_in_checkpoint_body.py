@@ -15,6 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._analysis import bound_values, self_attribute_values
 from distlint.rules.compile._hop_bodies import COND, HopBody, hop_bodies
 from distlint.rules.compile._region import _RegionRule
@@ -69,10 +70,8 @@ class HopBodySideEffect(_RegionRule):
         super().__init__(ctx)
         self._reported: set[int] = set()
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         for hop in hop_bodies(self.ctx.resolve, self.ctx.module, self.ctx.parents, node):
             for effect, what in self._effects(hop):
                 if id(effect) not in self._reported:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.regions import DISABLE_FUNCTIONS
 from distlint.semantic.regions_model import Region
@@ -37,10 +38,8 @@ class SkippedFunctionCall(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "very-high"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         name = self.ctx.resolve(node.func)
         if name in DISABLE_FUNCTIONS:
             self._report(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._analysis import (
     NON_TENSOR_ATTRS,
     NON_TENSOR_METHODS,
@@ -22,6 +23,7 @@ from distlint.rules.compile._analysis import (
 )
 from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.regions import Resolver
+from distlint.semantic.regions_model import Region
 from distlint.syntax.walker import keyword_arg
 
 _VALUE_METHODS = frozenset({"item", "tolist"})  # a Python value read from tensor data
@@ -50,10 +52,8 @@ class SortOfTensors(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "high"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         func = node.func
         if self.is_builtin(func, "sorted"):
             if not node.args or node.args[0].keyword is not None or node.args[0].star:

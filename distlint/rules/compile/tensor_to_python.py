@@ -12,9 +12,11 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._analysis import SOME_PATHS_NOTE, Conversion
 from distlint.rules.compile._breaks import conversion_break
 from distlint.rules.compile._region import _RegionRule
+from distlint.semantic.regions_model import Region
 
 
 class TensorToPython(_RegionRule):
@@ -28,10 +30,8 @@ class TensorToPython(_RegionRule):
     tags = ("performance", "torch.compile")
     precision = "high"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         conversion = conversion_break(self, node, self.ctx.parents)
         if conversion is None:
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules.base import in_region
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import Region
@@ -32,10 +33,8 @@ class TrainStepInCompiledRegion(_RegionRule):
         super().__init__(ctx)
         self._optimizers = _optimizer_names(ctx)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        region = self.ctx.region
-        if region is None:
-            return
+    @in_region
+    def visit_Call(self, node: cst.Call, region: Region) -> None:
         func = node.func
         name = self.ctx.resolve(func)
         if name == "torch.autograd.backward":

@@ -626,9 +626,10 @@ class _OpIndex:
 
 def _candidate_ops(
     project: Project, code: str, missing: Callable[[_OpIndex, OpRecord], bool]
-) -> tuple[_OpIndex, list[tuple[str, OpRecord]]]:
-    """The linked records of rule ``code``, and the (path, op) pairs a project rule may report:
-    the ops ``missing`` picks, less test fixture ops, measured in one go."""
+) -> tuple[_OpIndex, list[tuple[str, OpRecord, Span]]]:
+    """The linked records of rule ``code``, and the (path, op, span) of each op a project rule
+    may report: the ops ``missing`` picks, less test fixture ops, measured in one go (an op
+    whose place is not known is left out)."""
     index = _OpIndex.build(project.records(code))
     candidates = [
         (path, op)
@@ -636,16 +637,27 @@ def _candidate_ops(
         if missing(index, op) and not _test_fixture_op(project, index, path, op)
     ]
     index.measure(project, (op for _, op in candidates))
-    return index, candidates
+    return index, [
+        (path, op, span) for path, op in candidates if (span := _span(project, op)) is not None
+    ]
 
 
-def native_kernels(entries: Iterable[NativeEntry]) -> dict[str, set[str]]:
-    """qualname -> dispatch keys of the kernels among ``entries`` (``scan_native``'s, of the
-    project's C++/CUDA sources)."""
+def scan_native_sources(project: Project) -> list[tuple[str, str, list[NativeEntry]]]:
+    """The project's C++/CUDA sources: (path, text, the registrations ``scan_native`` finds
+    in the text)."""
+    from distlint.knowledge.native import scan_native
+
+    return [(path, text, scan_native(text)) for path, text in project.native_sources]
+
+
+def native_kernels(scanned: Iterable[tuple[str, str, list[NativeEntry]]]) -> dict[str, set[str]]:
+    """qualname -> dispatch keys of the kernels registered in ``scanned`` (the sources
+    :func:`scan_native_sources` read)."""
     kernels: dict[str, set[str]] = defaultdict(set)
-    for entry in entries:
-        if entry.kernel_key is not None:
-            kernels[f"{entry.namespace}::{entry.name}"].add(entry.kernel_key)
+    for _, _, entries in scanned:
+        for entry in entries:
+            if entry.kernel_key is not None:
+                kernels[f"{entry.namespace}::{entry.name}"].add(entry.kernel_key)
     return kernels
 
 

@@ -40,14 +40,8 @@ class CustomOpMissingAutograd(_OpFacts):
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index, candidates = _candidate_ops(project, cls.code, _lacks_autograd)
-        for path, op in candidates:
-            training = [(p, u) for p, u in index.uses_of(op) if u.training]
-            if not training:
-                continue
-            span = _span(project, op)
-            if span is None:
-                continue
-            training = [(p, u) for p, u in training if _span(project, u)]
+        for path, op, span in candidates:
+            training = [(p, u) for p, u in index.uses_of(op) if u.training and _span(project, u)]
             if not training:
                 continue
             use_path, use = training[0]

@@ -36,10 +36,7 @@ class CustomOpMissingFake(_OpFacts):
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
         index, candidates = _candidate_ops(project, cls.code, _lacks_fake)
-        for path, op in candidates:
-            span = _span(project, op)
-            if span is None:
-                continue
+        for path, op, span in candidates:
             if op.mutates and (op.returns_none or op.inplace_or_out):
                 continue  # torch generates the fake of a mutation-only, in-place or out= op
             compiled_uses = []

@@ -14,8 +14,8 @@ from distlint.rules.custom_ops._custom_ops import (
     _candidate_ops,
     _OpFacts,
     _OpIndex,
-    _span,
     native_kernels,
+    scan_native_sources,
 )
 
 
@@ -47,18 +47,11 @@ class LibraryOpMissingKernels(_OpFacts):
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        from distlint.knowledge.native import scan_native
-
-        native = native_kernels(
-            entry for _, text in project.native_sources for entry in scan_native(text)
-        )
+        native = native_kernels(scan_native_sources(project))
         index, candidates = _candidate_ops(
             project, cls.code, lambda index, op: any(_missing_kernels(index, op, native))
         )
-        for path, op in candidates:
-            span = _span(project, op)
-            if span is None:
-                continue
+        for path, op, span in candidates:
             missing_fake, missing_autograd = _missing_kernels(index, op, native)
             problems = []
             if missing_fake:

@@ -17,6 +17,7 @@ from distlint.rules.custom_ops._custom_ops import (
     _OpFacts,
     _OpIndex,
     native_kernels,
+    scan_native_sources,
 )
 
 
@@ -30,13 +31,11 @@ class NativeOpMissingRegistration(_OpFacts):
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        from distlint.knowledge.native import scan_native
-
         if not project.native_sources:
             return
         index = _OpIndex.build(project.records(cls.code))
-        scanned = [(path, text, scan_native(text)) for path, text in project.native_sources]
-        native = native_kernels(entry for _, _, entries in scanned for entry in entries)
+        scanned = scan_native_sources(project)
+        native = native_kernels(scanned)
         wildcard: dict[str, set[str]] = defaultdict(set)  # op name -> keys (unknown namespace)
         for _, _, entries in scanned:
             for entry in entries:
