@@ -78,10 +78,10 @@ def test_custom_op_places_are_measured_in_one_pass_per_file(
     calls: list[int] = []
     real = spans.node_ranges
 
-    def counting(module, nodes):  # type: ignore[no-untyped-def]
+    def counting(module, nodes, columns=None):  # type: ignore[no-untyped-def]
         nodes = list(nodes)
         calls.append(len(nodes))
-        return real(module, nodes)
+        return real(module, nodes, columns)
 
     monkeypatch.setattr(spans, "node_ranges", counting)
     ops = "\n".join(f"lib.define('op{i}(Tensor x) -> Tensor')" for i in range(30))
