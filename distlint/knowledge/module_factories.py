@@ -54,13 +54,14 @@ _NOT_MODULES = (
 _NOT_BUILDERS = ("get_weight", "get_model_weights", "list_models", "get_model_builder")
 _HF_NOT_MODELS = r"(?!\w*(Tokenizer|Config|Processor|FeatureExtractor))"
 
+_TORCH_NN = ModuleFactory(
+    re.compile(r"torch\.nn\.(modules\.\w+\.)?(?!(" + "|".join(_NOT_MODULES) + r")$)[A-Z]\w*"),
+    "torch 2.13: every capitalised name of torch.nn but Parameter, UninitializedParameter, "
+    "Buffer, UninitializedBuffer and LinearCrossEntropyOptions is a subclass of nn.Module "
+    "(checked over the whole namespace by tests/proof/test_proof_dl107_109.py)",
+)
 MODULE_FACTORIES: tuple[ModuleFactory, ...] = (
-    ModuleFactory(
-        re.compile(r"torch\.nn\.(modules\.\w+\.)?(?!(" + "|".join(_NOT_MODULES) + r")$)[A-Z]\w*"),
-        "torch 2.13: every capitalised name of torch.nn but Parameter, UninitializedParameter, "
-        "Buffer, UninitializedBuffer and LinearCrossEntropyOptions is a subclass of nn.Module "
-        "(checked over the whole namespace by tests/proof/test_proof_dl107_109.py)",
-    ),
+    _TORCH_NN,
     ModuleFactory(
         re.compile(r"torchvision\.models\.(\w+\.)?(?!(" + "|".join(_NOT_BUILDERS) + r")$)[a-z]\w*"),
         "torchvision 0.2x documentation (Models and pre-trained weights): the model builders "
@@ -83,3 +84,18 @@ MODULE_FACTORIES: tuple[ModuleFactory, ...] = (
 def builds_module(dotted: str | None) -> bool:
     """Whether calling the resolved name ``dotted`` returns an ``nn.Module`` (see above)."""
     return dotted is not None and any(f.pattern.fullmatch(dotted) for f in MODULE_FACTORIES)
+
+
+# torch.nn module classes with no forward of their own (containers), or whose forward is not
+# plain torch.nn layer code (DataParallel scatters to devices)
+_NO_LAYER_FORWARD = frozenset(
+    {"Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "DataParallel"}
+)
+
+
+def torch_nn_layer(dotted: str) -> bool:
+    """Whether ``dotted`` names a torch.nn module class whose ``forward`` is defined in
+    torch.nn itself (``nn.Linear``, ``nn.Sequential``, ``nn.TransformerEncoderLayer``)."""
+    return bool(_TORCH_NN.pattern.fullmatch(dotted)) and dotted.rsplit(".", 1)[-1] not in (
+        _NO_LAYER_FORWARD
+    )

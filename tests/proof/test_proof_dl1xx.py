@@ -710,3 +710,27 @@ def test_dl120_bad(runs) -> None:
 def test_dl120_good_and_traps_compile_without_a_break(runs) -> None:
     assert_clean(cases(runs, "DL120", "good"))
     assert_clean(cases(runs, "DL120", "traps"))
+
+
+# -- DL121 ---------------------------------------------------------------------------------------
+
+
+def test_dl121_compile_method_of_torch_nn_modules_compiles_nothing(runs) -> None:
+    bad = cases(runs, "DL121", "bad")
+    assert set(bad) == {
+        "case_linear",
+        "case_sequential_moved_to_a_device",
+        "case_layer_on_self_compiled_in_init",
+        "case_built_and_compiled_in_one_expression",
+    }
+    assert flagged_lines("DL121") == {16, 24, 30, 41}
+    for name, run in bad.items():
+        assert run.ok and run.graphs == 0 and run.unimplemented == [], (name, run)
+
+
+def test_dl121_torch_compile_and_own_forwards_compile(runs) -> None:
+    for kind in ("good", "traps"):
+        for name, run in cases(runs, "DL121", kind).items():
+            assert run.ok, (name, run)
+            if name != "case_a_regular_expression":
+                assert run.graphs == 1, (kind, name, run)

@@ -1,0 +1,130 @@
+"""DL121: ``m.compile()`` on an instance of a ``torch.nn`` class compiles nothing.
+
+Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL121): ``Module.compile()``
+installs ``torch.compile(self._call_impl)``; for a class whose ``forward`` lives in torch.nn
+(``nn.Linear``, ``nn.Sequential``, ``nn.TransformerEncoderLayer``) both frames are in files
+Dynamo skips, so no graph is ever compiled and the module runs eagerly, silently
+(pytorch/pytorch#150915). ``torch.compile(m)`` compiles it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from distlint.findings import Severity
+from distlint.knowledge.module_factories import RETURNS_THE_MODULE, torch_nn_layer
+from distlint.rules.base import Rule
+from distlint.rules.compile._analysis import TensorGuess
+from distlint.rules.context import RuleContext
+from distlint.syntax.imports import scope_statements_nested, self_attribute
+from distlint.syntax.walker import descendants
+
+
+class CompileMethodOnTorchNnModule(Rule):
+    code = "DL121"
+    name = "compile-method-on-torch-nn-module"
+    severity = Severity.WARNING
+    summary = (
+        "`m.compile()` on an instance of a torch.nn class (nn.Linear, nn.Sequential, "
+        "nn.TransformerEncoderLayer, ...) compiles nothing on torch 2.13: the module runs "
+        "eagerly."
+    )
+    tags = ("performance", "torch.compile")
+    precision = "very-high"
+
+    def __init__(self, ctx: RuleContext) -> None:
+        super().__init__(ctx)
+        self.active = "compile" in ctx.source and "nn" in ctx.source
+        self._bindings: dict[int, TensorGuess] = {}  # id(function or None) -> its bindings
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "compile":
+            return
+        if any(arg.keyword is None or arg.star for arg in node.args):
+            return  # ``Module.compile`` takes keywords only: another ``compile``
+        built = self._torch_nn_class(func.value)
+        if built is None:
+            return
+        spelled = self.ctx.spellings.spell(func.value, 60)
+        self.report(
+            node,
+            f"`{spelled}.compile()` compiles nothing: `{spelled}` is a torch.nn `{built}`, and "
+            "on torch 2.13 Dynamo skips the frames of a forward defined in torch.nn (no graph, "
+            "pytorch/pytorch#150915), so the module runs eagerly. Use `m = torch.compile(m)` "
+            "and call what it returns, or compile the module or function that calls it.",
+        )
+
+    def _torch_nn_class(self, receiver: cst.BaseExpression) -> str | None:
+        """The torch.nn class ``receiver`` is certainly an instance of, or None."""
+        inner = _the_module(receiver)
+        if inner is None:
+            return None
+        receiver = inner
+        if isinstance(receiver, cst.Call):
+            return self._built_by(receiver)
+        if isinstance(receiver, cst.Name):
+            function = self.ctx.function
+            bindings = self._bindings.get(id(function))
+            if bindings is None:
+                module = self.ctx.module if function is None else None
+                bindings = TensorGuess(self.ctx.imports.resolve, function, module=module)
+                self._bindings[id(function)] = bindings
+            if receiver.value in bindings.params:
+                return None
+            return self._only_value(bindings.assigned.get(receiver.value))
+        attribute = self_attribute(receiver)
+        if attribute is not None and self.ctx.function is not None:
+            cls = next((p for p in reversed(self.ctx.parents) if isinstance(p, cst.ClassDef)), None)
+            if cls is not None:
+                return self._only_value(_self_assigned(cls, attribute))
+        return None
+
+    def _only_value(self, values: list[cst.BaseExpression | None] | None) -> str | None:
+        """The torch.nn class every one of ``values`` builds (None when one does not)."""
+        if not values:
+            return None
+        built = {self._built_by(_the_module(value)) for value in values}
+        return built.pop() if len(built) == 1 and None not in built else None
+
+    def _built_by(self, value: cst.BaseExpression | None) -> str | None:
+        if not isinstance(value, cst.Call):
+            return None
+        dotted = self.ctx.imports.resolve(value.func)
+        return dotted.rsplit(".", 1)[-1] if dotted is not None and torch_nn_layer(dotted) else None
+
+
+def _the_module(expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """``nn.Linear(2, 2)`` for ``nn.Linear(2, 2).to(device).train()``."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in RETURNS_THE_MODULE
+    ):
+        expr = expr.func.value
+    return expr
+
+
+def _self_assigned(cls: cst.ClassDef, attribute: str) -> list[cst.BaseExpression | None]:
+    """Every value the class's methods assign to ``self.<attribute>`` (None for a binding
+    that is not a plain assignment: augmented, unpacked, ``setattr``-like)."""
+    values: list[cst.BaseExpression | None] = []
+    for stmt, _ in scope_statements_nested(cls.body.body):
+        if not isinstance(stmt, cst.FunctionDef):
+            continue
+        for node in descendants(stmt.body):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    if self_attribute(target.target) == attribute:
+                        values.append(node.value)
+                    elif any(
+                        isinstance(n, cst.Attribute) and self_attribute(n) == attribute
+                        for n in descendants(target.target)
+                    ):
+                        values.append(None)
+            elif (
+                isinstance(node, (cst.AnnAssign, cst.AugAssign))
+                and self_attribute(node.target) == attribute
+            ):
+                values.append(node.value if isinstance(node, cst.AnnAssign) else None)
+    return values
