@@ -359,3 +359,37 @@ def test_model_looked_up_by_name_in_a_module_outside_the_project_is_only_possibl
         "import factories", "import torchvision.models"
     )
     assert _lookup_codes(tmp_path, _FACTORIES, probe) == ["DL209"]
+
+
+def test_model_called_straight_from_the_lookup_owns_buffers_when_every_member_builds_them(
+    tmp_path,
+) -> None:
+    factories = """
+import torch.nn as nn
+
+
+def normed(width=8):
+    return nn.Sequential(nn.Linear(width, width), nn.BatchNorm1d(width))
+
+
+def batch_normed(width=8, momentum=0.1):
+    return nn.BatchNorm1d(width, momentum=momentum)
+"""
+    probe = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import factories
+
+
+def probe(name, batch):
+    model = nn.parallel.DistributedDataParallel(factories.__dict__[name](width=4))
+    model(batch).sum().backward()
+    if dist.get_rank() == 0:
+        with torch.no_grad():
+            model(batch)
+"""
+    assert _lookup_codes(tmp_path, factories, probe) == ["DL201"]
+    plain = factories + "\n\ndef plain(width=8):\n    return nn.Linear(width, 2)\n"
+    assert _lookup_codes(tmp_path / "plain", plain, probe) == ["DL209"]
