@@ -8,6 +8,7 @@ exits of branches that may depend on the rank.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -68,7 +69,7 @@ from distlint.semantic.regions import (
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
 from distlint.syntax.imports import ImportTable, dotted_name, self_attribute
 from distlint.syntax.shapes import bound_names, is_none
-from distlint.syntax.walker import children, descendants, parameters, suite_body
+from distlint.syntax.walker import blocks_of, children, descendants, parameters, suite_body
 
 if TYPE_CHECKING:
     from distlint.syntax.parsed_file import ParsedFile
@@ -220,6 +221,7 @@ class Collector:
             if resolved is not None:
                 self.summary.exports.setdefault(name, ("g", resolved))
         self.summary.dynamo_flags = self.ctx.memo(file_dynamo_config)
+        self.summary.open_namespace = _open_namespace(module, self.ctx.source)
         return self.summary
 
     # -- definitions -------------------------------------------------------------------------
@@ -245,6 +247,7 @@ class Collector:
         defaults += tuple((name, value) for name, value in keywords.items() if name not in params)
         summary = FunctionSummary(fid, node.name.value, self.ctx.path, None, class_id, params)
         summary.defaults = defaults
+        summary.accepts = _accepts(node.params)
         self.summary.functions[fid] = summary
         # Decorators are evaluated in the enclosing scope.
         decorators = []
@@ -1474,6 +1477,14 @@ class Collector:
                 inner = self._value(scope, call.args[0].value, depth + 1)
                 return inner if inner is not None and inner[0] == "seq" else None
             return None
+        if callee[0] == "elem" and callee[1][0] == "g" and callee[1][1].endswith(_NAMESPACE):
+            # ``resnet.__dict__[args.arch](zero_init_residual=True)``: a member of that module
+            shape = (
+                sum(1 for arg in call.args if arg.keyword is None and not arg.star),
+                tuple(sorted(arg.keyword.value for arg in call.args if arg.keyword is not None)),
+                any(arg.star for arg in call.args),
+            )
+            return ("call", ("members", callee[1][1][: -len(_NAMESPACE)], shape))
         if callee[0] == "g" and callee[1] in _TRANSPARENT and call.args:
             # DDP(model) / FSDP(model) / fully_shard(model) run the model's own forward
             return self._value(scope, call.args[0].value, depth + 1)
@@ -2078,6 +2089,60 @@ def _unwrap(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
                     yield from _unwrap(inner)
             elif isinstance(child, cst.If):
                 yield from _unwrap(child)
+
+
+_NAMESPACE = ".__dict__"
+
+
+def _accepts(
+    params: cst.Parameters,
+) -> tuple[tuple[str, ...], int, bool, tuple[str, ...], tuple[str, ...], bool]:
+    """What calls a signature accepts (see ``FunctionSummary.accepts``)."""
+    positional = [*params.posonly_params, *params.params]
+    return (
+        tuple(p.name.value for p in positional),
+        sum(1 for p in positional if p.default is None),
+        isinstance(params.star_arg, cst.Param),
+        tuple(p.name.value for p in params.kwonly_params),
+        tuple(p.name.value for p in params.kwonly_params if p.default is None),
+        isinstance(params.star_kwarg, cst.Param),
+    )
+
+
+def _open_namespace(module: cst.Module, source: str) -> bool:
+    """Whether a module-level name may hold a callable other than the module's own defs and
+    classes (see ``ModuleSummary.open_namespace``). Plain ``import`` binds modules, which are
+    not callable, and a literal is not callable either; anything else is not known."""
+    from distlint.syntax.imports import scope_statements
+
+    for stmt in scope_statements(module.body):
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef, cst.Import, cst.Expr, cst.Pass)):
+            continue
+        if isinstance(stmt, cst.ImportFrom):
+            if stmt.module is not None and dotted_name(stmt.module) == "__future__":
+                continue
+            return True
+        if isinstance(stmt, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            if stmt.value is None or is_literal(literal_value(stmt.value)):
+                continue
+            return True
+        if not isinstance(stmt, (cst.Assert, cst.Raise, cst.Del)):
+            return True
+    pending: list[cst.CSTNode] = list(module.body)
+    while pending:  # a module-level ``for``/``with``/``match`` binds names too
+        node = pending.pop()
+        if isinstance(node, (cst.For, cst.With, cst.Match)):
+            return True
+        if isinstance(node, cst.BaseCompoundStatement) and not isinstance(
+            node, (cst.FunctionDef, cst.ClassDef)
+        ):
+            pending.extend(child for block in blocks_of(node) for child in suite_body(block))
+    # ``global x`` in a function, ``globals()[name] = ...``, a module-level ``:=`` (read from
+    # the text: a mention in a comment only makes the answer more cautious)
+    return _BINDS_GLOBALS.search(source) is not None
+
+
+_BINDS_GLOBALS = re.compile(r"\bglobals?\b|:=")
 
 
 def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:

@@ -436,11 +436,40 @@ class ProjectFacts:
             return False
         if module[0] == "seq":  # nn.Sequential(...): any element's buffers
             return any(self._buffered(item, cls, depth + 1) for item in module[1])
+        lookup = _member_lookup(module)
+        if lookup is not None:  # ``resnet.__dict__[args.arch](...)``: whichever member it is
+            members = self._members(lookup)
+            return bool(members) and all(
+                self._buffered(_with_callee(module, member), cls, depth + 1) for member in members
+            )
         if module[0] == "call":
             made = self.evaluate(module[1], cls)
             return bool(made) and all(self._builds_buffered(item, depth + 1) for item in made)
         held = self.evaluate(module, cls)
         return bool(held) and all(self._holds_buffers(item, depth + 1) for item in held)
+
+    def _members(self, lookup: Value) -> tuple[Value, ...]:
+        """The defs and classes of a project module that a call of the shape ``lookup`` gives
+        (``("members", module, shape)``) may run without a TypeError; none when the module's
+        namespace may hold other callables (see ``ModuleSummary.open_namespace``)."""
+        module = self.modules.get(lookup[1])
+        if module is None or module.open_namespace:
+            return ()
+        prefix = f"{module.key}:"
+        found: list[Value] = []
+        for ident in sorted({*module.functions, *module.classes}):
+            name = ident[len(prefix) :]
+            if not ident.startswith(prefix) or "." in name or name == MODULE_CODE:
+                continue  # a method, a nested def, the module's own code
+            if ident in module.classes:
+                init = self.lookup_method(ident, "__init__")
+                summary = self.functions.get(init) if init is not None else None
+                bound = 1
+            else:
+                summary, bound = module.functions[ident], 0
+            if summary is None or _may_accept(summary, lookup[2], bound):
+                found.append(("f", ident))
+        return tuple(found)
 
     def _builds_buffered(self, constructor: AVal, depth: int) -> bool:
         """Whether calling ``constructor`` returns a module that owns buffers."""
@@ -951,3 +980,38 @@ def _rank_functions(facts: ProjectFacts) -> None:
                 rank.add(fid)
                 changed = True
     facts.rank_functions = rank
+
+
+def _member_lookup(module: Value) -> Value | None:
+    """The ``("members", ...)`` callee of a module value that calls a member looked up by a
+    computed name (``resnet.__dict__[arch](...)``, also an element of its result)."""
+    if module[0] == "item":
+        module = module[1]
+    if module[0] == "call" and module[1][0] == "members":
+        return module[1]
+    return None
+
+
+def _with_callee(module: Value, callee: Value) -> Value:
+    """``module`` with the callee of its call replaced (see ``_member_lookup``)."""
+    if module[0] == "item":
+        return ("item", ("call", callee), *module[2:])
+    return ("call", callee)
+
+
+def _may_accept(summary: FunctionSummary, shape: tuple, bound: int) -> bool:
+    """Whether a call with ``shape`` (positional count, keyword names, starred) may bind to
+    the signature of ``summary`` (less its first ``bound`` parameters); True when not known
+    (a decorated function may take anything)."""
+    if summary.accepts is None or summary.decorators or shape[2]:
+        return True
+    positional, required, varargs, kwonly, kwonly_required, varkw = summary.accepts
+    positional, required = positional[bound:], max(0, required - bound)
+    count, keywords = shape[0], set(shape[1])
+    if count > len(positional) and not varargs:
+        return False
+    if keywords & set(positional[:count]):
+        return False  # given twice
+    if not varkw and keywords - set(positional) - set(kwonly):
+        return False
+    return set(positional[count:required]) <= keywords and set(kwonly_required) <= keywords

@@ -14,7 +14,10 @@ knowing the other files. The encoding is nested tuples (cheap to build, pickle a
 * ``("partial", value, options)``: ``functools.partial(value, **options)``;
 * ``("union", (value, ...))``: one of these;
 * ``("param", function_id, "name")``: whatever the callers of the function pass as this
-  parameter (used for ``self.fn = fn`` attributes and calls of a parameter under capture).
+  parameter (used for ``self.fn = fn`` attributes and calls of a parameter under capture);
+* ``("members", "pkg.mod", (positional count, keyword names, starred))``: a member of a
+  module looked up by a computed name (``resnet.__dict__[args.arch]``) and called with
+  arguments of that shape (only the proof that a model owns buffers reads it).
 
 Ids: ``"<module key>:<qualname>"`` with Python's qualname (``Net.forward``,
 ``outer.<locals>.inner``); the module-level code of a file is ``"<module key>:<module>"``.
@@ -145,6 +148,9 @@ class FunctionSummary:
     # ``if`` (a lazy key: its ordinal among the file's ``if``s) and the test, so the linker can
     # tell which side every compiled caller's arguments rule out
     param_tests: tuple[tuple[object, Condition], ...] = ()
+    # the calls its signature accepts: (positional parameter names, how many of them have no
+    # default, ``*args``, keyword-only names, those without a default, ``**kwargs``)
+    accepts: tuple[tuple[str, ...], int, bool, tuple[str, ...], tuple[str, ...], bool] | None = None
 
 
 @dataclass
@@ -191,3 +197,7 @@ class ModuleSummary:
     # "<name>", or "<class id>.<name>" for writes on ``self`` in that class's methods; "*"
     # counts writes whose name is not known (``setattr(obj, key, ...)`` on another object)
     attribute_writes: dict[str, int] = field(default_factory=dict)
+    # the module's namespace may hold a callable that is not one of its defs or classes (a
+    # ``from`` import, a computed module-level value, ``globals()`` writes): a lookup by name in
+    # ``module.__dict__`` may then return anything
+    open_namespace: bool = False

@@ -77,6 +77,8 @@ PROJECT_HANGS = {
     "case_evaluate_on_main_process": 0,
     "case_save_checkpoint_on_main_process": 0,
     "case_other_ranks_return_before_synchronize": 0,
+    # DDP of a backbone picked from backbones.__dict__: rank 0's forward sends the BN buffers
+    "case_backbone_picked_by_name_probed_on_main_process": 0,
 }
 GOOD_VALUES = {
     "case_early_stopping_broadcast": 2,

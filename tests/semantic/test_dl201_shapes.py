@@ -44,6 +44,11 @@ BAD = [
     ("project/train_bad.py", "validate_on_main_process", "evaluate() in another module"),
     ("project/train_bad.py", "checkpoint_on_main_process", "save_checkpoint() -> synchronize()"),
     ("project/train_bad.py", "finish_run", "non-main ranks return before synchronize()"),
+    (
+        "project/train_bad.py",
+        "probe_backbone_on_main_process",
+        "DDP of a backbone looked up in backbones.__dict__ (every factory builds a BatchNorm)",
+    ),
     ("bad_realworld.py", "log_mean_loss", "helper with group=None (the world) on rank 0"),
     ("bad_realworld.py", "publish_checkpoint", "rank 0 returns after a failed upload"),
     ("bad_realworld.py", "make_output_dir", "rank unpacked from a (rank, world_size) tuple"),
@@ -105,6 +110,11 @@ TRAPS = [
     ("project/train_traps.py", "summary_on_main_process", "write_summary() then synchronize()"),
     ("project/train_traps.py", "local_total_on_main_process", "project helper named all_reduce"),
     ("project/train_traps.py", "validate_everywhere", "world-size branch, evaluate() everywhere"),
+    (
+        "project/train_traps.py",
+        "probe_head_on_main_process",
+        "DDP of a head looked up in heads.__dict__, one without buffers (DL209 only)",
+    ),
     ("traps_realworld.py", "train_with_accumulation", "(a) loop index of a sharded loader"),
     ("traps_realworld.py", "gradient_accumulation_steps", "(b) config checked, raise, barrier"),
     ("traps_realworld.py", "resume", "(c) checkpoint loaded onto the local-rank device"),

@@ -8,6 +8,8 @@ tests/proof/test_proof_dl201.py).
 
 from __future__ import annotations
 
+import pytest
+
 from tests.rules.conftest import findings
 
 
@@ -257,3 +259,137 @@ def test_leaving_ranks_issue_the_barrier_every_later_path_issues() -> None:
 def test_a_later_path_with_another_collective_is_still_reported() -> None:
     found = codes(LEAVE_AFTER_A_BARRIER.format(first="all_reduce(torch.ones(1))"))
     assert found and set(found) <= {"DL201", "DL209"}
+
+
+# -- a model looked up by name in a project module (``resnet.__dict__[args.arch]``) -------------
+
+_FACTORIES = """
+import torch.nn as nn
+
+
+def conv_block(in_channels, out_channels):
+    return nn.Conv2d(in_channels, out_channels, 3)
+
+
+class Net(nn.Module):
+    def __init__(self, width, zero_init=False, norm_layer=None):
+        super().__init__()
+        if norm_layer is None:
+            norm_layer = nn.BatchNorm2d
+        self.conv = conv_block(3, width)
+        self.norm = norm_layer(width)
+
+
+def narrow(**kwargs):
+    return Net(8, **kwargs), 8
+
+
+def wide(**kwargs):
+    return Net(64, **kwargs), 64
+"""
+
+_PROBE = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import factories
+
+
+def probe(args, batch):
+    backbone, width = factories.__dict__[args.arch](zero_init=True)
+    model = nn.parallel.DistributedDataParallel(nn.Sequential(backbone, nn.Linear(width, 2)))
+    model(batch).sum().backward()
+    if dist.get_rank() == 0:
+        with torch.no_grad():
+            model(batch)
+"""
+
+
+def _lookup_codes(tmp_path, factories: str, probe: str = _PROBE) -> list[str]:
+    from tests.project_util import check_sources
+
+    results = check_sources(
+        tmp_path, {"factories.py": factories, "probe.py": probe}, enabled=("DL201", "DL209")
+    )
+    return sorted(f.code for result in results.values() for f in result.findings)
+
+
+def test_model_looked_up_by_name_owns_buffers_when_every_factory_builds_them(tmp_path) -> None:
+    # conv_block needs two positional arguments: a keywords-only call cannot run it
+    assert _lookup_codes(tmp_path, _FACTORIES) == ["DL201"]
+
+
+def test_model_looked_up_by_name_is_only_possible_when_a_factory_builds_no_buffers(
+    tmp_path,
+) -> None:
+    extra = "\n\ndef plain(**kwargs):\n    return nn.Conv2d(3, 8, 3), 8\n"
+    assert _lookup_codes(tmp_path, _FACTORIES + extra) == ["DL209"]
+
+
+def test_model_looked_up_by_name_is_only_possible_when_a_helper_accepts_the_call(
+    tmp_path,
+) -> None:
+    helper = _FACTORIES.replace(
+        "def conv_block(in_channels, out_channels):",
+        "def conv_block(in_channels=3, out_channels=8, **kw):",
+    )
+    assert _lookup_codes(tmp_path, helper) == ["DL209"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from torchvision.models import resnet18",
+        "build = nn.Identity",
+        "globals()['extra'] = nn.Identity",
+    ],
+)
+def test_model_looked_up_by_name_is_only_possible_when_the_namespace_is_open(
+    tmp_path, line: str
+) -> None:
+    factories = _FACTORIES.replace("import torch.nn as nn\n", f"import torch.nn as nn\n{line}\n", 1)
+    assert _lookup_codes(tmp_path, factories) == ["DL209"]
+
+
+def test_model_looked_up_by_name_in_a_module_outside_the_project_is_only_possible(
+    tmp_path,
+) -> None:
+    probe = _PROBE.replace("factories.__dict__", "torchvision.models.__dict__").replace(
+        "import factories", "import torchvision.models"
+    )
+    assert _lookup_codes(tmp_path, _FACTORIES, probe) == ["DL209"]
+
+
+def test_model_called_straight_from_the_lookup_owns_buffers_when_every_member_builds_them(
+    tmp_path,
+) -> None:
+    factories = """
+import torch.nn as nn
+
+
+def normed(width=8):
+    return nn.Sequential(nn.Linear(width, width), nn.BatchNorm1d(width))
+
+
+def batch_normed(width=8, momentum=0.1):
+    return nn.BatchNorm1d(width, momentum=momentum)
+"""
+    probe = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import factories
+
+
+def probe(name, batch):
+    model = nn.parallel.DistributedDataParallel(factories.__dict__[name](width=4))
+    model(batch).sum().backward()
+    if dist.get_rank() == 0:
+        with torch.no_grad():
+            model(batch)
+"""
+    assert _lookup_codes(tmp_path, factories, probe) == ["DL201"]
+    plain = factories + "\n\ndef plain(width=8):\n    return nn.Linear(width, 2)\n"
+    assert _lookup_codes(tmp_path / "plain", plain, probe) == ["DL209"]
