@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import libcst as cst
+
 
 @dataclass(frozen=True)
 class ModuleFactory:
@@ -42,6 +44,19 @@ RETURNS_THE_MODULE = frozenset(
         "apply",
     }
 )
+
+
+def the_module(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``Net()`` for ``Net().to(device).train()``: the receiver of methods that return it."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in RETURNS_THE_MODULE
+    ):
+        expr = expr.func.value
+    return expr
+
+
 # capitalised torch.nn names that are not modules (torch 2.13)
 _NOT_MODULES = (
     "Parameter",

@@ -21,7 +21,7 @@ from distlint.knowledge.captures import (
     graphed_items,
     statement_method,
 )
-from distlint.knowledge.module_factories import RETURNS_THE_MODULE
+from distlint.knowledge.module_factories import RETURNS_THE_MODULE, the_module
 from distlint.semantic.bindings import LITERAL_TYPES, STARRED
 from distlint.semantic.collectives import (
     DDP,
@@ -411,12 +411,7 @@ class Collector:
                 suite_body(scope.node.body) if scope.node else (), node.value, site
             )
             node = value
-        while (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in RETURNS_THE_MODULE
-        ):
-            node = node.func.value
+        node = the_module(node)
         if not isinstance(node, cst.Call):
             return None, False
         return _call_arguments(node, scope.params), private

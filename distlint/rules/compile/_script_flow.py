@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from distlint.knowledge.module_factories import RETURNS_THE_MODULE, builds_module
+from distlint.knowledge.module_factories import builds_module, the_module
 from distlint.rules.compile._bindings import (
     Binding,
     compiled_bindings,
@@ -143,11 +143,12 @@ def _library_module_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
             value = node.value
             if not isinstance(target, cst.Name) or not isinstance(value, cst.Call):
                 continue
-            made = _the_module(value)
+            made = the_module(value)
             if isinstance(made, cst.Call) and builds_module(resolve(made.func)):
                 built.add(target.value)
             elif resolve(value.func) == "torch.compile" and target.value not in known:
-                first = _the_module(first_positional(value))
+                first = first_positional(value)
+                first = the_module(first) if first is not None else None
                 if isinstance(first, cst.Name) and first.value in built:
                     root = RootInfo(ctx.path, ctx.span_now(value), "", "module")
                     binding = Binding(target.value, root, first.value, value)
@@ -179,17 +180,6 @@ def _note_call(
         add("call", func.value)
     elif isinstance(func, cst.Attribute) and func.attr.value in HOOK_METHODS:
         add("hook", "", func.value)
-
-
-def _the_module(expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
-    """``Net()`` for ``Net().to(device).train()``: methods that return the module itself."""
-    while (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in RETURNS_THE_MODULE
-    ):
-        expr = expr.func.value
-    return expr
 
 
 def names_in(node: cst.CSTNode) -> set[str]:

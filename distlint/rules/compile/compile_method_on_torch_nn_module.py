@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.knowledge.module_factories import RETURNS_THE_MODULE, torch_nn_layer
+from distlint.knowledge.module_factories import the_module, torch_nn_layer
 from distlint.rules.base import Rule
 from distlint.rules.compile._analysis import TensorGuess
 from distlint.rules.context import RuleContext
@@ -57,10 +57,7 @@ class CompileMethodOnTorchNnModule(Rule):
 
     def _torch_nn_class(self, receiver: cst.BaseExpression) -> str | None:
         """The torch.nn class ``receiver`` is certainly an instance of, or None."""
-        inner = _the_module(receiver)
-        if inner is None:
-            return None
-        receiver = inner
+        receiver = the_module(receiver)
         if isinstance(receiver, cst.Call):
             return self._built_by(receiver)
         if isinstance(receiver, cst.Name):
@@ -84,7 +81,7 @@ class CompileMethodOnTorchNnModule(Rule):
         """The torch.nn class every one of ``values`` builds (None when one does not)."""
         if not values:
             return None
-        built = {self._built_by(_the_module(value)) for value in values}
+        built = {self._built_by(the_module(v) if v is not None else None) for v in values}
         return built.pop() if len(built) == 1 and None not in built else None
 
     def _built_by(self, value: cst.BaseExpression | None) -> str | None:
@@ -92,17 +89,6 @@ class CompileMethodOnTorchNnModule(Rule):
             return None
         dotted = self.ctx.imports.resolve(value.func)
         return dotted.rsplit(".", 1)[-1] if dotted is not None and torch_nn_layer(dotted) else None
-
-
-def _the_module(expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
-    """``nn.Linear(2, 2)`` for ``nn.Linear(2, 2).to(device).train()``."""
-    while (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in RETURNS_THE_MODULE
-    ):
-        expr = expr.func.value
-    return expr
 
 
 def _self_assigned(cls: cst.ClassDef, attribute: str) -> list[cst.BaseExpression | None]:

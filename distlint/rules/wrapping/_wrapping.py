@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from distlint.knowledge.module_factories import RETURNS_THE_MODULE
+from distlint.knowledge.module_factories import the_module
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import DDP, FSDP1, FULLY_SHARD
@@ -191,7 +191,7 @@ class _WrappingRule(Rule):
             scope.shard_children[key] = children
 
     def _wrapped(self, scope: _Scope, expr: cst.BaseExpression) -> Wrapped | None:
-        expr = _strip_self_returning(expr)
+        expr = the_module(expr)
         if isinstance(expr, cst.Call):
             name = self.ctx.resolve(expr.func)
             if name in DDP:
@@ -208,7 +208,7 @@ class _WrappingRule(Rule):
         return scope.wrapped.get(key) if key is not None else None
 
     def _builtin(self, scope: _Scope, expr: cst.BaseExpression) -> str | None:
-        expr = _strip_self_returning(expr)
+        expr = the_module(expr)
         if isinstance(expr, cst.Call):
             name = self.ctx.resolve(expr.func)
             return name if name is not None and _is_builtin_module(name) else None
@@ -239,7 +239,7 @@ class _WrappingRule(Rule):
         arg = call_argument(call, 0, "module")
         if arg is None:
             return
-        sharded = dotted_name(_strip_self_returning(arg))
+        sharded = dotted_name(the_module(arg))
         # `model.layers[0]`, `model.encoder`, or a loop variable over `model.layers`
         parents = {
             p for name in _expand_loop_vars(scope, _dotted_names(arg)) for p in _prefixes(name)
@@ -391,20 +391,9 @@ def _prefixes(name: str) -> Iterator[str]:
         yield ".".join(parts[:i])
 
 
-def _strip_self_returning(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """``DDP(m).to(device)`` -> ``DDP(m)``: module methods that return the module itself."""
-    while (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in RETURNS_THE_MODULE
-    ):
-        expr = expr.func.value
-    return expr
-
-
 def _module_key(expr: cst.BaseExpression, resolve: Resolver) -> str | None:
     """The name an expression's module is known by: ``model``, ``fully_shard(model)``."""
-    expr = _strip_self_returning(expr)
+    expr = the_module(expr)
     if isinstance(expr, cst.Call) and resolve(expr.func) in FULLY_SHARD:
         inner = call_argument(expr, 0, "module")
         return _module_key(inner, resolve) if inner is not None else None
