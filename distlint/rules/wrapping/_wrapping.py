@@ -109,20 +109,17 @@ class _WrappingRule(Rule):
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         source = ctx.source
-        self._active = (
+        self.active = (
             "compile" in source
             and any(word in source for word in self.triggers)
             and (not self.needs_fullgraph or "fullgraph" in source)
         )
 
     def visit_Module(self, node: cst.Module) -> None:
-        if self._active:
-            for site in self._sites(node, node.body):
-                self.check(site)
+        for site in self._sites(node, node.body):
+            self.check(site)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if not self._active:
-            return
         body = node.body
         if type(body) is cst.IndentedBlock:
             for site in self._sites(node, body.body):
