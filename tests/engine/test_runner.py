@@ -553,3 +553,34 @@ def test_spawned_workers_take_second_pass_inputs_nested_past_the_recursion_limit
         outputs.append(json.loads(proc.stdout))
     assert [(f["path"], f["code"]) for f in outputs[0]] == [("b.py", "DL102")]
     assert outputs[1] == outputs[0]
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, monkeypatch) -> None:
+    """The run pauses the collector and freezes the heap it starts with (and what survives
+    its own collections); afterwards both are as before, so garbage made meanwhile is
+    collected as usual."""
+    import gc
+
+    from distlint.engine import runner
+    from distlint.file_settings import FileSettings
+
+    for i in range(3):
+        (tmp_path / f"f{i}.py").write_text(FINDING)
+    tasks = [
+        runner.Task(tmp_path / f"f{i}.py", f"f{i}.py", FileSettings(frozenset({"DL502"})))
+        for i in range(3)
+    ]
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    seen: list[tuple[bool, int]] = []
+    real = runner._check
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((gc.isenabled(), gc.get_freeze_count()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_check", spy)
+    results = runner.run(tasks, jobs=1)
+    assert [f.code for r in results for f in r.findings] == ["DL502"] * 3
+    assert seen and all(not enabled and count > frozen for enabled, count in seen)
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
