@@ -34,11 +34,13 @@ def canonical_name(qualified: str) -> str:
 
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
+    # exact types (LibCST's node classes are ABCs: isinstance is slow, and this is asked of
+    # every call and attribute; Name and Attribute have no subclasses)
     parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
+    while type(expr) is cst.Attribute:
         parts.append(expr.attr.value)
         expr = expr.value
-    if not isinstance(expr, cst.Name):
+    if type(expr) is not cst.Name:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
