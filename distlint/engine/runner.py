@@ -507,8 +507,19 @@ def _run_pass(
         ]
     all_rules()  # import every rule module before forking, so workers inherit them
     calls = [(_check_in_worker, (task,), task.display) for task in tasks]
+    sizes = [_size(task) for task in tasks] if jobs.count > 1 else None
     with _Pool(min(jobs.count, len(tasks)), inputs) as pool:
-        return pool.map(calls, jobs.file_timeout)
+        return pool.map(calls, jobs.file_timeout, sizes)
+
+
+def _size(task: Task) -> int:
+    """How large the task's file is (0 if unknown): the pool hands out large files first."""
+    if task.data is not None:
+        return len(task.data)
+    try:
+        return task.path.stat().st_size
+    except OSError:
+        return 0
 
 
 # A worker's second-pass inputs, given by the pool's initializer (in workers only).
@@ -677,22 +688,43 @@ class Worker:
         self.process = context.Process(target=_serve, args=(child, inputs), daemon=True)
         self.process.start()
         child.close()
-        self.index: int | None = None  # the call it holds
+        # the calls it holds, in the order it runs them: the first runs, the next (if any)
+        # waits in the pipe, so the worker starts it without waiting for the parent
+        self.held: deque[int] = deque()
         self.started = 0.0
         self.cpu_started: float | None = None
         self.done = 0  # calls it finished
 
-    def give(self, index: int, call: Call) -> bool:
+    @property
+    def index(self) -> int | None:
+        """The call it is running (None: idle)."""
+        return self.held[0] if self.held else None
+
+    def give(self, index: int, message: bytes) -> bool:
+        """Send a call (``message``: :func:`transport.dumps` of it), to run now when idle,
+        else after the one it runs."""
         try:
-            transport.send(self.conn, (index, *call))
+            self.conn.send_bytes(message)
         except (OSError, ValueError):  # it died before taking the call
             return False
-        self.index, self.started = index, time.monotonic()
-        self.cpu_started = _cpu_seconds(self.process.pid)
+        self.held.append(index)
+        if len(self.held) == 1:
+            self._start()
         return True
 
+    def finished(self) -> None:
+        """The call it ran came back; the one waiting (if any) runs from now."""
+        self.held.popleft()
+        self.done += 1
+        if self.held:
+            self._start()
+
+    def _start(self) -> None:
+        self.started = time.monotonic()
+        self.cpu_started = _cpu_seconds(self.process.pid)
+
     def used(self, now: float) -> float:
-        """Seconds the call it holds has taken: CPU time where known (a busy machine does
+        """Seconds the call it runs has taken: CPU time where known (a busy machine does
         not make a file time out), else wall time."""
         cpu = _cpu_seconds(self.process.pid) if self.cpu_started is not None else None
         if cpu is None or self.cpu_started is None:
@@ -713,12 +745,20 @@ class Worker:
         self.conn.close()
 
 
+# A call is sent ahead (while the worker runs another) only when this small: the pipe holds
+# it without blocking the parent, which must stay free to read the result being written.
+# A task (path, settings) is about 1 KB; one carrying a file's text may be far larger.
+_AHEAD_BYTES = 4096
+
+
 class _Pool:
     """Worker processes that each check one file at a time, supervised file by file.
 
-    A worker that dies costs the file it held (DL000 "the parser crashed"), one that holds a
-    file past the budget is killed and costs that file (DL000 "not checked: exceeded"); either
-    way a new worker takes its place and the other files are checked as usual.
+    A worker that dies costs the file it was running (DL000 "the parser crashed"), one that
+    runs a file past the budget is killed and costs that file (DL000 "not checked:
+    exceeded"); either way a new worker takes its place, the file sent ahead to the old one
+    goes to another, and the other files are checked as usual. Files are handed out largest
+    first (``sizes``), so that a large file does not start last and keep the others waiting.
     """
 
     def __init__(self, size: int, inputs: SecondInputs) -> None:
@@ -747,18 +787,39 @@ class _Pool:
         self.workers[self.workers.index(worker)] = new
         return new
 
-    def map(self, calls: Sequence[Call], timeout: float | None) -> list[FileResult]:
-        pending = deque(range(len(calls)))
+    def map(
+        self, calls: Sequence[Call], timeout: float | None, sizes: Sequence[int] | None = None
+    ) -> list[FileResult]:
+        """Each call's result, in the order of ``calls``; ``sizes``: how large each call's
+        file is (the largest are handed out first)."""
+        order = range(len(calls))
+        if sizes is not None:
+            order = sorted(order, key=lambda i: -sizes[i])  # type: ignore[assignment]
+        pending = deque(order)
         results: dict[int, FileResult] = {}
         self.workers = [Worker(self.inputs) for _ in range(min(self.size, len(calls)))]
 
         def feed(worker: Worker) -> None:
-            while pending:
-                index = pending.popleft()
-                if worker.give(index, calls[index]):
-                    return
+            """Keep ``worker`` running a call, with one more waiting when it is small."""
+            while pending and len(worker.held) < 2:
+                index = pending[0]
+                message = transport.dumps((index, *calls[index]))
+                if worker.held and len(message) > _AHEAD_BYTES:
+                    return  # sent when the worker is idle
+                pending.popleft()
+                if worker.give(index, message):
+                    continue
                 pending.appendleft(index)  # not this file's fault: another worker takes it
+                if worker.held:
+                    return  # it died running a call: the loop below finds out which
                 worker = self._replace(worker)
+
+        def give_up(worker: Worker, reason: str) -> None:
+            """The call ``worker`` runs is given up; the one sent ahead goes back first."""
+            running, *ahead = worker.held
+            results[running] = _gave_up(calls[running][2], reason)
+            pending.extendleft(reversed(ahead))
+            feed(self._replace(worker))
 
         for worker in list(self.workers):
             feed(worker)
@@ -772,28 +833,21 @@ class _Pool:
             ready = set(multiprocessing.connection.wait(handles, wait))
             now = time.monotonic()
             for worker in busy:
-                index = worker.index
-                assert index is not None
-                name = calls[index][2]
                 if worker.conn in ready:
                     try:
                         got, result = transport.receive(worker.conn)
                     except (EOFError, OSError):
-                        results[index] = _gave_up(name, death_reason(worker))
-                        feed(self._replace(worker))
+                        give_up(worker, death_reason(worker))
                         continue
                     results[got] = result
-                    worker.index = None
-                    worker.done += 1
+                    worker.finished()
                     self.fresh_deaths = 0
                     feed(worker)
                 elif worker.process.sentinel in ready:
-                    results[index] = _gave_up(name, death_reason(worker))
-                    feed(self._replace(worker))
+                    give_up(worker, death_reason(worker))
                 elif timeout is not None and worker.over(timeout, now):
                     budget = f"the {timeout:g} s budget for one file (--file-timeout)"
-                    results[index] = _gave_up(name, f"not checked: exceeded {budget}")
-                    feed(self._replace(worker))
+                    give_up(worker, f"not checked: exceeded {budget}")
         return [results[i] for i in range(len(calls))]
 
 
