@@ -338,7 +338,9 @@ def _context_tasks(
     if not named:
         return []
     paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
-    roots = sorted({root for path in named if (root := project_root(path)) is not None})
+    # one look-up per folder (the named files of a run share a few folders)
+    folders = {path if path.is_dir() else path.parent for path in named}
+    roots = sorted({root for folder in folders if (root := project_root(folder)) is not None})
     roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
     if not roots:
         return []
