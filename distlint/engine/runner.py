@@ -702,9 +702,13 @@ class Worker:
         """The call it is running (None: idle)."""
         return self.held[0] if self.held else None
 
-    def give(self, index: int, message: bytes) -> bool:
-        """Send a call (``message``: :func:`transport.dumps` of it), to run now when idle,
-        else after the one it runs."""
+    def give(self, index: int, call: Call) -> bool:
+        """Send a call, to run now when idle, else after the one it runs; False if the
+        worker died before taking it."""
+        return self.send(index, transport.dumps((index, *call)))
+
+    def send(self, index: int, message: bytes) -> bool:
+        """:meth:`give` of a call already pickled (``message``)."""
         try:
             self.conn.send_bytes(message)
         except (OSError, ValueError):  # it died before taking the call
@@ -809,7 +813,7 @@ class _Pool:
                 if worker.held and len(message) > _AHEAD_BYTES:
                     return  # sent when the worker is idle
                 pending.popleft()
-                if worker.give(index, message):
+                if worker.send(index, message):
                     continue
                 pending.appendleft(index)  # not this file's fault: another worker takes it
                 if worker.held:

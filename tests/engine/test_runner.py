@@ -340,13 +340,13 @@ def test_the_pool_hands_out_large_files_first_and_returns_results_in_order(monke
     from distlint.engine import runner
 
     sent: list[int] = []
-    real = runner.Worker.give
+    real = runner.Worker.send
 
     def spy(self, index, message):  # type: ignore[no-untyped-def]
         sent.append(index)
         return real(self, index, message)
 
-    monkeypatch.setattr(runner.Worker, "give", spy)
+    monkeypatch.setattr(runner.Worker, "send", spy)
     calls = [(_pid_of, (f"f{i}.py",), f"f{i}.py") for i in range(4)]
     with runner._Pool(1, {}) as pool:
         results = pool.map(calls, None, sizes=[10, 40, 20, 30])
