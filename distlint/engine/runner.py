@@ -16,10 +16,10 @@ waiting in its pipe, so it does not wait on the parent between files), so when a
 (a parser crash kills the process, not just the file) or a file's analysis runs past the
 per-file budget (``file_timeout``: ``--file-timeout``, ``file-timeout``), that file alone is
 reported as DL000, the worker is replaced (the waiting file goes to another) and the run
-goes on. Files are handed out largest first, so that the last to finish are small. With a budget every file is
-checked in a worker, ``-j1`` included (one worker); without one (the library default, the
-language server) small runs stay in-process and only files that may crash the parser are
-checked in a process of their own.
+goes on. Files are handed out largest first, so that the last to finish are small. With a
+budget every file is checked in a worker, ``-j1`` included (one worker); without one (the
+library default, the language server) small runs stay in-process and only files that may
+crash the parser are checked in a process of their own.
 """
 
 from __future__ import annotations
