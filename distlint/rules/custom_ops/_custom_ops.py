@@ -216,6 +216,7 @@ class _OpFacts(ProjectRule):
         codes = sorted(_OP_FACT_CODES & ctx.settings.enabled) or [self.code]
         self._codes = codes if self.code in codes else [self.code]
         self._collects = self._codes[0] == self.code
+        self.active = self._collects  # the others' handlers are not called at all
         self._library_words = "Library" in ctx.source  # torch.library.Library, any alias
         # register_fake, impl_abstract, fake: a name resolving to one spells its last part
         self._fake_words = "fake" in ctx.source or "impl_abstract" in ctx.source

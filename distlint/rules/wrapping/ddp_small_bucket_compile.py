@@ -36,8 +36,9 @@ class DdpSmallBucketCompile(Rule):
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
-        # A finding needs a literal `bucket_cap_mb=` keyword: other files are skipped at once.
-        self._active = "bucket_cap_mb" in ctx.source
+        # A finding needs a literal `bucket_cap_mb=` keyword: other files are skipped at once
+        # (no handler of this rule is called for them).
+        self.active = "bucket_cap_mb" in ctx.source
 
     def visit_Module(self, node: cst.Module) -> None:
         self._small: list[tuple[cst.Call, cst.Arg, set[str]]] = []
@@ -46,8 +47,6 @@ class DdpSmallBucketCompile(Rule):
         self._disabled = False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._active:
-            return
         resolved = self.ctx.resolve(node.func)
         if resolved == DDP_CLASS:
             arg = keyword_arg(node, "bucket_cap_mb")
@@ -89,8 +88,6 @@ class DdpSmallBucketCompile(Rule):
             self._compiled_names.add(receiver.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if not self._active:
-            return
         for target in node.targets:
             if (
                 self.ctx.resolve(target.target) == OPTIMIZE_DDP
