@@ -516,7 +516,7 @@ def _analyze_source(
     if second is None:
         on_visit.setdefault(cst.Call, []).insert(0, ctx.note_call)
         for kind in ORDINAL_TYPES[1:]:
-            on_visit.setdefault(kind, []).insert(0, ctx.note_node)
+            on_visit.setdefault(kind, []).insert(0, ctx.node_counter(kind))
     walked = True
     try:
         walk(module, on_visit, on_leave, ctx.parents)

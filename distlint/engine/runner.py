@@ -11,13 +11,15 @@ worker when they are spawned (macOS, Windows, ``DISTLINT_START_METHOD=spawn``), 
 the same result. In one process the second pass reuses the first pass's trees
 (:class:`~distlint.engine.checker.ParsedTrees`).
 
-Workers are supervised (:class:`_Pool`): each holds one file at a time, so when a worker dies
+Workers are supervised (:class:`_Pool`): each runs one file at a time (with the next one
+waiting in its pipe, so it does not wait on the parent between files), so when a worker dies
 (a parser crash kills the process, not just the file) or a file's analysis runs past the
 per-file budget (``file_timeout``: ``--file-timeout``, ``file-timeout``), that file alone is
-reported as DL000, the worker is replaced and the run goes on. With a budget every file is
-checked in a worker, ``-j1`` included (one worker); without one (the library default, the
-language server) small runs stay in-process and only files that may crash the parser are
-checked in a process of their own.
+reported as DL000, the worker is replaced (the waiting file goes to another) and the run
+goes on. Files are handed out largest first, so that the last to finish are small. With a
+budget every file is checked in a worker, ``-j1`` included (one worker); without one (the
+library default, the language server) small runs stay in-process and only files that may
+crash the parser are checked in a process of their own.
 """
 
 from __future__ import annotations
@@ -151,20 +153,39 @@ def _collector_paused() -> Iterator[None]:
 
     Trees and summaries are acyclic and freed by reference counting; the automatic collector
     would only re-scan the summaries kept for linking while the next files are parsed, which
-    cost ~10% of a check (bench/run.py). Cycles are still collected: every few files, and at
-    the end.
+    cost ~10% of a check (bench/run.py). Cycles are still collected: every few files
+    (:func:`_collect_now_and_then`), and at the end.
+
+    What exists when the run starts (the modules, the rule registry: most of the heap) is
+    frozen (``gc.freeze``) for the run, and so is what survives each of those collections: a
+    full collection otherwise walks all of it every time (~30 ms each, and 12% of a
+    one-process check of torch/distributed re-scanning the kept summaries), and workers forked
+    meanwhile inherit the frozen heap without touching its pages. Unfrozen at the end, so
+    what became garbage meanwhile is collected as usual afterwards.
     """
     was_enabled = gc.isenabled()
     gc.disable()
+    gc.freeze()
     try:
         yield
     finally:
+        gc.unfreeze()
         if was_enabled:
             gc.enable()
 
 
 _COLLECT_EVERY = 200  # files between explicit collections while the collector is paused
 _checked = 0
+
+
+def _collect_now_and_then() -> None:
+    """Count a file checked; every :data:`_COLLECT_EVERY` files, while the collector is paused,
+    collect cycles among what is new since the last time, then freeze the survivors."""
+    global _checked
+    _checked += 1
+    if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
+        gc.collect()
+        gc.freeze()
 
 
 def file_budget(option: float | None, config: Config) -> float | None:
@@ -319,7 +340,9 @@ def _context_tasks(
     if not named:
         return []
     paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
-    roots = sorted({root for path in named if (root := project_root(path)) is not None})
+    # one look-up per folder (the named files of a run share a few folders)
+    folders = {path if path.is_dir() else path.parent for path in named}
+    roots = sorted({root for folder in folders if (root := project_root(folder)) is not None})
     roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
     if not roots:
         return []
@@ -488,8 +511,19 @@ def _run_pass(
         ]
     all_rules()  # import every rule module before forking, so workers inherit them
     calls = [(_check_in_worker, (task,), task.display) for task in tasks]
+    sizes = [_size(task) for task in tasks] if jobs.count > 1 else None
     with _Pool(min(jobs.count, len(tasks)), inputs) as pool:
-        return pool.map(calls, jobs.file_timeout)
+        return pool.map(calls, jobs.file_timeout, sizes)
+
+
+def _size(task: Task) -> int:
+    """How large the task's file is (0 if unknown): the pool hands out large files first."""
+    if task.data is not None:
+        return len(task.data)
+    try:
+        return task.path.stat().st_size
+    except OSError:
+        return 0
 
 
 # A worker's second-pass inputs, given by the pool's initializer (in workers only).
@@ -522,10 +556,7 @@ def process_context() -> StartContext:
 
 
 def _check(task: Task, second: SecondPass | None, trees: ParsedTrees | None = None) -> FileResult:
-    global _checked
-    _checked += 1
-    if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
-        gc.collect()
+    _collect_now_and_then()
     if task.data is None and _may_crash_parser(task.path):
         return _check_isolated(task, second)
     return _check_unguarded(task, second, trees)
@@ -563,10 +594,7 @@ def _may_crash_parser(path: Path) -> bool:
 
 def _check_in_worker(task: Task) -> FileResult:
     """A file in a supervised worker: a crash or a stall here costs only this file."""
-    global _checked
-    _checked += 1
-    if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
-        gc.collect()
+    _collect_now_and_then()
     return _check_unguarded(task, _worker_inputs.get(task.display))
 
 
@@ -664,22 +692,47 @@ class Worker:
         self.process = context.Process(target=_serve, args=(child, inputs), daemon=True)
         self.process.start()
         child.close()
-        self.index: int | None = None  # the call it holds
+        # the calls it holds, in the order it runs them: the first runs, the next (if any)
+        # waits in the pipe, so the worker starts it without waiting for the parent
+        self.held: deque[int] = deque()
         self.started = 0.0
         self.cpu_started: float | None = None
         self.done = 0  # calls it finished
 
+    @property
+    def index(self) -> int | None:
+        """The call it is running (None: idle)."""
+        return self.held[0] if self.held else None
+
     def give(self, index: int, call: Call) -> bool:
+        """Send a call, to run now when idle, else after the one it runs; False if the
+        worker died before taking it."""
+        return self.send(index, transport.dumps((index, *call)))
+
+    def send(self, index: int, message: bytes) -> bool:
+        """:meth:`give` of a call already pickled (``message``)."""
         try:
-            transport.send(self.conn, (index, *call))
+            self.conn.send_bytes(message)
         except (OSError, ValueError):  # it died before taking the call
             return False
-        self.index, self.started = index, time.monotonic()
-        self.cpu_started = _cpu_seconds(self.process.pid)
+        self.held.append(index)
+        if len(self.held) == 1:
+            self._start()
         return True
 
+    def finished(self) -> None:
+        """The call it ran came back; the one waiting (if any) runs from now."""
+        self.held.popleft()
+        self.done += 1
+        if self.held:
+            self._start()
+
+    def _start(self) -> None:
+        self.started = time.monotonic()
+        self.cpu_started = _cpu_seconds(self.process.pid)
+
     def used(self, now: float) -> float:
-        """Seconds the call it holds has taken: CPU time where known (a busy machine does
+        """Seconds the call it runs has taken: CPU time where known (a busy machine does
         not make a file time out), else wall time."""
         cpu = _cpu_seconds(self.process.pid) if self.cpu_started is not None else None
         if cpu is None or self.cpu_started is None:
@@ -700,12 +753,20 @@ class Worker:
         self.conn.close()
 
 
+# A call is sent ahead (while the worker runs another) only when this small: the pipe holds
+# it without blocking the parent, which must stay free to read the result being written.
+# A task (path, settings) is about 1 KB; one carrying a file's text may be far larger.
+_AHEAD_BYTES = 4096
+
+
 class _Pool:
     """Worker processes that each check one file at a time, supervised file by file.
 
-    A worker that dies costs the file it held (DL000 "the parser crashed"), one that holds a
-    file past the budget is killed and costs that file (DL000 "not checked: exceeded"); either
-    way a new worker takes its place and the other files are checked as usual.
+    A worker that dies costs the file it was running (DL000 "the parser crashed"), one that
+    runs a file past the budget is killed and costs that file (DL000 "not checked:
+    exceeded"); either way a new worker takes its place, the file sent ahead to the old one
+    goes to another, and the other files are checked as usual. Files are handed out largest
+    first (``sizes``), so that a large file does not start last and keep the others waiting.
     """
 
     def __init__(self, size: int, inputs: SecondInputs) -> None:
@@ -734,18 +795,39 @@ class _Pool:
         self.workers[self.workers.index(worker)] = new
         return new
 
-    def map(self, calls: Sequence[Call], timeout: float | None) -> list[FileResult]:
-        pending = deque(range(len(calls)))
+    def map(
+        self, calls: Sequence[Call], timeout: float | None, sizes: Sequence[int] | None = None
+    ) -> list[FileResult]:
+        """Each call's result, in the order of ``calls``; ``sizes``: how large each call's
+        file is (the largest are handed out first)."""
+        order = range(len(calls))
+        if sizes is not None:
+            order = sorted(order, key=lambda i: -sizes[i])  # type: ignore[assignment]
+        pending = deque(order)
         results: dict[int, FileResult] = {}
         self.workers = [Worker(self.inputs) for _ in range(min(self.size, len(calls)))]
 
         def feed(worker: Worker) -> None:
-            while pending:
-                index = pending.popleft()
-                if worker.give(index, calls[index]):
-                    return
+            """Keep ``worker`` running a call, with one more waiting when it is small."""
+            while pending and len(worker.held) < 2:
+                index = pending[0]
+                message = transport.dumps((index, *calls[index]))
+                if worker.held and len(message) > _AHEAD_BYTES:
+                    return  # sent when the worker is idle
+                pending.popleft()
+                if worker.send(index, message):
+                    continue
                 pending.appendleft(index)  # not this file's fault: another worker takes it
+                if worker.held:
+                    return  # it died running a call: the loop below finds out which
                 worker = self._replace(worker)
+
+        def give_up(worker: Worker, reason: str) -> None:
+            """The call ``worker`` runs is given up; the one sent ahead goes back first."""
+            running, *ahead = worker.held
+            results[running] = _gave_up(calls[running][2], reason)
+            pending.extendleft(reversed(ahead))
+            feed(self._replace(worker))
 
         for worker in list(self.workers):
             feed(worker)
@@ -759,28 +841,21 @@ class _Pool:
             ready = set(multiprocessing.connection.wait(handles, wait))
             now = time.monotonic()
             for worker in busy:
-                index = worker.index
-                assert index is not None
-                name = calls[index][2]
                 if worker.conn in ready:
                     try:
                         got, result = transport.receive(worker.conn)
                     except (EOFError, OSError):
-                        results[index] = _gave_up(name, death_reason(worker))
-                        feed(self._replace(worker))
+                        give_up(worker, death_reason(worker))
                         continue
                     results[got] = result
-                    worker.index = None
-                    worker.done += 1
+                    worker.finished()
                     self.fresh_deaths = 0
                     feed(worker)
                 elif worker.process.sentinel in ready:
-                    results[index] = _gave_up(name, death_reason(worker))
-                    feed(self._replace(worker))
+                    give_up(worker, death_reason(worker))
                 elif timeout is not None and worker.over(timeout, now):
                     budget = f"the {timeout:g} s budget for one file (--file-timeout)"
-                    results[index] = _gave_up(name, f"not checked: exceeded {budget}")
-                    feed(self._replace(worker))
+                    give_up(worker, f"not checked: exceeded {budget}")
         return [results[i] for i in range(len(calls))]
 
 

@@ -290,8 +290,7 @@ def _call(
                 _, value = transport.receive(worker.conn)
             except (EOFError, OSError):
                 return Outcome(failure=death_reason(worker))
-            worker.index = None
-            worker.done += 1
+            worker.finished()
             if isinstance(value, FileResult):  # the function raised (see runner._serve)
                 return Outcome(failure="; ".join(e.message for e in value.errors))
             return Outcome(value)

@@ -710,17 +710,22 @@ class Collector:
 
     def _small(self, scope: _Scope, small: cst.BaseSmallStatement, effects: list[Effect]) -> None:
         self._calls(scope, small, effects)
-        if isinstance(small, (cst.Return, cst.Raise)):
-            if isinstance(small, cst.Return):
+        kind = type(small)  # exact types: isinstance on LibCST's ABCs is slow
+        if kind is cst.Return or kind is cst.Raise:
+            if type(small) is cst.Return:
                 scope.summary.return_callees.extend(self._callees(scope, small))
-            name = "return" if isinstance(small, cst.Return) else "raise"
+            name = "return" if kind is cst.Return else "raise"
             effects.append(Effect("exit", self._maybe_locate(small), name))
             return
-        if isinstance(small, (cst.Break, cst.Continue)):
-            name = "break" if isinstance(small, cst.Break) else "continue"
+        if kind is cst.Break or kind is cst.Continue:
+            name = "break" if kind is cst.Break else "continue"
             effects.append(Effect("exit", self._maybe_locate(small), name))
             return
-        if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        if (
+            type(small) is cst.Assign
+            or type(small) is cst.AnnAssign
+            or type(small) is cst.AugAssign
+        ):
             targets = (
                 [t.target for t in small.targets]
                 if isinstance(small, cst.Assign)
@@ -732,10 +737,10 @@ class Collector:
             if value is not None:
                 self._track_wrapping(scope, small, value)
             return
-        if isinstance(small, cst.Expr):
+        if type(small) is cst.Expr:
             value = small.value
             if (
-                isinstance(value, cst.Call)
+                type(value) is cst.Call
                 and value.args
                 and is_wrapping_call(value, scope.table.resolve) == "fully_shard"
             ):
@@ -1386,15 +1391,15 @@ class Collector:
     def _value(self, scope: _Scope, expr: cst.BaseExpression, depth: int = 0) -> Value | None:
         if depth > 12:
             return None
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:  # exact types: isinstance on LibCST's ABCs is slow
             return self._name_value(scope, expr.value, depth)
-        if isinstance(expr, cst.Attribute):
+        if type(expr) is cst.Attribute:
             resolved = self.ctx.resolve_in(scope.table, expr)
             if resolved is not None:
                 return ("g", resolved)
             base = self._value(scope, expr.value, depth + 1)
             return ("attr", base, expr.attr.value) if base is not None else None
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self._call_value(scope, expr, depth)
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
             items = [self._value(scope, e.value, depth + 1) for e in expr.elements]

@@ -117,10 +117,13 @@ def _catches_fallback(handler: cst.ExceptHandler) -> bool:
 _SIGNATURE_READERS = frozenset({"getfullargspec", "getargspec", "signature"})
 
 
-def probed_keywords(module: cst.Module) -> frozenset[str]:
+def probed_keywords(module: cst.Module, source: str) -> frozenset[str]:
     """Keywords a file tests for in a signature (``"k" in inspect.signature(f).parameters``):
-    the file passes them only where the installed torch accepts them."""
+    the file passes them only where the installed torch accepts them. ``source``: the file's
+    text; one that spells no signature reader probes nothing (and its tree is not walked)."""
     found: set[str] = set()
+    if not any(reader in source for reader in _SIGNATURE_READERS):
+        return frozenset()
     for node in descendants(module):
         if not isinstance(node, cst.Comparison) or not isinstance(node.left, cst.SimpleString):
             continue

@@ -34,11 +34,13 @@ def canonical_name(qualified: str) -> str:
 
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
+    # exact types (LibCST's node classes are ABCs: isinstance is slow, and this is asked of
+    # every call and attribute; Name and Attribute have no subclasses)
     parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
+    while type(expr) is cst.Attribute:
         parts.append(expr.attr.value)
         expr = expr.value
-    if not isinstance(expr, cst.Name):
+    if type(expr) is not cst.Name:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
@@ -150,7 +152,7 @@ class ImportTable:
     def _scan(self, body: Iterable[cst.CSTNode], module_name: str | None, is_package: bool) -> None:
         aliases: list[tuple[str, cst.BaseExpression | None, bool]] = []
         for stmt, nested in scope_statements_nested(body):
-            if isinstance(stmt, cst.Import):
+            if type(stmt) is cst.Import:  # exact types: isinstance on LibCST's ABCs is slow
                 for alias in stmt.names:
                     full = dotted_name(alias.name)
                     if full is None:
@@ -160,9 +162,9 @@ class ImportTable:
                     else:
                         root = full.split(".", 1)[0]
                         self._bindings[root] = root
-            elif isinstance(stmt, cst.ImportFrom):
+            elif type(stmt) is cst.ImportFrom:
                 self._bind_from(stmt, module_name, is_package)
-            elif isinstance(stmt, (cst.Assign, cst.AnnAssign)):
+            elif type(stmt) is cst.Assign or type(stmt) is cst.AnnAssign:
                 targets = (
                     [t.target for t in stmt.targets]
                     if isinstance(stmt, cst.Assign)
@@ -171,7 +173,7 @@ class ImportTable:
                 for target in targets:
                     if isinstance(target, cst.Name):
                         aliases.append((target.value, stmt.value, nested))
-            elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and not (
+            elif (type(stmt) is cst.FunctionDef or type(stmt) is cst.ClassDef) and not (
                 # ``except ImportError: def disable(fn): return fn``: a fallback for an import
                 # of this scope, which is what the code means (as for assignments below)
                 nested and self._bindings.get(stmt.name.value) is not None
@@ -249,10 +251,11 @@ def scope_statements_nested(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.C
     pending.reverse()
     while pending:
         node, nested = pending.pop()
-        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        # exact types first: isinstance on LibCST's ABCs is slow
+        if type(node) is cst.SimpleStatementLine or type(node) is cst.SimpleStatementSuite:
             for small in node.body:
                 yield small, nested
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        elif type(node) is cst.FunctionDef or type(node) is cst.ClassDef:
             yield node, nested
         elif isinstance(node, cst.BaseCompoundStatement):
             for block in reversed(blocks_of(node)):

@@ -78,16 +78,17 @@ class ParsedFile:
         if home is not None:
             self.statement_calls.setdefault(home, []).append(call)
 
-    def note_node(self, node: cst.CSTNode) -> None:
-        """Count a node of an ordinal type (first pass; see NodeSpan)."""
-        self.seen[type(node)].append(node)
+    def node_counter(self, kind: type) -> Callable[[cst.CSTNode], None]:
+        """The walk's handler that counts the nodes of an ordinal type (first pass; see
+        NodeSpan): the list's own ``append``, called for every such node."""
+        return self.seen[kind].append
 
     def index(self) -> None:
         """Note every call and ordinal node in one walk of its own (the engine notes them
         during the rules' walk instead); for analyses run without rules."""
         on_visit: dict[type, list] = {cst.Call: [self.note_call]}
         for kind in ORDINAL_TYPES[1:]:
-            on_visit[kind] = [self.note_node]
+            on_visit[kind] = [self.node_counter(kind)]
         walk(self.module, on_visit, {}, self.parents)
 
     def memo(self: FileT, build: Callable[[FileT], T]) -> T:

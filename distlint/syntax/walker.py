@@ -105,22 +105,30 @@ _SEQUENCES = (tuple, list)
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's non-whitespace children in source order."""
-    getter = _getters.get(type(node))
-    if getter is None:
-        getter = _getters[type(node)] = _make_getter(type(node))
-    return getter(node)
+    return _getters[type(node)](node)
 
 
-_getters: dict[type, Any] = {}
+class _Getters(dict[type, Any]):
+    """Node class -> its children function (:func:`_make_getter`), made at first use."""
+
+    def __missing__(self, cls: type) -> Any:
+        getter = self[cls] = _make_getter(cls)
+        return getter
+
+
+_getters = _Getters()
 
 
 def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and every node below it, in source order."""
     stack = [node]
+    getters = _getters
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(children(current)))
+        kids = getters[type(current)](current)  # children(current), inlined (as in walk)
+        if kids:
+            stack.extend(reversed(kids))
 
 
 def _make_getter(cls: type) -> Any:
@@ -161,6 +169,7 @@ def walk(
     the node's children.
     """
     stack: list[tuple[Any, int, Any]] = [(root, 0, None)]
+    getters = _getters
     while stack:
         node, depth, marker = stack.pop()
         del parents[depth:]
@@ -180,10 +189,10 @@ def walk(
         if not descend:
             continue
         parents.append(node)
-        child_depth = depth + 1
-        kids = children(node)
-        for child in reversed(kids):
-            stack.append((child, child_depth, None))
+        kids = getters[cls](node)  # children(node), inlined: this loop runs for every node
+        if kids:
+            child_depth = depth + 1
+            stack.extend([(child, child_depth, None) for child in reversed(kids)])
 
 
 def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:

@@ -302,6 +302,79 @@ def test_the_pool_replaces_a_worker_that_stalls_or_dies() -> None:
     assert all(not r.findings and not r.errors for r in rest)
 
 
+def _pid_of(name: str):
+    from distlint.engine.checker import FileResult
+    from distlint.findings import ToolError
+
+    return FileResult(name, errors=(ToolError(name, str(os.getpid())),))
+
+
+def test_a_call_sent_ahead_survives_the_crash_or_stall_of_the_one_before_it() -> None:
+    """One worker runs a call while the next waits in its pipe: when the running one kills
+    the worker or runs past the budget, only that call is given up, and the one sent ahead
+    is checked by the replacement worker."""
+    from distlint.engine.runner import _Pool
+
+    calls = [
+        (_pid_of, ("a.py",), "a.py"),
+        (_segfault, ("crash.py",), "crash.py"),
+        (_pid_of, ("b.py",), "b.py"),
+        (_spin, ("spin.py",), "spin.py"),
+        (_pid_of, ("c.py",), "c.py"),
+        (_pid_of, ("d.py",), "d.py"),
+    ]
+    with _Pool(1, {}) as pool:
+        a, crash, b, spin, c, d = pool.map(calls, 0.5)
+    assert [f.message for f in crash.findings] == [
+        "the parser crashed on this file (the process died: SIGSEGV); it was not checked"
+    ]
+    assert [f.message for f in spin.findings] == [
+        "not checked: exceeded the 0.5 s budget for one file (--file-timeout)"
+    ]
+    pids = [result.errors[0].message for result in (a, b, c, d)]
+    assert all(not r.findings for r in (a, b, c, d))
+    assert pids[0] != pids[1] != pids[2] == pids[3]  # a new worker after each loss
+
+
+def test_the_pool_hands_out_large_files_first_and_returns_results_in_order(monkeypatch) -> None:
+    from distlint.engine import runner
+
+    sent: list[int] = []
+    real = runner.Worker.send
+
+    def spy(self, index, message):  # type: ignore[no-untyped-def]
+        sent.append(index)
+        return real(self, index, message)
+
+    monkeypatch.setattr(runner.Worker, "send", spy)
+    calls = [(_pid_of, (f"f{i}.py",), f"f{i}.py") for i in range(4)]
+    with runner._Pool(1, {}) as pool:
+        results = pool.map(calls, None, sizes=[10, 40, 20, 30])
+    assert sent == [1, 3, 2, 0]
+    assert [r.path for r in results] == ["f0.py", "f1.py", "f2.py", "f3.py"]
+
+
+def _echo(name: str, payload: str):
+    from distlint.engine.checker import FileResult
+    from distlint.findings import ToolError
+
+    return FileResult(name, errors=(ToolError(name, payload),))
+
+
+def test_large_calls_and_results_do_not_block_the_pool() -> None:
+    """A call too large for the pipe is not sent ahead: the parent would block writing it
+    while the worker blocks writing a large result the parent is not reading."""
+    from distlint.engine.runner import _Pool
+
+    payload = "x" * 2_000_000
+    calls = [(_echo, (f"f{i}.py", payload), f"f{i}.py") for i in range(3)]
+    started = time.monotonic()
+    with _Pool(1, {}) as pool:
+        results = pool.map(calls, 30)
+    assert time.monotonic() - started < 30
+    assert [r.errors[0].message == payload for r in results] == [True] * 3
+
+
 def test_files_given_up_on_are_not_cached() -> None:
     from distlint.engine.checker import _unparsable
     from distlint.engine.runner import _cacheable
@@ -571,3 +644,34 @@ def test_spawned_workers_take_second_pass_inputs_nested_past_the_recursion_limit
         outputs.append(json.loads(proc.stdout))
     assert [(f["path"], f["code"]) for f in outputs[0]] == [("b.py", "DL102")]
     assert outputs[1] == outputs[0]
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, monkeypatch) -> None:
+    """The run pauses the collector and freezes the heap it starts with (and what survives
+    its own collections); afterwards both are as before, so garbage made meanwhile is
+    collected as usual."""
+    import gc
+
+    from distlint.engine import runner
+    from distlint.file_settings import FileSettings
+
+    for i in range(3):
+        (tmp_path / f"f{i}.py").write_text(FINDING)
+    tasks = [
+        runner.Task(tmp_path / f"f{i}.py", f"f{i}.py", FileSettings(frozenset({"DL502"})))
+        for i in range(3)
+    ]
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    seen: list[tuple[bool, int]] = []
+    real = runner._check
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((gc.isenabled(), gc.get_freeze_count()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_check", spy)
+    results = runner.run(tasks, jobs=1)
+    assert [f.code for r in results for f in r.findings] == ["DL502"] * 3
+    assert seen and all(not enabled and count > frozen for enabled, count in seen)
+    assert gc.isenabled() and gc.get_freeze_count() == frozen

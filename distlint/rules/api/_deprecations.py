@@ -64,8 +64,10 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".")[:2])
 
 
-def deprecated_at(lowest: str | None, highest: str | None = None) -> list[DeprecatedApi]:
+@functools.lru_cache(maxsize=16)
+def deprecated_at(lowest: str | None, highest: str | None = None) -> tuple[DeprecatedApi, ...]:
     """The DL504 entries a project whose torch range is ``lowest``..``highest`` can act on:
-    deprecated (``since``) on its lowest torch (None: the newest known up to ``highest``)."""
+    deprecated (``since``) on its lowest torch (None: the newest known up to ``highest``).
+    Computed once per range (DL504 and DL505 ask for every file)."""
     wanted = _version_key(lowest or tables_between(lowest, highest)[0].version)
-    return [api for api in deprecated_apis() if _version_key(api.since) <= wanted]
+    return tuple(api for api in deprecated_apis() if _version_key(api.since) <= wanted)

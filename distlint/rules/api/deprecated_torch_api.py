@@ -9,12 +9,15 @@ Facts come from data shipped with distlint, never from an imported torch:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
 
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
-from distlint.knowledge.torch_tables import available_versions, tables_between
+from distlint.knowledge.torch_tables import TorchTable, available_versions, tables_between
 from distlint.rules.api._deprecations import DeprecatedApi, deprecated_at
 from distlint.rules.api._version_guards import after_early_exit_guard, guarded_here
 from distlint.rules.base import FixArgs, Rule
@@ -99,39 +102,18 @@ class DeprecatedTorchApi(Rule):
         # Judged against the lowest torch the project supports (configured, or inferred from
         # its requirements): a deprecation newer than that is one it cannot act on yet, and a
         # replacement that release lacks is not one it can use.
-        lowest, highest = ctx.settings.torch_range
-        self._floor = tables_between(lowest, highest)[0]
-        self._names: dict[str, DeprecatedApi] = {}
-        self._modules: list[DeprecatedApi] = []
-        for api in deprecated_at(lowest, highest):
-            if api.kind == "module":
-                self._modules.append(api)
-            else:
-                for name in (api.name, *api.aliases):
-                    self._names[name] = api
-        # the longest module path first: torch.distributed._shard.checkpoint before _shard
-        self._modules.sort(key=lambda api: -len(api.name))
-        # Cheap gates. A chain resolving to a deprecated name ends with its last part; one
-        # spelled through a deprecated module holds that module's last part as an attribute.
-        self._name_parts = frozenset(name.rsplit(".", 1)[-1] for name in self._names)
-        self._module_parts = frozenset(api.name.rsplit(".", 1)[-1] for api in self._modules)
+        catalog = _catalog(*ctx.settings.torch_range)  # built once per torch range
+        self._floor = catalog.floor
+        self._names = catalog.names
+        self._modules = catalog.modules
+        self._name_parts = catalog.name_parts
+        self._module_parts = catalog.module_parts
         self._attr_parts = self._name_parts | self._module_parts
+        self._binding_words = catalog.binding_words
         self._checked: set[int] = set()  # ids of Attribute nodes already checked
         # _excused of the walk's ancestors (it reads each alone or with its parent)
         self._excused_here = ByAncestor(self._excused)
         self._several: frozenset[str] | None = None  # see _rebound
-        alternatives = "|".join(re.escape(p) for p in sorted(self._name_parts, key=len)[::-1])
-        # An occurrence that can end the value of a binding (an import or `x = a.part`): not
-        # a def/class name, and not followed by a call, attribute, subscript, annotation or
-        # operator (then the bound value would not end with it).
-        self._binding_words = (
-            re.compile(
-                rf"(?<!\w)(?<!def )(?<!class )(?:{alternatives})(?!\w)"
-                r"(?![ \t]*(?:[(.\[:]|==|!=|(?:in|is|and|or|if|else|for|not)\b))"
-            )
-            if alternatives
-            else None
-        )
 
     @staticmethod
     def _excused(ancestors: Sequence[cst.CSTNode]) -> bool:
@@ -304,10 +286,7 @@ class DeprecatedTorchApi(Rule):
         and such a binding spells the name's last part: without it the file is skipped
         (no walk); with it, one walk checks each name in its scope.
         """
-        source = self.ctx.source
-        if not any(part in source for part in self._name_parts):
-            return
-        if self._binding_words is None or self._binding_words.search(source) is None:
+        if not _may_bind(self.ctx.source, self._name_parts, self._binding_words):
             return
         candidates = _bound_names(node, self._name_parts)
         if candidates:
@@ -414,6 +393,71 @@ class DeprecatedTorchApi(Rule):
                     targets.setdefault(name, set()).add(target)
             self._several = frozenset(n for n, found in targets.items() if len(found) > 1)
         return self._several
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    """The entries a torch range can act on, indexed for the rule (the same for every file
+    of the range: built once, never changed)."""
+
+    floor: TorchTable  # the lowest torch of the range
+    names: Mapping[str, DeprecatedApi]  # deprecated names (and aliases) -> entry
+    modules: tuple[DeprecatedApi, ...]  # deprecated modules, the longest path first
+    # Cheap gates. A chain resolving to a deprecated name ends with its last part; one
+    # spelled through a deprecated module holds that module's last part as an attribute.
+    name_parts: frozenset[str]
+    module_parts: frozenset[str]
+    binding_words: re.Pattern[str] | None
+
+
+@lru_cache(maxsize=16)
+def _catalog(lowest: str | None, highest: str | None) -> _Catalog:
+    names: dict[str, DeprecatedApi] = {}
+    modules: list[DeprecatedApi] = []
+    for api in deprecated_at(lowest, highest):
+        if api.kind == "module":
+            modules.append(api)
+        else:
+            for name in (api.name, *api.aliases):
+                names[name] = api
+    # the longest module path first: torch.distributed._shard.checkpoint before _shard
+    modules.sort(key=lambda api: -len(api.name))
+    name_parts = frozenset(name.rsplit(".", 1)[-1] for name in names)
+    alternatives = "|".join(re.escape(p) for p in sorted(name_parts, key=len)[::-1])
+    # An occurrence that can end the value of a binding (an import or `x = a.part`): not
+    # a def/class name, and not followed by a call, attribute, subscript, annotation or
+    # operator (then the bound value would not end with it).
+    binding_words = (
+        re.compile(
+            rf"(?<!\w)(?<!def )(?<!class )(?:{alternatives})(?!\w)"
+            r"(?![ \t]*(?:[(.\[:]|==|!=|(?:in|is|and|or|if|else|for|not)\b))"
+        )
+        if alternatives
+        else None
+    )
+    return _Catalog(
+        floor=tables_between(lowest, highest)[0],
+        names=MappingProxyType(names),
+        modules=tuple(modules),
+        name_parts=name_parts,
+        module_parts=frozenset(api.name.rsplit(".", 1)[-1] for api in modules),
+        binding_words=binding_words,
+    )
+
+
+def _may_bind(source: str, parts: frozenset[str], binding_words: re.Pattern[str] | None) -> bool:
+    """Whether ``binding_words`` matches somewhere in ``source``: tried only where one of
+    ``parts`` (its alternatives) occurs, found by ``str.find`` (a search tries every position
+    of the text, lookbehinds first: twice as slow on torch/distributed)."""
+    if binding_words is None:
+        return False
+    for part in parts:
+        start = source.find(part)
+        while start >= 0:
+            if binding_words.match(source, start):  # its lookbehinds see the text before
+                return True
+            start = source.find(part, start + 1)
+    return False
 
 
 class _Scope:

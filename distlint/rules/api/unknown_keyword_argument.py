@@ -58,7 +58,7 @@ class UnknownKeywordArgument(TableRule):
     def _probed(self) -> frozenset[str]:
         """Keywords this file probes torch's signatures for (computed once, when needed)."""
         if self._probes is None:
-            self._probes = probed_keywords(self.ctx.module)
+            self._probes = probed_keywords(self.ctx.module, self.ctx.source)
         return self._probes
 
     def visit_Call(self, node: cst.Call) -> None:

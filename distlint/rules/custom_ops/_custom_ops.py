@@ -216,7 +216,10 @@ class _OpFacts(ProjectRule):
         codes = sorted(_OP_FACT_CODES & ctx.settings.enabled) or [self.code]
         self._codes = codes if self.code in codes else [self.code]
         self._collects = self._codes[0] == self.code
+        self.active = self._collects  # the others' handlers are not called at all
         self._library_words = "Library" in ctx.source  # torch.library.Library, any alias
+        # register_fake, impl_abstract, fake: a name resolving to one spells its last part
+        self._fake_words = "fake" in ctx.source or "impl_abstract" in ctx.source
         self._fake_helpers: set[str] | None = None  # see _registers_fake_for_its_argument
 
     # -- helpers -----------------------------------------------------------------------------
@@ -324,7 +327,7 @@ class _OpFacts(ProjectRule):
         first parameter: ``def reg(name): def deco(f): return register_fake(f"{name}")(f)``."""
         if self._fake_helpers is None:
             self._fake_helpers = set()
-            for stmt in self.ctx.module.body:
+            for stmt in self.ctx.module.body if self._fake_words else ():
                 if not isinstance(stmt, cst.FunctionDef) or not stmt.params.params:
                     continue
                 param = stmt.params.params[0].name.value

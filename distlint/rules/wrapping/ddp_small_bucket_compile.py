@@ -36,7 +36,8 @@ class DdpSmallBucketCompile(Rule):
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
-        # A finding needs a literal `bucket_cap_mb=` keyword: other files are skipped at once.
+        # A finding needs a literal `bucket_cap_mb=` keyword: other files are skipped at once
+        # (no handler of this rule is called for them).
         self.active = "bucket_cap_mb" in ctx.source
 
     def visit_Module(self, node: cst.Module) -> None:

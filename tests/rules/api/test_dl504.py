@@ -281,3 +281,28 @@ def test_dl504_silent_on_the_fallback_after_an_early_return_guard() -> None:
         """
     )
     assert where(found) == [(17, 22)]
+
+
+def test_the_binding_gate_finds_what_a_search_of_the_whole_text_finds() -> None:
+    """_may_bind tries the binding regex only where a name's last part occurs: it must agree
+    with a search of the whole text (lookbehinds included)."""
+    from distlint.rules.api.deprecated_torch_api import _catalog, _may_bind
+
+    catalog = _catalog(None, None)
+    assert catalog.binding_words is not None
+    texts = [
+        "",
+        "from torch.distributed import _all_gather_base\n",
+        "from torch.distributed import _all_gather_base as agb\n",
+        "def _all_gather_base(x):\n    pass\n",
+        "class vmap:\n    pass\n",
+        "dist._all_gather_base(out, x)\n",
+        "x = dist._all_gather_base\n",
+        "my_all_gather_base = 1\n_all_gather_base_x = 2\n",
+        "y = torch.vmap if a else b\n",
+        "if vmap in fns:\n    pass\nz = vmap\n",
+    ]
+    for text in texts:
+        expected = catalog.binding_words.search(text) is not None
+        assert _may_bind(text, catalog.name_parts, catalog.binding_words) is expected, text
+    assert _may_bind("import x\n", catalog.name_parts, None) is False
