@@ -675,3 +675,29 @@ def test_a_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path, monke
     assert [f.code for r in results for f in r.findings] == ["DL502"] * 3
     assert seen and all(not enabled and count > frozen for enabled, count in seen)
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+def test_a_files_cyclic_garbage_is_collected_before_the_next_file(tmp_path: Path) -> None:
+    """A file's rule context and its rank flow refer to each other (and keep the file's tree
+    alive); with the collector paused, they are collected before the next file is checked,
+    not every 200 files: a worker holds at most one file's garbage."""
+    import gc
+
+    from distlint.engine import runner
+    from distlint.file_settings import FileSettings
+    from distlint.rules.context import RuleContext
+
+    source = (
+        "import torch.distributed as dist\n\n\ndef f(t):\n"
+        "    if dist.get_rank() == 0:\n        dist.all_reduce(t)\n"
+    )
+    settings = FileSettings(frozenset({"DL201", "DL502"}))
+    tasks = []
+    for i in range(4):
+        (tmp_path / f"f{i}.py").write_text(source)
+        tasks.append(runner.Task(tmp_path / f"f{i}.py", f"f{i}.py", settings))
+    with runner._collector_paused():
+        for task in tasks:
+            runner._check_in_worker(task)
+        alive = sum(isinstance(o, RuleContext) for o in gc.get_objects())
+    assert alive <= 1
