@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from distlint.config.gitignore import GitIgnore, find_repo_root
-from distlint.config.settings import ConfigResolver
+from distlint.config.settings import Config, ConfigResolver
 from distlint.syntax.regular_files import printable, what_is
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -50,6 +50,8 @@ class Discovery:
         self._force_exclude = force_exclude
         self._gitignores: dict[Path, GitIgnore] = {}  # by repository root
         self._gitignore_of_dir: dict[Path, GitIgnore] = {}  # by directory, saves stat calls
+        # by directory: the resolver resolves the path (a system call per component) each time
+        self._config_of_dir: dict[Path, Config] = {}
         self._native: dict[Path, DiscoveredFile] = {}
         # what the walk skipped and why (a directory without permission, a pipe named x.py, a
         # broken link): reported as warnings; the run goes on
@@ -136,7 +138,10 @@ class Discovery:
         return files
 
     def _excluded(self, path: Path, is_dir: bool, explicit: bool = False) -> bool:
-        config = self._resolver.for_path(path.parent)
+        directory = path.parent
+        config = self._config_of_dir.get(directory)
+        if config is None:
+            config = self._config_of_dir[directory] = self._resolver.for_path(directory)
         patterns = config.exclude_patterns()
         if explicit and patterns.matches(path.as_posix()) is not None:
             return True
