@@ -52,6 +52,7 @@ class Flow:
     """The events of one scope (module code or one function body) in source order."""
 
     events: list[Event] = field(default_factory=list)
+    scope: cst.Module | cst.FunctionDef | None = None  # whose code the events are of
     loop_bindings: dict[int, dict[str, cst.BaseExpression]] = field(default_factory=dict)
 
     def of(self, kind: str) -> list[Event]:
@@ -68,7 +69,9 @@ def flows(ctx: RuleContext) -> list[Flow]:
 
 
 def _flows(ctx: RuleContext) -> list[Flow]:
-    names = set(compiled_bindings(ctx)) | set(library_module_bindings(ctx))
+    names = set(compiled_bindings(ctx))
+    for of_scope in library_module_bindings(ctx).values():
+        names |= set(of_scope)
     result = [_flow(ctx, ctx.module, names)]
     for func in file_functions(ctx).values():
         result.append(_flow(ctx, func, names))
@@ -108,29 +111,31 @@ def _scope_nodes(
 
 def _flow(ctx: RuleContext, scope: cst.Module | cst.FunctionDef, names: set[str]) -> Flow:
     resolve = ctx.imports.resolve
-    flow = Flow()
+    flow = Flow(scope=scope)
     for node, loops in _scope_nodes(scope):
         if isinstance(node, cst.Call):
             _note_call(flow, node, loops, names, resolve)
     return flow
 
 
-def library_module_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
+def library_module_bindings(ctx: RuleContext) -> dict[int, dict[str, list[Binding]]]:
     """Compiled models built by a library (``compiled = torch.compile(model)`` where
-    ``model = nn.Sequential(...)`` in the same scope): the linker does not follow them (their
-    class is not in the project), but they are modules
-    (:mod:`distlint.knowledge.module_factories`). Names :func:`compiled_bindings` has are
-    left to it. ``model.compile()`` is not taken: on a ``torch.nn`` class it compiles nothing
-    on torch 2.13 (Dynamo skips the frame of a forward in torch.nn: 0 graphs, hooks fire)."""
+    ``model = nn.Sequential(...)`` in the same scope), by ``id`` of that scope (a flow's
+    ``scope``): they hold only there. The linker does not follow them (their class is not in
+    the project), but they are modules (:mod:`distlint.knowledge.module_factories`). Names
+    :func:`compiled_bindings` has are left to it. ``model.compile()`` is not taken: on a
+    ``torch.nn`` class it compiles nothing on torch 2.13 (Dynamo skips the frame of a forward
+    in torch.nn: 0 graphs, hooks fire)."""
     return ctx.memo(_library_module_bindings)
 
 
-def _library_module_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
-    found: dict[str, list[Binding]] = {}
+def _library_module_bindings(ctx: RuleContext) -> dict[int, dict[str, list[Binding]]]:
+    by_scope: dict[int, dict[str, list[Binding]]] = {}
     if "compile" not in ctx.source:
-        return found
+        return by_scope
     known = compiled_bindings(ctx)
     for scope in _scopes(ctx):
+        found = by_scope.setdefault(id(scope), {})
         table = ctx.imports
         if isinstance(scope, cst.FunctionDef):  # its own imports (``import torchvision``)
             table = ctx.table_for(scope, table)
@@ -140,20 +145,26 @@ def _library_module_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
             if not isinstance(node, cst.Assign) or len(node.targets) != 1:
                 continue
             target = node.targets[0].target
-            value = node.value
-            if not isinstance(target, cst.Name) or not isinstance(value, cst.Call):
+            if not isinstance(target, cst.Name):
                 continue
+            value = node.value
             made = the_module(value)
             if isinstance(made, cst.Call) and builds_module(resolve(made.func)):
                 built.add(target.value)
-            elif resolve(value.func) == "torch.compile" and target.value not in known:
+                continue
+            built.discard(target.value)  # rebound to something else from here on
+            if (
+                isinstance(value, cst.Call)
+                and resolve(value.func) == "torch.compile"
+                and target.value not in known
+            ):
                 first = first_positional(value)
                 first = the_module(first) if first is not None else None
                 if isinstance(first, cst.Name) and first.value in built:
                     root = RootInfo(ctx.path, ctx.span_now(value), "", "module")
                     binding = Binding(target.value, root, first.value, value)
                     found.setdefault(target.value, []).append(binding)
-    return found
+    return by_scope
 
 
 def _note_call(

@@ -39,12 +39,14 @@ class HookAfterCompile(_RegionRule):
     precision = "high"
 
     def visit_Module(self, node: cst.Module) -> None:
-        bindings = {**compiled_bindings(self.ctx), **library_module_bindings(self.ctx)}
-        if not bindings:
+        known = compiled_bindings(self.ctx)
+        library = library_module_bindings(self.ctx)
+        if not known and not any(library.values()):
             return
         for flow in flows(self.ctx):
             if flow.of("reset"):
                 continue
+            bindings = {**known, **library.get(id(flow.scope), {})}
             loop_modules = _module_loop_vars(flow, self.ctx)
             for hook in flow.of("hook"):
                 assert hook.receiver is not None

@@ -83,3 +83,30 @@ def test_dl109_traps() -> None:
         "    c(x)\n"
     )
     assert run(source, "DL109") == []
+
+
+def test_dl109_a_library_model_rebound_before_it_is_compiled_is_not_followed() -> None:
+    """``model`` was an ``nn.Sequential``, then something the analysis cannot see: the
+    compiled object is not known to be that module."""
+    from tests.rules.conftest import run
+
+    source = """\
+        import torch
+        from torch import nn
+
+
+        def probe(loaded):
+            model = nn.Sequential(nn.Linear(4, 4))
+            model = loaded
+            compiled = torch.compile(model)
+            compiled(torch.ones(1, 4))
+            model[0].register_forward_hook(lambda m, a, o: None)
+
+
+        def kept():
+            model = nn.Sequential(nn.Linear(4, 4))
+            compiled = torch.compile(model)
+            compiled(torch.ones(1, 4))
+            model[0].register_forward_hook(lambda m, a, o: None)
+        """
+    assert [f.span.start.line for f in run(source, "DL109")] == [17]
