@@ -154,7 +154,7 @@ def _collector_paused() -> Iterator[None]:
     Trees and summaries are acyclic and freed by reference counting; the automatic collector
     would only re-scan the summaries kept for linking while the next files are parsed, which
     cost ~10% of a check (bench/run.py). Cycles are still collected: before each file
-    (:func:`_collect_now_and_then`), and at the end. A file's analysis leaves a few (its rule
+    (:func:`_collect_before_a_file`), and at the end. A file's analysis leaves a few (its rule
     context and its rank flow refer to each other) that keep its whole tree alive until then:
     collected every 200 files, a worker checking torch's distributed and nn sources peaked at
     248 MiB, before each file at 160 MiB, for the same CPU (each collection only walks what
@@ -178,16 +178,10 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-_COLLECT_EVERY = 1  # files between explicit collections while the collector is paused
-_checked = 0
-
-
-def _collect_now_and_then() -> None:
-    """Count a file checked; every :data:`_COLLECT_EVERY` files, while the collector is paused,
-    collect cycles among what is new since the last time, then freeze the survivors."""
-    global _checked
-    _checked += 1
-    if _checked % _COLLECT_EVERY == 0 and not gc.isenabled():
+def _collect_before_a_file() -> None:
+    """While the collector is paused, collect the cycles among what is new since the last
+    time (the previous file's), then freeze the survivors."""
+    if not gc.isenabled():
         gc.collect()
         gc.freeze()
 
@@ -560,7 +554,7 @@ def process_context() -> StartContext:
 
 
 def _check(task: Task, second: SecondPass | None, trees: ParsedTrees | None = None) -> FileResult:
-    _collect_now_and_then()
+    _collect_before_a_file()
     if task.data is None and _may_crash_parser(task.path):
         return _check_isolated(task, second)
     return _check_unguarded(task, second, trees)
@@ -598,7 +592,7 @@ def _may_crash_parser(path: Path) -> bool:
 
 def _check_in_worker(task: Task) -> FileResult:
     """A file in a supervised worker: a crash or a stall here costs only this file."""
-    _collect_now_and_then()
+    _collect_before_a_file()
     return _check_unguarded(task, _worker_inputs.get(task.display))
 
 

@@ -72,10 +72,7 @@ def _flows(ctx: RuleContext) -> list[Flow]:
     names = set(compiled_bindings(ctx))
     for of_scope in library_module_bindings(ctx).values():
         names |= set(of_scope)
-    result = [_flow(ctx, ctx.module, names)]
-    for func in file_functions(ctx).values():
-        result.append(_flow(ctx, func, names))
-    return result
+    return [_flow(ctx, scope, names) for scope in _scopes(ctx)]
 
 
 def _scopes(ctx: RuleContext) -> list[cst.Module | cst.FunctionDef]:
