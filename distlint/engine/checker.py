@@ -59,7 +59,7 @@ from distlint.syntax.source import (
     on_large_stack,
     parse_source,
 )
-from distlint.syntax.spans import ORDINAL_TYPES, SourceLookup, parsed_entry
+from distlint.syntax.spans import ORDINAL_TYPES, SourceLookup, parsed_entry, range_span
 from distlint.syntax.suppressions import Suppression, SuppressionIndex, scan
 from distlint.syntax.walker import walk
 
@@ -653,7 +653,7 @@ def _finish(
     lines = NEWLINES.split(text)
     ranges = _report_ranges(ctx, reports, [node for _, node in eager])
     for item, node in eager:
-        item.span = _span(ranges.get(node), lines)
+        item.span = range_span(ranges.get(node), lines)
     if index is not None:
         for supp in index.suppressions:
             supp.span = Span(
@@ -678,16 +678,6 @@ def _report_ranges(
         return {}
 
 
-def _span(node_range: NodeRange | None, lines: list[str]) -> Span:
-    if node_range is None:
-        start = end = Position(1, 1, 1)
-        return Span(start, end)
-    return Span(
-        make_position(lines, node_range.start_line, node_range.start_column),
-        make_position(lines, node_range.end_line, node_range.end_column),
-    )
-
-
 def _finding(
     path: str, report: PendingReport, ranges: dict[cst.CSTNode, NodeRange], lines: list[str]
 ) -> Finding:
@@ -695,7 +685,7 @@ def _finding(
     fix = report.fix
     if report.fix_nodes:
         edits = tuple(
-            Edit(_span(ranges.get(node), lines), content) for node, content in report.fix_nodes
+            Edit(range_span(ranges.get(node), lines), content) for node, content in report.fix_nodes
         )
         if fix is not None:
             fix = Fix(fix.title, fix.edits + edits, fix.applicability)
@@ -705,10 +695,10 @@ def _finding(
         severity=report.severity or rule.severity,
         message=report.message,
         path=path,
-        span=_span(ranges.get(report.node), lines),
+        span=range_span(ranges.get(report.node), lines),
         related=report.related
         + tuple(
-            Location(path, _span(ranges.get(node), lines), label)
+            Location(path, range_span(ranges.get(node), lines), label)
             for node, label in report.related_nodes
         ),
         fix=fix,

@@ -279,17 +279,11 @@ class RuleContext(ParsedFile):
 
     def span_now(self, node: cst.CSTNode) -> Span:
         """The span of ``node``, computed now (one partial codegen; use sparingly)."""
-        from distlint.findings import Position, Span, make_position
         from distlint.syntax.positions import node_ranges
+        from distlint.syntax.spans import range_span
 
         found = node_ranges(self.module, [node], self.columns).get(node)
-        if found is None:
-            return Span(Position(1, 1, 1), Position(1, 1, 1))
-        lines = NEWLINES.split(self.source)
-        return Span(
-            make_position(lines, found.start_line, found.start_column),
-            make_position(lines, found.end_line, found.end_column),
-        )
+        return range_span(found, NEWLINES.split(self.source))
 
     @property
     def dynamo_config(self) -> dict[str, object]:

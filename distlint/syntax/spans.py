@@ -15,7 +15,7 @@ import libcst as cst
 
 from distlint.findings import Position, Span, make_position
 from distlint.syntax.indentation import IndentColumns
-from distlint.syntax.positions import node_ranges
+from distlint.syntax.positions import NodeRange, node_ranges
 from distlint.syntax.source import NEWLINES, SourceError, check_nesting, parse_source
 from distlint.syntax.walker import walk
 
@@ -129,8 +129,15 @@ def _measure(parsed: tuple, keys: list) -> dict:
     for key, node in targets.items():
         measured = ranges.get(node)
         if measured is not None:
-            found[key] = Span(
-                make_position(lines, measured.start_line, measured.start_column),
-                make_position(lines, measured.end_line, measured.end_column),
-            )
+            found[key] = range_span(measured, lines)
     return found
+
+
+def range_span(measured: NodeRange | None, lines: list[str]) -> Span:
+    """The span of a measured node range over the file's lines (unmeasured: line 1)."""
+    if measured is None:
+        return _NOWHERE
+    return Span(
+        make_position(lines, measured.start_line, measured.start_column),
+        make_position(lines, measured.end_line, measured.end_column),
+    )
