@@ -8,7 +8,7 @@ are the literal ones a summary records (see ``collect._call_arguments``).
 
 from __future__ import annotations
 
-from distlint.semantic.model import Condition, FunctionSummary, Options
+from distlint.semantic.model import MEMBER_ARGUMENT, Condition, FunctionSummary, Options
 
 # an argument key: the call also unpacks ``*args``/``**kwargs``, so any parameter may be passed
 STARRED = "**"
@@ -29,6 +29,8 @@ def bind(
     for key, value in arguments:
         if key == STARRED:
             continue
+        if isinstance(value, str) and value.startswith(MEMBER_ARGUMENT):
+            value = "<expr>"  # an object's attribute: not the literal its text spells
         if key.startswith("#"):
             position = int(key[1:]) + offset
             if position < len(params):

@@ -34,6 +34,7 @@ from distlint.semantic.collectives import (
 )
 from distlint.semantic.model import (
     DDP_ARGUMENT,
+    MEMBER_ARGUMENT,
     MODULE_CODE,
     WRAPPED_ARGUMENT,
     ClassSummary,
@@ -1052,9 +1053,9 @@ class Collector:
                 Effect(
                     "member",
                     self.ctx.locate(call, lazy=True),
-                    func.attr.value,  # type: ignore[attr-defined]
+                    member[1],
                     self._text(call),
-                    callee=member,
+                    callee=member[0],
                 )
             )
         made = _made_by(func, scope)
@@ -1175,6 +1176,7 @@ class Collector:
                     scope.params | scope.keyword_locals,
                     scope.wrapped - scope.quiet,
                     scope.ddp_models,
+                    self._passed_members(scope, call),
                 ),
             )
         )
@@ -1412,16 +1414,51 @@ class Collector:
             return ("elem", base) if base is not None else None
         return None
 
-    def _member_of(self, scope: _Scope, func: cst.BaseExpression) -> Value | None:
-        """``trainer.model(x)``: the value of ``trainer`` when it is an object this code made
-        (a call's result, here or at module level); its class may keep a wrapped model in
-        ``model`` (decided when linked, the class may be in another file)."""
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+    def _member_of(self, scope: _Scope, expr: cst.BaseExpression) -> tuple[Value, str] | None:
+        """``trainer.model`` (called or passed), also as ``model`` after ``model =
+        trainer.model``: the object and the attribute, when the object is one this code made
+        (a call's result, here or at module level) or ``self``. Its class may keep a wrapped
+        model in that attribute, decided when linked: the class, or the base class that wraps
+        (``BaseTrainer.__init__``: ``self.model = FSDP(net)``), may be in another file."""
+        if isinstance(expr, cst.Name):
+            value = self._name_value(scope, expr.value)
+            if value is None or value[0] != "attr" or _unwrapped_here(scope, expr.value):
+                return None
+            base = value[1]
+            return (base, value[2]) if base == ("self",) or base[0] == "call" else None
+        if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)):
             return None
-        if func.value.value == scope.self_name:
-            return None  # ``self.model(x)``: the class's own wrapped attributes (above)
-        value = self._name_value(scope, func.value.value)
-        return value if value is not None and value[0] == "call" else None
+        if expr.value.value == scope.self_name:
+            # ``self.model(x)``: the wrapping this file shows is tracked as it is collected;
+            # what a base class from elsewhere wraps is the linker's to tell
+            return (("self",), expr.attr.value) if self._bases_elsewhere(scope) else None
+        value = self._name_value(scope, expr.value.value)
+        return (value, expr.attr.value) if value is not None and value[0] == "call" else None
+
+    def _bases_elsewhere(self, scope: _Scope) -> bool:
+        """Whether the class of a method has a base class other than torch's and builtins'
+        (one that may wrap a model in ``self``): in this file or another."""
+        summary = self.summary.classes.get(scope.class_id or "")
+        return summary is not None and any(
+            not (base[0] == "g" and base[1].split(".", 1)[0] in ("torch", "builtins"))
+            for base in summary.bases
+        )
+
+    def _passed_members(self, scope: _Scope, call: cst.Call) -> frozenset[str]:
+        """The arguments that are an attribute of an object (``evaluate(trainer.model, x)``,
+        also ``evaluate(model, x)`` after ``model = self.model``), each recorded in the
+        summary under its text with the object and attribute (see ``_member_of``)."""
+        labels: list[str] = []
+        for arg in call.args:
+            if arg.star:
+                break
+            member = self._member_of(scope, arg.value)
+            if member is None:
+                continue
+            label = dotted_name(arg.value) or ""
+            scope.summary.passed_members[label] = member
+            labels.append(label)
+        return frozenset(labels)
 
     def _lambda_value(self, scope: _Scope, node: cst.Lambda) -> Value:
         """A lambda handed to ``torch.compile`` or a compile wrapper (``_maybe_compile(lambda
@@ -2049,11 +2086,14 @@ def _call_arguments(
     params: set[str],
     wrapped: Collection[str] = (),
     ddp_models: Collection[str] = (),
+    members: Collection[str] = (),
 ) -> Options:
     """What a call passes, by keyword or as ``#<position>``: literal booleans, None, integers
     and strings as they are, a parameter of the caller as ``("param", name)`` (its value at
     the caller's call site, if known), a distributed-wrapped model as ``WRAPPED_ARGUMENT``
-    (a DDP one as ``DDP_ARGUMENT`` + its name, see ``FunctionSummary.ddp_models``),
+    (a DDP one as ``DDP_ARGUMENT`` + its name, see ``FunctionSummary.ddp_models``), an
+    object's attribute that may be one as ``MEMBER_ARGUMENT`` + its text (see
+    ``FunctionSummary.passed_members``),
     anything else as ``"<expr>"`` (passed, value unknown)."""
     found: list[tuple[str, object]] = []
     for position, arg in enumerate(call.args):
@@ -2067,6 +2107,10 @@ def _call_arguments(
         label = _target_label(arg.value) if wrapped else None
         if label is not None and label in wrapped:
             found.append((key, DDP_ARGUMENT + label if label in ddp_models else WRAPPED_ARGUMENT))
+            continue
+        member = dotted_name(arg.value) if members else None
+        if member is not None and member in members:
+            found.append((key, MEMBER_ARGUMENT + member))
             continue
         value = literal_value(arg.value)
         if not is_literal(value) or not (value is None or isinstance(value, LITERAL_TYPES)):

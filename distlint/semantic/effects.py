@@ -25,12 +25,14 @@ from distlint.semantic.collectives import POINT_TO_POINT
 from distlint.semantic.link import ProjectFacts
 from distlint.semantic.model import (
     DDP_ARGUMENT,
+    MEMBER_ARGUMENT,
     UNPROVEN_DDP_ARGUMENT,
     WRAPPED_ARGUMENT,
     Condition,
     Effect,
     FunctionSummary,
     Options,
+    Value,
 )
 from distlint.semantic.rankflow import GUARD_WORDS, MAYBE, RANK, UNIFORM
 
@@ -409,24 +411,35 @@ class EffectAnalysis:
     def _wrapped_member(self, effect: Effect, function: str) -> tuple[str, str] | None:
         """(what, doubt) when ``obj.<name>(...)`` is the forward of a wrapped model that the
         class of ``obj`` keeps in ``name`` (``self.model = FSDP(net)`` in its ``__init__``)."""
+        assert effect.callee is not None  # collect gives every "member" effect its object
+        found = self._wrapped_attribute(effect.callee, effect.name, function)
+        if found is None:
+            return None
+        owner, doubt = found
+        what = (
+            f"forward of `{effect.text.split('(', 1)[0]}`, the distributed-wrapped model "
+            f"`{owner}` keeps in `self.{effect.name}`"
+        )
+        return what, doubt
+
+    def _wrapped_attribute(self, obj: Value, name: str, function: str) -> tuple[str, str] | None:
+        """(the class's name, doubt) when the class of ``obj`` (or a base class, in any file)
+        keeps a distributed-wrapped model in ``name``; doubt "buffers" for a DDP model whose
+        buffers are not proven."""
         facts = self.facts
-        for item in sorted(facts.evaluate(effect.callee, facts._class_of(function))):  # type: ignore[arg-type]
+        for item in sorted(facts.evaluate(obj, facts._class_of(function))):  # type: ignore[arg-type]
             if item[0] != "inst":
                 continue
             for owner in facts.mro(item[1]):
                 summary = facts.classes.get(owner)
-                if summary is None or effect.name not in summary.wrapped_attributes:
+                if summary is None or name not in summary.wrapped_attributes:
                     continue
-                what = (
-                    f"forward of `{effect.text.split('(', 1)[0]}`, the distributed-wrapped model "
-                    f"`{summary.name}` keeps in `self.{effect.name}`"
-                )
                 doubt = ""
-                if effect.name in summary.ddp_attributes:
+                if name in summary.ddp_attributes:
                     context = next(iter(summary.methods.values()), function)
-                    if not facts.has_buffers(summary.ddp_attributes[effect.name], context):
+                    if not facts.has_buffers(summary.ddp_attributes[name], context):
                         doubt = "buffers"
-                return what, doubt
+                return summary.name, doubt
         return None
 
     # -- divergences ---------------------------------------------------------------------------
@@ -717,16 +730,27 @@ class EffectAnalysis:
 
     def _settle_ddp(self, arguments: Options, function: str) -> Options:
         """A call's arguments with each DDP model of the caller (``DDP_ARGUMENT`` + name)
-        replaced by whether its forward is proven to broadcast buffers."""
-        if not any(isinstance(v, str) and v.startswith(DDP_ARGUMENT) for _, v in arguments):
+        replaced by whether its forward is proven to broadcast buffers, and each object's
+        attribute (``MEMBER_ARGUMENT`` + text) by whether it is a wrapped model."""
+        if not any(
+            isinstance(v, str) and v.startswith((DDP_ARGUMENT, MEMBER_ARGUMENT))
+            for _, v in arguments
+        ):
             return arguments
-        models = self.facts.functions[function].ddp_models
+        summary = self.facts.functions[function]
         settled: list[tuple[str, object]] = []
         for key, value in arguments:
             if isinstance(value, str) and value.startswith(DDP_ARGUMENT):
-                module = models.get(value[len(DDP_ARGUMENT) :])
+                module = summary.ddp_models.get(value[len(DDP_ARGUMENT) :])
                 proven = self.facts.has_buffers(module, function)
                 value = WRAPPED_ARGUMENT if proven else UNPROVEN_DDP_ARGUMENT
+            elif isinstance(value, str) and value.startswith(MEMBER_ARGUMENT):
+                obj, name = summary.passed_members[value[len(MEMBER_ARGUMENT) :]]
+                found = self._wrapped_attribute(obj, name, function)
+                if found is None:
+                    value = "<expr>"
+                else:
+                    value = UNPROVEN_DDP_ARGUMENT if found[1] else WRAPPED_ARGUMENT
             settled.append((key, value))
         return tuple(settled)
 

@@ -40,6 +40,9 @@ WRAPPED_ARGUMENT = "<wrapped>"  # an argument value: a DDP/FSDP-wrapped model
 # whose forward issues a collective only if the model has buffers
 DDP_ARGUMENT = "<ddp>"
 UNPROVEN_DDP_ARGUMENT = "<ddp?>"  # the same, once the buffers are known not to be proven
+# an argument value: an object's attribute held by the caller's text that follows (see
+# ``passed_members``), a wrapped model if the object's class keeps one there
+MEMBER_ARGUMENT = "<member>"
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,9 @@ class FunctionSummary:
     returns_ddp: tuple[tuple[int, Value | None], ...] = ()
     # names holding a DDP-wrapped model here -> the wrapped module's value (None: not known)
     ddp_models: dict[str, Value | None] = field(default_factory=dict)
+    # arguments that are an object's attribute (``evaluate(trainer.model)``): their text ->
+    # (the object's value, the attribute)
+    passed_members: dict[str, tuple[Value, str]] = field(default_factory=dict)
     compiles_param: bool = False  # returns torch.compile(<a parameter>, ...): a compile wrapper
     compile_options: Options = ()  # the options such a wrapper passes
     effects: tuple[Effect, ...] = ()

@@ -79,6 +79,10 @@ PROJECT_HANGS = {
     "case_other_ranks_return_before_synchronize": 0,
     # DDP of a backbone picked from backbones.__dict__: rank 0's forward sends the BN buffers
     "case_backbone_picked_by_name_probed_on_main_process": 0,
+    # trainers.py's BaseTrainer shards self.model: rank 0's forward all-gathers its parameters
+    "case_subclass_validates_the_base_classes_sharded_model_on_main_process": 0,
+    "case_trainers_sharded_model_passed_to_a_helper_on_main_process": 0,
+    "case_alias_of_the_trainers_sharded_model_called_on_main_process": 0,
 }
 GOOD_VALUES = {
     "case_early_stopping_broadcast": 2,

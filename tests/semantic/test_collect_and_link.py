@@ -88,3 +88,72 @@ def test_what_a_call_resolves_to_does_not_depend_on_the_rules_enabled() -> None:
     assert ("g", "pkg.util.Params") in alone
     for code in ("DL401", "DL402", "DL403", "DL404"):
         assert calls({"DL104", code}) == alone, code
+
+
+TRAINER = """
+import torch
+import torch.distributed as dist
+from base import BaseTrainer
+from plain import Plain
+
+def predict(model, x):
+    return model(x)
+
+class Trainer(BaseTrainer):
+    def validate(self, x):
+        if dist.get_rank() == 0:
+            self.model(x)
+
+class Local(torch.nn.Module):
+    def validate(self, x):
+        self.head(x)
+
+def main(x):
+    trainer = Plain()
+    predict(trainer.model, x)
+    model = trainer.model
+    model(x)
+"""
+
+
+def test_attributes_of_objects_are_recorded_for_the_linker_to_tell_whether_wrapped() -> None:
+    """``self.model(x)`` in a class with a base from elsewhere, ``trainer.model`` passed to a
+    helper or called through an alias: the base class that wraps may be in another file."""
+    from distlint.semantic.model import MEMBER_ARGUMENT
+
+    found = summary(TRAINER, "train")
+
+    def members(function: str) -> list[tuple[str, object]]:
+        return [
+            (e.name, e.callee)
+            for e in _effects(found.functions[function].effects)
+            if e.kind == "member"
+        ]
+
+    assert members("train:Trainer.validate") == [("model", ("self",))]
+    assert members("train:Local.validate") == []  # torch's base keeps no wrapped model
+    plain = ("call", ("g", "plain.Plain"))
+    main = found.functions["train:main"]
+    assert members("train:main") == [("model", plain)]  # model = trainer.model; model(x)
+    assert main.passed_members == {"trainer.model": (plain, "model")}
+    [call] = [e for e in main.effects if e.kind == "call" and "predict" in str(e.callee)]
+    assert dict(call.arguments)["#0"] == MEMBER_ARGUMENT + "trainer.model"
+
+
+def test_an_attribute_passed_is_not_the_literal_its_text_spells() -> None:
+    """A member argument's text (``<member>cfg.mode``) decides no literal test of the callee:
+    bound as an unknown expression."""
+    from distlint.semantic.bindings import bind, decided_side
+    from distlint.semantic.model import MEMBER_ARGUMENT, Condition, FunctionSummary
+
+    helper = FunctionSummary("m:helper", "helper", "m.py", None, params=("mode",))
+    bound = bind(helper, (("#0", MEMBER_ARGUMENT + "cfg.mode"),))
+    assert bound == {"mode": "<expr>"}
+    assert decided_side(Condition(0, compare=("mode", "==", ("<member>cfg.mode",))), bound) is None
+
+
+def _effects(effects):  # type: ignore[no-untyped-def]
+    for effect in effects:
+        yield effect
+        yield from _effects(effect.body)
+        yield from _effects(effect.orelse)
