@@ -19,7 +19,8 @@ A rule is a class with its metadata as class attributes and ``visit_<Node>`` /
                 self.report(node, "launch() without timeout= waits forever on a dead rank.")
 
 ``Rule`` looks at one file, ``RegionRule`` at code inside ``torch.compile`` regions
-(``self.ctx.region``), ``ProjectRule`` at several files (``record`` then ``check_project``).
+(``self.ctx.region``; decorate a visitor with ``@in_region`` to run it only there and be handed
+the region), ``ProjectRule`` at several files (``record`` then ``check_project``).
 ``self.ctx`` is the :class:`RuleContext`: names (``resolve``), the file (``path``, ``source``,
 ``module``), the enclosing function, and ``memo(build)`` for per-file caches.
 
@@ -39,7 +40,7 @@ from distlint.findings import (
     Severity,
     Span,
 )
-from distlint.rules.base import ProjectRule, RegionRule, Rule
+from distlint.rules.base import ProjectRule, RegionRule, Rule, in_region
 from distlint.rules.context import RuleContext
 from distlint.rules.project import Project
 
@@ -58,4 +59,5 @@ __all__ = [
     "RuleContext",
     "Severity",
     "Span",
+    "in_region",
 ]

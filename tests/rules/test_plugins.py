@@ -188,3 +188,45 @@ def test_the_example_plugin_tests_itself_with_distlint_testing() -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
+
+
+REGION_PLUGIN = """
+import libcst as cst
+from distlint.api import RegionRule, Severity, in_region
+
+
+class AssertInCompiledCode(RegionRule):
+    code = "XYZ101"
+    name = "assert-in-compiled-code"
+    severity = Severity.WARNING
+    summary = "An assert in compiled code."
+
+    @in_region
+    def visit_Assert(self, node: cst.Assert, region) -> None:
+        self.report(node, f"assert in compiled code ({region.where})")
+"""
+REGION_TRAIN = """import torch
+
+
+@torch.compile
+def step(x):
+    assert x.ndim == 2
+    return x * 2
+
+
+def eager(x):
+    assert x.ndim == 2
+    return x
+"""
+
+
+def test_a_plugin_region_rule_runs_only_in_compiled_code(tmp_path: Path) -> None:
+    """``in_region`` (distlint.api) guards a plugin's visitor and hands it the region."""
+    (tmp_path / "region_rules.py").write_text(REGION_PLUGIN)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.distlint]\nplugins = ["region_rules.py"]\nselect = ["XYZ"]\n'
+    )
+    (tmp_path / "train.py").write_text(REGION_TRAIN)
+    proc = distlint(tmp_path, "--format", "json", "train.py")
+    assert findings(proc) == [("train.py", "XYZ101", 6)]
+    assert "assert in compiled code (train.py:4)" in json.loads(proc.stdout)[0]["message"]
