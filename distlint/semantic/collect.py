@@ -101,6 +101,7 @@ _CONTAINERS = frozenset(
         "torch.nn.modules.container.Sequential",
     }
 )
+_MODULE_DICTS = frozenset({"torch.nn.ModuleDict", "torch.nn.modules.container.ModuleDict"})
 _BUILTIN_CONTAINERS = frozenset({"list", "tuple"})
 _TRANSPARENT = WRAPPERS | FULLY_SHARD
 _UNKNOWN: Value = ("?",)
@@ -1080,7 +1081,11 @@ class Collector:
                 if value is not None:
                     self.summary.capture_sites.append((scope.summary.id, value, span))
             return
-        callee = self._value(scope, func)
+        callee = self._comprehension_value(scope, call) if type(func) is cst.Name else None
+        if callee is None:
+            callee = self._value(scope, func)
+        elif callee == _UNKNOWN:
+            callee = None  # bound by the comprehension to what the analysis cannot follow
         if self._capture is not None:
             captured = callee if callee is not None else self._callable_value(scope, func)
             if captured is not None and not _is_inert(captured) and not _external(captured):
@@ -1435,6 +1440,27 @@ class Collector:
         value = self._name_value(scope, expr.value.value)
         return (value, expr.attr.value) if value is not None and value[0] == "call" else None
 
+    def _comprehension_value(self, scope: _Scope, call: cst.Call) -> Value | None:
+        """``[block(x) for block in self.blocks]``: what a called name that an enclosing
+        comprehension's ``for`` binds holds, an element of what that ``for`` iterates
+        (``_UNKNOWN`` when that is not known: the name shadows any outer one); None when no
+        comprehension binds it."""
+        assert isinstance(call.func, cst.Name)
+        name = call.func.value
+        for comprehension in self.ctx.comprehensions.get(id(call), ()):
+            for_in: cst.CompFor | None = comprehension.for_in  # type: ignore[attr-defined]
+            while for_in is not None:
+                names = bound_names(for_in.target)
+                if name in names:
+                    iterated = self._value(scope, for_in.iter)
+                    if iterated is None:
+                        return _UNKNOWN
+                    if isinstance(for_in.target, (cst.Tuple, cst.List)):
+                        return ("item", ("elem", iterated), names.index(name))
+                    return ("elem", iterated)
+                for_in = for_in.inner_for_in
+        return None
+
     def _bases_elsewhere(self, scope: _Scope) -> bool:
         """Whether the class of a method has a base class other than torch's and builtins'
         (one that may wrap a model in ``self``): in this file or another."""
@@ -1528,6 +1554,11 @@ class Collector:
         if callee[0] == "g" and callee[1] in _PARTIAL and call.args:
             wrapped = self._value(scope, call.args[0].value, depth + 1)
             return ("partial", wrapped, literal_options(call)) if wrapped is not None else None
+        if callee[0] == "g" and callee[1] in _MODULE_DICTS:
+            # ``nn.ModuleDict({"a": A(), ...})`` / ``{k: Head() for k in keys}``: its values
+            values = _dict_values(call.args[0].value) if call.args else []
+            found = (self._value(scope, v, depth + 1) for v in values)
+            return ("seq", tuple(v for v in found if v is not None))
         if callee[0] == "g" and callee[1] in _CONTAINERS:
             items: list[Value] = []
             for arg in call.args:
@@ -2075,6 +2106,15 @@ def _keyword_pop(stmt: cst.CSTNode, kwargs: str) -> tuple[str, object] | None:
     if not is_literal(default) or not (default is None or isinstance(default, LITERAL_TYPES)):
         return None
     return target.value, default
+
+
+def _dict_values(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values a dict display or comprehension holds, as written."""
+    if isinstance(node, cst.Dict):
+        return [e.value for e in node.elements if isinstance(e, cst.DictElement)]
+    if isinstance(node, cst.DictComp):
+        return [node.value]
+    return []
 
 
 def _reads_name(node: cst.CSTNode, name: str) -> bool:

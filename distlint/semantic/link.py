@@ -121,9 +121,12 @@ class ProjectFacts:
         """Project functions a call of ``value`` (from function ``scope_id``) runs."""
         found: list[str] = []
         for item in self.evaluate(value, self._class_of(scope_id)):
-            target = self._callable_function(item)
-            if target is not None and target not in found:
-                found.append(target)
+            # ``self.blocks(x)`` with ``self.blocks = nn.Sequential(*[Block() ...])``: calling
+            # the container runs each element's forward
+            for element in item[1] if item[0] == "seqv" else (item,):
+                target = self._callable_function(element)
+                if target is not None and target not in found:
+                    found.append(target)
         return tuple(found)
 
     def is_disabled(self, function_id: str) -> bool:
@@ -263,6 +266,11 @@ class ProjectFacts:
         if kind == "attr":
             return self._attribute(self.evaluate(value[1], cls, depth + 1), value[2], depth + 1)
         if kind == "call":
+            callee = value[1]
+            if callee and callee[0] == "attr" and callee[2] in ("values", "items"):
+                views = self._container_view(callee[1], callee[2], cls, depth)
+                if views:
+                    return views
             found: set[AVal] = set()
             for item in self.evaluate(value[1], cls, depth + 1):
                 if item[0] == "class":
@@ -294,6 +302,21 @@ class ProjectFacts:
         if kind == "field":
             return self._field_classes(value[1], depth + 1)
         return frozenset()
+
+    def _container_view(
+        self, container: Value, method: str, cls: str | None, depth: int
+    ) -> frozenset[AVal]:
+        """``modules.values()`` / ``modules.items()`` of a container of modules (an
+        ``nn.ModuleDict``): its elements, or (name, element) pairs, whose name is not known."""
+        found: set[AVal] = set()
+        for item in self.evaluate(container, cls, depth + 1):
+            if item[0] != "seqv":
+                continue
+            if method == "values":
+                found.add(item)
+            else:
+                found.add(("seqv", tuple(("seqv", (element,)) for element in item[1])))
+        return frozenset(found)
 
     def _field_classes(self, name: str, depth: int) -> frozenset[AVal]:
         """The project classes a named field is given anywhere (class-body defaults, keyword

@@ -20,6 +20,7 @@ from distlint.syntax.walker import subclasses_of, walk
 
 FileT = TypeVar("FileT", bound="ParsedFile")
 _STATEMENTS = subclasses_of(cst.BaseSmallStatement, cst.BaseCompoundStatement)
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 T = TypeVar("T")
 
 
@@ -48,6 +49,9 @@ class ParsedFile:
         self.located: list[NodeSpan] = []
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
         self._call_homes: dict[int, int | None] = {}  # id(call) -> id(its statement), see note_call
+        # id(call of a bare name) -> the comprehensions around it, innermost first: their
+        # ``for`` may bind the name (``[block(x) for block in self.blocks]``)
+        self.comprehensions: dict[int, list[cst.CSTNode]] = {}
         self.seen: dict[type, list[cst.CSTNode]] = {kind: [] for kind in ORDINAL_TYPES}
         self.parents: list[cst.CSTNode] = []  # the walk's ancestors of the current node
         self.in_project = False  # checked with the project's linked facts (second pass)
@@ -64,10 +68,13 @@ class ParsedFile:
         """
         self.seen[cst.Call].append(call)
         home: int | None = None  # id of the innermost statement; None in a lambda
+        named = type(call.func) is cst.Name
         for parent in reversed(self.parents):
             kind = type(parent)
             if kind is cst.Lambda:
                 break
+            if named and kind in _COMPREHENSIONS:
+                self.comprehensions.setdefault(id(call), []).append(parent)
             if kind in _STATEMENTS:
                 home = id(parent)
                 break

@@ -82,6 +82,10 @@ DL101_BAD = {
     "case_ternary_fullgraph": ("fg", 49),
     "case_and_of_number_and_tensor": ("break", 55),
     "case_module_forward_fullgraph": ("fg", 68),
+    # children reached through an nn.Sequential call, ModuleDict.items(), a comprehension
+    "case_sequential_child_fullgraph": ("fg", 79),
+    "case_module_dict_child_fullgraph": ("fg", 86),
+    "case_module_list_child_in_a_comprehension_fullgraph": ("fg", 93),
 }
 
 

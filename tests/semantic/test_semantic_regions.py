@@ -715,3 +715,70 @@ def test_a_junction_of_parameter_tests_is_decided_part_by_part(tmp_path: Path) -
     assert side_findings_of(tmp_path, files, "ops.py") == [("DL104", 10)]
     files["train.py"] = files["train.py"].replace("t.shape, t.dtype, level=2", "t.shape")
     assert side_findings_of(tmp_path, files, "ops.py") == [("DL104", 6)]
+
+
+CONTAINERS = """
+import torch
+from torch import nn
+from blocks import Block, Head, Expert, Unused
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*[Block() for _ in range(2)])
+        self.heads = nn.ModuleDict({"a": Head()})
+        self.experts = nn.ModuleList([Expert() for _ in range(2)])
+        self.unused = nn.ModuleDict({"u": Unused()})
+
+    def forward(self, x):
+        x = self.blocks(x)
+        for name, head in self.heads.items():
+            x = head(x)
+        names = list(self.unused.keys())
+        return torch.stack([expert(x) for expert in self.experts])
+
+net = torch.compile(Net())
+"""
+BLOCKS = """
+from torch import nn
+
+class Block(nn.Module):
+    def forward(self, x): return x
+
+class Head(nn.Module):
+    def forward(self, x): return x
+
+class Expert(nn.Module):
+    def forward(self, x): return x
+
+class Unused(nn.Module):
+    def forward(self, x): return x
+"""
+
+
+def test_children_of_module_containers_are_compiled_where_the_forward_runs_them(
+    tmp_path: Path,
+) -> None:
+    """An ``nn.Sequential`` called, an ``nn.ModuleDict``'s ``items()``/``values()`` iterated,
+    an ``nn.ModuleList`` iterated in a comprehension: each child's forward is inlined (the DL101
+    proof shows a break in each). A container whose children are never called is not."""
+    found = region_names(tmp_path, {"net.py": CONTAINERS, "blocks.py": BLOCKS})
+    assert found == {"Net.forward", "Block.forward", "Head.forward", "Expert.forward"}
+
+
+def test_a_comprehension_variable_shadows_an_outer_name(tmp_path: Path) -> None:
+    source = """
+    import torch
+    from blocks import Block, Head
+
+    def step(x, blocks):
+        head = Head()
+        return [head(x) for head in blocks]
+
+    def other(x):
+        head = Head()
+        return head(x)
+
+    compiled = torch.compile(step)
+    """
+    assert region_names(tmp_path, {"m.py": source, "blocks.py": BLOCKS}) == {"step"}
