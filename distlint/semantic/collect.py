@@ -1595,7 +1595,8 @@ class Collector:
         return None
 
     def _evaluate_assigned(self, scope: _Scope, name: str, depth: int) -> Value | None:
-        values: list[Value] = []
+        # a def binds its name too: ``update = torch.compile(update)`` after ``def update``
+        values: list[Value] = [("f", scope.defs[name])] if name in scope.defs else []
         for kind, node in scope.assigned[name]:
             if not isinstance(node, cst.BaseExpression):
                 continue

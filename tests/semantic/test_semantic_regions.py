@@ -782,3 +782,28 @@ def test_a_comprehension_variable_shadows_an_outer_name(tmp_path: Path) -> None:
     compiled = torch.compile(step)
     """
     assert region_names(tmp_path, {"m.py": source, "blocks.py": BLOCKS}) == {"step"}
+
+
+def test_a_function_compiled_into_its_own_name_is_the_root(tmp_path: Path) -> None:
+    """``update = torch.compile(update)`` after ``def update``: the def binds the name too
+    (torchrl's scripts compile their update step so, under a configuration flag)."""
+    source = """
+    import torch
+
+    def main(cfg):
+        def update(td):
+            return td.sum()
+
+        if cfg.compile:
+            update = torch.compile(update, mode="default")
+        return update
+
+    def step(x):
+        return x
+
+    step = torch.compile(step)
+    """
+    assert roots(tmp_path, {"m.py": source}) == {
+        "main.<locals>.update": ("call", False, "default", None),
+        "step": ("call", False, None, None),
+    }
