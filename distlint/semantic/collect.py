@@ -1096,7 +1096,7 @@ class Collector:
             target = (
                 self._lambda_value(scope, first)
                 if isinstance(first, cst.Lambda)
-                else self._value(scope, first)
+                else self._callable_value(scope, first)  # a parameter: what callers pass
             )
             if target is None and self._certainly_compile(callee):
                 target = ()  # compiled, but what is not known (explain-regions says so)
@@ -1382,13 +1382,17 @@ class Collector:
         self, scope: _Scope, call: cst.Call
     ) -> tuple[tuple[int | str, Value], ...]:
         """Arguments that name a function or a method (``Runner(step)``, ``run(self.step)``),
-        by position or keyword: a callee storing or calling its parameter runs them."""
+        by position or keyword: a callee storing or calling its parameter runs them; and
+        objects the project builds (``check_compile(Net())``, ``model = Net(); run(model)``):
+        a callee compiling its parameter compiles their forward."""
         found: list[tuple[int | str, Value]] = []
         for position, arg in enumerate(call.args):
-            if arg.star or not isinstance(arg.value, (cst.Name, cst.Attribute)):
+            if arg.star or not isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
                 continue
             value = self._callable_value(scope, arg.value)
-            if value is None or not _names_code(value):
+            if value is None:
+                continue
+            if not (_names_code(value) or (value[0] == "call" and _names_code(value[1]))):
                 continue
             found.append((arg.keyword.value if arg.keyword else position, value))
         return tuple(found)

@@ -799,7 +799,7 @@ class EffectAnalysis:
             return False
         for _, passed in summary.passes:
             for _, value in passed:
-                if value[0] == "param":
+                if value[0] in ("param", "call"):  # a caller's argument; an object passed
                     continue
                 for target in self.facts.call_targets(value, function):
                     if target != function and self.signature(target):

@@ -652,7 +652,7 @@ def _roots(facts: ProjectFacts) -> None:
     for module in facts.modules.values():
         for scope, site in module.compile_sites:
             options = facts.compile_options(site.compiler, scope)
-            if options is None:
+            if options is None or _wrapper_site(facts, site):
                 continue
             options = tuple(options) + tuple(site.options)
             method = site.kind == "method"
@@ -684,6 +684,16 @@ def _roots(facts: ProjectFacts) -> None:
             seen.add(key)
             facts.roots.append(root)
     facts.roots.sort(key=lambda r: (r.path, r.span.start.line, r.target))
+
+
+def _wrapper_site(facts: ProjectFacts, site: CompileSite) -> bool:
+    """``return torch.compile(fn, ...)`` in a compile wrapper: its call sites are the roots
+    (``maybe_compile(step)``), with the options it passes."""
+    target = site.target
+    if not target or target[0] != "param":
+        return False
+    summary = facts.functions.get(target[1])
+    return summary is not None and summary.compiles_param
 
 
 def _site_binding(facts: ProjectFacts, site: CompileSite, scope: str) -> Options | None:
@@ -760,6 +770,8 @@ def _unresolved_reason(facts: ProjectFacts, site: CompileSite, scope: str) -> st
             return f"an instance of `{value[1].rsplit(':', 1)[-1]}`, which defines no forward"
     if target and target[0] == "call" and target[1] and target[1][0] == "g":
         return f"what `{target[1][1]}(...)` returns, outside the project"
+    if target and target[0] == "param":
+        return f"the parameter `{target[2]}`, to which no call passes project code"
     return "a value the analysis cannot follow (a parameter, or computed at run time)"
 
 

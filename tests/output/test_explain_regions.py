@@ -120,7 +120,7 @@ def test_compile_sites_it_cannot_resolve_are_listed_with_the_reason(
         {
             "path": "build.py",
             "line": 14,
-            "why": "a value the analysis cannot follow (a parameter, or computed at run time)",
+            "why": "the parameter `model_fn`, to which no call passes project code",
         },
         {
             "path": "build.py",

@@ -807,3 +807,35 @@ def test_a_function_compiled_into_its_own_name_is_the_root(tmp_path: Path) -> No
         "main.<locals>.update": ("call", False, "default", None),
         "step": ("call", False, None, None),
     }
+
+
+def test_a_parameter_compiled_is_what_its_callers_pass(tmp_path: Path) -> None:
+    """``def check_compile(model): torch.compile(model, fullgraph=True)`` called with
+    ``Net()`` (or a name bound to it) compiles ``Net.forward``; a compile wrapper's own site
+    (``return torch.compile(fn)``) is not a root: its call sites are."""
+    source = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def forward(self, x): return x
+
+    def check_compile(model, x):
+        return torch.compile(model, fullgraph=True)(x)
+
+    def maybe_compile(fn):
+        return torch.compile(fn, backend="eager")
+
+    def step(x): return x
+
+    def test_net():
+        check_compile(Net(), 1)
+        net = Net()
+        check_compile(net, 1)
+
+    fast = maybe_compile(step)
+    """
+    facts = facts_of(tmp_path, {"m.py": source})
+    found = sorted((r.target.split(":", 1)[1], r.span.start.line) for r in facts.roots)
+    assert found == [("Net.forward", 9), ("step", 21)]
+    assert facts.unresolved == []

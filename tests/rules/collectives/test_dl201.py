@@ -393,3 +393,29 @@ def probe(name, batch):
     assert _lookup_codes(tmp_path, factories, probe) == ["DL201"]
     plain = factories + "\n\ndef plain(width=8):\n    return nn.Linear(width, 2)\n"
     assert _lookup_codes(tmp_path / "plain", plain, probe) == ["DL209"]
+
+
+def test_an_object_handed_to_a_library_on_rank_zero_is_not_a_callback_registration() -> None:
+    """Project functions handed to unknown code on one rank may run collectives later (a
+    served demo's callback), which makes a divergence next to them only possible (DL209). An
+    object built and passed (recorded so that a callee compiling its parameter compiles the
+    object's forward) is not such a callback: the rank-0 barrier stays an error."""
+    assert codes(
+        """
+        import torch
+        import torch.distributed as dist
+
+        class Averager(torch.nn.Module):
+            def forward(self, x):
+                dist.all_reduce(x)
+                return x
+
+        def publish(server):
+            server.register(Averager())
+
+        def export_on_rank_zero(server):
+            if dist.get_rank() == 0:
+                publish(server)
+                dist.barrier()
+        """
+    ) == ["DL201"]
