@@ -314,7 +314,8 @@ def context_tasks(
 ) -> list[Task]:
     """The other files of the named files' projects that they import or are imported by, to
     link with them (not reported on): ``check train.py`` finds what ``check .`` finds in
-    ``train.py``. Only project-scope rules run on them (they record what project rules need).
+    ``train.py``. They keep the settings ``check .`` gives them, so that its cached first
+    passes serve them, but only project-scope rules run on them (:func:`linked_only`).
     ``given`` are the paths as named (a project inside a named directory is walked already);
     ``contents`` overrides files on disk (stdin, an editor's buffer); ``absolute`` shows
     their paths absolute (the language server). A configuration error met on the way (another
@@ -346,17 +347,23 @@ def _context_tasks(
         return []
     candidates, _ = Discovery(resolver, cwd).files(roots)
     by_path = {c.path: c for c in candidates}
-    project_codes = {code for code, rule in all_rules().items() if rule.scope == "project"}
     tasks = []
     for path in related_files(set(named), by_path, contents):
         try:
             settings = resolver.file_settings(path, overrides)
         except ConfigError:
             continue
-        settings = replace(settings, enabled=settings.enabled & project_codes)
         display = path.as_posix() if absolute else by_path[path].display
         tasks.append(Task(path, display, settings, report=False))
     return tasks
+
+
+def linked_only(settings: FileSettings) -> FileSettings:
+    """The settings a file linked for context (not reported on) is analysed with: only the
+    project-scope rules, which record what the project rules need. Its summary and records
+    are those of a pass with every rule (a test checks it), so a cached full pass serves too."""
+    project = {code for code, rule in all_rules().items() if rule.scope == "project"}
+    return replace(settings, enabled=settings.enabled & project)
 
 
 @dataclass(frozen=True)
@@ -391,7 +398,8 @@ def _first_pass_cached(
     tasks: Sequence[Task], jobs: Jobs, cache: FirstPassCache, trees: ParsedTrees | None = None
 ) -> tuple[list[FileResult], list[str | None]]:
     """The first pass, reusing cached results of files whose key is unchanged; the results
-    and each file's key (None: unreadable)."""
+    and each file's key (None: unreadable). A file linked for context takes the entry of a
+    full pass over it (``check .`` wrote it) when there is one, else its own."""
     keys: list[str | None] = []
     results: dict[int, FileResult] = {}
     for index, task in enumerate(tasks):
@@ -400,12 +408,15 @@ def _first_pass_cached(
         except OSError:
             keys.append(None)  # the pass reports the unreadable file
             continue
-        identity = identity_of(task.display, task.module_name, task.is_package, task.settings)
-        key = cache.key(data, identity)
-        keys.append(key)
-        hit = cache.get(key, task.display)
-        if isinstance(hit, FileResult):
-            results[index] = hit
+        chosen = [task.settings] if task.report else [task.settings, linked_only(task.settings)]
+        for settings in chosen:
+            identity = identity_of(task.display, task.module_name, task.is_package, settings)
+            key = cache.key(data, identity)
+            hit = cache.get(key, task.display)
+            if isinstance(hit, FileResult):
+                results[index] = hit
+                break
+        keys.append(key)  # the hit's, else the key of the pass that runs (the last one)
     missing = [i for i in range(len(tasks)) if i not in results]
     checked = _run_pass([tasks[i] for i in missing], jobs, trees=trees)
     for index, result in zip(missing, checked, strict=True):
@@ -503,6 +514,8 @@ def _run_pass(
     inputs = inputs or {}
     if not tasks:
         return []
+    # here, not in workers: a spawned worker knows a plugin's rules only once it checks a file
+    tasks = [t if t.report else replace(t, settings=linked_only(t.settings)) for t in tasks]
     if jobs.file_timeout is None and (jobs.count <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES):
         return [
             _check(task, inputs.get(task.display), trees if task.report else None) for task in tasks

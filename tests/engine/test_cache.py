@@ -202,3 +202,16 @@ def test_a_re_check_of_unchanged_files_skips_linking_and_the_later_stages(
     (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
     assert check() == [("pkg/model.py", "DL104", 6, 0)]
     assert calls == ["first pkg/helpers.py", "link", "second pkg/model.py"]
+
+
+def test_a_check_of_one_file_right_after_the_project_check_is_warm(tmp_path) -> None:
+    """The hook's first run after ``check .``: the files linked for context take the full
+    check's entries, though only project rules would run on them; nothing is analysed again,
+    only the project stage's entry of this set of files is new."""
+    root = _project(tmp_path)
+    cache = root / ".distlint_cache"
+    more = ("--extend-select", "DL104")  # a file rule: the full selection is not project-only
+    whole = _check(root, *more, ".")
+    before = set(_entries(cache))
+    assert _check(root, *more, "pkg/train.py") == [f for f in whole if f[0] == "pkg/train.py"]
+    assert len(set(_entries(cache)) - before) == 1

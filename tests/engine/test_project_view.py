@@ -184,3 +184,36 @@ def test_stdin_with_a_file_name_is_that_file_of_its_project(tmp_path: Path) -> N
 def test_a_file_outside_any_project_has_no_project_context(tmp_path: Path) -> None:
     (tmp_path / "alone.py").write_text("x = 1\n")
     assert project_root(tmp_path / "alone.py") is None
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def test_a_file_linked_for_context_summarises_as_in_a_full_pass() -> None:
+    """Files linked for context run only the project-scope rules (``linked_only``), and take
+    the cached entry of a full pass when ``check .`` left one: both must give the same
+    summary and records. Checked on every fixture and example."""
+    import pickle
+    from dataclasses import replace
+
+    from distlint.engine.checker import analyze_path
+    from distlint.engine.runner import linked_only
+    from distlint.syntax.imports import module_name_for
+    from tests.project_util import settings
+
+    full = settings()
+    files = sorted((REPOSITORY / "fixtures").rglob("*.py"))
+    files += sorted((REPOSITORY / "examples").rglob("*.py"))
+    assert len(files) > 100
+    for path in files:
+        name, package = module_name_for(path)
+        results = [
+            analyze_path(path, path.name, chosen, name, package)
+            for chosen in (full, linked_only(full))
+        ]
+        # as pickled (the cache's form): lazy spans compare by identity
+        linked = [
+            pickle.dumps((r.summary and replace(r.summary, enabled=frozenset()), r.records))
+            for r in results
+        ]
+        assert linked[0] == linked[1], path
