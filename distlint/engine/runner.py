@@ -49,7 +49,7 @@ from distlint.config.settings import (
     FileSettings,
 )
 from distlint.engine import transport
-from distlint.engine.cache import FirstPassCache, identity_of
+from distlint.engine.cache import FirstPassCache, content_digest, identity_of
 from distlint.engine.checker import (
     PROJECT,
     PROJECT_TIMEOUT,
@@ -241,13 +241,18 @@ def _run_project(
     trees = ParsedTrees()
     wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
     native_sources = [(source.display, source.text, source.enabled) for source in native]
-    project_key = None
+    project_key = kept = None
     if cache is not None:
-        first, keys = _first_pass_cached(tasks, jobs, cache, trees)
-        project_key = _project_key(cache, tasks, keys, first, native_sources, wrappers)
+        keys = _keys(tasks, cache)
+        project_key = _project_key(cache, tasks, keys, native_sources, wrappers)
+        kept = cache.get(project_key, PROJECT) if project_key else None
+        # no file changed since: the files linked for context are not needed (not unpickled)
+        wanted = [t.report for t in tasks] if isinstance(kept, ProjectResults) else None
+        first = _first_pass_cached(tasks, jobs, cache, keys, trees, wanted)
+        if not all(map(_cacheable, first)):
+            project_key = None
     else:
         first = _run_pass(tasks, jobs, trees=trees)
-    kept = cache.get(project_key, PROJECT) if cache is not None and project_key else None
     if isinstance(kept, ProjectResults):  # no file changed since: the project stage's output
         found, errors = kept.found, []
         second = {
@@ -379,52 +384,71 @@ class ProjectResults:
 def _project_key(
     cache: FirstPassCache,
     tasks: Sequence[Task],
-    keys: Sequence[str | None],
-    first: Sequence[FileResult],
+    keys: Sequence[tuple[str, ...] | None],
     native: Sequence[tuple[str, str, frozenset[str]]],
     wrappers: Sequence[str],
 ) -> str | None:
-    """The project stage's cache key: every file's first-pass key (its bytes, path, module
-    and settings), which files are reported, the native sources and the compile wrappers.
-    None when a file could not be read or was given up on (not cacheable)."""
-    if any(key is None for key in keys) or not all(map(_cacheable, first)):
-        return None
-    files = tuple((t.display, t.report, key) for t, key in zip(tasks, keys, strict=True))
+    """The project stage's cache key: every file's key (its bytes, path, module and
+    settings), which files are reported, the native sources and the compile wrappers. None
+    when a file could not be read (not cacheable)."""
+    files = []
+    for task, key in zip(tasks, keys, strict=True):
+        if key is None:
+            return None
+        files.append((task.display, task.report, key[0]))
     natives = tuple((path, text, tuple(sorted(codes))) for path, text, codes in native)
-    return cache.key(b"", ("project", files, natives, tuple(wrappers)))
+    return cache.key(b"", ("project", tuple(files), natives, tuple(wrappers)))
 
 
-def _first_pass_cached(
-    tasks: Sequence[Task], jobs: Jobs, cache: FirstPassCache, trees: ParsedTrees | None = None
-) -> tuple[list[FileResult], list[str | None]]:
-    """The first pass, reusing cached results of files whose key is unchanged; the results
-    and each file's key (None: unreadable). A file linked for context takes the entry of a
-    full pass over it (``check .`` wrote it) when there is one, else its own."""
-    keys: list[str | None] = []
-    results: dict[int, FileResult] = {}
-    for index, task in enumerate(tasks):
+def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] | None]:
+    """Each file's first-pass keys, in the order they are looked up (None: unreadable): the
+    key of its settings; for a file linked for context, then the key of the pass that runs
+    on it (:func:`linked_only`), so that the full pass ``check .`` cached serves it first."""
+    found: list[tuple[str, ...] | None] = []
+    for task in tasks:
         try:
             data = task.data if task.data is not None else read_regular_file(task.path)
         except OSError:
-            keys.append(None)  # the pass reports the unreadable file
+            found.append(None)  # the pass reports the unreadable file
             continue
+        digest = content_digest(data)
         chosen = [task.settings] if task.report else [task.settings, linked_only(task.settings)]
-        for settings in chosen:
-            identity = identity_of(task.display, task.module_name, task.is_package, settings)
-            key = cache.key(data, identity)
+        identities = (
+            identity_of(task.display, task.module_name, task.is_package, s) for s in chosen
+        )
+        found.append(tuple(cache.key_of(digest, identity) for identity in identities))
+    return found
+
+
+def _first_pass_cached(
+    tasks: Sequence[Task],
+    jobs: Jobs,
+    cache: FirstPassCache,
+    keys: Sequence[tuple[str, ...] | None],
+    trees: ParsedTrees | None = None,
+    wanted: Sequence[bool] | None = None,
+) -> list[FileResult]:
+    """The first pass, reusing cached results of files whose key (:func:`_keys`) is
+    unchanged, a miss run and cached under the last of its keys. ``wanted``: which files'
+    results are needed (the others get an empty result: neither read nor run)."""
+    results: dict[int, FileResult] = {}
+    for index, task in enumerate(tasks):
+        if wanted is not None and not wanted[index]:
+            results[index] = FileResult(task.display)
+            continue
+        for key in keys[index] or ():
             hit = cache.get(key, task.display)
             if isinstance(hit, FileResult):
                 results[index] = hit
                 break
-        keys.append(key)  # the hit's, else the key of the pass that runs (the last one)
     missing = [i for i in range(len(tasks)) if i not in results]
     checked = _run_pass([tasks[i] for i in missing], jobs, trees=trees)
     for index, result in zip(missing, checked, strict=True):
         results[index] = result
-        file_key = keys[index]
-        if file_key is not None and _cacheable(result):
-            cache.put(file_key, result)
-    return [results[i] for i in range(len(tasks))], keys
+        file_keys = keys[index]
+        if file_keys and _cacheable(result):
+            cache.put(file_keys[-1], result)
+    return [results[i] for i in range(len(tasks))]
 
 
 GAVE_UP = ("the parser ", "not checked:")  # how DL000 messages of files given up on start

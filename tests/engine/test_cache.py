@@ -215,3 +215,48 @@ def test_a_check_of_one_file_right_after_the_project_check_is_warm(tmp_path) -> 
     before = set(_entries(cache))
     assert _check(root, *more, "pkg/train.py") == [f for f in whole if f[0] == "pkg/train.py"]
     assert len(set(_entries(cache)) - before) == 1
+
+
+def test_a_re_check_of_one_file_in_an_unchanged_project_reads_only_its_own_entry(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The hook run again on an unchanged project: the project stage's entry serves, so the
+    first passes of the files linked for context are not needed and not unpickled; an edit
+    of one of them brings them all back (and changes the finding)."""
+    from distlint.engine.checker import PROJECT
+    from distlint.engine.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    root = tmp_path / "project"
+    paths = write_tree(root, STAGED)
+    (tmp_path / "cache").mkdir()
+    cache = FirstPassCache(tmp_path / "cache", b"key")
+    asked: list[str] = []
+    real_get = cache.get
+
+    def get(key: str, display: str) -> object | None:
+        asked.append(display)
+        return real_get(key, display)
+
+    monkeypatch.setattr(cache, "get", get)
+
+    def check() -> list[tuple[str, str, int]]:
+        tasks = [
+            Task(p, name, settings({"DL104", "DL201"}), report=name == "pkg/train.py")
+            for p in paths
+            if (name := p.relative_to(root).as_posix())
+        ]
+        return [
+            (f.path, f.code, f.span.start.line)
+            for r in run(tasks, 1, cache=cache)
+            for f in r.findings
+        ]
+
+    assert check() == [("pkg/train.py", "DL201", 7)]
+    asked.clear()
+    assert check() == [("pkg/train.py", "DL201", 7)]
+    assert sorted(asked) == sorted([PROJECT, "pkg/train.py"])
+    (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
+    asked.clear()
+    assert check() == []
+    assert "pkg/helpers.py" in asked and "pkg/model.py" in asked
