@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from distlint.engine import transport
+from distlint.syntax.regular_files import content_digest
 
 CACHE_DIR_VARIABLE = "DISTLINT_CACHE_DIR"
 CACHE_KEY_VARIABLE = "DISTLINT_CACHE_KEY"
@@ -146,11 +147,6 @@ def identity_of(display: str, module_name: str | None, is_package: bool, setting
             value = tuple(sorted(value))
         fields.append((field.name, value))
     return (display, module_name, is_package, tuple(fields))
-
-
-def content_digest(data: bytes) -> bytes:
-    """A hash of a file's bytes, what its cache keys are made of."""
-    return hashlib.blake2b(data, digest_size=20).digest()
 
 
 @functools.cache

@@ -40,7 +40,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from distlint.config.discovery import DiscoveredFile, Discovery
-from distlint.config.project_files import project_root, related_files
+from distlint.config.project_files import (
+    IMPORT_SCANS,
+    ImportScans,
+    project_root,
+    related_files,
+)
 from distlint.config.settings import (
     CliOverrides,
     Config,
@@ -49,7 +54,7 @@ from distlint.config.settings import (
     FileSettings,
 )
 from distlint.engine import transport
-from distlint.engine.cache import FirstPassCache, content_digest, identity_of
+from distlint.engine.cache import FirstPassCache, identity_of
 from distlint.engine.checker import (
     PROJECT,
     PROJECT_TIMEOUT,
@@ -68,7 +73,7 @@ from distlint.findings import Finding, ToolError
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.syntax.imports import module_name_for
-from distlint.syntax.regular_files import read_regular_file
+from distlint.syntax.regular_files import content_digest, read_regular_file
 from distlint.syntax.source import SourceError, decode_source
 from distlint.syntax.spans import SourceLookup
 
@@ -316,6 +321,7 @@ def context_tasks(
     cwd: Path,
     contents: dict[Path, bytes] | None = None,
     absolute: bool = False,
+    cache: FirstPassCache | None = None,
 ) -> list[Task]:
     """The other files of the named files' projects that they import or are imported by, to
     link with them (not reported on): ``check train.py`` finds what ``check .`` finds in
@@ -323,11 +329,11 @@ def context_tasks(
     passes serve them, but only project-scope rules run on them (:func:`linked_only`).
     ``given`` are the paths as named (a project inside a named directory is walked already);
     ``contents`` overrides files on disk (stdin, an editor's buffer); ``absolute`` shows
-    their paths absolute (the language server). A configuration error met on the way (another
-    folder's broken ``distlint.toml``) leaves out what it governs: the files named were not
-    asked about it."""
+    their paths absolute (the language server); ``cache`` keeps the files' import scans
+    between runs. A configuration error met on the way (another folder's broken
+    ``distlint.toml``) leaves out what it governs: the files named were not asked about it."""
     try:
-        return _context_tasks(named, given, resolver, overrides, cwd, contents, absolute)
+        return _context_tasks(named, given, resolver, overrides, cwd, contents, absolute, cache)
     except ConfigError:
         return []
 
@@ -340,6 +346,7 @@ def _context_tasks(
     cwd: Path,
     contents: dict[Path, bytes] | None,
     absolute: bool,
+    cache: FirstPassCache | None,
 ) -> list[Task]:
     if not named:
         return []
@@ -352,8 +359,14 @@ def _context_tasks(
         return []
     candidates, _ = Discovery(resolver, cwd).files(roots)
     by_path = {c.path: c for c in candidates}
+    scans_key = cache.key(b"", ("import scans",)) if cache is not None else ""
+    kept = cache.get(scans_key, IMPORT_SCANS) if cache is not None else None
+    scans = ImportScans(kept.known) if isinstance(kept, ImportScans) else ImportScans()
+    related = related_files(set(named), by_path, contents, scans)
+    if cache is not None and scans.used.keys() != scans.known.keys():
+        cache.put(scans_key, scans.kept())
     tasks = []
-    for path in related_files(set(named), by_path, contents):
+    for path in related:
         try:
             settings = resolver.file_settings(path, overrides)
         except ConfigError:

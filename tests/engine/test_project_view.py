@@ -217,3 +217,40 @@ def test_a_file_linked_for_context_summarises_as_in_a_full_pass() -> None:
             for r in results
         ]
         assert linked[0] == linked[1], path
+
+
+def test_a_warm_run_scans_the_imports_of_changed_files_only(tmp_path: Path, monkeypatch) -> None:
+    """What each file imports is cached by the digest of its bytes: a warm run scans
+    nothing again, an edited file alone is scanned, and what it imports now is linked."""
+    import distlint.config.project_files as project_files
+    from distlint.config.settings import CliOverrides, ConfigResolver
+    from distlint.engine.cache import FirstPassCache
+    from distlint.engine.runner import context_tasks
+
+    root = _project(tmp_path / "project")
+    (tmp_path / "cache").mkdir()
+    cache = FirstPassCache(tmp_path / "cache", b"key")
+    scanned: list[str] = []
+    real_scan = project_files.scan_imports
+
+    def scan_imports(text: str) -> project_files.ImportScan:
+        scanned.append(text)
+        return real_scan(text)
+
+    monkeypatch.setattr(project_files, "scan_imports", scan_imports)
+    train = root / "pkg" / "train.py"
+
+    def linked() -> list[str]:
+        tasks = context_tasks([train], [train], ConfigResolver(), CliOverrides(), root, cache=cache)
+        return [task.display for task in tasks]
+
+    cold = linked()
+    assert cold == ["pkg/__init__.py", "pkg/utils/__init__.py", "pkg/utils/comm.py"]
+    assert len(scanned) == 6  # each text of the project (its importers too; empty __init__s: one)
+    scanned.clear()
+    assert linked() == cold
+    assert scanned == []
+    comm = root / "pkg" / "utils" / "comm.py"
+    comm.write_text(comm.read_text() + "\nfrom pkg import ops\n")
+    assert linked() == sorted([*cold, "pkg/ops.py"])
+    assert len(scanned) == 1 and "from pkg import ops" in scanned[0]
