@@ -762,34 +762,39 @@ def rule_command(code: str) -> None:
 @_CONFIG_OPTION
 def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path | None) -> None:
     """Show the compiled roots, the functions they reach, and rank-divergent collectives."""
-    from distlint.config.discovery import Discovery
-    from distlint.engine.runner import Task, default_jobs, first_pass, link_results
+    from distlint.engine.runner import first_pass, link_results
+    from distlint.engine.session import CheckSession
     from distlint.output.explain import explain, render_text
 
     try:
         resolver = ConfigResolver(forced=config_file)
-        discovery = Discovery(resolver, Path.cwd(), force_exclude=False)
-        files, notices = discovery.files(list(paths or (Path("."),)))
-        tasks = []
-        wrappers: set[str] = set()
-        for file in files:
-            settings = resolver.file_settings(file.path, CliOverrides())
-            wrappers |= set(settings.compile_wrappers)
-            tasks.append(Task(file.path, file.display, settings))
+        # the project view of `check PATHS`: the files named, linked with their project's
+        session = CheckSession.for_paths(
+            list(paths or (Path("."),)),
+            resolver,
+            CliOverrides(),
+            Path.cwd(),
+            force_exclude=False,
+            jobs=None,
+            cache=None,
+        )
     except ConfigError as exc:
         click.echo(f"distlint: {exc}", err=True)
         sys.exit(EXIT_ERROR)
-    results = first_pass(tasks, default_jobs())
-    data = explain(link_results(results, tasks, sorted(wrappers)))
+    tasks = session.tasks
+    results = first_pass(tasks, session.jobs)
+    wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
+    reported = {task.display for task in tasks if task.report}
+    data = explain(link_results(results, tasks, wrappers), reported)
     if fmt == "json":
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render_text(data))
-    for warning in discovery.skipped:
+    for warning in session.skipped:
         click.echo(f"distlint: warning: {warning}", err=True)
-    for notice in notices:
+    for notice in session.notices:
         click.echo(f"distlint: {notice}", err=True)
-    for error in (e for r in results for e in r.errors):
+    for error in (e for r in results if r.path in reported for e in r.errors):
         click.echo(f"distlint: {error.path}: {error.message}", err=True)
 
 

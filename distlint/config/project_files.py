@@ -7,17 +7,20 @@ else the git work tree; a file in neither has no project beyond the files named 
 may be a home folder or ``/tmp``, too big to walk for every check). Within it, the files the
 named files import (transitively) and the files that import a named file are summarised and
 linked with them; findings are reported for the named files only. Imports are read with a
-regular expression (no parse): a file taken in needlessly costs time, never a finding.
+regular expression (no parse): a file taken in needlessly costs time, never a finding. What
+a file imports is kept by the digest of its bytes (:class:`ImportScans`, which the engine
+caches), so a warm run reads every file but scans only those that changed.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from distlint.config.gitignore import find_repo_root
-from distlint.syntax.regular_files import read_regular_file
+from distlint.syntax.regular_files import content_digest, read_regular_file
 from distlint.syntax.source import SourceError, decode_source
 
 ROOT_MARKERS = ("pyproject.toml", "distlint.toml")
@@ -37,14 +40,50 @@ def project_root(path: Path) -> Path | None:
     return find_repo_root(start)
 
 
+# What a file's text imports, whatever its path: the dotted names (each with whether only a
+# package can be meant) and its relative imports as (dots, module, names imported).
+ImportScan = tuple[frozenset[tuple[str, bool]], tuple[tuple[int, str, tuple[str, ...]], ...]]
+IMPORT_SCANS = "(imports)"
+
+
+@dataclass
+class ImportScans:
+    """Import scans by the digest of the bytes scanned: ``known`` from an earlier run, the
+    ones of this run gathered in ``used`` (what is worth keeping for the next)."""
+
+    known: dict[bytes, ImportScan] = field(default_factory=dict)
+    used: dict[bytes, ImportScan] = field(default_factory=dict)
+    path: str = IMPORT_SCANS  # the cache's check that an entry is what was asked for
+
+    def scan(self, data: bytes) -> ImportScan:
+        digest = content_digest(data)
+        found = self.used.get(digest) or self.known.get(digest)
+        if found is None:
+            try:
+                text = decode_source(data)
+            except SourceError:
+                text = ""
+            found = scan_imports(text)
+        self.used[digest] = found
+        return found
+
+    def kept(self) -> ImportScans:
+        """What to keep for the next run: this run's scans."""
+        return ImportScans(self.used)
+
+
 def related_files(
-    named: Iterable[Path], candidates: Iterable[Path], contents: dict[Path, bytes] | None = None
+    named: Iterable[Path],
+    candidates: Iterable[Path],
+    contents: dict[Path, bytes] | None = None,
+    scans: ImportScans | None = None,
 ) -> list[Path]:
     """The candidates (files of the project, absolute) that the named files import,
     transitively, or that import a named file; sorted, the named files left out.
-    ``contents`` overrides what is on disk (an editor's buffer, stdin)."""
+    ``contents`` overrides what is on disk (an editor's buffer, stdin); ``scans`` holds the
+    scans of an earlier run and gets this run's."""
     named_set = {p for p in named}
-    index = _ModuleIndex(candidates, contents or {})
+    index = _ModuleIndex(candidates, contents or {}, scans if scans is not None else ImportScans())
     wanted: set[Path] = set()
     pending = list(named_set)
     while pending:
@@ -66,10 +105,11 @@ def related_files(
 class _ModuleIndex:
     """Project files by the dotted names they may be imported under (any path suffix)."""
 
-    def __init__(self, files: Iterable[Path], contents: dict[Path, bytes]) -> None:
+    def __init__(self, files: Iterable[Path], contents: dict[Path, bytes], scans: ImportScans):
         self.files = sorted(set(files))
         self._known = set(self.files)
         self._contents = contents
+        self._scans = scans
         self._by_suffix: dict[str, list[Path]] = {}
         for file in self.files:
             parts = list(file.with_suffix("").parts)
@@ -86,10 +126,13 @@ class _ModuleIndex:
         found: list[Path] = []
         try:
             data = self._contents.get(file)
-            text = decode_source(data if data is not None else read_regular_file(file))
-        except (OSError, SourceError):
-            text = ""
-        absolute, relative = _imported_names(text, file)
+            names, relative_imports = self._scans.scan(
+                data if data is not None else read_regular_file(file)
+            )
+        except OSError:
+            names, relative_imports = frozenset(), ()
+        absolute = names
+        relative = _relative_targets(relative_imports, file)
         targets = [
             t
             for dotted, package in sorted(absolute)
@@ -105,13 +148,12 @@ class _ModuleIndex:
         return found
 
 
-def _imported_names(text: str, file: Path) -> tuple[set[tuple[str, bool]], set[Path]]:
-    """Dotted names a file imports, each with whether only a package can be meant
-    (``from a.b import c``: packages ``a`` and ``a.b``, or module ``a.b``, and ``a.b.c``), and
-    the paths its relative imports may name (``from .b import c``: ``b.py``,
-    ``b/__init__.py``, ``b/c.py``...)."""
+def scan_imports(text: str) -> ImportScan:
+    """Dotted names a text imports, each with whether only a package can be meant
+    (``from a.b import c``: packages ``a`` and ``a.b``, or module ``a.b``, and ``a.b.c``),
+    and its relative imports (``from ..b import c, d``: ``(2, "b", ("c", "d"))``)."""
     names: set[tuple[str, bool]] = set()
-    paths: set[Path] = set()
+    relative: list[tuple[int, str, tuple[str, ...]]] = []
     for match in _IMPORT.finditer(text):
         modules = match.group("modules")
         if modules is not None:
@@ -129,18 +171,29 @@ def _imported_names(text: str, file: Path) -> tuple[set[tuple[str, bool]], set[P
         dots = len(source) - len(source.lstrip("."))
         base = source[dots:]
         if dots:
-            directory = file.parent
-            for _ in range(dots - 1):
-                directory = directory.parent
-            module = directory.joinpath(*base.split(".")) if base else directory
-            for name in [*imported, ""]:
-                target = module / name if name and name != "*" else module
-                paths.update((target.with_name(target.name + ".py"), target / "__init__.py"))
+            relative.append((dots, base, tuple(imported)))
             continue
         names.update(_prefixes(base))
         names.add((base, False))
         names.update((f"{base}.{name}", False) for name in imported if name != "*")
-    return {n for n in names if n[0]}, paths
+    return frozenset(n for n in names if n[0]), tuple(relative)
+
+
+def _relative_targets(
+    relative: Iterable[tuple[int, str, tuple[str, ...]]], file: Path
+) -> set[Path]:
+    """The paths relative imports of ``file`` may name (``from .b import c``: ``b.py``,
+    ``b/__init__.py``, ``b/c.py``...)."""
+    paths: set[Path] = set()
+    for dots, base, imported in relative:
+        directory = file.parent
+        for _ in range(dots - 1):
+            directory = directory.parent
+        module = directory.joinpath(*base.split(".")) if base else directory
+        for name in [*imported, ""]:
+            target = module / name if name and name != "*" else module
+            paths.update((target.with_name(target.name + ".py"), target / "__init__.py"))
+    return paths
 
 
 def _prefixes(dotted: str) -> list[tuple[str, bool]]:

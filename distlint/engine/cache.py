@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from distlint.engine import transport
+from distlint.syntax.regular_files import content_digest
 
 CACHE_DIR_VARIABLE = "DISTLINT_CACHE_DIR"
 CACHE_KEY_VARIABLE = "DISTLINT_CACHE_KEY"
@@ -69,12 +70,17 @@ class FirstPassCache:
 
     def key(self, data: bytes, identity: tuple) -> str:
         """The entry name for a file's bytes and what else its first pass depends on."""
-        digest = hashlib.blake2b(digest_size=20)
-        digest.update(code_fingerprint().encode())
-        digest.update(repr(identity).encode())
-        digest.update(b"\0")
-        digest.update(data)
-        return digest.hexdigest()
+        return self.key_of(content_digest(data), identity)
+
+    def key_of(self, digest: bytes, identity: tuple) -> str:
+        """:meth:`key` of the bytes whose :func:`content_digest` is ``digest`` (a file's
+        bytes are hashed once for all the keys they are part of)."""
+        combined = hashlib.blake2b(digest_size=20)
+        combined.update(code_fingerprint().encode())
+        combined.update(repr(identity).encode())
+        combined.update(b"\0")
+        combined.update(digest)
+        return combined.hexdigest()
 
     def get(self, key: str, display: str) -> object | None:
         path = self._entry(key)

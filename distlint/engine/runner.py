@@ -40,7 +40,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from distlint.config.discovery import DiscoveredFile, Discovery
-from distlint.config.project_files import project_root, related_files
+from distlint.config.project_files import (
+    IMPORT_SCANS,
+    ImportScans,
+    project_root,
+    related_files,
+)
 from distlint.config.settings import (
     CliOverrides,
     Config,
@@ -68,7 +73,7 @@ from distlint.findings import Finding, ToolError
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.syntax.imports import module_name_for
-from distlint.syntax.regular_files import read_regular_file
+from distlint.syntax.regular_files import content_digest, read_regular_file
 from distlint.syntax.source import SourceError, decode_source
 from distlint.syntax.spans import SourceLookup
 
@@ -241,13 +246,18 @@ def _run_project(
     trees = ParsedTrees()
     wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
     native_sources = [(source.display, source.text, source.enabled) for source in native]
-    project_key = None
+    project_key = kept = None
     if cache is not None:
-        first, keys = _first_pass_cached(tasks, jobs, cache, trees)
-        project_key = _project_key(cache, tasks, keys, first, native_sources, wrappers)
+        keys = _keys(tasks, cache)
+        project_key = _project_key(cache, tasks, keys, native_sources, wrappers)
+        kept = cache.get(project_key, PROJECT) if project_key else None
+        # no file changed since: the files linked for context are not needed (not unpickled)
+        wanted = [t.report for t in tasks] if isinstance(kept, ProjectResults) else None
+        first = _first_pass_cached(tasks, jobs, cache, keys, trees, wanted)
+        if not all(map(_cacheable, first)):
+            project_key = None
     else:
         first = _run_pass(tasks, jobs, trees=trees)
-    kept = cache.get(project_key, PROJECT) if cache is not None and project_key else None
     if isinstance(kept, ProjectResults):  # no file changed since: the project stage's output
         found, errors = kept.found, []
         second = {
@@ -311,17 +321,19 @@ def context_tasks(
     cwd: Path,
     contents: dict[Path, bytes] | None = None,
     absolute: bool = False,
+    cache: FirstPassCache | None = None,
 ) -> list[Task]:
     """The other files of the named files' projects that they import or are imported by, to
     link with them (not reported on): ``check train.py`` finds what ``check .`` finds in
-    ``train.py``. Only project-scope rules run on them (they record what project rules need).
+    ``train.py``. They keep the settings ``check .`` gives them, so that its cached first
+    passes serve them, but only project-scope rules run on them (:func:`linked_only`).
     ``given`` are the paths as named (a project inside a named directory is walked already);
     ``contents`` overrides files on disk (stdin, an editor's buffer); ``absolute`` shows
-    their paths absolute (the language server). A configuration error met on the way (another
-    folder's broken ``distlint.toml``) leaves out what it governs: the files named were not
-    asked about it."""
+    their paths absolute (the language server); ``cache`` keeps the files' import scans
+    between runs. A configuration error met on the way (another folder's broken
+    ``distlint.toml``) leaves out what it governs: the files named were not asked about it."""
     try:
-        return _context_tasks(named, given, resolver, overrides, cwd, contents, absolute)
+        return _context_tasks(named, given, resolver, overrides, cwd, contents, absolute, cache)
     except ConfigError:
         return []
 
@@ -334,6 +346,7 @@ def _context_tasks(
     cwd: Path,
     contents: dict[Path, bytes] | None,
     absolute: bool,
+    cache: FirstPassCache | None,
 ) -> list[Task]:
     if not named:
         return []
@@ -346,17 +359,29 @@ def _context_tasks(
         return []
     candidates, _ = Discovery(resolver, cwd).files(roots)
     by_path = {c.path: c for c in candidates}
-    project_codes = {code for code, rule in all_rules().items() if rule.scope == "project"}
+    scans_key = cache.key(b"", ("import scans",)) if cache is not None else ""
+    kept = cache.get(scans_key, IMPORT_SCANS) if cache is not None else None
+    scans = ImportScans(kept.known) if isinstance(kept, ImportScans) else ImportScans()
+    related = related_files(set(named), by_path, contents, scans)
+    if cache is not None and scans.used.keys() != scans.known.keys():
+        cache.put(scans_key, scans.kept())
     tasks = []
-    for path in related_files(set(named), by_path, contents):
+    for path in related:
         try:
             settings = resolver.file_settings(path, overrides)
         except ConfigError:
             continue
-        settings = replace(settings, enabled=settings.enabled & project_codes)
         display = path.as_posix() if absolute else by_path[path].display
         tasks.append(Task(path, display, settings, report=False))
     return tasks
+
+
+def linked_only(settings: FileSettings) -> FileSettings:
+    """The settings a file linked for context (not reported on) is analysed with: only the
+    project-scope rules, which record what the project rules need. Its summary and records
+    are those of a pass with every rule (a test checks it), so a cached full pass serves too."""
+    project = {code for code, rule in all_rules().items() if rule.scope == "project"}
+    return replace(settings, enabled=settings.enabled & project)
 
 
 @dataclass(frozen=True)
@@ -372,48 +397,71 @@ class ProjectResults:
 def _project_key(
     cache: FirstPassCache,
     tasks: Sequence[Task],
-    keys: Sequence[str | None],
-    first: Sequence[FileResult],
+    keys: Sequence[tuple[str, ...] | None],
     native: Sequence[tuple[str, str, frozenset[str]]],
     wrappers: Sequence[str],
 ) -> str | None:
-    """The project stage's cache key: every file's first-pass key (its bytes, path, module
-    and settings), which files are reported, the native sources and the compile wrappers.
-    None when a file could not be read or was given up on (not cacheable)."""
-    if any(key is None for key in keys) or not all(map(_cacheable, first)):
-        return None
-    files = tuple((t.display, t.report, key) for t, key in zip(tasks, keys, strict=True))
+    """The project stage's cache key: every file's key (its bytes, path, module and
+    settings), which files are reported, the native sources and the compile wrappers. None
+    when a file could not be read (not cacheable)."""
+    files = []
+    for task, key in zip(tasks, keys, strict=True):
+        if key is None:
+            return None
+        files.append((task.display, task.report, key[0]))
     natives = tuple((path, text, tuple(sorted(codes))) for path, text, codes in native)
-    return cache.key(b"", ("project", files, natives, tuple(wrappers)))
+    return cache.key(b"", ("project", tuple(files), natives, tuple(wrappers)))
 
 
-def _first_pass_cached(
-    tasks: Sequence[Task], jobs: Jobs, cache: FirstPassCache, trees: ParsedTrees | None = None
-) -> tuple[list[FileResult], list[str | None]]:
-    """The first pass, reusing cached results of files whose key is unchanged; the results
-    and each file's key (None: unreadable)."""
-    keys: list[str | None] = []
-    results: dict[int, FileResult] = {}
-    for index, task in enumerate(tasks):
+def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] | None]:
+    """Each file's first-pass keys, in the order they are looked up (None: unreadable): the
+    key of its settings; for a file linked for context, then the key of the pass that runs
+    on it (:func:`linked_only`), so that the full pass ``check .`` cached serves it first."""
+    found: list[tuple[str, ...] | None] = []
+    for task in tasks:
         try:
             data = task.data if task.data is not None else read_regular_file(task.path)
         except OSError:
-            keys.append(None)  # the pass reports the unreadable file
+            found.append(None)  # the pass reports the unreadable file
             continue
-        identity = identity_of(task.display, task.module_name, task.is_package, task.settings)
-        key = cache.key(data, identity)
-        keys.append(key)
-        hit = cache.get(key, task.display)
-        if isinstance(hit, FileResult):
-            results[index] = hit
+        digest = content_digest(data)
+        chosen = [task.settings] if task.report else [task.settings, linked_only(task.settings)]
+        identities = (
+            identity_of(task.display, task.module_name, task.is_package, s) for s in chosen
+        )
+        found.append(tuple(cache.key_of(digest, identity) for identity in identities))
+    return found
+
+
+def _first_pass_cached(
+    tasks: Sequence[Task],
+    jobs: Jobs,
+    cache: FirstPassCache,
+    keys: Sequence[tuple[str, ...] | None],
+    trees: ParsedTrees | None = None,
+    wanted: Sequence[bool] | None = None,
+) -> list[FileResult]:
+    """The first pass, reusing cached results of files whose key (:func:`_keys`) is
+    unchanged, a miss run and cached under the last of its keys. ``wanted``: which files'
+    results are needed (the others get an empty result: neither read nor run)."""
+    results: dict[int, FileResult] = {}
+    for index, task in enumerate(tasks):
+        if wanted is not None and not wanted[index]:
+            results[index] = FileResult(task.display)
+            continue
+        for key in keys[index] or ():
+            hit = cache.get(key, task.display)
+            if isinstance(hit, FileResult):
+                results[index] = hit
+                break
     missing = [i for i in range(len(tasks)) if i not in results]
     checked = _run_pass([tasks[i] for i in missing], jobs, trees=trees)
     for index, result in zip(missing, checked, strict=True):
         results[index] = result
-        file_key = keys[index]
-        if file_key is not None and _cacheable(result):
-            cache.put(file_key, result)
-    return [results[i] for i in range(len(tasks))], keys
+        file_keys = keys[index]
+        if file_keys and _cacheable(result):
+            cache.put(file_keys[-1], result)
+    return [results[i] for i in range(len(tasks))]
 
 
 GAVE_UP = ("the parser ", "not checked:")  # how DL000 messages of files given up on start
@@ -503,6 +551,8 @@ def _run_pass(
     inputs = inputs or {}
     if not tasks:
         return []
+    # here, not in workers: a spawned worker knows a plugin's rules only once it checks a file
+    tasks = [t if t.report else replace(t, settings=linked_only(t.settings)) for t in tasks]
     if jobs.file_timeout is None and (jobs.count <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES):
         return [
             _check(task, inputs.get(task.display), trees if task.report else None) for task in tasks

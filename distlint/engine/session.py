@@ -94,7 +94,7 @@ class CheckSession:
             session.tasks.append(Task(file.path, file.display, settings))
         session.native = native_sources(discovery.native_files(), resolver, overrides)
         session.tasks += context_tasks(
-            [f.path for f in session.files], paths, resolver, overrides, cwd
+            [f.path for f in session.files], paths, resolver, overrides, cwd, cache=cache
         )
         return session
 
@@ -135,7 +135,7 @@ class CheckSession:
             session.stdin_module = module_name_for(target)
             session.tasks = [Task(target, display, settings, data=data)]
             session.tasks += context_tasks(
-                [target], [target], resolver, overrides, cwd, {target: data}
+                [target], [target], resolver, overrides, cwd, {target: data}, cache=cache
             )
         return session
 

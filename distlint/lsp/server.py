@@ -209,14 +209,15 @@ def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings
     contents = {Path(p): t.encode("utf-8", "surrogatepass") for p, t in job.other_texts.items()}
     contents[path] = data
     cwd = job.root or path.parent
-    context = context_tasks([path], [path], job.resolver, CliOverrides(), cwd, contents, True)
-    tasks = [Task(path, display, settings, data=data)]
-    tasks += [replace(task, data=contents.get(task.path)) for task in context]
     cache = None
     if not os.environ.get("DISTLINT_NO_CACHE"):
         root = project_root(path)
         if root is not None:  # a file outside any project leaves no cache behind
             cache = FirstPassCache.open(default_directory(root))
+    overrides = CliOverrides()
+    context = context_tasks([path], [path], job.resolver, overrides, cwd, contents, True, cache)
+    tasks = [Task(path, display, settings, data=data)]
+    tasks += [replace(task, data=contents.get(task.path)) for task in context]
     return run(tasks, 1, cache=cache)[0]
 
 

@@ -21,8 +21,18 @@ _KINDS = {
 }
 
 
-def explain(facts: ProjectFacts) -> dict[str, Any]:
-    """Plain data (the JSON format); :func:`render_text` prints it for people."""
+def explain(facts: ProjectFacts, reported: set[str] | None = None) -> dict[str, Any]:
+    """Plain data (the JSON format); :func:`render_text` prints it for people. ``reported``:
+    the files to report on (None: all), as ``check`` reports findings on the files named
+    while it links their project: a root, a site, a function or a collective is listed when
+    it is in one of them."""
+    data = _explain(facts)
+    if reported is None:
+        return data
+    return {section: [i for i in items if i["path"] in reported] for section, items in data.items()}
+
+
+def _explain(facts: ProjectFacts) -> dict[str, Any]:
     roots = [
         {
             "path": root.path,

@@ -10,6 +10,7 @@ regular file; :func:`what_is` names such a path for a message.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -34,6 +35,11 @@ def kind_of(mode: int) -> str:
     if stat.S_ISBLK(mode):
         return "a block device"
     return "not a regular file"
+
+
+def content_digest(data: bytes) -> bytes:
+    """A hash of a file's bytes: what the cache keys a file's results by."""
+    return hashlib.blake2b(data, digest_size=20).digest()
 
 
 def read_regular_file(path: Path) -> bytes:

@@ -202,3 +202,61 @@ def test_a_re_check_of_unchanged_files_skips_linking_and_the_later_stages(
     (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
     assert check() == [("pkg/model.py", "DL104", 6, 0)]
     assert calls == ["first pkg/helpers.py", "link", "second pkg/model.py"]
+
+
+def test_a_check_of_one_file_right_after_the_project_check_is_warm(tmp_path) -> None:
+    """The hook's first run after ``check .``: the files linked for context take the full
+    check's entries, though only project rules would run on them; nothing is analysed again:
+    the new entries are the project stage's for this set of files and the import scans."""
+    root = _project(tmp_path)
+    cache = root / ".distlint_cache"
+    more = ("--extend-select", "DL104")  # a file rule: the full selection is not project-only
+    whole = _check(root, *more, ".")
+    before = set(_entries(cache))
+    assert _check(root, *more, "pkg/train.py") == [f for f in whole if f[0] == "pkg/train.py"]
+    assert len(set(_entries(cache)) - before) == 2
+
+
+def test_a_re_check_of_one_file_in_an_unchanged_project_reads_only_its_own_entry(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The hook run again on an unchanged project: the project stage's entry serves, so the
+    first passes of the files linked for context are not needed and not unpickled; an edit
+    of one of them brings them all back (and changes the finding)."""
+    from distlint.engine.checker import PROJECT
+    from distlint.engine.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    root = tmp_path / "project"
+    paths = write_tree(root, STAGED)
+    (tmp_path / "cache").mkdir()
+    cache = FirstPassCache(tmp_path / "cache", b"key")
+    asked: list[str] = []
+    real_get = cache.get
+
+    def get(key: str, display: str) -> object | None:
+        asked.append(display)
+        return real_get(key, display)
+
+    monkeypatch.setattr(cache, "get", get)
+
+    def check() -> list[tuple[str, str, int]]:
+        tasks = [
+            Task(p, name, settings({"DL104", "DL201"}), report=name == "pkg/train.py")
+            for p in paths
+            if (name := p.relative_to(root).as_posix())
+        ]
+        return [
+            (f.path, f.code, f.span.start.line)
+            for r in run(tasks, 1, cache=cache)
+            for f in r.findings
+        ]
+
+    assert check() == [("pkg/train.py", "DL201", 7)]
+    asked.clear()
+    assert check() == [("pkg/train.py", "DL201", 7)]
+    assert sorted(asked) == sorted([PROJECT, "pkg/train.py"])
+    (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
+    asked.clear()
+    assert check() == []
+    assert "pkg/helpers.py" in asked and "pkg/model.py" in asked

@@ -184,3 +184,73 @@ def test_stdin_with_a_file_name_is_that_file_of_its_project(tmp_path: Path) -> N
 def test_a_file_outside_any_project_has_no_project_context(tmp_path: Path) -> None:
     (tmp_path / "alone.py").write_text("x = 1\n")
     assert project_root(tmp_path / "alone.py") is None
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def test_a_file_linked_for_context_summarises_as_in_a_full_pass() -> None:
+    """Files linked for context run only the project-scope rules (``linked_only``), and take
+    the cached entry of a full pass when ``check .`` left one: both must give the same
+    summary and records. Checked on every fixture and example."""
+    import pickle
+    from dataclasses import replace
+
+    from distlint.engine.checker import analyze_path
+    from distlint.engine.runner import linked_only
+    from distlint.syntax.imports import module_name_for
+    from tests.project_util import settings
+
+    full = settings()
+    files = sorted((REPOSITORY / "fixtures").rglob("*.py"))
+    files += sorted((REPOSITORY / "examples").rglob("*.py"))
+    assert len(files) > 100
+    for path in files:
+        name, package = module_name_for(path)
+        results = [
+            analyze_path(path, path.name, chosen, name, package)
+            for chosen in (full, linked_only(full))
+        ]
+        # as pickled (the cache's form): lazy spans compare by identity
+        linked = [
+            pickle.dumps((r.summary and replace(r.summary, enabled=frozenset()), r.records))
+            for r in results
+        ]
+        assert linked[0] == linked[1], path
+
+
+def test_a_warm_run_scans_the_imports_of_changed_files_only(tmp_path: Path, monkeypatch) -> None:
+    """What each file imports is cached by the digest of its bytes: a warm run scans
+    nothing again, an edited file alone is scanned, and what it imports now is linked."""
+    import distlint.config.project_files as project_files
+    from distlint.config.settings import CliOverrides, ConfigResolver
+    from distlint.engine.cache import FirstPassCache
+    from distlint.engine.runner import context_tasks
+
+    root = _project(tmp_path / "project")
+    (tmp_path / "cache").mkdir()
+    cache = FirstPassCache(tmp_path / "cache", b"key")
+    scanned: list[str] = []
+    real_scan = project_files.scan_imports
+
+    def scan_imports(text: str) -> project_files.ImportScan:
+        scanned.append(text)
+        return real_scan(text)
+
+    monkeypatch.setattr(project_files, "scan_imports", scan_imports)
+    train = root / "pkg" / "train.py"
+
+    def linked() -> list[str]:
+        tasks = context_tasks([train], [train], ConfigResolver(), CliOverrides(), root, cache=cache)
+        return [task.display for task in tasks]
+
+    cold = linked()
+    assert cold == ["pkg/__init__.py", "pkg/utils/__init__.py", "pkg/utils/comm.py"]
+    assert len(scanned) == 6  # each text of the project (its importers too; empty __init__s: one)
+    scanned.clear()
+    assert linked() == cold
+    assert scanned == []
+    comm = root / "pkg" / "utils" / "comm.py"
+    comm.write_text(comm.read_text() + "\nfrom pkg import ops\n")
+    assert linked() == sorted([*cold, "pkg/ops.py"])
+    assert len(scanned) == 1 and "from pkg import ops" in scanned[0]

@@ -130,3 +130,52 @@ def test_compile_sites_it_cannot_resolve_are_listed_with_the_reason(
     ]
     text = CliRunner().invoke(main, ["explain-regions", "."]).output
     assert "Compile sites whose compiled code is not known (3):" in text
+
+
+GPT_PROJECT = {
+    "pyproject.toml": "[project]\nname = 'demo'\n",
+    "models/__init__.py": "",
+    "models/gpt.py": """
+    import torch.nn as nn
+
+    class GPT(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.lin = nn.Linear(n, n)
+
+        def forward(self, x):
+            return self.lin(x)
+
+    def build_model(n):
+        return GPT(n)
+    """,
+    "train.py": """
+    import torch
+    from models.gpt import build_model
+
+    def main():
+        model = torch.compile(build_model(8), fullgraph=True)
+        model(torch.randn(2, 8))
+    """,
+}
+
+
+def test_a_file_named_is_explained_in_its_project_as_check_links_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``explain-regions train.py`` links the project as ``check train.py`` does: the model
+    built in models/gpt.py is followed (not "a value the analysis cannot follow"), and only
+    what is in train.py is listed, as in ``explain-regions .``."""
+    write_tree(tmp_path, GPT_PROJECT)
+    monkeypatch.chdir(tmp_path)
+    one = CliRunner().invoke(main, ["explain-regions", "--format", "json", "train.py"])
+    whole = CliRunner().invoke(main, ["explain-regions", "--format", "json", "."])
+    assert one.exit_code == whole.exit_code == 0, one.output + whole.output
+    data, everything = json.loads(one.output), json.loads(whole.output)
+    assert [(r["path"], r["compiles"]) for r in data["roots"]] == [("train.py", "GPT.forward")]
+    assert data["unresolved_compile_sites"] == []
+    assert [f["path"] for f in everything["functions"]] == ["models/gpt.py"]
+    assert data == {
+        section: [item for item in items if item["path"] == "train.py"]
+        for section, items in everything.items()
+    }
