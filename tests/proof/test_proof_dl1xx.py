@@ -738,3 +738,33 @@ def test_dl121_torch_compile_and_own_forwards_compile(runs) -> None:
             assert run.ok, (name, run)
             if name != "case_a_regular_expression":
                 assert run.graphs == 1, (kind, name, run)
+
+
+# -- DL122 ---------------------------------------------------------------------------------------
+
+RNN_BREAK = "Attempted to wrap RNN, GRU, or LSTM"
+DL122_BAD = {
+    "case_lstm_fullgraph": ("fg", 19),
+    "case_gru_graph_break": ("break", 30),
+    "case_local_rnn_graph_break": ("break", 36),
+}
+
+
+def test_dl122_recurrent_modules_are_not_traced(runs) -> None:
+    bad = cases(runs, "DL122", "bad")
+    assert set(bad) == set(DL122_BAD)
+    assert {line for _, line in DL122_BAD.values()} == flagged_lines("DL122")
+    for name, (how, line) in DL122_BAD.items():
+        run = bad[name]
+        if how == "fg":
+            assert_fails(run, UNSUPPORTED, RNN_BREAK, line, "DL122")
+            assert "gb0014" in run.message
+        else:  # counted as unimplemented: Dynamo runs the module eagerly, the rest traced
+            assert run.ok, run.traceback
+            assert any("gb0014" in r and RNN_BREAK in r for r in run.unimplemented), run
+
+
+def test_dl122_cells_outside_modules_and_allow_rnn_compile(runs) -> None:
+    assert_clean(cases(runs, "DL122", "good"))
+    assert_clean(cases(runs, "DL122", "traps"))
+    assert_clean(cases(runs, "DL122", "traps_allow_rnn"))
