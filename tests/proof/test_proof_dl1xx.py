@@ -1,4 +1,4 @@
-"""Proof for DL101-DL118: what torch 2.13 does with the fixtures' compiled functions.
+"""Proof for the DL1xx rules: what torch 2.13 does with the fixtures' compiled functions.
 
 All fixture files of the DL1xx rules run in ONE subprocess (``tests/proof/dynamo_cases.py``):
 for each case we read the exception (``fullgraph=True`` failures), the graph-break reasons
