@@ -184,6 +184,7 @@ class _Scope:
         self.engines: set[str] = set()  # DeepSpeed engines
         # names holding what a project function returned: label -> (callee, element or -1)
         self.made_by: dict[str, tuple[Value, int]] = {}
+        self.walked: set[int] = set()  # ids of the assigned values walked so far
 
 
 class Collector:
@@ -738,6 +739,7 @@ class Collector:
             value = small.value
             if value is not None:
                 self._track_wrapping(scope, small, value)
+                scope.walked.add(id(value))  # after its own calls (``m = torch.compile(m)``)
             return
         if type(small) is cst.Expr:
             value = small.value
@@ -1096,7 +1098,7 @@ class Collector:
             target = (
                 self._lambda_value(scope, first)
                 if isinstance(first, cst.Lambda)
-                else self._callable_value(scope, first)  # a parameter: what callers pass
+                else self._compiled_value(scope, first)
             )
             if target is None and self._certainly_compile(callee):
                 target = ()  # compiled, but what is not known (explain-regions says so)
@@ -1443,6 +1445,21 @@ class Collector:
             return (("self",), expr.attr.value) if self._bases_elsewhere(scope) else None
         value = self._name_value(scope, expr.value.value)
         return (value, expr.attr.value) if value is not None and value[0] == "call" else None
+
+    def _compiled_value(self, scope: _Scope, expr: cst.BaseExpression) -> Value | None:
+        """What a compile call compiles: a parameter not yet reassigned where it is compiled
+        is what the callers pass (``def setup(self, model): if inductor: model =
+        torch.compile(model) elif ...: model = other_jit(model)``: not what a later branch
+        assigns); anything else as its value (:meth:`_callable_value`)."""
+        if (
+            isinstance(expr, cst.Name)
+            and scope.node is not None
+            and expr.value in scope.params
+            and expr.value != scope.self_name
+            and not any(id(v) in scope.walked for _, v in scope.assigned.get(expr.value, ()))
+        ):
+            return ("param", scope.summary.id, expr.value)
+        return self._callable_value(scope, expr)
 
     def _comprehension_value(self, scope: _Scope, call: cst.Call) -> Value | None:
         """``[block(x) for block in self.blocks]``: what a called name that an enclosing

@@ -839,3 +839,35 @@ def test_a_parameter_compiled_is_what_its_callers_pass(tmp_path: Path) -> None:
     found = sorted((r.target.split(":", 1)[1], r.span.start.line) for r in facts.roots)
     assert found == [("Net.forward", 9), ("step", 21)]
     assert facts.unresolved == []
+
+
+def test_a_parameter_compiled_before_it_is_reassigned_is_what_callers_pass(
+    tmp_path: Path,
+) -> None:
+    """``def setup(self, model): if inductor: model = torch.compile(model) else: model =
+    other_jit(model)``: the compiled model is the caller's ``Net``, not what the other branch
+    assigns later (thunder's benchmark compiled its own jit through that union)."""
+    source = """
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def forward(self, x): return x
+
+    def other_jit(fn):
+        def wrapped(*a): return fn(*a)
+        return wrapped
+
+    class Bench:
+        def __init__(self, backend):
+            self.backend = backend
+            self.model = self.setup(Net())
+
+        def setup(self, model):
+            if self.backend == "inductor":
+                model = torch.compile(model)
+            else:
+                model = other_jit(model)
+            return model
+    """
+    assert region_names(tmp_path, {"m.py": source}) == {"Net.forward"}
