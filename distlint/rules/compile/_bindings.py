@@ -13,7 +13,6 @@ import libcst as cst
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import RootInfo
 from distlint.syntax.imports import scope_statements
-from distlint.syntax.positions import node_ranges
 from distlint.syntax.walker import descendants
 
 
@@ -56,7 +55,7 @@ def _compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
                     and isinstance(func.value, cst.Name)
                 ):
                     candidates.append((node.value, func.value.value, None, "method"))
-        ranges = node_ranges(ctx.module, [c[0] for c in candidates], ctx.columns)
+        ranges = ctx.positions.ranges([c[0] for c in candidates])
         by_line: dict[int, list[RootInfo]] = {}
         for root in roots:
             by_line.setdefault(root.span.start.line, []).append(root)
