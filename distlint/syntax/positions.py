@@ -137,20 +137,36 @@ def node_ranges(
 
 class Positions:
     """Ranges of one tree's nodes, measured on demand (:func:`node_ranges`), for as long as the
-    tree is checked: each measurement notes where the top-level statements it went through
-    start, so the next one generates only the statements that hold its nodes."""
+    tree is checked: a node is measured once (the first pass's findings and compile sites are
+    what the second pass reports and matches again), and each measurement notes where the
+    top-level statements it went through start, so the next one generates only the
+    statements that hold its new nodes."""
 
     def __init__(self, module: cst.Module, columns: IndentColumns | None = None) -> None:
         self.module = module
         self.columns = columns
         self._starts: list[tuple[int, int]] = []  # cursor where body[i] starts, i < len
         self._home: dict[int, int] | None = None  # id(node) -> its top-level statement
+        self._known: dict[int, tuple[cst.CSTNode, NodeRange]] = {}  # id(node) -> its range
 
     def ranges(self, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, NodeRange]:
         """Ranges of ``nodes`` (of this tree), in the file as written."""
-        wanted = set(nodes)
-        if not wanted:
-            return {}
+        known = self._known
+        found: dict[cst.CSTNode, NodeRange] = {}
+        wanted = set()
+        for node in nodes:
+            hit = known.get(id(node))
+            if hit is not None:
+                found[node] = hit[1]
+            else:
+                wanted.add(node)
+        if wanted:
+            for node, measured in self._measure(wanted).items():
+                known[id(node)] = (node, measured)
+                found[node] = measured
+        return found
+
+    def _measure(self, wanted: set[cst.CSTNode]) -> dict[cst.CSTNode, NodeRange]:
         state = _TrackingState(self.module, set(wanted))
         with suppress(_Done):
             homes = self._homes(wanted)

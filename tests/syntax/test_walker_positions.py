@@ -405,5 +405,24 @@ def test_a_later_measurement_generates_only_the_statements_that_hold_its_nodes(
     assert not any(node in module.body[31:] for node in generated)
 
 
+def test_a_node_measured_once_is_not_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first pass's findings and compile sites are what the second pass reports and
+    matches again: their ranges are remembered, with the tree."""
+    module = cst.parse_module("import torch\n\n\n@torch.compile\ndef f(x):\n    return x\n")
+    measured = Positions(module)
+    decorator = module.body[-1].decorators[0]  # type: ignore[attr-defined]
+    first = measured.ranges([decorator])
+    generated: list[cst.CSTNode] = []
+    real = positions_module._TrackingState.before_codegen
+
+    def noting(self, node):  # type: ignore[no-untyped-def]
+        generated.append(node)
+        real(self, node)
+
+    monkeypatch.setattr(positions_module._TrackingState, "before_codegen", noting)
+    assert measured.ranges([decorator]) == first
+    assert generated == []
+
+
 def test_node_ranges_of_nothing_is_empty() -> None:
     assert node_ranges(cst.parse_module("x = 1\n"), []) == {}
