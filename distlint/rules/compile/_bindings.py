@@ -36,11 +36,17 @@ def _compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
     facts = ctx.facts
     roots = [r for r in facts.roots if r.path == ctx.path] if facts is not None else []
     if roots:
+        # only candidates of a kind some root has can match one (each is measured)
+        decorators = any(root.kind == "decorator" for root in roots)
+        calls = any(root.kind != "decorator" for root in roots)
         candidates: list[tuple[cst.CSTNode, str, str | None, str]] = []
         for node in descendants(ctx.module):
             if isinstance(node, cst.FunctionDef):
-                for decorator in node.decorators:
-                    candidates.append((decorator, node.name.value, None, "decorator"))
+                if decorators:
+                    for decorator in node.decorators:
+                        candidates.append((decorator, node.name.value, None, "decorator"))
+            elif not calls:
+                continue
             elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
                 target = node.targets[0].target if len(node.targets) == 1 else None
                 if isinstance(target, cst.Name):
