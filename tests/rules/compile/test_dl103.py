@@ -52,3 +52,23 @@ def test_dl103_mask_through_a_name() -> None:
 )
 def test_dl103_silent(source: str) -> None:
     assert run(source, "DL103") == []
+
+
+def test_the_region_rules_find_a_functions_bindings_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DL102 and DL103 (and the other region rules) each guess which names are tensors; what
+    the function binds is found once for all of them, each keeping its own answers."""
+    from distlint.rules.compile import _analysis
+
+    built: list[int] = []  # each function whose bindings a guess found
+    real = _analysis.TensorGuess._note_binding
+
+    def noting(self, node):  # type: ignore[no-untyped-def]
+        if self.func is not None and node is self.func.body.body[0]:
+            built.append(id(self.func))
+        return real(self, node)
+
+    monkeypatch.setattr(_analysis.TensorGuess, "_note_binding", noting)
+    source = compiled("y = x * 2\nn = y.sum().item()\nreturn torch.nonzero(y), n\n")
+    found = run(source, *DL101_TO_DL110)
+    assert {"DL102", "DL103"} <= {f.code for f in found}
+    assert built and len(built) == len(set(built))
