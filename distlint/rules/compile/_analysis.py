@@ -601,9 +601,14 @@ class Conversion:
         return self.kind == "tolist" and self.floating
 
 
-def conversion_kind(call: cst.Call, guess: TensorGuess, is_builtin: IsBuiltin) -> str | None:
+def conversion_kind(
+    call: cst.Call, resolve: Resolver, guess: Callable[[], TensorGuess], is_builtin: IsBuiltin
+) -> str | None:
+    """``item``, ``tolist``, ``int``, ``float`` or ``bool``: how ``call`` makes a tensor a
+    Python value, if it does (``resolve``: the scope's, as the guess's; the guess is made
+    only for a builtin's argument)."""
     func = call.func
-    if isinstance(func, cst.Attribute) and guess.resolve(func) is None:
+    if isinstance(func, cst.Attribute) and resolve(func) is None:
         method = func.attr.value
         if method in ("item", "tolist") and not call.args:
             return method
@@ -611,7 +616,7 @@ def conversion_kind(call: cst.Call, guess: TensorGuess, is_builtin: IsBuiltin) -
     for builtin in ("int", "float", "bool"):
         if is_builtin(func, builtin):
             positional = [a for a in call.args if a.keyword is None]
-            if len(call.args) == 1 and positional and guess.is_tensor(positional[0].value):
+            if len(call.args) == 1 and positional and guess().is_tensor(positional[0].value):
                 return builtin
     return None
 

@@ -46,11 +46,10 @@ def conversion_break(
     rule: _RegionRule, node: cst.Call, parents: Sequence[cst.CSTNode]
 ) -> Conversion | None:
     """The DL102 conversion at ``node`` that breaks or fails in this region, if any."""
-    guess = rule.guess()
-    kind = conversion_kind(node, guess, rule.is_builtin)
+    kind = conversion_kind(node, rule.ctx.resolve, rule.guess, rule.is_builtin)
     if kind is None:
         return None
-    conversion = classify_conversion(node, kind, parents, guess, rule.is_builtin)
+    conversion = classify_conversion(node, kind, parents, rule.guess(), rule.is_builtin)
     region = rule.ctx.region
     captured = rule.config.get("capture_scalar_outputs") is True
     strict = (region is not None and region.fullgraph) or captured
