@@ -29,6 +29,7 @@ _IMPORT = re.compile(
     r"|import[ \t]+(?P<modules>[\w., \t]+))",
     re.MULTILINE,
 )
+_RELATIVE = re.compile(rb"from[ \t]+\.+[ \t]+import")  # may name a package by its folder alone
 
 
 def project_root(path: Path) -> Path | None:
@@ -92,10 +93,12 @@ def related_files(
             if imported not in wanted and imported not in named_set:
                 wanted.add(imported)
                 pending.append(imported)
+    spellings = _spellings(named_set)
     for candidate in index.files:
         if (
             candidate not in named_set
             and candidate not in wanted
+            and index.may_import(candidate, spellings)
             and any(target in named_set for target in index.imports_of(candidate))
         ):
             wanted.add(candidate)  # e.g. registers a fake for an op defined in a named file
@@ -118,6 +121,19 @@ class _ModuleIndex:
             for start in range(max(0, len(parts) - 6), len(parts)):
                 self._by_suffix.setdefault(".".join(parts[start:]), []).append(file)
         self._imports: dict[Path, list[Path]] = {}
+
+    def may_import(self, file: Path, spellings: list[bytes] | None) -> bool:
+        """Whether ``file`` may import a file whose import spells one of ``spellings`` (see
+        :func:`_spellings`; None: any file may): a byte search, where reading its imports
+        hashes, decodes and scans it (most of a project's files import none of the few named)."""
+        if spellings is None:
+            return True
+        try:
+            data = self._contents.get(file)
+            data = data if data is not None else read_regular_file(file)
+        except OSError:
+            return False  # no imports then either (nor in UTF-16: not source, see decode_source)
+        return any(word in data for word in spellings) or _RELATIVE.search(data) is not None
 
     def imports_of(self, file: Path) -> list[Path]:
         cached = self._imports.get(file)
@@ -146,6 +162,20 @@ class _ModuleIndex:
                 found.append(target)
         self._imports[file] = found
         return found
+
+
+def _spellings(named: Iterable[Path]) -> list[bytes] | None:
+    """What any import of one of ``named`` spells, but for a relative one of a package by its
+    folder alone (``from . import x``): the module's name, or for a package's
+    ``__init__.py`` its folder's (None for a name that is not ASCII: a file in another
+    encoding may spell it in other bytes)."""
+    found = []
+    for path in named:
+        word = path.parent.name if path.name == "__init__.py" else path.stem
+        if not word.isascii():
+            return None
+        found.append(word.encode("ascii"))
+    return found
 
 
 def scan_imports(text: str) -> ImportScan:

@@ -47,7 +47,7 @@ from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
 from distlint.syntax.imports import module_name_for
 from distlint.syntax.indentation import IndentColumns
-from distlint.syntax.positions import NodeRange, node_ranges
+from distlint.syntax.positions import NodeRange, Positions
 from distlint.syntax.regular_files import read_regular_file
 from distlint.syntax.source import (
     NEWLINES,
@@ -94,6 +94,17 @@ class SecondPass:
     facts: ProjectFacts
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """A first pass's tree and what its second pass and linking reuse of it."""
+
+    text: str
+    module: cst.Module
+    seen: dict[type, list[cst.CSTNode]]  # its nodes of ordinal types (lazy spans)
+    columns: Columns
+    positions: Positions  # what measuring its nodes has learnt so far
+
+
 class ParsedTrees:
     """First-pass trees kept for the second pass in the same process (runs in one process).
 
@@ -104,24 +115,26 @@ class ParsedTrees:
     """
 
     def __init__(self, max_chars: int = 2_000_000) -> None:
-        self._kept: dict[str, tuple[str, cst.Module, dict[type, list[cst.CSTNode]], Columns]] = {}
+        self._kept: dict[str, _Kept] = {}
         self._room = max_chars
 
     def offer(self, ctx: RuleContext, summary: ModuleSummary) -> None:
         """Keep the tree of a file just summarised if it may get a second pass."""
         text = ctx.source
         if (summary.compile_sites or summary.capture_sites) and len(text) <= self._room:
-            self._kept[ctx.path] = (text, ctx.module, ctx.seen, ctx.columns)
+            self._kept[ctx.path] = _Kept(text, ctx.module, ctx.seen, ctx.columns, ctx.positions)
             self._room -= len(text)
 
-    def take(self, path: str) -> tuple[str, cst.Module, Columns] | None:
-        """The text, tree and column map kept for ``path`` (given once), or None."""
-        kept = self._kept.pop(path, None)
-        return (kept[0], kept[1], kept[3]) if kept is not None else None
+    def take(self, path: str) -> _Kept | None:
+        """What was kept of ``path`` (given once), or None."""
+        return self._kept.pop(path, None)
 
     def for_spans(self) -> dict[str, tuple]:
         """The kept trees as linking measures lazy spans with them (``link``'s ``parsed``)."""
-        return {path: parsed_entry(*kept) for path, kept in self._kept.items()}
+        return {
+            path: parsed_entry(k.text, k.module, k.seen, k.columns, k.positions)
+            for path, k in self._kept.items()
+        }
 
 
 def check_path(file_path: Path, display_path: str, settings: FileSettings) -> FileResult:
@@ -462,8 +475,7 @@ def _analyze(
     if it kept them, without loading."""
     kept = trees.take(display_path) if second is not None and trees is not None else None
     if kept is not None:
-        text, module, columns = kept
-        args = (text, display_path, settings, module_name, is_package, second, (module, columns))
+        args = (kept.text, display_path, settings, module_name, is_package, second, kept)
         return on_large_stack(_analyze_source, *args)
     loaded = load()
     if isinstance(loaded, FileResult):
@@ -481,12 +493,13 @@ def _analyze_source(
     module_name: str | None,
     is_package: bool,
     second: SecondPass | None,
-    parsed: tuple[cst.Module, Columns] | None = None,
+    parsed: _Kept | None = None,
     trees: ParsedTrees | None = None,
 ) -> FileResult:
+    positions = None
     try:
         if parsed is not None:  # the first pass's tree of this text (ParsedTrees)
-            module, columns = parsed
+            module, columns, positions = parsed.module, parsed.columns, parsed.positions
         else:
             check_nesting(text)
             module, columns = parse_source(text)
@@ -502,7 +515,9 @@ def _analyze_source(
         return _unparsable(display_path, message, line, column, text)
 
     try:
-        ctx = RuleContext(display_path, text, module, settings, module_name, is_package, columns)
+        ctx = RuleContext(
+            display_path, text, module, settings, module_name, is_package, columns, positions
+        )
         if second is not None:
             ctx.facts = second.facts
     except Exception as exc:  # a bug in the shared analysis: report it, never crash the run
@@ -673,7 +688,7 @@ def _report_ranges(
         nodes.extend(node for node, _ in report.fix_nodes)
         nodes.extend(node for node, _ in report.related_nodes)
     try:
-        return node_ranges(ctx.module, nodes, ctx.columns)
+        return ctx.positions.ranges(nodes)
     except RecursionError:  # pragma: no cover - codegen of pathological nesting
         return {}
 

@@ -25,6 +25,7 @@ from distlint.syntax.imports import ImportTable
 from distlint.syntax.indentation import IndentColumns
 from distlint.syntax.lexing import NEWLINES
 from distlint.syntax.parsed_file import ParsedFile
+from distlint.syntax.positions import Positions
 from distlint.syntax.spelling import Spellings
 from distlint.syntax.walker import walk
 
@@ -80,8 +81,11 @@ class RuleContext(ParsedFile):
         module_name: str | None = None,
         is_package: bool = False,
         columns: IndentColumns | None = None,
+        positions: Positions | None = None,
     ) -> None:
-        super().__init__(path, source, module, settings, module_name, is_package, columns)
+        super().__init__(
+            path, source, module, settings, module_name, is_package, columns, positions
+        )
         # cheap gate: without the word, no code of the file is guarded by is_compiling()
         self._compiling_guards = "compiling" in source
         self.reports: list[PendingReport] = []
@@ -279,10 +283,9 @@ class RuleContext(ParsedFile):
 
     def span_now(self, node: cst.CSTNode) -> Span:
         """The span of ``node``, computed now (one partial codegen; use sparingly)."""
-        from distlint.syntax.positions import node_ranges
         from distlint.syntax.spans import range_span
 
-        found = node_ranges(self.module, [node], self.columns).get(node)
+        found = self.positions.ranges([node]).get(node)
         return range_span(found, NEWLINES.split(self.source))
 
     @property

@@ -15,6 +15,7 @@ import libcst as cst
 from distlint.file_settings import FileSettings
 from distlint.syntax.imports import ImportTable
 from distlint.syntax.indentation import IndentColumns
+from distlint.syntax.positions import Positions
 from distlint.syntax.spans import ORDINAL_TYPES, NodeSpan
 from distlint.syntax.walker import subclasses_of, walk
 
@@ -36,11 +37,14 @@ class ParsedFile:
         module_name: str | None = None,
         is_package: bool = False,
         columns: IndentColumns | None = None,
+        positions: Positions | None = None,
     ) -> None:
+        """``positions``: what earlier measurements of this very tree learnt (a second pass)."""
         self.path = path
         self.source = source
         self.module = module
         self.columns = columns  # the tree's columns back to ``source``'s (rewritten indentation)
+        self.positions = positions or Positions(module, columns)  # its nodes' ranges, on demand
         self.settings = settings
         self.module_name = module_name
         self.is_package = is_package

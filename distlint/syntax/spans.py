@@ -15,7 +15,7 @@ import libcst as cst
 
 from distlint.findings import Position, Span, make_position
 from distlint.syntax.indentation import IndentColumns
-from distlint.syntax.positions import NodeRange, node_ranges
+from distlint.syntax.positions import NodeRange, Positions
 from distlint.syntax.source import NEWLINES, SourceError, check_nesting, parse_source
 from distlint.syntax.walker import walk
 
@@ -108,15 +108,17 @@ def parsed_entry(
     module: cst.Module,
     seen: dict[type, list[cst.CSTNode]],
     columns: IndentColumns | None = None,
+    positions: Positions | None = None,
 ) -> tuple:
-    """What measuring a file's lazy spans needs: its tree, its nodes of ordinal types in walk
-    order (``ParsedFile.seen`` after a first pass), its lines, and its column map (if any)."""
+    """What measuring a file's lazy spans needs: its nodes of ordinal types in walk order
+    (``ParsedFile.seen`` after a first pass), its lines, and its tree's positions (those of
+    the first pass, when it kept the tree: what they measured makes the next cheaper)."""
     by_name = {kind.__name__: nodes for kind, nodes in seen.items()}
-    return module, by_name, NEWLINES.split(text), columns
+    return by_name, NEWLINES.split(text), positions or Positions(module, columns)
 
 
 def _measure(parsed: tuple, keys: list) -> dict:
-    module, by_name, lines, columns = parsed
+    by_name, lines, positions = parsed
     targets: dict[tuple, cst.CSTNode] = {}
     for key in keys:
         kind, ordinal, part = key
@@ -124,7 +126,7 @@ def _measure(parsed: tuple, keys: list) -> dict:
         if ordinal < len(nodes):
             node = nodes[ordinal]
             targets[key] = getattr(node, part) if part else node
-    ranges = node_ranges(module, targets.values(), columns)
+    ranges = positions.ranges(targets.values())
     found = {}
     for key, node in targets.items():
         measured = ranges.get(node)

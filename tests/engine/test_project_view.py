@@ -246,11 +246,71 @@ def test_a_warm_run_scans_the_imports_of_changed_files_only(tmp_path: Path, monk
 
     cold = linked()
     assert cold == ["pkg/__init__.py", "pkg/utils/__init__.py", "pkg/utils/comm.py"]
-    assert len(scanned) == 6  # each text of the project (its importers too; empty __init__s: one)
+    # the named file and what it imports (the empty __init__s: one text); of the other files,
+    # none spells an import of train.py (see the next test)
+    assert len(scanned) == 3
     scanned.clear()
     assert linked() == cold
     assert scanned == []
     comm = root / "pkg" / "utils" / "comm.py"
     comm.write_text(comm.read_text() + "\nfrom pkg import ops\n")
     assert linked() == sorted([*cold, "pkg/ops.py"])
-    assert len(scanned) == 1 and "from pkg import ops" in scanned[0]
+    # comm.py, changed, and ops.py, which it imports now (never scanned: it does not spell
+    # an import of train.py)
+    assert len(scanned) == 2 and "from pkg import ops" in scanned[0]
+
+
+def test_only_files_that_spell_a_named_module_are_read_for_their_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The importers of the named files are found among every file of the project on each
+    check (each keystroke in the editor): a file whose bytes cannot spell an import of them
+    is not decoded and scanned (most of a project's files)."""
+    from distlint.config import project_files
+
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/train.py": "import os\n",
+        "pkg/user.py": "from pkg.train import main\n",
+        "pkg/sibling.py": "from .train import main\n",
+        "pkg/parent.py": "from . import other\n",  # pkg/__init__.py: not the named file
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/up.py": "from .. import other\n",
+        "pkg/unrelated.py": "import json\n\n\ndef f():\n    return json\n",
+        "pkg/sub/also_unrelated.py": "import os.path\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    scanned: list[str] = []  # the texts scanned
+    real = project_files.scan_imports
+
+    def noting(text: str) -> project_files.ImportScan:
+        scanned.append(text)
+        return real(text)
+
+    monkeypatch.setattr(project_files, "scan_imports", noting)
+    paths = sorted(tmp_path / name for name in files)
+    linked = related_files([pkg / "train.py"], paths)
+    assert [p.relative_to(tmp_path).as_posix() for p in linked] == [
+        "pkg/sibling.py",
+        "pkg/user.py",
+    ]
+    assert files["pkg/unrelated.py"] not in scanned
+    assert files["pkg/sub/also_unrelated.py"] not in scanned
+    # a package's __init__ is imported by its folder's name, or by a relative import alone
+    linked = related_files([pkg / "__init__.py"], paths)
+    assert [p.relative_to(tmp_path).as_posix() for p in linked] == [
+        "pkg/parent.py",
+        "pkg/sub/up.py",
+        "pkg/user.py",
+    ]
+
+
+def test_an_importer_of_a_module_named_in_other_letters_is_found(tmp_path: Path) -> None:
+    (tmp_path / "módulo.py").write_text("X = 1\n")
+    user = "# -*- coding: latin-1 -*-\nfrom módulo import X\n"
+    (tmp_path / "user.py").write_text(user, "latin-1")
+    files = sorted(tmp_path.glob("*.py"))
+    assert related_files([tmp_path / "módulo.py"], files) == [tmp_path / "user.py"]

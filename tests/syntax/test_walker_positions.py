@@ -10,7 +10,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from distlint.syntax.positions import node_ranges
+from distlint.syntax import positions as positions_module
+from distlint.syntax.positions import Positions, node_ranges
 from distlint.syntax.walker import children, walk
 
 LIBCST_DIR = Path(cst.__file__).parent
@@ -361,6 +362,66 @@ def test_node_ranges_with_crlf_tabs_and_non_ascii() -> None:
     ranges = node_ranges(module, nodes)
     for node in nodes:
         assert _got(ranges, node) == _expected(positions, node), type(node).__name__
+
+
+def test_positions_measured_again_match_position_provider(parsed) -> None:
+    """One tree measured in several batches (as a file is: its findings, lazy spans, its
+    second pass's findings), before and beyond where an earlier batch stopped."""
+    rng = random.Random(20261203)
+    for name, module, positions in parsed:
+        candidates = [n for n in walk_order(module) if isinstance(n, RANGE_TYPES)]
+        measured = Positions(module)
+        early = candidates[len(candidates) // 4]  # the first batch stops after it
+        batches = [[early], rng.sample(candidates, 20), [candidates[-1]], [module, early]]
+        batches += [rng.sample(candidates, 5) for _ in range(5)]
+        for batch in batches:
+            ranges = measured.ranges(batch)
+            for node in batch:
+                # the module's own range ends past PositionProvider's, as a single measure's
+                want = node_ranges(module, [module])[module] if node is module else None
+                got = ranges[node] if node is module else _got(ranges, node)
+                assert got == (want or _expected(positions, node)), (name, type(node))
+
+
+def test_a_later_measurement_generates_only_the_statements_that_hold_its_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = cst.parse_module("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(50)))
+    measured = Positions(module)
+    last = module.body[-1]
+    assert measured.ranges([last])[last].start_line == 148  # the whole module, once
+    generated: list[cst.CSTNode] = []
+    real = positions_module._TrackingState.before_codegen
+
+    def noting(self, node):  # type: ignore[no-untyped-def]
+        generated.append(node)
+        real(self, node)
+
+    monkeypatch.setattr(positions_module._TrackingState, "before_codegen", noting)
+    inner = module.body[30].body
+    assert measured.ranges([inner])[inner].start_line == 92  # the line after the def's
+    assert generated[0] is module.body[30]
+    assert all(node is not module and node not in module.body[:30] for node in generated)
+    assert not any(node in module.body[31:] for node in generated)
+
+
+def test_a_node_measured_once_is_not_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first pass's findings and compile sites are what the second pass reports and
+    matches again: their ranges are remembered, with the tree."""
+    module = cst.parse_module("import torch\n\n\n@torch.compile\ndef f(x):\n    return x\n")
+    measured = Positions(module)
+    decorator = module.body[-1].decorators[0]  # type: ignore[attr-defined]
+    first = measured.ranges([decorator])
+    generated: list[cst.CSTNode] = []
+    real = positions_module._TrackingState.before_codegen
+
+    def noting(self, node):  # type: ignore[no-untyped-def]
+        generated.append(node)
+        real(self, node)
+
+    monkeypatch.setattr(positions_module._TrackingState, "before_codegen", noting)
+    assert measured.ranges([decorator]) == first
+    assert generated == []
 
 
 def test_node_ranges_of_nothing_is_empty() -> None:

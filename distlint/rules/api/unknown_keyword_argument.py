@@ -92,7 +92,7 @@ class UnknownKeywordArgument(TableRule):
     ) -> None:
         if all(sig.var_keyword for _, sig in found) or self._feature_guarded():
             return  # a keyword of another torch version, used on purpose under a guard
-        spelled = self.ctx.module.code_for_node(callee)
+        spelled = ""  # the callee's code, generated for a report only
         for arg in args:
             if arg.keyword is None:
                 continue  # positional, *args or **kwargs (keys we cannot see)
@@ -102,6 +102,7 @@ class UnknownKeywordArgument(TableRule):
             rejecting = [(v, sig) for v, sig in found if not sig.accepts_keyword(keyword)]
             if not rejecting:
                 continue
+            spelled = spelled or self.ctx.module.code_for_node(callee)
             if len(rejecting) < len(found):
                 accepting = [v for v, sig in found if sig.accepts_keyword(keyword)]
                 self._report_some(arg.keyword, rejecting, accepting, keyword, spelled, via_method)

@@ -263,6 +263,11 @@ def function_nodes(func: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, Sequenc
         yield from nodes_with_parents(stmt)
 
 
+# What a scope binds its names to (``TensorGuess.assigned``) and its parameters: read only
+# once built, so the guesses of one scope by several rules share them.
+Bindings = tuple[dict[str, list[cst.BaseExpression | None]], dict[str, cst.Param]]
+
+
 class TensorGuess:
     """Is this expression probably a tensor? A static guess, biased towards "no"."""
 
@@ -272,7 +277,10 @@ class TensorGuess:
         func: cst.FunctionDef | None,
         module_guess: TensorGuess | None = None,
         module: cst.Module | None = None,
+        bindings: Bindings | None = None,
     ) -> None:
+        """``bindings``: those another guess of the same scope, with the same ``resolve``,
+        found (:attr:`bindings`)."""
         self.resolve = resolve
         self.func = func
         self.module_guess = module_guess
@@ -281,7 +289,9 @@ class TensorGuess:
         self._busy: dict[str, bool] = {}
         self._memo: dict[str, bool] = {}
         self._uses: dict[str, str] | None = None  # name -> control | range (see name_uses)
-        if func is not None:
+        if bindings is not None:
+            self.assigned, self.params = bindings
+        elif func is not None:
             for param in parameters(func.params):
                 self.params[param.name.value] = param
             for node, _ in function_nodes(func):
@@ -289,6 +299,10 @@ class TensorGuess:
         elif module is not None:
             for stmt in scope_statements(module.body):
                 self._note_binding(stmt)
+
+    @property
+    def bindings(self) -> Bindings:
+        return self.assigned, self.params
 
     def _note_binding(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.Assign):
@@ -587,9 +601,14 @@ class Conversion:
         return self.kind == "tolist" and self.floating
 
 
-def conversion_kind(call: cst.Call, guess: TensorGuess, is_builtin: IsBuiltin) -> str | None:
+def conversion_kind(
+    call: cst.Call, resolve: Resolver, guess: Callable[[], TensorGuess], is_builtin: IsBuiltin
+) -> str | None:
+    """``item``, ``tolist``, ``int``, ``float`` or ``bool``: how ``call`` makes a tensor a
+    Python value, if it does (``resolve``: the scope's, as the guess's; the guess is made
+    only for a builtin's argument)."""
     func = call.func
-    if isinstance(func, cst.Attribute) and guess.resolve(func) is None:
+    if isinstance(func, cst.Attribute) and resolve(func) is None:
         method = func.attr.value
         if method in ("item", "tolist") and not call.args:
             return method
@@ -597,7 +616,7 @@ def conversion_kind(call: cst.Call, guess: TensorGuess, is_builtin: IsBuiltin) -
     for builtin in ("int", "float", "bool"):
         if is_builtin(func, builtin):
             positional = [a for a in call.args if a.keyword is None]
-            if len(call.args) == 1 and positional and guess.is_tensor(positional[0].value):
+            if len(call.args) == 1 and positional and guess().is_tensor(positional[0].value):
                 return builtin
     return None
 

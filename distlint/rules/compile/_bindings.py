@@ -13,7 +13,6 @@ import libcst as cst
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import RootInfo
 from distlint.syntax.imports import scope_statements
-from distlint.syntax.positions import node_ranges
 from distlint.syntax.walker import descendants
 
 
@@ -37,11 +36,17 @@ def _compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
     facts = ctx.facts
     roots = [r for r in facts.roots if r.path == ctx.path] if facts is not None else []
     if roots:
+        # only candidates of a kind some root has can match one (each is measured)
+        decorators = any(root.kind == "decorator" for root in roots)
+        calls = any(root.kind != "decorator" for root in roots)
         candidates: list[tuple[cst.CSTNode, str, str | None, str]] = []
         for node in descendants(ctx.module):
             if isinstance(node, cst.FunctionDef):
-                for decorator in node.decorators:
-                    candidates.append((decorator, node.name.value, None, "decorator"))
+                if decorators:
+                    for decorator in node.decorators:
+                        candidates.append((decorator, node.name.value, None, "decorator"))
+            elif not calls:
+                continue
             elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
                 target = node.targets[0].target if len(node.targets) == 1 else None
                 if isinstance(target, cst.Name):
@@ -56,7 +61,7 @@ def _compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
                     and isinstance(func.value, cst.Name)
                 ):
                     candidates.append((node.value, func.value.value, None, "method"))
-        ranges = node_ranges(ctx.module, [c[0] for c in candidates], ctx.columns)
+        ranges = ctx.positions.ranges([c[0] for c in candidates])
         by_line: dict[int, list[RootInfo]] = {}
         for root in roots:
             by_line.setdefault(root.span.start.line, []).append(root)

@@ -46,11 +46,10 @@ def conversion_break(
     rule: _RegionRule, node: cst.Call, parents: Sequence[cst.CSTNode]
 ) -> Conversion | None:
     """The DL102 conversion at ``node`` that breaks or fails in this region, if any."""
-    guess = rule.guess()
-    kind = conversion_kind(node, guess, rule.is_builtin)
+    kind = conversion_kind(node, rule.ctx.resolve, rule.guess, rule.is_builtin)
     if kind is None:
         return None
-    conversion = classify_conversion(node, kind, parents, guess, rule.is_builtin)
+    conversion = classify_conversion(node, kind, parents, rule.guess(), rule.is_builtin)
     region = rule.ctx.region
     captured = rule.config.get("capture_scalar_outputs") is True
     strict = (region is not None and region.fullgraph) or captured
@@ -98,34 +97,39 @@ def _find_logger_names(ctx: RuleContext) -> frozenset[str]:
 
 
 def host_call(rule: _RegionRule, node: cst.Call) -> tuple[str, str] | None:
-    """(spelled call, GB id) when ``node`` is a host side effect that graph-breaks."""
+    """(spelled call, GB id) when ``node`` is a host side effect that graph-breaks (spelled
+    only then: every call of a compiled region is asked)."""
+    gb = _host_gb(rule, node)
+    return (rule.spell(node.func), gb) if gb is not None else None
+
+
+def _host_gb(rule: _RegionRule, node: cst.Call) -> str | None:
     ctx = rule.ctx
     func = node.func
-    spelled = rule.spell(func)
     for builtin in ("print", "breakpoint"):
         if rule.is_builtin(func, builtin):
-            return spelled, HOST_CALLS[builtin]
+            return HOST_CALLS[builtin]
     name = ctx.resolve(func)
     if name is not None:
         if name in HOST_CALLS:
-            return spelled, HOST_CALLS[name]
+            return HOST_CALLS[name]
         for prefix, gb in HOST_PREFIXES.items():
             if name.startswith(prefix):
-                return spelled, gb
+                return gb
         if name.startswith("logging.") and name.rpartition(".")[2] in LOGGER_METHODS:
-            return spelled, "0291"
+            return "0291"
         return None
     if isinstance(func, cst.Attribute):
         method = func.attr.value
         if method == "data_ptr" and not node.args:
-            return spelled, "0088"
+            return "0088"
         receiver = func.value
         if method in LOGGER_METHODS and isinstance(receiver, (cst.Name, cst.Attribute)):
             last = receiver.value if isinstance(receiver, cst.Name) else receiver.attr.value
             if (last in _logger_names(ctx) or last.lower().endswith("logger")) and not (
                 isinstance(receiver, cst.Name) and _chosen_by_is_compiling(rule, last)
             ):
-                return spelled, "0291"
+                return "0291"
     return None
 
 

@@ -9,9 +9,16 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.base import RegionRule
-from distlint.rules.compile._analysis import TensorGuess
+from distlint.rules.compile._analysis import Bindings, TensorGuess
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import Region
+
+_MODULE = -1  # the module's bindings in _scope_bindings (other keys: id of a function or None)
+
+
+def _scope_bindings(ctx: RuleContext) -> dict[int, Bindings]:
+    """What each scope binds, for the region rules' tensor guesses (see TensorGuess)."""
+    return {}
 
 
 class _RegionRule(RegionRule):
@@ -27,16 +34,25 @@ class _RegionRule(RegionRule):
         return self.ctx.dynamo_config
 
     def guess(self) -> TensorGuess:
-        """The tensor guess of the innermost enclosing function."""
+        """The tensor guess of the innermost enclosing function (each rule its own; the
+        scope's bindings are found once for all the region rules of the file)."""
         func = self.ctx.function
         key = id(func)
         found = self._guesses.get(key)
         if found is None:
+            shared = self.ctx.memo(_scope_bindings)
             if self._module_guess is None:
                 self._module_guess = TensorGuess(
-                    self.ctx.imports.resolve, None, module=self.ctx.module
+                    self.ctx.imports.resolve,
+                    None,
+                    module=self.ctx.module,
+                    bindings=shared.get(_MODULE),
                 )
-            found = TensorGuess(self.ctx.resolve, func, self._module_guess)
+                shared[_MODULE] = self._module_guess.bindings
+            found = TensorGuess(
+                self.ctx.resolve, func, self._module_guess, bindings=shared.get(key)
+            )
+            shared[key] = found.bindings
             self._guesses[key] = found
         return found
 

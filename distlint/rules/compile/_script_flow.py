@@ -7,7 +7,7 @@ script changes under it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -79,38 +79,59 @@ def _scopes(ctx: RuleContext) -> list[cst.Module | cst.FunctionDef]:
     return [ctx.module, *file_functions(ctx).values()]
 
 
-def _scope_nodes(
-    scope: cst.Module | cst.FunctionDef,
-) -> Iterator[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
+ScopeNodes = list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]
+_NOT_ENTERED = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})  # scopes of their own
+
+
+def _scope_nodes(ctx: RuleContext, scope: cst.Module | cst.FunctionDef) -> ScopeNodes:
     """The nodes of a scope's own code (not nested functions, classes or lambdas) in source
-    order, each with its enclosing for/while loops in the scope, outermost first."""
+    order, each with its enclosing for/while loops in the scope, outermost first (listed
+    once per file: the flows and the library-built models both read every scope)."""
+    listed = ctx.memo(_listed_scopes)
+    found = listed.get(id(scope))
+    if found is None:
+        found = listed[id(scope)] = _list_scope_nodes(scope)
+    return found
+
+
+def _listed_scopes(ctx: RuleContext) -> dict[int, ScopeNodes]:
+    return {}
+
+
+def _list_scope_nodes(scope: cst.Module | cst.FunctionDef) -> ScopeNodes:
     body: Sequence[cst.CSTNode]
     if isinstance(scope, cst.FunctionDef):
         if not isinstance(scope.body, cst.IndentedBlock):
-            return
+            return []
         body = scope.body.body
     else:
         body = scope.body
-    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [
-        (stmt, ()) for stmt in reversed(list(body))
-    ]
+    found: ScopeNodes = []
+    stack: ScopeNodes = [(stmt, ()) for stmt in reversed(list(body))]
     while stack:
         node, loops = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        kind = type(node)
+        if kind in _NOT_ENTERED:
             continue
-        yield node, loops
-        inner = (*loops, node) if isinstance(node, (cst.For, cst.While)) else loops
-        for child in reversed(children(node)):
-            # the iterable of a for loop runs once, before the loop
-            child_loops = loops if isinstance(node, cst.For) and child is node.iter else inner
-            stack.append((child, child_loops))
+        found.append((node, loops))
+        kids = children(node)
+        if kind is cst.For:  # the iterable of a for loop runs once, before the loop
+            assert isinstance(node, cst.For)
+            inner = (*loops, node)
+            stack.extend([(c, loops if c is node.iter else inner) for c in reversed(kids)])
+        elif kind is cst.While:
+            inner = (*loops, node)
+            stack.extend([(c, inner) for c in reversed(kids)])
+        else:
+            stack.extend([(c, loops) for c in reversed(kids)])
+    return found
 
 
 def _flow(ctx: RuleContext, scope: cst.Module | cst.FunctionDef, names: set[str]) -> Flow:
     resolve = ctx.imports.resolve
     flow = Flow(scope=scope)
-    for node, loops in _scope_nodes(scope):
-        if isinstance(node, cst.Call):
+    for node, loops in _scope_nodes(ctx, scope):
+        if type(node) is cst.Call:
             _note_call(flow, node, loops, names, resolve)
     return flow
 
@@ -138,7 +159,7 @@ def _library_module_bindings(ctx: RuleContext) -> dict[int, dict[str, list[Bindi
             table = ctx.table_for(scope, table)
         resolve = table.resolve
         built: set[str] = set()  # names assigned a library-built module in this scope
-        for node, _ in _scope_nodes(scope):
+        for node, _ in _scope_nodes(ctx, scope):
             if not isinstance(node, cst.Assign) or len(node.targets) != 1:
                 continue
             target = node.targets[0].target

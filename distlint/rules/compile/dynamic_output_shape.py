@@ -53,7 +53,7 @@ class DynamicOutputShape(_RegionRule):
         region = self._active()
         if region is None:
             return
-        guess = self.guess()
+        guess = self.guess  # made for a candidate's arguments only
         name = self.ctx.resolve(node.func)
         positional = [arg for arg in node.args if arg.keyword is None]
         if name in _DYNAMIC_SHAPE_FUNCS:
@@ -63,15 +63,15 @@ class DynamicOutputShape(_RegionRule):
                 self._report(node, region)
         elif name == "torch.repeat_interleave":
             repeats = _argument(node, 1, "repeats")
-            if len(node.args) == 1 or (repeats is not None and guess.is_tensor(repeats)):
+            if len(node.args) == 1 or (repeats is not None and guess().is_tensor(repeats)):
                 self._report(node, region)
         elif name is None and isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
-            if method in _DYNAMIC_SHAPE_METHODS and guess.is_tensor(node.func.value):
+            if method in _DYNAMIC_SHAPE_METHODS and guess().is_tensor(node.func.value):
                 self._report(node, region)
             elif method == "repeat_interleave":
                 repeats = _argument(node, 0, "repeats")
-                if repeats is not None and guess.is_tensor(repeats):
+                if repeats is not None and guess().is_tensor(repeats):
                     self._report(node, region)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:

@@ -31,7 +31,7 @@ class TrainStepInCompiledRegion(_RegionRule):
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
-        self._optimizers = _optimizer_names(ctx)
+        self._optimizers: frozenset[str] | None = None  # a walk of the file: when needed
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:
@@ -55,10 +55,12 @@ class TrainStepInCompiledRegion(_RegionRule):
             last = receiver.attr.value
         else:
             return False
-        if last in self._optimizers:
-            return True
         lowered = last.lower().lstrip("_")
-        return lowered.startswith(_OPTIMIZER_HINTS) or lowered.endswith(("optimizer", "optim"))
+        if lowered.startswith(_OPTIMIZER_HINTS) or lowered.endswith(("optimizer", "optim")):
+            return True
+        if self._optimizers is None:
+            self._optimizers = _optimizer_names(self.ctx)
+        return last in self._optimizers
 
     def _report(self, node: cst.Call, what: str, region: Region) -> None:
         spelled = self.spell(node)

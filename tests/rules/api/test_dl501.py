@@ -275,3 +275,22 @@ def test_table_rules_say_nothing_for_a_torch_older_than_every_table() -> None:
     assert [f for code in codes for f in range_findings(source, code, "1.13", "2.1")] == []
     judged = [f.code for code in codes for f in range_findings(source, code, "2.0", "2.4")]
     assert judged == ["DL501", "DL502", "DL503"]
+
+
+def test_a_callee_is_spelled_only_for_a_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every call of an API with a signature is checked; the callee's code is generated (a
+    codegen) only for a call that passes a keyword the API rejects."""
+    import libcst as cst
+
+    spelled: list[cst.CSTNode] = []
+    real = cst.Module.code_for_node
+
+    def noting(self, node):  # type: ignore[no-untyped-def]
+        spelled.append(node)
+        return real(self, node)
+
+    monkeypatch.setattr(cst.Module, "code_for_node", noting)
+    assert dl501("m = torch.compile(net, dynamic=True)\n") == []
+    assert spelled == []
+    assert len(dl501("m = torch.compile(net, dynamic_shapes=True)\n")) == 1
+    assert len(spelled) == 1

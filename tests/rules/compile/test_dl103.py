@@ -52,3 +52,47 @@ def test_dl103_mask_through_a_name() -> None:
 )
 def test_dl103_silent(source: str) -> None:
     assert run(source, "DL103") == []
+
+
+def test_the_region_rules_find_a_functions_bindings_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DL102 and DL103 (and the other region rules) each guess which names are tensors; what
+    the function binds is found once for all of them, each keeping its own answers."""
+    from distlint.rules.compile import _analysis
+
+    built: list[int] = []  # each function whose bindings a guess found
+    real = _analysis.TensorGuess._note_binding
+
+    def noting(self, node):  # type: ignore[no-untyped-def]
+        if self.func is not None and node is self.func.body.body[0]:
+            built.append(id(self.func))
+        return real(self, node)
+
+    monkeypatch.setattr(_analysis.TensorGuess, "_note_binding", noting)
+    source = compiled("y = x * 2\nn = y.sum().item()\nreturn torch.nonzero(y), n\n")
+    found = run(source, *DL101_TO_DL110)
+    assert {"DL102", "DL103"} <= {f.code for f in found}
+    assert built and len(built) == len(set(built))
+
+
+def test_no_tensor_guess_for_calls_that_cannot_convert_or_change_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DL102 and DL103 ask which names are tensors only about a candidate's arguments
+    (``int(x)``, ``x.nonzero()``): a compiled function of other calls makes no guess."""
+    from distlint.rules.compile import _analysis
+
+    made: list[object] = []
+    real = _analysis.TensorGuess.__init__
+
+    def noting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(_analysis.TensorGuess, "__init__", noting)
+    assert run(compiled("y = x.float().pow(2).mean()\nreturn y.detach()\n"), "DL102", "DL103") == []
+    assert made == []
+    assert [f.code for f in run(compiled("return int(x), x.nonzero()\n"), "DL102", "DL103")] == [
+        "DL102",
+        "DL103",
+    ]
+    assert made

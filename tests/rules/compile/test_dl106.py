@@ -6,8 +6,10 @@ The proof tests (tests/proof/test_proof_dl1xx.py) show that torch behaves as the
 
 from __future__ import annotations
 
+import pytest
+
 from distlint.findings import Severity
-from tests.rules.compile.conftest import DL101_TO_DL110, HEADER
+from tests.rules.compile.conftest import DL101_TO_DL110, HEADER, compiled
 from tests.rules.conftest import run, where
 
 
@@ -44,3 +46,27 @@ def test_dl106_traps() -> None:
         "def train(model, opt, x):\n    model(x).sum().backward()\n    opt.step()\n"
     )
     assert run(source, *DL101_TO_DL110) == []
+
+
+def test_the_file_is_walked_for_optimizer_names_only_when_a_name_needs_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``optimizer.step()`` says what it is by its name; only an unhinted receiver
+    (``trainer.step()``) needs the file's ``torch.optim.X(...)`` assignments, a walk of it."""
+    from distlint.rules.compile import train_step_in_compiled_region as rule
+
+    walks: list[str] = []
+    real = rule._optimizer_names
+
+    def noting(ctx):  # type: ignore[no-untyped-def]
+        walks.append(ctx.path)
+        return real(ctx)
+
+    monkeypatch.setattr(rule, "_optimizer_names", noting)
+    assert [f.code for f in run(compiled("optimizer.step()\nreturn x\n"), "DL106")] == ["DL106"]
+    assert walks == []
+    source = compiled("trainer.step()\nreturn x\n").replace(
+        HEADER, HEADER + "trainer = torch.optim.SGD([], lr=0.1)\n\n"
+    )
+    assert [f.code for f in run(source, "DL106")] == ["DL106"]
+    assert len(walks) == 1

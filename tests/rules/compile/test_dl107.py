@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from distlint.findings import Severity
 from tests.project_util import check_sources
 from tests.rules.compile.conftest import FLOW_CODES
@@ -216,3 +218,29 @@ def test_dl107_sizes_read_from_each_element_s_shape_are_not_reported() -> None:
     assert run(STATIC.format(fg=", fullgraph=True") + loop, *FLOW_CODES) == []
     mixed = "for p in params:\n    f(x[: p.numel() + p])\n"
     assert where(run(STATIC.format(fg="") + mixed, *FLOW_CODES)) == [("DL107", 8, 7)]
+
+
+def test_each_scope_is_listed_once_for_the_flows_and_the_library_built_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The script flows and the library-built models both read every scope's nodes: listed
+    once per scope and pass, not once per reader."""
+    from distlint.rules.compile import _script_flow
+
+    listed: list[int] = []
+    real = _script_flow._list_scope_nodes
+
+    def noting(scope):  # type: ignore[no-untyped-def]
+        listed.append(id(scope))
+        return real(scope)
+
+    monkeypatch.setattr(_script_flow, "_list_scope_nodes", noting)
+    source = (
+        "import torch\nimport torch.nn as nn\n\nmodel = nn.Linear(4, 4)\n"
+        "compiled = torch.compile(model, dynamic=False)\n"
+        + STATIC.format(fg="")
+        + "def g():\n    for n in range(2, 14):\n        f(torch.randn(n, 4))\n"
+    )
+    found = run(source, *FLOW_CODES)
+    assert [code for code, _, _ in where(found)] == ["DL107"]
+    assert listed and len(listed) == len(set(listed))

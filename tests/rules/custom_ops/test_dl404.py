@@ -76,14 +76,14 @@ def test_custom_op_places_are_measured_in_one_pass_per_file(
     import distlint.syntax.spans as spans
 
     calls: list[int] = []
-    real = spans.node_ranges
 
-    def counting(module, nodes, columns=None):  # type: ignore[no-untyped-def]
-        nodes = list(nodes)
-        calls.append(len(nodes))
-        return real(module, nodes, columns)
+    class Counting(spans.Positions):
+        def ranges(self, nodes):  # type: ignore[no-untyped-def]
+            nodes = list(nodes)
+            calls.append(len(nodes))
+            return super().ranges(nodes)
 
-    monkeypatch.setattr(spans, "node_ranges", counting)
+    monkeypatch.setattr(spans, "Positions", Counting)
     ops = "\n".join(f"lib.define('op{i}(Tensor x) -> Tensor')" for i in range(30))
     source = f"import torch\nlib = torch.library.Library('ns', 'DEF')\n{ops}\n"
     found = project({"ops.py": source}, "DL404")

@@ -1,0 +1,66 @@
+"""The analysis a language-server job runs (``distlint.lsp.server.analyse``), in this process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst
+import pytest
+
+from distlint.config.settings import ConfigResolver
+from distlint.lsp import server
+
+TRAIN = """\
+import torch
+import torch.distributed as dist
+from proj.helpers import save
+
+
+@torch.compile(backend="nvfuser")
+def step(x, out):
+    dist.all_gather_object(out, x)
+    return x
+
+
+def finish(path):
+    if dist.get_rank() == 0:
+        save(path)
+"""
+HELPERS = "import torch.distributed as dist\n\n\ndef save(path):\n    dist.barrier()\n"
+
+
+def test_the_buffer_is_parsed_once_for_every_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """First pass, linking with the project and the second pass over the compiled code all
+    use one tree of the buffer (the CLI's one-process run does the same): a second parse
+    cost the editor about a parse per keystroke."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (tmp_path / "proj" / "helpers.py").write_text(HELPERS)
+    path = tmp_path / "proj" / "train.py"
+    path.write_text(TRAIN)
+    parsed: list[str] = []
+    real = libcst.parse_module
+
+    def counting(text, *args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counting)
+    edited = TRAIN + "# edited, not saved\n"
+    job = server.Job(
+        uri=path.as_uri(),
+        version=2,
+        text=edited,
+        generation=0,
+        resolver=ConfigResolver(),
+        features=server.ClientFeatures(),
+        root=tmp_path,
+    )
+    analysis = server.analyse(job)
+    assert analysis.crash is None and analysis.tool_errors == ()
+    codes = sorted(str(d.code) for d in analysis.diagnostics)
+    assert codes == ["DL201", "DL203", "DL502"]  # cross-file, second pass, first pass
+    assert parsed.count(edited) == 1
