@@ -295,3 +295,20 @@ def test_an_unreadable_directory_is_reported_and_skipped(
     assert "distlint: warning: locked: cannot read the directory (Permission denied); skipped" in (
         result.stderr
     )
+
+
+def test_native_files_follow_the_same_excludes_and_are_sorted(root: Path) -> None:
+    """C/C++/CUDA files are kept by path while walking and shown when asked for: the same
+    excludes and ignore files apply, a file named is kept, and a folder holding only such
+    files is not said to hold nothing to check."""
+    (root / ".git").mkdir()
+    (root / ".gitignore").write_text("gen/\n*.hpp\n")
+    touch(root, "csrc/b.cu", "csrc/a.cpp", "csrc/x.hpp", "gen/c.h", "build/d.cc", "ops/e.h")
+    touch(root, "csrc/ops.py", "notes.txt")
+    discovery = Discovery(ConfigResolver(), root)
+    files, missing = discovery.files([Path("csrc"), Path("ops"), root / "gen" / "c.h"])
+    assert [f.display for f in files] == ["csrc/ops.py"]
+    assert missing == []
+    natives = discovery.native_files()
+    assert [f.display for f in natives] == ["csrc/a.cpp", "csrc/b.cu", "gen/c.h", "ops/e.h"]
+    assert all(f.path == root / f.display for f in natives)
