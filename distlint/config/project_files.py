@@ -123,7 +123,6 @@ class _ModuleIndex:
         cached = self._imports.get(file)
         if cached is not None:
             return cached
-        found: list[Path] = []
         try:
             data = self._contents.get(file)
             names, relative_imports = self._scans.scan(
@@ -140,10 +139,9 @@ class _ModuleIndex:
             if not package or t.name == "__init__.py"
         ]
         # a project file only: one the discovery left out (excluded, ignored) stays out
-        targets += [t for t in sorted(relative) if t in self._known]
-        for target in targets:
-            if target != file and target not in found:
-                found.append(target)
+        targets += sorted(t for t in relative if t in self._known)
+        # each once, first seen first: a package's __init__ may name hundreds of modules
+        found = [target for target in dict.fromkeys(targets) if target != file]
         self._imports[file] = found
         return found
 
