@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from distlint.config.gitignore import GitIgnore, find_repo_root
+from distlint.config.gitignore import GitIgnore, find_repo_root, holds_git
 from distlint.config.settings import Config, ConfigResolver
 from distlint.syntax.regular_files import printable, what_is
 
@@ -178,11 +178,14 @@ class Discovery:
         cached = self._gitignore_of_dir.get(directory)
         if cached is not None:
             return cached
-        root = find_repo_root(directory) or self._cwd
-        ignore = self._gitignores.get(root)
-        if ignore is None:
-            ignore = GitIgnore(root)
-            self._gitignores[root] = ignore
+        parent = self._gitignore_of_dir.get(directory.parent)
+        if parent is not None and directory.parent != directory and not holds_git(directory):
+            ignore = parent  # the repository of its parent, known while walking down
+        else:
+            root = find_repo_root(directory) or self._cwd
+            if root not in self._gitignores:
+                self._gitignores[root] = GitIgnore(root)
+            ignore = self._gitignores[root]
         self._gitignore_of_dir[directory] = ignore
         return ignore
 

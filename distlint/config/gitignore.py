@@ -198,12 +198,17 @@ def find_repo_root(start: Path) -> Path | None:
     """
     here = Path(os.path.abspath(start))
     for directory in (here, *here.parents):
-        try:
-            if (directory / ".git").exists():
-                return directory
-        except OSError:  # a directory we may not look into
-            continue
+        if holds_git(directory):
+            return directory
     return None
+
+
+def holds_git(directory: Path) -> bool:
+    """Whether ``directory`` holds ``.git`` (a directory, or a file in a linked worktree)."""
+    try:
+        return (directory / ".git").exists()
+    except OSError:  # a directory we may not look into
+        return False
 
 
 def info_exclude_path(root: Path) -> Path | None:

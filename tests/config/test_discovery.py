@@ -312,3 +312,20 @@ def test_native_files_follow_the_same_excludes_and_are_sorted(root: Path) -> Non
     natives = discovery.native_files()
     assert [f.display for f in natives] == ["csrc/a.cpp", "csrc/b.cu", "gen/c.h", "ops/e.h"]
     assert all(f.path == root / f.display for f in natives)
+
+
+def test_a_repository_inside_the_walked_tree_has_its_own_ignore_files(root: Path) -> None:
+    """Each folder's repository is its parent's while walking down, unless it holds ``.git``
+    itself (a nested clone, a submodule's ``.git`` file): there the outer ignore files stop."""
+    (root / ".git").mkdir()
+    (root / ".gitignore").write_text("ignored.py\n")
+    touch(root, "sub/ignored.py", "sub/kept.py", "inner/ignored.py", "inner/deep/ignored.py")
+    touch(root, "module/ignored.py")
+    (root / "inner" / ".git").mkdir()
+    (root / "module" / ".git").write_text("gitdir: ../.git/modules/module\n")
+    assert discovered(root) == [
+        "inner/deep/ignored.py",
+        "inner/ignored.py",
+        "module/ignored.py",
+        "sub/kept.py",
+    ]
