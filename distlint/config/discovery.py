@@ -113,16 +113,14 @@ class Discovery:
             excluded = None  # made on the first entry that needs it
             for entry in entries:
                 name = entry.name
+                checked = name.endswith(CHECKED_SUFFIXES)
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
+                    is_file = checked and not is_dir and entry.is_file()
                 except OSError:
-                    is_dir = False
-                if not is_dir and not name.endswith(CHECKED_SUFFIXES):
+                    is_dir = is_file = False
+                if not is_dir and not checked:
                     continue  # most entries of a source tree: nothing more to learn
-                try:
-                    is_file = not is_dir and entry.is_file()
-                except OSError:
-                    is_file = False
                 excluded = excluded or self._excluder(directory)
                 if (
                     not is_dir

@@ -329,3 +329,35 @@ def test_a_repository_inside_the_walked_tree_has_its_own_ignore_files(root: Path
         "module/ignored.py",
         "sub/kept.py",
     ]
+
+
+def test_an_entry_whose_type_cannot_be_read_is_reported_and_skipped(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry removed while the walk lists its folder (its type cannot be read): neither a
+    folder nor a file, so it is said and skipped, even where a later look would succeed."""
+    import distlint.config.discovery as discovery_module
+
+    touch(root, "a.py")
+    real_scandir = discovery_module.os.scandir
+
+    class Vanished:
+        name = "gone.py"
+        path = str(root / "gone.py")
+
+        def is_dir(self, follow_symlinks: bool = True) -> bool:
+            raise FileNotFoundError(2, "No such file or directory", self.path)
+
+        def is_file(self) -> bool:
+            return True
+
+    def scandir(path):  # type: ignore[no-untyped-def]
+        entries = list(real_scandir(path))
+        return [*entries, Vanished()] if Path(path) == root else entries
+
+    monkeypatch.setattr(discovery_module.os, "scandir", scandir)
+    discovery = Discovery(ConfigResolver(), root)
+    files, missing = discovery.files([Path(".")])
+    assert [f.display for f in files] == ["a.py"]
+    assert discovery.skipped == ["gone.py: no such file or directory; skipped"]
+    assert missing == []
