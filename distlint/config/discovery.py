@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from distlint.config.gitignore import GitIgnore, find_repo_root
+from distlint.config.gitignore import GitIgnore, find_repo_root, holds_git
 from distlint.config.settings import Config, ConfigResolver
 from distlint.syntax.regular_files import printable, what_is
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # C/C++/CUDA sources: scanned (never parsed as Python) for TORCH_LIBRARY op registrations.
 NATIVE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
+CHECKED_SUFFIXES = PYTHON_SUFFIXES + NATIVE_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,9 @@ class Discovery:
         self._gitignore_of_dir: dict[Path, GitIgnore] = {}  # by directory, saves stat calls
         # by directory: the resolver resolves the path (a system call per component) each time
         self._config_of_dir: dict[Path, Config] = {}
-        self._native: dict[Path, DiscoveredFile] = {}
+        # C/C++/CUDA files met, by path (their order kept): most are never shown (the context
+        # of a hook's check does not ask), so their DiscoveredFile is made when asked for
+        self._native: dict[str, None] = {}
         # what the walk skipped and why (a directory without permission, a pipe named x.py, a
         # broken link): reported as warnings; the run goes on
         self.skipped: list[str] = []
@@ -72,15 +76,15 @@ class Discovery:
                 if (
                     not walked
                     and not self._force_exclude  # there, excluded means "skip it", as asked
-                    and not any(native.is_relative_to(path) for native in self._native)
+                    and not any(Path(native).is_relative_to(path) for native in self._native)
                 ):
                     missing.append(f"{given}: no Python file to check (all excluded or ignored)")
                 for file in walked:
                     found.setdefault(file, DiscoveredFile(file, display_path(file, self._cwd)))
             elif is_file and path.name.endswith(NATIVE_SUFFIXES):
-                self._native.setdefault(path, DiscoveredFile(path, display_path(path, self._cwd)))
+                self._native.setdefault(str(path))
             elif is_file:
-                if self._force_exclude and self._excluded(path, is_dir=False, explicit=True):
+                if self._force_exclude and self._named_excluded(path, is_dir=False):
                     continue
                 found.setdefault(path, DiscoveredFile(path, display_path(path, self._cwd)))
             else:
@@ -89,11 +93,12 @@ class Discovery:
 
     def native_files(self) -> list[DiscoveredFile]:
         """C/C++/CUDA files met by the last :meth:`files` call (same excludes), sorted."""
-        return sorted(self._native.values(), key=lambda f: f.display)
+        found = [DiscoveredFile(p, display_path(p, self._cwd)) for p in map(Path, self._native)]
+        return sorted(found, key=lambda f: f.display)
 
     def _walk(self, top: Path) -> list[Path]:
         files: list[Path] = []
-        if top != self._cwd and self._force_exclude and self._excluded(top, True, True):
+        if top != self._cwd and self._force_exclude and self._named_excluded(top, is_dir=True):
             return files
         stack = [top]
         while stack:
@@ -105,70 +110,86 @@ class Discovery:
                 shown = display_path(directory, self._cwd)
                 self.skipped.append(f"{shown}: cannot read the directory ({reason}); skipped")
                 continue
+            excluded = None  # made on the first entry that needs it
             for entry in entries:
-                path = Path(entry.path)
+                name = entry.name
+                checked = name.endswith(CHECKED_SUFFIXES)
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
-                    is_file = entry.is_file()
+                    is_file = checked and not is_dir and entry.is_file()
                 except OSError:
                     is_dir = is_file = False
+                if not is_dir and not checked:
+                    continue  # most entries of a source tree: nothing more to learn
+                excluded = excluded or self._excluder(directory)
                 if (
                     not is_dir
                     and not is_file
-                    and entry.name.endswith(PYTHON_SUFFIXES + NATIVE_SUFFIXES)
-                    and not _is_dir(path)  # a link to a directory: not followed, as git does
-                    and not self._excluded(path, is_dir=False)
+                    and not _is_dir(Path(entry.path))  # a link to a directory: not followed
+                    and not excluded(name, False)
                 ):
-                    shown = display_path(path, self._cwd)
-                    self.skipped.append(f"{shown}: {_not_a_file(path)}; skipped")
-                    continue
-                if is_dir:
-                    if not self._excluded(path, is_dir=True):
-                        stack.append(path)
-                elif (
-                    is_file
-                    and entry.name.endswith(PYTHON_SUFFIXES + NATIVE_SUFFIXES)
-                    and not self._excluded(path, is_dir=False)
-                ):
-                    if entry.name.endswith(PYTHON_SUFFIXES):
-                        files.append(path)
+                    shown = display_path(Path(entry.path), self._cwd)
+                    self.skipped.append(f"{shown}: {_not_a_file(Path(entry.path))}; skipped")
+                elif is_dir:
+                    if not excluded(name, True):
+                        stack.append(Path(entry.path))
+                elif is_file and not excluded(name, False):
+                    if name.endswith(PYTHON_SUFFIXES):
+                        files.append(Path(entry.path))
                     else:
-                        display = display_path(path, self._cwd)
-                        self._native.setdefault(path, DiscoveredFile(path, display))
+                        self._native.setdefault(entry.path)
         return files
 
-    def _excluded(self, path: Path, is_dir: bool, explicit: bool = False) -> bool:
-        directory = path.parent
-        config = self._config_of_dir.get(directory)
-        if config is None:
-            config = self._config_of_dir[directory] = self._resolver.for_path(directory)
-        patterns = config.exclude_patterns()
-        if explicit and patterns.matches(path.as_posix()) is not None:
-            return True
-        if not explicit and patterns.matches_name(path.name, path.as_posix()):
+    def _excluder(self, directory: Path) -> Callable[[str, bool], bool]:
+        """Whether an entry of ``directory`` met while walking is excluded, told its name and
+        kind (its parents were let through): the directory's exclude patterns and ignore files
+        are compiled once for all its entries."""
+        by_pattern = (
+            self._config_for(directory).exclude_patterns().in_directory(directory.as_posix())
+        )
+        ignored = self._gitignore_of(directory).in_directory(directory)
+
+        def excluded(name: str, is_dir: bool) -> bool:
+            return (
+                by_pattern(name)
+                or (is_dir and _is_file(directory / name / "pyvenv.cfg"))
+                or ignored(name, is_dir)
+            )
+
+        return excluded
+
+    def _named_excluded(self, path: Path, is_dir: bool) -> bool:
+        """Whether a path named (``--force-exclude``) is excluded: it or one of its parents."""
+        if self._config_for(path.parent).exclude_patterns().matches(path.as_posix()) is not None:
             return True
         if is_dir and _is_file(path / "pyvenv.cfg"):
             return True
-        if explicit:
-            return self._ignored_with_parents(path, is_dir)
-        return self._gitignore_for(path).is_ignored(path, is_dir)
+        return self._ignored_with_parents(path, is_dir)
 
-    def _gitignore_for(self, path: Path) -> GitIgnore:
-        directory = path.parent
+    def _config_for(self, directory: Path) -> Config:
+        config = self._config_of_dir.get(directory)
+        if config is None:
+            config = self._config_of_dir[directory] = self._resolver.for_path(directory)
+        return config
+
+    def _gitignore_of(self, directory: Path) -> GitIgnore:
         cached = self._gitignore_of_dir.get(directory)
         if cached is not None:
             return cached
-        root = find_repo_root(directory) or self._cwd
-        ignore = self._gitignores.get(root)
-        if ignore is None:
-            ignore = GitIgnore(root)
-            self._gitignores[root] = ignore
+        parent = self._gitignore_of_dir.get(directory.parent)
+        if parent is not None and directory.parent != directory and not holds_git(directory):
+            ignore = parent  # the repository of its parent, known while walking down
+        else:
+            root = find_repo_root(directory) or self._cwd
+            if root not in self._gitignores:
+                self._gitignores[root] = GitIgnore(root)
+            ignore = self._gitignores[root]
         self._gitignore_of_dir[directory] = ignore
         return ignore
 
     def _ignored_with_parents(self, path: Path, is_dir: bool) -> bool:
         """For explicit paths: ignored itself or under an ignored directory."""
-        gitignore = self._gitignore_for(path)
+        gitignore = self._gitignore_of(path.parent)
         if gitignore.is_ignored(path, is_dir):
             return True
         return any(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,6 +111,30 @@ class GitIgnore:
             return self._is_excluded_dir(parts)
         return self._is_excluded_dir(parts[:-1]) or self._last_match_ignores(parts, is_dir)
 
+    def in_directory(self, directory: Path) -> Callable[[str, bool], bool]:
+        """:meth:`is_ignored` for the entries of ``directory`` (absolute), told their name and
+        kind: a walk asks this for every entry, so what depends on the directory alone (where
+        it is below root, whether git skips it, which ignore files apply) is worked out once."""
+        absolute = os.path.abspath(directory)
+        if absolute == str(self._root):
+            dir_parts: tuple[str, ...] = ()
+        elif absolute.startswith(self._root_prefix):
+            dir_parts = tuple(absolute[len(self._root_prefix) :].split(os.sep))
+        else:  # reached through a symlink, or outside root: entry by entry, as is_ignored does
+            return lambda name, is_dir: self.is_ignored(Path(absolute, name), is_dir)
+        if self._is_excluded_dir(dir_parts):
+            return lambda name, is_dir: True
+        layers = self._layers(dir_parts)
+        if not layers:
+            return lambda name, is_dir: False
+
+        def ignored(name: str, is_dir: bool) -> bool:
+            if is_dir:
+                return self._is_excluded_dir((*dir_parts, name))
+            return _decision(layers, os.fsencode(name), is_dir)
+
+        return ignored
+
     def _relative_parts(self, path: Path) -> tuple[str, ...]:
         """Components of `path` below root, or () for root itself and paths outside it.
 
@@ -138,16 +163,22 @@ class GitIgnore:
 
     def _last_match_ignores(self, parts: tuple[str, ...], is_dir: bool) -> bool:
         """Apply the ignore files, deepest first, to the path itself (not its parents)."""
-        encoded = [os.fsencode(part) for part in parts]
-        name = encoded[-1]
-        for depth in range(len(parts) - 1, -1, -1):
-            patterns = self._patterns_in(parts[:depth])
+        return _decision(self._layers(parts[:-1]), os.fsencode(parts[-1]), is_dir)
+
+    def _layers(self, dir_parts: tuple[str, ...]) -> list[tuple[list[IgnorePattern], bytes]]:
+        """The ignore files that apply to the entries of a directory, deepest first, then
+        ``info/exclude``: each one's patterns and the prefix (the path from its directory, with
+        a trailing slash) that makes an entry's name its subject. Those without patterns are
+        left out."""
+        encoded = [os.fsencode(part) for part in dir_parts]
+        layers = []
+        for depth in range(len(dir_parts), -1, -1):
+            patterns = self._patterns_in(dir_parts[:depth])
             if patterns:
-                decision = _last_decision(patterns, b"/".join(encoded[depth:]), name, is_dir)
-                if decision is not None:
-                    return decision
-        decision = _last_decision(self._info_exclude, b"/".join(encoded), name, is_dir)
-        return bool(decision)
+                layers.append((patterns, b"".join(part + b"/" for part in encoded[depth:])))
+        if self._info_exclude:
+            layers.append((self._info_exclude, b"".join(part + b"/" for part in encoded)))
+        return layers
 
     def _patterns_in(self, dir_parts: tuple[str, ...]) -> list[IgnorePattern]:
         """The parsed .gitignore of one directory below root, read on first use."""
@@ -167,12 +198,17 @@ def find_repo_root(start: Path) -> Path | None:
     """
     here = Path(os.path.abspath(start))
     for directory in (here, *here.parents):
-        try:
-            if (directory / ".git").exists():
-                return directory
-        except OSError:  # a directory we may not look into
-            continue
+        if holds_git(directory):
+            return directory
     return None
+
+
+def holds_git(directory: Path) -> bool:
+    """Whether ``directory`` holds ``.git`` (a directory, or a file in a linked worktree)."""
+    try:
+        return (directory / ".git").exists()
+    except OSError:  # a directory we may not look into
+        return False
 
 
 def info_exclude_path(root: Path) -> Path | None:
@@ -204,6 +240,16 @@ def _read_gitdir_link(dot_git: Path) -> Path | None:
     if not first_line.startswith(prefix):
         return None
     return dot_git.parent / first_line[len(prefix) :].strip()
+
+
+def _decision(layers: list[tuple[list[IgnorePattern], bytes]], name: bytes, is_dir: bool) -> bool:
+    """Whether the first layer (see ``GitIgnore._layers``) with a line matching the entry
+    ``name`` ignores it; not ignored if none has."""
+    for patterns, prefix in layers:
+        decision = _last_decision(patterns, prefix + name, name, is_dir)
+        if decision is not None:
+            return decision
+    return False
 
 
 def _last_decision(

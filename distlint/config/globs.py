@@ -7,10 +7,14 @@ A pattern without ``/`` matches a file or directory name at any depth (``build``
 
 from __future__ import annotations
 
+import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
+
+_GLOB_CHARS = frozenset("*?[")
 
 
 @lru_cache(maxsize=1024)
@@ -70,6 +74,42 @@ class PathPatterns:
             ):
                 return pattern
         return None
+
+    def in_directory(self, directory: str) -> Callable[[str], bool]:
+        """Whether :meth:`matches_name` matches an entry of ``directory`` (posix, absolute),
+        told its name: a walk asks this for every entry, so the patterns are compiled once per
+        directory, literal names are looked up in a set, and the entry's relative path is
+        built only when a pattern holds a ``/``."""
+        names: set[str] = set()
+        by_name: list[re.Pattern[str]] = []
+        by_path: list[re.Pattern[str]] = []
+        try:
+            for pattern in self.patterns:
+                cleaned = _clean(pattern)
+                if "/" in cleaned:
+                    by_path.append(glob_regex(cleaned.lstrip("/")))
+                elif _GLOB_CHARS.isdisjoint(cleaned):
+                    names.add(cleaned)  # its regex matches this name alone
+                else:
+                    by_name.append(glob_regex(cleaned))
+        except re.error:  # a broken glob raises where matches_name reaches it, not before
+            return lambda name: self.matches_name(name, posixpath.join(directory, name)) is not None
+        relative = _relative(PurePosixPath(directory), self.base)
+        prefix = None if relative is None else relative.as_posix()
+
+        def matches(name: str) -> bool:
+            if name in names or any(regex.match(name) for regex in by_name):
+                return True
+            if not by_path:
+                return False
+            if prefix is None:  # the entry may still be the base itself
+                entry = _relative(PurePosixPath(posixpath.join(directory, name)), self.base)
+                subject = None if entry is None else entry.as_posix()
+            else:
+                subject = name if prefix == "." else f"{prefix}/{name}"
+            return subject is not None and any(regex.match(subject) for regex in by_path)
+
+        return matches
 
     def matches(self, path: str) -> str | None:
         """The first pattern matching ``path`` (posix, absolute) or one of its parents."""

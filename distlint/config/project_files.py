@@ -14,6 +14,7 @@ caches), so a warm run reads every file but scans only those that changed.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ class _ModuleIndex:
 
     def __init__(self, files: Iterable[Path], contents: dict[Path, bytes], scans: ImportScans):
         self.files = sorted(set(files))
-        self._known = set(self.files)
+        self._by_text = {str(file): file for file in self.files}
         self._contents = contents
         self._scans = scans
         self._by_suffix: dict[str, list[Path]] = {}
@@ -139,7 +140,6 @@ class _ModuleIndex:
         cached = self._imports.get(file)
         if cached is not None:
             return cached
-        found: list[Path] = []
         try:
             data = self._contents.get(file)
             names, relative_imports = self._scans.scan(
@@ -148,7 +148,6 @@ class _ModuleIndex:
         except OSError:
             names, relative_imports = frozenset(), ()
         absolute = names
-        relative = _relative_targets(relative_imports, file)
         targets = [
             t
             for dotted, package in sorted(absolute)
@@ -156,10 +155,9 @@ class _ModuleIndex:
             if not package or t.name == "__init__.py"
         ]
         # a project file only: one the discovery left out (excluded, ignored) stays out
-        targets += [t for t in sorted(relative) if t in self._known]
-        for target in targets:
-            if target != file and target not in found:
-                found.append(target)
+        targets += sorted(_relative_targets(relative_imports, file, self._by_text))
+        # each once, first seen first: a package's __init__ may name hundreds of modules
+        found = [target for target in dict.fromkeys(targets) if target != file]
         self._imports[file] = found
         return found
 
@@ -210,20 +208,29 @@ def scan_imports(text: str) -> ImportScan:
 
 
 def _relative_targets(
-    relative: Iterable[tuple[int, str, tuple[str, ...]]], file: Path
+    relative: Iterable[tuple[int, str, tuple[str, ...]]], file: Path, known: dict[str, Path]
 ) -> set[Path]:
-    """The paths relative imports of ``file`` may name (``from .b import c``: ``b.py``,
-    ``b/__init__.py``, ``b/c.py``...)."""
-    paths: set[Path] = set()
+    """The project files (``known``, by the text of their path) that relative imports of
+    ``file`` may name (``from .b import c``: ``b.py``, ``b/__init__.py``, ``b/c.py``...).
+    A name that is an identifier is joined as text (a package's ``__init__`` may import
+    hundreds); any other (``*``, a stray token of a broken file) goes through Path, whose
+    rules (``.`` parts dropped, ``with_name``) decide what it names."""
+    found: set[Path] = set()
     for dots, base, imported in relative:
         directory = file.parent
         for _ in range(dots - 1):
             directory = directory.parent
         module = directory.joinpath(*base.split(".")) if base else directory
+        prefix = os.path.join(module, "")
+        candidates: list[str] = []
         for name in [*imported, ""]:
+            if name.isidentifier():
+                candidates += (f"{prefix}{name}.py", f"{prefix}{name}{os.sep}__init__.py")
+                continue
             target = module / name if name and name != "*" else module
-            paths.update((target.with_name(target.name + ".py"), target / "__init__.py"))
-    return paths
+            candidates += (str(target.with_name(target.name + ".py")), str(target / "__init__.py"))
+        found.update(known[text] for text in candidates if text in known)
+    return found
 
 
 def _prefixes(dotted: str) -> list[tuple[str, bool]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +153,25 @@ class CliOverrides:
 
 def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> FileSettings:
     """Per-file settings: selection (config + CLI) minus matching per-file-ignores."""
+    return _settings(config, overrides, file_path, per_file_ignores_of(config, file_path))
+
+
+def per_file_ignores_of(config: Config, file_path: Path) -> tuple[tuple[str, ...], ...]:
+    """The codes of each per-file-ignores entry of ``config`` that matches ``file_path``: the
+    one part of a file's settings that its path, not its folder, decides."""
+    return tuple(
+        codes
+        for glob, codes in config.per_file_ignores
+        if PathPatterns((glob,), config.base.as_posix()).matches(file_path.as_posix())
+    )
+
+
+def _settings(
+    config: Config,
+    overrides: CliOverrides,
+    file_path: Path,
+    ignored: tuple[tuple[str, ...], ...],
+) -> FileSettings:
     from distlint.rules.registry import add_local_plugins, all_rules
 
     if config.plugins:  # a process that got the configuration already read (a worker): its rules
@@ -175,9 +194,8 @@ def settings_for(config: Config, overrides: CliOverrides, file_path: Path) -> Fi
             (*config.ignore, *overrides.ignore),
         )
     )
-    for glob, codes in config.per_file_ignores:
-        if PathPatterns((glob,), config.base.as_posix()).matches(file_path.as_posix()):
-            enabled = {c for c in enabled if c == "DL000" or not _covered(c, codes)}
+    for codes in ignored:
+        enabled = {c for c in enabled if c == "DL000" or not _covered(c, codes)}
     lowest, highest, _ = torch_range(config, file_path)
     return FileSettings(
         enabled=frozenset(enabled),
@@ -457,6 +475,19 @@ def _describe(value: Any) -> str:
 # -- discovery -------------------------------------------------------------------------------------
 
 
+@dataclass
+class FolderMemo:
+    """What the files of one folder share in their settings (see
+    :meth:`ConfigResolver.file_settings`), for one caller's loop over many files: kept no
+    longer, so that nothing outlives a change on disk."""
+
+    configs: dict[Path, Config] = field(default_factory=dict)
+    # by (folder, overrides, per-file-ignores matched): the catalog they were made with, them
+    settings: dict[
+        tuple[Path, CliOverrides, tuple[tuple[str, ...], ...]], tuple[object, FileSettings]
+    ] = field(default_factory=dict)
+
+
 class ConfigResolver:
     """Finds the config that governs each path; caches per directory."""
 
@@ -488,10 +519,32 @@ class ConfigResolver:
         directory = path if path.is_dir() else path.parent
         return self._for_dir(directory.resolve())
 
-    def file_settings(self, path: Path, overrides: CliOverrides) -> FileSettings:
+    def file_settings(
+        self, path: Path, overrides: CliOverrides, folders: FolderMemo | None = None
+    ) -> FileSettings:
         """The settings of the file at ``path``: its configuration's, with the command line's
-        ``overrides`` (:func:`settings_for`)."""
-        return settings_for(self.for_path(path), overrides, path)
+        ``overrides`` (:func:`settings_for`). ``folders``: kept by a caller that asks for many
+        files, so that the files of one folder with the same per-file-ignores share their
+        settings (a file's settings depend on its path only through those, see
+        :func:`settings_for` and :func:`torch_range`)."""
+        if folders is None:
+            return settings_for(self.for_path(path), overrides, path)
+        from distlint.rules.registry import add_local_plugins, all_rules
+
+        directory = path if path.is_dir() else path.parent  # what for_path and torch_range use
+        config = folders.configs.get(directory)
+        if config is None:
+            config = folders.configs[directory] = self.for_path(path)
+        ignored = per_file_ignores_of(config, path)
+        if config.plugins:
+            add_local_plugins(config.plugins)  # as settings_for does, before reading the catalog
+        key = (directory, overrides, ignored)
+        known = folders.settings.get(key)
+        if known is not None and known[0] is all_rules():  # no plugin loaded since
+            return known[1]
+        settings = _settings(config, overrides, path, ignored)
+        folders.settings[key] = (all_rules(), settings)
+        return settings
 
     def _for_dir(self, directory: Path) -> Config:
         cached = self._by_dir.get(directory)

@@ -52,6 +52,7 @@ from distlint.config.settings import (
     ConfigError,
     ConfigResolver,
     FileSettings,
+    FolderMemo,
 )
 from distlint.engine import transport
 from distlint.engine.cache import FirstPassCache, identity_of
@@ -366,9 +367,10 @@ def _context_tasks(
     if cache is not None and scans.used.keys() != scans.known.keys():
         cache.put(scans_key, scans.kept())
     tasks = []
+    memo = FolderMemo()
     for path in related:
         try:
-            settings = resolver.file_settings(path, overrides)
+            settings = resolver.file_settings(path, overrides, memo)
         except ConfigError:
             continue
         display = path.as_posix() if absolute else by_path[path].display

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distlint.config.settings import CliOverrides, ConfigResolver
+from distlint.config.settings import CliOverrides, ConfigResolver, FolderMemo
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding, ToolError
 from distlint.syntax.regular_files import read_regular_file
@@ -88,8 +88,9 @@ class CheckSession:
         discovery = Discovery(resolver, cwd, force_exclude=force_exclude)
         session.files, session.notices = discovery.files(paths)
         session.skipped = discovery.skipped
+        folders = FolderMemo()
         for file in session.files:
-            settings = resolver.file_settings(file.path, overrides)
+            settings = resolver.file_settings(file.path, overrides, folders)
             session.enabled_union |= settings.enabled
             session.tasks.append(Task(file.path, file.display, settings))
         session.native = native_sources(discovery.native_files(), resolver, overrides)

@@ -15,6 +15,7 @@ from distlint.config.settings import (
     Config,
     ConfigError,
     ConfigResolver,
+    FolderMemo,
     load_config_file,
     settings_for,
 )
@@ -370,3 +371,60 @@ def test_settings_for_a_configuration_read_elsewhere_loads_its_plugins(tmp_path:
     config = replace(Config(), plugins=(str(plugin),), extend_select=("XYZ",))
     settings = settings_for(config, CliOverrides(), tmp_path / "train.py")
     assert "XYZ001" in settings.enabled
+
+
+# -- settings shared by the files of a folder ------------------------------------------------------
+
+
+def _settings_tree(root: Path) -> list[Path]:
+    (root / "pyproject.toml").write_text(
+        "[tool.distlint]\nextend-select = ['DL901']\n"
+        "[tool.distlint.per-file-ignores]\n'pkg/m.py' = ['DL1']\n'*_test.py' = ['DL2', 'DL5']\n"
+        "'sub/**' = ['DL4']\n"
+    )
+    (root / "sub").mkdir()
+    (root / "sub/distlint.toml").write_text(
+        "ignore = ['DL3']\n[per-file-ignores]\n'x.py' = ['ALL']\n"
+    )
+    (root / "sub/torch").mkdir()
+    files = []
+    for name in ["pkg/m.py", "pkg/n.py", "pkg/a_test.py", "pkg/b_test.py", "top.py", "sub/x.py"]:
+        files.append(root / name)
+        files.append(root / name.replace(".py", "2.pyi"))
+    files += [root / "sub/y.py", root / "sub/torch", root / "sub/deep/x.py", root / "sub/deep/z.py"]
+    return files
+
+
+def test_settings_shared_per_folder_are_each_files_own(tmp_path: Path) -> None:
+    """A FolderMemo shares settings between files of one folder only where the per-file-ignores
+    that match them are the same; each file gets what it gets asked alone."""
+    files = _settings_tree(tmp_path)
+    memo = FolderMemo()
+    shared = [ConfigResolver().file_settings(p, CliOverrides(), memo) for p in files]
+    alone = [ConfigResolver().file_settings(p, CliOverrides()) for p in files]
+    assert shared == alone
+    m, n = shared[0], shared[2]
+    assert "DL101" not in m.enabled and "DL101" in n.enabled  # same folder, m.py ignores DL1
+    assert shared[4] == shared[6] and "DL201" not in shared[4].enabled  # a_test.py, b_test.py
+    assert len({id(s) for s in shared[2::2][:3]}) == 2  # n.py shares nothing with the tests
+
+
+def test_settings_shared_per_folder_see_a_plugin_loaded_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Settings made before a plugin joined the catalog are not handed out after it."""
+    import distlint.rules.registry as registry
+
+    files = _settings_tree(tmp_path)
+    memo = FolderMemo()
+    resolver = ConfigResolver()
+    before = resolver.file_settings(files[2], CliOverrides(), memo)
+    catalog = dict(registry.all_rules())
+
+    class NewRule:
+        default_enabled = True
+
+    catalog["DL998"] = NewRule  # type: ignore[assignment]
+    monkeypatch.setattr(registry, "all_rules", lambda: catalog)
+    after = resolver.file_settings(files[3], CliOverrides(), memo)  # pkg/n2.pyi, same folder
+    assert "DL998" not in before.enabled and "DL998" in after.enabled

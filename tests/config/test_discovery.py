@@ -295,3 +295,69 @@ def test_an_unreadable_directory_is_reported_and_skipped(
     assert "distlint: warning: locked: cannot read the directory (Permission denied); skipped" in (
         result.stderr
     )
+
+
+def test_native_files_follow_the_same_excludes_and_are_sorted(root: Path) -> None:
+    """C/C++/CUDA files are kept by path while walking and shown when asked for: the same
+    excludes and ignore files apply, a file named is kept, and a folder holding only such
+    files is not said to hold nothing to check."""
+    (root / ".git").mkdir()
+    (root / ".gitignore").write_text("gen/\n*.hpp\n")
+    touch(root, "csrc/b.cu", "csrc/a.cpp", "csrc/x.hpp", "gen/c.h", "build/d.cc", "ops/e.h")
+    touch(root, "csrc/ops.py", "notes.txt")
+    discovery = Discovery(ConfigResolver(), root)
+    files, missing = discovery.files([Path("csrc"), Path("ops"), root / "gen" / "c.h"])
+    assert [f.display for f in files] == ["csrc/ops.py"]
+    assert missing == []
+    natives = discovery.native_files()
+    assert [f.display for f in natives] == ["csrc/a.cpp", "csrc/b.cu", "gen/c.h", "ops/e.h"]
+    assert all(f.path == root / f.display for f in natives)
+
+
+def test_a_repository_inside_the_walked_tree_has_its_own_ignore_files(root: Path) -> None:
+    """Each folder's repository is its parent's while walking down, unless it holds ``.git``
+    itself (a nested clone, a submodule's ``.git`` file): there the outer ignore files stop."""
+    (root / ".git").mkdir()
+    (root / ".gitignore").write_text("ignored.py\n")
+    touch(root, "sub/ignored.py", "sub/kept.py", "inner/ignored.py", "inner/deep/ignored.py")
+    touch(root, "module/ignored.py")
+    (root / "inner" / ".git").mkdir()
+    (root / "module" / ".git").write_text("gitdir: ../.git/modules/module\n")
+    assert discovered(root) == [
+        "inner/deep/ignored.py",
+        "inner/ignored.py",
+        "module/ignored.py",
+        "sub/kept.py",
+    ]
+
+
+def test_an_entry_whose_type_cannot_be_read_is_reported_and_skipped(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry removed while the walk lists its folder (its type cannot be read): neither a
+    folder nor a file, so it is said and skipped, even where a later look would succeed."""
+    import distlint.config.discovery as discovery_module
+
+    touch(root, "a.py")
+    real_scandir = discovery_module.os.scandir
+
+    class Vanished:
+        name = "gone.py"
+        path = str(root / "gone.py")
+
+        def is_dir(self, follow_symlinks: bool = True) -> bool:
+            raise FileNotFoundError(2, "No such file or directory", self.path)
+
+        def is_file(self) -> bool:
+            return True
+
+    def scandir(path):  # type: ignore[no-untyped-def]
+        entries = list(real_scandir(path))
+        return [*entries, Vanished()] if Path(path) == root else entries
+
+    monkeypatch.setattr(discovery_module.os, "scandir", scandir)
+    discovery = Discovery(ConfigResolver(), root)
+    files, missing = discovery.files([Path(".")])
+    assert [f.display for f in files] == ["a.py"]
+    assert discovery.skipped == ["gone.py: no such file or directory; skipped"]
+    assert missing == []

@@ -523,6 +523,47 @@ def test_character_classes_agree_with_git(tmp_path: Path) -> None:
     assert sorted(ours ^ _git_check_ignore(repo, every_path)) == []
 
 
+@needs_git
+@pytest.mark.parametrize("seed", [None, 0, 1])
+def test_entries_asked_per_directory_agree_with_git(tmp_path: Path, seed: int | None) -> None:
+    # what a walk asks: in_directory, once per directory, then each entry by name and kind
+    repo = _init_repo(tmp_path / "repo")
+    if seed is None:
+        _write_tree(repo, _ORACLE_IGNORE_FILES)
+        for relative in _ORACLE_PATHS:
+            _create(repo / relative, relative in _DIRECTORIES)
+    else:
+        rng = random.Random(seed)
+        for sandbox_index in range(10):
+            _random_sandbox(repo / f"s{sandbox_index}", rng)
+    (repo / ".git/info/exclude").write_text("*.bak\n!keep.bak\n")
+    every_path = _all_paths(repo)
+    ignore = GitIgnore(repo)
+    asked = {}
+    ours = set()
+    for rel in every_path:
+        directory = (repo / rel).parent
+        ignored = asked.setdefault(directory, ignore.in_directory(directory))
+        if ignored(Path(rel).name, (repo / rel).is_dir()):
+            ours.add(rel)
+    assert sorted(ours ^ _git_check_ignore(repo, every_path)) == []
+
+
+def test_entries_of_a_directory_reached_through_a_symlink_or_outside_root(tmp_path: Path) -> None:
+    _write_tree(tmp_path, {"real/.gitignore": "*.tmp\nout/\n", "real/sub/.gitignore": "/x.py\n"})
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    ignore = GitIgnore(tmp_path / "real")
+    entries = [("x.py", False), ("a.tmp", False), ("y.py", False), ("out", True), ("d", True)]
+    for directory in ["real", "real/sub", "link/sub", "link", ".", "real/out"]:
+        ignored = ignore.in_directory(tmp_path / directory)
+        for name, is_dir in entries:
+            path = tmp_path / directory / name
+            assert ignored(name, is_dir) == ignore.is_ignored(path, is_dir), (directory, name)
+    assert ignore.in_directory(tmp_path / "link/sub")("x.py", False)
+    assert ignore.in_directory(tmp_path / "real/out")("y.py", False)  # inside an ignored dir
+    assert not ignore.in_directory(tmp_path)("a.tmp", False)  # outside root
+
+
 # ----- helpers --------------------------------------------------------------------------
 
 _RANDOM_PIECES = [

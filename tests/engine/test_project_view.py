@@ -129,6 +129,50 @@ def test_the_files_linked_are_the_imports_and_the_importers(tmp_path: Path) -> N
     assert [p.relative_to(root).as_posix() for p in linked] == ["pkg/fakes.py"]
 
 
+def test_what_a_file_imports_is_each_project_file_once_first_named_first(tmp_path: Path) -> None:
+    """A file naming the same module many ways (absolute, relative, from a package) links it
+    once; its own name leaves it out; the absolute imports come first, in name order."""
+    from distlint.config.project_files import ImportScans, _ModuleIndex
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    for name in ("__init__", "a", "b", "c"):
+        (pkg / f"{name}.py").write_text("")
+    (pkg / "c.py").write_text(
+        "import pkg.b\nimport pkg.b as again\nfrom pkg import b, a\nfrom . import b, c\n"
+        "from .a import x\nimport pkg.c\n"
+    )
+    index = _ModuleIndex(sorted(pkg.glob("*.py")), {}, ImportScans())
+    found = [p.name for p in index.imports_of(pkg / "c.py")]
+    assert found == ["__init__.py", "a.py", "b.py"]
+
+
+def test_relative_imports_name_the_files_path_rules_give(tmp_path: Path) -> None:
+    """Identifiers are joined as text, anything else goes through Path, as before: a broken
+    file's ``from . import (./b)`` names ``pkg/b.py``, as Path drops the ``.`` part; a
+    ``from . import x`` names the package's ``pkg.py`` sibling too."""
+    root = tmp_path
+    names = ["pkg.py", "pkg/__init__.py", "pkg/a.py", "pkg/sub/x.py", "pkg/sub/y/__init__.py"]
+    names += ["pkg/sub/é.py", "pkg/sub/z.py", "pkg/b.py", "other.py"]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("")
+    (root / "pkg/a.py").write_text("from .sub import (x, y, é)\nfrom . import (./b)\n")
+    (root / "pkg/sub/z.py").write_text("from ..b import (*)\nfrom ... import other\n")
+    files = [root / name for name in names]
+    linked = related_files([root / "pkg/a.py"], files)
+    assert [p.relative_to(root).as_posix() for p in linked] == [
+        "pkg/__init__.py",
+        "pkg/b.py",
+        "pkg/sub/x.py",
+        "pkg/sub/y/__init__.py",
+        "pkg/sub/é.py",
+        "pkg.py",
+    ]
+    linked = related_files([root / "pkg/sub/z.py"], files)
+    assert [p.relative_to(root).as_posix() for p in linked] == ["other.py", "pkg/b.py"]
+
+
 def test_a_relative_import_of_an_excluded_file_is_not_linked(tmp_path: Path) -> None:
     """A named file whose relative import names a file the discovery leaves out (excluded by
     the configuration) ended the run with an internal KeyError; the excluded file stays out."""
