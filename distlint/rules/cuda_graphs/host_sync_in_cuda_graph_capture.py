@@ -109,11 +109,28 @@ class HostSyncInCudaGraphCapture(_CaptureRule):
         if isinstance(expr, cst.Call):
             name = self.ctx.resolve(expr.func)
             if name is not None:
-                return name.startswith("torch.") and not name.startswith(
-                    ("torch.cuda.", "torch.distributed.", "torch.compiler.", "torch._dynamo.")
+                return (
+                    name.startswith("torch.")
+                    and not name.startswith(_HOST_VALUED_MODULES)
+                    and not name.rsplit(".", 1)[-1].startswith(_HOST_VALUED_PREFIXES)
                 )
             return _method(expr) in _TENSOR_METHODS
         return False
+
+
+# torch calls whose answer is a Python value, not a tensor: state and type predicates and
+# getters (``torch.is_grad_enabled()``, ``torch.is_tensor(x)``, ``torch.get_default_dtype()``;
+# xformers' ``rms_norm`` tests ``torch.is_grad_enabled() and x.requires_grad``), and modules
+# that hold no tensor ops
+_HOST_VALUED_PREFIXES = ("is_", "get_", "are_", "has_")
+_HOST_VALUED_MODULES = (
+    "torch.cuda.",
+    "torch.distributed.",
+    "torch.compiler.",
+    "torch._dynamo.",
+    "torch.jit.",
+    "torch.backends.",
+)
 
 
 _NOT_TENSOR_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})

@@ -103,6 +103,26 @@ print(y.item())
     assert found == []
 
 
+def test_dl601_torch_predicates_are_python_values_not_tensors() -> None:
+    """``torch.is_grad_enabled()``, ``torch.is_floating_point(y)``, ``torch.get_default_dtype()``
+    answer on the host without reading a tensor (xformers' rms_norm was a false error); a
+    branch on a torch op's result still is a read."""
+    found = findings(
+        CAPTURE
+        + """with torch.cuda.graph(g):
+    y = x * 2
+    if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad):
+        y = y.detach()
+    if torch.is_floating_point(y) and torch.get_default_dtype() == torch.float32:
+        y = y * 2
+    if torch.all(y > 0):
+        y = y + 1
+""",
+        "DL601",
+    )
+    assert lines(found) == [CAPTURE.count("\n") + 7]
+
+
 @pytest.mark.torch
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 def test_cuda_graphs_cannot_be_proven_on_a_cpu_build() -> None:
