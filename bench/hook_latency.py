@@ -7,8 +7,10 @@ temporary project (a ``pyproject.toml`` at its root, so the cache lives there). 
 is read from ``getrusage`` in a wrapper process (the largest of distlint and its workers).
 Then the hook's command, ``distlint check --force-exclude FILE`` for one file (default: the
 file with the most findings in the whole check), is timed ``--repeat`` times with
-the cache warm. The hook's findings for that file must equal the whole check's (cross-file
-findings included): the script says whether they do.
+the cache warm, then ``--repeat`` times more, each after appending a comment to that file
+(the usual commit: the staged file changed since the cache was filled). The hook's findings
+for that file must equal the whole check's (cross-file findings included): the script says
+whether they do.
 
     python bench/hook_latency.py --jobs 16
     python bench/hook_latency.py --corpus src/ --file src/train.py
@@ -91,6 +93,19 @@ def main() -> None:
         if hook.returncode not in (0, 1):
             raise SystemExit(f"the hook's check failed ({hook.returncode}):\n{hook.stderr[-2000:]}")
         same = findings_by_file(hook.stdout).get(staged, []) == whole.get(staged, [])
+        # the usual commit: the staged file itself was edited since the cache was filled (a
+        # comment appended each time, so no finding moves)
+        edited_timings = []
+        edited_same = True
+        for index in range(args.repeat):
+            with open(project / staged, "a", encoding="utf-8") as handle:
+                handle.write(f"\n# edit {index}\n")
+            started = time.perf_counter()
+            edited = subprocess.run(
+                [*distlint, "--force-exclude", staged], cwd=project, capture_output=True, text=True
+            )
+            edited_timings.append(time.perf_counter() - started)
+            edited_same &= findings_by_file(edited.stdout).get(staged, []) == whole.get(staged, [])
         cold_line = f"cold check with -j{args.jobs}: {cold_wall:.1f} s"
         print(f"corpus {corpus} ({len(files)} files), {cold_line}")
         print(f"peak resident memory of one process: {peak_kib / 1024:.0f} MiB")
@@ -98,6 +113,11 @@ def main() -> None:
             f"hook on {staged}, warm cache: median {statistics.median(timings):.2f} s "
             f"(runs: {', '.join(f'{t:.2f}' for t in timings)}); "
             f"{len(whole.get(staged, []))} findings, the same as the whole check's: {same}"
+        )
+        print(
+            f"hook on {staged} edited since (a comment appended), warm cache otherwise: median "
+            f"{statistics.median(edited_timings):.2f} s (runs: "
+            f"{', '.join(f'{t:.2f}' for t in edited_timings)}); the same findings: {edited_same}"
         )
 
 
