@@ -610,7 +610,11 @@ def conversion_kind(
     func = call.func
     if isinstance(func, cst.Attribute) and resolve(func) is None:
         method = func.attr.value
-        if method in ("item", "tolist") and not call.args:
+        if method == "item" and not call.args:
+            return method
+        # ``.tolist()`` is also a method of arrays and of tensordict's stacks of strings
+        # (torchrl's ``text.tolist()``): a receiver known to be a tensor
+        if method == "tolist" and not call.args and guess().is_tensor(func.value):
             return method
         return None
     for builtin in ("int", "float", "bool"):

@@ -5,6 +5,8 @@ The proof tests (tests/proof/test_proof_dl1xx.py) show that torch behaves as the
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from distlint.findings import Severity
@@ -138,3 +140,43 @@ def test_dl102_a_test_of_the_value_is_still_control_flow(test: str) -> None:
     (finding,) = run(compiled(body, fullgraph=True), "DL102")
     assert finding.severity is Severity.ERROR
     assert "drives control flow" in finding.message
+
+
+def test_dl102_tolist_of_a_receiver_not_known_to_be_a_tensor_is_left_alone() -> None:
+    """``.tolist()`` is a method of arrays and of tensordict's stacks of strings too (torchrl's
+    ``text.tolist()`` in an LLM wrapper): only a receiver known to be a tensor is reported."""
+    source = HEADER + textwrap.dedent(
+        """\
+        @torch.compile
+        def f(x: torch.Tensor, text):
+            a = text.tolist()
+            b = x.tolist()
+            return a, b
+        """
+    )
+    assert [line for _, line, _ in where(run(source, "DL102"))] == [7]
+
+
+def test_dl102_a_file_that_turns_scalar_capture_on_anywhere_is_captured() -> None:
+    """torchrec's test helpers assign ``capture_scalar_outputs = True`` inside a function, and
+    thunder's tests patch it around the compiled call: which runs it covers is not known, so
+    what it captures is left alone in the whole file; what breaks anyway is still reported."""
+    for setting in (
+        "torch._dynamo.config.capture_scalar_outputs = True",
+        "with torch._dynamo.config.patch(capture_scalar_outputs=True): pass",
+        'with torch._dynamo.config.patch("capture_scalar_outputs", True): pass',
+    ):
+        source = HEADER + textwrap.dedent(
+            f"""\
+            def setup():
+                {setting}
+
+            @torch.compile
+            def f(x: torch.Tensor):
+                n = x.sum().item()
+                if x.max().item() > 0:
+                    n += 1
+                return x * n
+            """
+        )
+        assert [line for _, line, _ in where(run(source, "DL102"))] == [10], setting
