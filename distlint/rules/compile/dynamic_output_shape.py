@@ -14,6 +14,7 @@ import libcst as cst
 from distlint.findings import Severity
 from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.regions_model import Region
+from distlint.syntax.walker import keyword_arg
 
 _DYNAMIC_SHAPE_FUNCS = frozenset({"torch.nonzero", "torch.unique", "torch.masked_select"})
 _DYNAMIC_SHAPE_METHODS = frozenset({"nonzero", "unique", "masked_select"})
@@ -56,6 +57,8 @@ class DynamicOutputShape(_RegionRule):
         guess = self.guess  # made for a candidate's arguments only
         name = self.ctx.resolve(node.func)
         positional = [arg for arg in node.args if arg.keyword is None]
+        if keyword_arg(node, "output_size") is not None:
+            return  # ``repeat_interleave(..., output_size=n)``: the size is given, not computed
         if name in _DYNAMIC_SHAPE_FUNCS:
             self._report(node, region)
         elif name == "torch.where":

@@ -5,6 +5,8 @@ The proof tests (tests/proof/test_proof_dl1xx.py) show that torch behaves as the
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from distlint.findings import Severity
@@ -96,3 +98,19 @@ def test_no_tensor_guess_for_calls_that_cannot_convert_or_change_shape(
         "DL103",
     ]
     assert made
+
+
+def test_dl103_repeat_interleave_with_its_output_size_is_static() -> None:
+    """``repeat_interleave(x, repeats, output_size=n)`` (lmdeploy's MLA attention) does not
+    compute its size from the repeats: traced without a break on torch 2.13 (DL103 traps)."""
+    source = HEADER + textwrap.dedent(
+        """\
+        @torch.compile
+        def f(x: torch.Tensor, repeats: torch.Tensor, total: int):
+            a = torch.repeat_interleave(x, repeats, output_size=total)
+            b = x.repeat_interleave(repeats, output_size=total)
+            c = torch.repeat_interleave(x, repeats)
+            return a, b, c
+        """
+    )
+    assert [line for _, line, _ in where(run(source, "DL103"))] == [8]
