@@ -61,6 +61,7 @@ from distlint.semantic.rankflow import (
 from distlint.semantic.regions import (
     compile_assigned,
     compiling_sides,
+    eager_operands,
     exits_when_compiling,
     is_literal,
     literal_options,
@@ -201,6 +202,7 @@ class Collector:
         self._class_wrapping: dict[str, _Scope] = {}  # class id -> its wrapped self attributes
         self._capture: object | None = None  # (lazy) span where the capture being walked starts
         self._eager = 0  # > 0 on the eager side of ``is_compiling()``: calls there are not traced
+        self._mentions_compiling = "compiling" in ctx.source  # cheap gate for _eager_calls
 
     # -- entry ---------------------------------------------------------------------------------
 
@@ -1003,8 +1005,31 @@ class Collector:
         The first pass's walk gathered them (``RuleContext.note_call``), outer before inner,
         in source order: no second traversal of the expressions.
         """
-        for call in self.ctx.statement_calls.get(id(statement), ()):
-            self._call(scope, call, effects)
+        calls = self.ctx.statement_calls.get(id(statement), ())
+        eager = self._eager_calls(scope, statement) if calls and self._mentions_compiling else ()
+        for call in calls:
+            if id(call) in eager:  # ``not is_compiling() and helper()``: never traced
+                self._eager += 1
+                self._call(scope, call, effects)
+                self._eager -= 1
+            else:
+                self._call(scope, call, effects)
+
+    def _eager_calls(self, scope: _Scope, statement: cst.CSTNode) -> set[int]:
+        """Calls of a statement (of a compound one: of its test) in an operand that runs only
+        in eager mode (:func:`regions.eager_operands`)."""
+        if isinstance(statement, (cst.If, cst.While)):
+            header: cst.CSTNode = statement.test
+        elif isinstance(statement, cst.BaseSmallStatement):
+            header = statement
+        else:
+            return set()
+        return {
+            id(node)
+            for operand in eager_operands(header, scope.table.resolve)
+            for node in descendants(operand)
+            if type(node) is cst.Call
+        }
 
     def _call(self, scope: _Scope, call: cst.Call, effects: list[Effect]) -> None:
         func = call.func

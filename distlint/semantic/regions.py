@@ -284,6 +284,19 @@ def _may_leave(statement: cst.CSTNode) -> bool:
     return False
 
 
+def eager_operands(expr: cst.CSTNode, resolve: Resolver) -> list[cst.BaseExpression]:
+    """Operands that run only in eager mode by short-circuit: ``b`` of ``not is_compiling()
+    and b`` and of ``is_compiling() or b`` (torchrl: ``if not is_compiling() and not
+    safe_is_current_stream_capturing():`` calls its helper only in eager mode)."""
+    found = []
+    for node in descendants(expr):
+        if isinstance(node, cst.BooleanOperation):
+            holds, fails = compiling_sides(node.left, resolve)
+            if (holds if isinstance(node.operator, cst.And) else fails) is False:
+                found.append(node.right)
+    return found
+
+
 def exits_when_compiling(node: cst.If, resolve: Resolver) -> bool:
     """``if is_compiling(): return`` (or ``if is_compiling() or x:``): what follows is eager."""
     return compiling_sides(node.test, resolve)[1] is False and ends_in_exit(node.body)

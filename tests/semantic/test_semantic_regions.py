@@ -871,3 +871,29 @@ def test_a_parameter_compiled_before_it_is_reassigned_is_what_callers_pass(
             return model
     """
     assert region_names(tmp_path, {"m.py": source}) == {"Net.forward"}
+
+
+def test_helpers_called_only_by_a_short_circuit_in_eager_mode_are_not_compiled(
+    tmp_path: Path,
+) -> None:
+    """``if not is_compiling() and not safe_capturing():`` calls its helper only in eager mode
+    (torchrl's stream-capture probe, whose exception handler warns), as does ``is_compiling()
+    or noisy()``; a helper in the other operand, or called plainly, is compiled."""
+    source = """
+    import torch
+    from torch.compiler import is_compiling
+
+    def safe_capturing(): return False
+    def noisy(): return True
+    def cheap(): return True
+    def plain(): return True
+
+    @torch.compile
+    def step(x):
+        if not is_compiling() and not safe_capturing():
+            x = x + 1
+        flag = is_compiling() or noisy()
+        other = cheap() and not is_compiling()
+        return plain()
+    """
+    assert region_names(tmp_path, {"m.py": source}) == {"step", "cheap", "plain"}
