@@ -9,13 +9,14 @@ valid key, and exit 2: a typo in a linter config must not silently turn rules of
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distlint.config.globs import PathPatterns
+from distlint.config.globs import PathPatterns, glob_regex
 from distlint.config.selection import (
     enabled_codes,
     is_valid_selector,
@@ -323,6 +324,15 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
                 _check_selector(f"{path}: key '{key}' in {prefix}", selector, known_codes)
             except ConfigError as exc:
                 problems.extend(exc.problems)
+    globs = [
+        (key, pattern) for key in ("exclude", "extend-exclude") for pattern in values.get(key, ())
+    ]
+    globs += [("per-file-ignores", pattern) for pattern, _ in values.get("per-file-ignores", ())]
+    for key, pattern in globs:
+        try:
+            glob_regex(pattern)
+        except re.error as exc:
+            problems.append(f"{path}: key '{key}' in {prefix}: invalid pattern '{pattern}': {exc}")
     if problems:
         raise ConfigError(*problems)
     return Config(

@@ -428,3 +428,17 @@ def test_settings_shared_per_folder_see_a_plugin_loaded_since(
     monkeypatch.setattr(registry, "all_rules", lambda: catalog)
     after = resolver.file_settings(files[3], CliOverrides(), memo)  # pkg/n2.pyi, same folder
     assert "DL998" not in before.enabled and "DL998" in after.enabled
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('exclude = ["[z-a]"]\n', "exclude"),
+        ('extend-exclude = ["build/[9-0]*"]\n', "extend-exclude"),
+        ('[per-file-ignores]\n"a[z-a].py" = ["DL101"]\n', "per-file-ignores"),
+    ],
+)
+def test_an_invalid_glob_is_a_configuration_error(project: Path, text: str, key: str) -> None:
+    """A bracket range the pattern language refuses ended the run as an internal error."""
+    err = config_error(project, "distlint.toml", text)
+    assert f"key '{key}'" in err and "invalid pattern" in err and "bad character range" in err
