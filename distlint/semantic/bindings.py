@@ -29,8 +29,6 @@ def bind(
     for key, value in arguments:
         if key == STARRED:
             continue
-        if isinstance(value, str) and value.startswith(MEMBER_ARGUMENT):
-            value = "<expr>"  # an object's attribute: not the literal its text spells
         if key.startswith("#"):
             position = int(key[1:]) + offset
             if position < len(params):
@@ -40,15 +38,26 @@ def bind(
     return bound
 
 
-def forward_arguments(arguments: Options, bound: dict[str, object]) -> Options:
+def forward_arguments(
+    arguments: Options, bound: dict[str, object], *, members: bool = True
+) -> Options:
     """A call's arguments with the caller's parameters replaced by what the caller was given
-    (``torch_distributed_zero_first(rank)`` inside ``create_dataloader(..., rank=-1)``)."""
+    (``torch_distributed_zero_first(rank)`` inside ``create_dataloader(..., rank=-1)``). With
+    ``members`` False, an object's attribute passed (``MEMBER_ARGUMENT`` + its text, kept for
+    the rank analysis, which tells whether it is a wrapped model) is an expression whose value
+    is not known: not the literal its text spells."""
+    if not members and any(_is_member(value) for _, value in arguments):
+        arguments = tuple((k, "<expr>" if _is_member(v) else v) for k, v in arguments)
     if not any(isinstance(value, tuple) for _, value in arguments):
         return arguments
     return tuple(
         (key, bound.get(value[1], "<expr>") if isinstance(value, tuple) else value)
         for key, value in arguments
     )
+
+
+def _is_member(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(MEMBER_ARGUMENT)
 
 
 def decided_side(cond: Condition | None, bound: dict[str, object]) -> bool | None:

@@ -873,7 +873,7 @@ def _calls_under(
     def visit(effects: Sequence[Effect], alive: bool) -> None:
         for effect in effects:
             if effect.kind == "call" and effect.callee is not None:
-                passed = forward_arguments(effect.arguments, bound)
+                passed = forward_arguments(effect.arguments, bound, members=False)
                 if instance and effect.callee[:2] == ("attr", ("self",)):
                     passed = (*passed, *instance)  # ``self.helper(x)``: the same instance
                 for target in facts.call_targets(effect.callee, function_id):

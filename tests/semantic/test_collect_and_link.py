@@ -143,11 +143,13 @@ def test_attributes_of_objects_are_recorded_for_the_linker_to_tell_whether_wrapp
 def test_an_attribute_passed_is_not_the_literal_its_text_spells() -> None:
     """A member argument's text (``<member>cfg.mode``) decides no literal test of the callee:
     bound as an unknown expression."""
-    from distlint.semantic.bindings import bind, decided_side
+    from distlint.semantic.bindings import bind, decided_side, forward_arguments
     from distlint.semantic.model import MEMBER_ARGUMENT, Condition, FunctionSummary
 
     helper = FunctionSummary("m:helper", "helper", "m.py", None, params=("mode",))
-    bound = bind(helper, (("#0", MEMBER_ARGUMENT + "cfg.mode"),))
+    passed = (("#0", MEMBER_ARGUMENT + "cfg.mode"),)
+    assert forward_arguments(passed, {}) == passed  # the rank analysis settles it
+    bound = bind(helper, forward_arguments(passed, {}, members=False))
     assert bound == {"mode": "<expr>"}
     assert decided_side(Condition(0, compare=("mode", "==", ("<member>cfg.mode",))), bound) is None
 
