@@ -8,6 +8,8 @@ are the literal ones a summary records (see ``collect._call_arguments``).
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from distlint.semantic.model import MEMBER_ARGUMENT, Condition, FunctionSummary, Options
 
 # an argument key: the call also unpacks ``*args``/``**kwargs``, so any parameter may be passed
@@ -46,8 +48,8 @@ def forward_arguments(
     ``members`` False, an object's attribute passed (``MEMBER_ARGUMENT`` + its text, kept for
     the rank analysis, which tells whether it is a wrapped model) is an expression whose value
     is not known: not the literal its text spells."""
-    if not members and any(_is_member(value) for _, value in arguments):
-        arguments = tuple((k, "<expr>" if _is_member(v) else v) for k, v in arguments)
+    if not members and any(is_member_argument(value) for _, value in arguments):
+        arguments = tuple((k, "<expr>" if is_member_argument(v) else v) for k, v in arguments)
     if not any(isinstance(value, tuple) for _, value in arguments):
         return arguments
     return tuple(
@@ -56,7 +58,8 @@ def forward_arguments(
     )
 
 
-def _is_member(value: object) -> bool:
+def is_member_argument(value: object) -> TypeGuard[str]:
+    """An object's attribute passed (``MEMBER_ARGUMENT`` + its text, see ``collect``)."""
     return isinstance(value, str) and value.startswith(MEMBER_ARGUMENT)
 
 

@@ -20,7 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from distlint.semantic.bindings import bind, decided_side, forward_arguments
+from distlint.semantic.bindings import (
+    bind,
+    decided_side,
+    forward_arguments,
+    is_member_argument,
+)
 from distlint.semantic.collectives import POINT_TO_POINT
 from distlint.semantic.link import ProjectFacts
 from distlint.semantic.model import (
@@ -325,7 +330,7 @@ class EffectAnalysis:
                     break
         elif kind == "call":
             assert effect.callee is not None  # collect gives every "call" effect its callee
-            arguments = self._settle_ddp(forward_arguments(effect.arguments, bound), function)
+            arguments = self._settle_wrapped(forward_arguments(effect.arguments, bound), function)
             for target in self.facts.call_targets(effect.callee, function):
                 inner = self.signature(target, arguments)
                 if inner:
@@ -728,12 +733,12 @@ class EffectAnalysis:
                     return True
         return False
 
-    def _settle_ddp(self, arguments: Options, function: str) -> Options:
+    def _settle_wrapped(self, arguments: Options, function: str) -> Options:
         """A call's arguments with each DDP model of the caller (``DDP_ARGUMENT`` + name)
         replaced by whether its forward is proven to broadcast buffers, and each object's
         attribute (``MEMBER_ARGUMENT`` + text) by whether it is a wrapped model."""
         if not any(
-            isinstance(v, str) and v.startswith((DDP_ARGUMENT, MEMBER_ARGUMENT))
+            is_member_argument(v) or (isinstance(v, str) and v.startswith(DDP_ARGUMENT))
             for _, v in arguments
         ):
             return arguments
@@ -744,7 +749,7 @@ class EffectAnalysis:
                 module = summary.ddp_models.get(value[len(DDP_ARGUMENT) :])
                 proven = self.facts.has_buffers(module, function)
                 value = WRAPPED_ARGUMENT if proven else UNPROVEN_DDP_ARGUMENT
-            elif isinstance(value, str) and value.startswith(MEMBER_ARGUMENT):
+            elif is_member_argument(value):
                 obj, name = summary.passed_members[value[len(MEMBER_ARGUMENT) :]]
                 found = self._wrapped_attribute(obj, name, function)
                 if found is None:

@@ -51,36 +51,33 @@ def conversion_break(
         return None
     conversion = classify_conversion(node, kind, parents, rule.guess(), rule.is_builtin)
     region = rule.ctx.region
-    captured = rule.config.get("capture_scalar_outputs") is True or rule.ctx.memo(
-        _enables_scalar_capture
-    )
+    captured = rule.ctx.memo(_enables_scalar_capture)  # module-level settings included
     strict = (region is not None and region.fullgraph) or captured
     if strict and not conversion.breaks_with_capture:
         return None
     return conversion
 
 
+_SCALARS = "capture_scalar_outputs"
+
+
 def _enables_scalar_capture(ctx: RuleContext) -> bool:
-    """Whether the file turns ``capture_scalar_outputs`` on anywhere: assigned True in a
-    function (torchrec's test helpers) or patched around a compiled call (``with
+    """Whether the file turns ``capture_scalar_outputs`` on anywhere: at module level, assigned
+    True in a function (torchrec's test helpers) or patched around a compiled call (``with
     torch._dynamo.config.patch(capture_scalar_outputs=True):``, thunder's tests). Which runs
     it covers is not known, so conversions it captures are left alone in the whole file."""
-    if "capture_scalar_outputs" not in ctx.source:
+    if _SCALARS not in ctx.source:
         return False
     for node in descendants(ctx.module):
         if isinstance(node, cst.Assign) and is_true(node.value):
             if any(
-                (ctx.imports.resolve(t.target) or "").endswith(".capture_scalar_outputs")
-                or (isinstance(t.target, cst.Attribute) and t.target.attr.value == _SCALARS)
+                isinstance(t.target, cst.Attribute) and t.target.attr.value == _SCALARS
                 for t in node.targets
             ):
                 return True
         elif isinstance(node, cst.Call) and _patches_scalar_capture(node):
             return True
     return False
-
-
-_SCALARS = "capture_scalar_outputs"
 
 
 def _patches_scalar_capture(call: cst.Call) -> bool:
