@@ -14,6 +14,7 @@ from distlint.findings import Severity
 from distlint.rules.base import in_region
 from distlint.rules.compile._analysis import bound_values, self_attribute_values
 from distlint.rules.compile._region import _RegionRule
+from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import scope_statements, self_attribute
 
@@ -35,6 +36,12 @@ class RnnModuleInCompiledRegion(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+
+    def __init__(self, ctx: RuleContext) -> None:
+        super().__init__(ctx)
+        # a file that never names the classes builds none of them (aliases keep the name);
+        # without this gate every ``self.x(...)`` in a region walked its class's assignments
+        self.active = any(kind in ctx.source for kind in ("RNN", "GRU", "LSTM"))
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:
