@@ -12,6 +12,7 @@ from distlint.semantic.regions import (
     BlockExits,
     CompileRoot,
     OwnCompile,
+    Sides,
     compile_assigned,
     compile_root_of,
     eager_only,
@@ -86,8 +87,9 @@ class RuleContext(ParsedFile):
         super().__init__(
             path, source, module, settings, module_name, is_package, columns, positions
         )
-        # cheap gate: without the word, no code of the file is guarded by is_compiling()
-        self._compiling_guards = "compiling" in source
+        # cheap gate, settled on first use: without the word or the name of a project function
+        # testing it, no code of the file is guarded by is_compiling()
+        self._compiling_guards: bool | None = None
         self.reports: list[PendingReport] = []
         self.records: list[tuple[str, object]] = []
         self._facts: ProjectFacts | None = None
@@ -110,6 +112,7 @@ class RuleContext(ParsedFile):
     def facts(self, value: ProjectFacts | None) -> None:
         self._facts = value
         self.in_project = value is not None
+        self._compiling_guards = None
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -209,9 +212,20 @@ class RuleContext(ParsedFile):
         """Whether Dynamo may trace the node under ``ancestors`` (outermost first) when its
         function is compiled: not on the eager side of ``is_compiling()``, nor on a side of a
         parameter test that no compiled call takes (``if use_cpu:``, never passed True)."""
-        if self._compiling_guards and eager_only(ancestors, self.resolve, self._compiled_locals):
+        if self._compiling_guards is None:
+            facts = self.facts
+            names = facts.predicate_names() if facts is not None else ()
+            self._compiling_guards = "compiling" in self.source or any(
+                name in self.source for name in names
+            )
+        if self._compiling_guards and eager_only(
+            ancestors, self.resolve, self._compiled_locals, self._predicates
+        ):
             return False
         return not self._on_untaken_side(ancestors)
+
+    def _predicates(self, dotted: str) -> Sides | None:
+        return self.facts.compiling_sides_of(dotted) if self.facts is not None else None
 
     def _compiled_locals(self, function: cst.FunctionDef) -> frozenset[str]:
         found = self._compiled_locals_of.get(id(function))

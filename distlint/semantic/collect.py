@@ -66,6 +66,8 @@ from distlint.semantic.regions import (
     is_literal,
     literal_options,
     literal_value,
+    merge_sides,
+    predicate_sides,
     reads_any,
 )
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
@@ -251,6 +253,7 @@ class Collector:
         keywords = _keyword_locals(node)
         defaults += tuple((name, value) for name, value in keywords.items() if name not in params)
         summary = FunctionSummary(fid, node.name.value, self.ctx.path, None, class_id, params)
+        previous = self.summary.functions.get(fid)
         summary.defaults = defaults
         summary.accepts = _accepts(node.params)
         self.summary.functions[fid] = summary
@@ -281,6 +284,9 @@ class Collector:
                 )
         summary.decorators = tuple(decorators)
         table = self.ctx.table_for(node, parent.table)
+        summary.compiling_sides = predicate_sides(node, table.resolve)
+        if previous is not None:  # ``try``/``except`` variants of one def
+            summary.compiling_sides = merge_sides(previous.compiling_sides, summary.compiling_sides)
         scope = _Scope(summary, node, table, parent, class_id)
         scope.params = set(params)
         scope.keyword_locals = frozenset(name for name in keywords if name not in params)

@@ -36,7 +36,7 @@ from distlint.semantic.model import (
     Value,
 )
 from distlint.semantic.packs import knowledge
-from distlint.semantic.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS
+from distlint.semantic.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS, Sides
 from distlint.semantic.regions_model import CompileOptions, Region, RootInfo
 from distlint.syntax.spans import SourceLookup, resolve_spans
 
@@ -116,6 +116,30 @@ class ProjectFacts:
         return any(
             v[0] == "func" and v[1] in self.rank_functions for v in self.resolve_global(dotted)
         )
+
+    def compiling_sides_of(self, dotted: str) -> Sides | None:
+        """What a call of the project function ``dotted`` tells of ``is_compiling()`` where
+        it holds and where it fails (see ``regions.predicate_sides``); None: no such function."""
+        if dotted.rpartition(".")[2] not in self.predicate_names():
+            return None
+        found = set()
+        for item in self.resolve_global(dotted):
+            summary = self.functions.get(item[1]) if item[0] == "func" else None
+            if summary is None or summary.compiling_sides in (None, (None, None)):
+                return None
+            found.add(summary.compiling_sides)
+        return found.pop() if len(found) == 1 else None
+
+    def predicate_names(self) -> set[str]:
+        """The names of project functions that test ``is_compiling()`` (see
+        ``compiling_sides_of``): a file naming none of them needs no look-up."""
+        if self._predicate_names is None:
+            self._predicate_names = {
+                summary.name
+                for summary in self.functions.values()
+                if summary.compiling_sides is not None and summary.compiling_sides != (None, None)
+            }
+        return self._predicate_names
 
     def call_targets(self, value: Value, scope_id: str) -> tuple[str, ...]:
         """Project functions a call of ``value`` (from function ``scope_id``) runs."""
@@ -599,6 +623,8 @@ class ProjectFacts:
     _parsed: dict = field(default_factory=dict, repr=False)  # files parsed to measure spans
     _modules_with_regions: set[str] = field(default_factory=set, repr=False)
     _modules_with_captures: set[str] = field(default_factory=set, repr=False)
+    # names of project functions that test ``is_compiling()`` (see compiling_sides_of)
+    _predicate_names: set[str] | None = field(default=None, repr=False)
 
 
 def link(

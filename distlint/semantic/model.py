@@ -147,6 +147,9 @@ class FunctionSummary:
     # arguments that are an object's attribute (``evaluate(trainer.model)``): their text ->
     # (the object's value, the attribute)
     passed_members: dict[str, tuple[Value, str]] = field(default_factory=dict)
+    # what a call of it tells of ``is_compiling()`` where it holds / where it fails (see
+    # ``regions.predicate_sides``; None: it returns a constant)
+    compiling_sides: tuple[bool | None, bool | None] | None = (None, None)
     compiles_param: bool = False  # returns torch.compile(<a parameter>, ...): a compile wrapper
     compile_options: Options = ()  # the options such a wrapper passes
     effects: tuple[Effect, ...] = ()

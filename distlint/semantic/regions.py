@@ -117,27 +117,71 @@ def is_compiling_test(expr: cst.BaseExpression, resolve: Resolver) -> bool | Non
     return None
 
 
-def compiling_sides(expr: cst.BaseExpression, resolve: Resolver) -> tuple[bool | None, bool | None]:
+Sides = tuple["bool | None", "bool | None"]
+# a project function's sides (see ``predicate_sides``) by the dotted name a call resolves to;
+# None: not such a function
+Predicates = Callable[[str], "Sides | None"]
+
+
+def compiling_sides(
+    expr: cst.BaseExpression, resolve: Resolver, predicates: Predicates | None = None
+) -> Sides:
     """What ``is_compiling()`` is known to be where ``expr`` holds and where it does not
     (None: unknown). ``not is_compiling() and x`` holds only in eager mode; ``is_compiling()
-    or x`` fails only in eager mode."""
+    or x`` fails only in eager mode. With ``predicates``, a call of a project function that
+    returns such a test (``def is_exporting(): return not is_compiling() and ...``) counts
+    as that test."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        holds, fails = compiling_sides(expr.expression, resolve)
+        holds, fails = compiling_sides(expr.expression, resolve, predicates)
         return fails, holds
     if isinstance(expr, cst.BooleanOperation):
-        left = compiling_sides(expr.left, resolve)
-        right = compiling_sides(expr.right, resolve)
+        left = compiling_sides(expr.left, resolve, predicates)
+        right = compiling_sides(expr.right, resolve, predicates)
         side = 0 if isinstance(expr.operator, cst.And) else 1  # the side every operand shares
         known = left[side] if left[side] is not None else right[side]
         return (known, None) if side == 0 else (None, known)
     test = is_compiling_test(expr, resolve)
+    if test is None and predicates is not None and type(expr) is cst.Call and not expr.args:
+        name = resolve(expr.func)
+        found = predicates(name) if name is not None else None
+        return found if found is not None else (None, None)
     return (None, None) if test is None else (test, not test)
+
+
+def predicate_sides(function: cst.FunctionDef, resolve: Resolver) -> Sides | None:
+    """What a call of ``function`` tells of ``is_compiling()`` (see ``compiling_sides``), when
+    its body is one ``return`` of such a test. None when it returns a constant: such a def
+    contradicts no other def of the name (torchrec defines its export check as ``return
+    False`` when torch lacks ``torch.compiler``; see ``merge_sides``)."""
+    body = list(suite_body(function.body))
+    if function.get_docstring(clean=False) is not None:
+        body = body[1:]
+    if len(body) != 1 or type(body[0]) is not cst.SimpleStatementLine:
+        return (None, None)
+    statement = body[0].body[0] if len(body[0].body) == 1 else None
+    if type(statement) is not cst.Return or statement.value is None:
+        return (None, None)
+    value = statement.value
+    if type(value) is cst.Name and value.value in ("True", "False"):
+        return None
+    return compiling_sides(value, resolve)
+
+
+def merge_sides(first: Sides | None, second: Sides | None) -> Sides | None:
+    """The sides of a name defined twice (``try``/``except`` variants): what both say."""
+    if first is None or second is None:
+        return second if first is None else first
+    return (
+        first[0] if first[0] == second[0] else None,
+        first[1] if first[1] == second[1] else None,
+    )
 
 
 def eager_only(
     ancestors: Sequence[cst.CSTNode],
     resolve: Resolver,
     compiled_locals: Callable[[cst.FunctionDef], frozenset[str]] | None = None,
+    predicates: Predicates | None = None,
 ) -> bool:
     """Whether the node under ``ancestors`` (outermost first) runs only in eager mode: on the
     ``not is_compiling()`` side of an ``if`` or conditional expression (also ``not
@@ -158,7 +202,7 @@ def eager_only(
         if type(parent) is cst.If or type(parent) is cst.IfExp:
             if child is None or child is parent.test:
                 continue
-            holds, fails = compiling_sides(parent.test, resolve)
+            holds, fails = compiling_sides(parent.test, resolve, predicates)
             if (holds if child is parent.body else fails) is False:
                 return True
             if kind is cst.If and holds is None and reads_any(parent.test, diverged):
@@ -167,7 +211,7 @@ def eager_only(
             for earlier in parent.body:
                 if earlier is child:
                     break
-                if type(earlier) is cst.If and exits_when_compiling(earlier, resolve):
+                if type(earlier) is cst.If and exits_when_compiling(earlier, resolve, predicates):
                     return True
     return False
 
@@ -297,9 +341,11 @@ def eager_operands(expr: cst.CSTNode, resolve: Resolver) -> list[cst.BaseExpress
     return found
 
 
-def exits_when_compiling(node: cst.If, resolve: Resolver) -> bool:
+def exits_when_compiling(
+    node: cst.If, resolve: Resolver, predicates: Predicates | None = None
+) -> bool:
     """``if is_compiling(): return`` (or ``if is_compiling() or x:``): what follows is eager."""
-    return compiling_sides(node.test, resolve)[1] is False and ends_in_exit(node.body)
+    return compiling_sides(node.test, resolve, predicates)[1] is False and ends_in_exit(node.body)
 
 
 def ends_in_exit(suite: cst.BaseSuite) -> bool:

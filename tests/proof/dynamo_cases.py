@@ -23,7 +23,7 @@ from tests.proof.harness import FIXTURES, REPO
 
 MARKER = "DISTLINT-DL1XX-RESULT:"
 SCRIPT = r"""
-import importlib.util, json, sys, traceback
+import importlib, importlib.util, json, os, sys, traceback
 import torch, torch._dynamo
 from torch._dynamo.utils import counters
 
@@ -39,9 +39,16 @@ def plain(value):
 results = {}
 for path in sys.argv[1:]:
     saved = torch._dynamo.config.get_config_copy()
-    spec = importlib.util.spec_from_file_location("fixture_" + path.replace("/", "_"), path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    folder, _, name = path.rpartition("/")
+    if os.path.exists(folder + "/__init__.py"):  # a package: its relative imports must work
+        parent, _, package = folder.rpartition("/")
+        sys.path.insert(0, parent)
+        module = importlib.import_module(package + "." + name[: -len(".py")])
+        sys.path.remove(parent)
+    else:
+        spec = importlib.util.spec_from_file_location("fixture_" + path.replace("/", "_"), path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     outcomes = {}
     for name in [n for n in vars(module) if n.startswith("case_")]:
         torch._dynamo.reset()
@@ -98,6 +105,13 @@ def fixture_files() -> list[str]:
         folder = FIXTURES / code
         if folder.is_dir():
             files += sorted(str(p.relative_to(REPO)) for p in folder.glob("*.py"))
+            # packages of cross-module cases: their bad/good/traps files
+            files += sorted(
+                str(p.relative_to(REPO))
+                for p in folder.glob("*/*.py")
+                if (p.parent / "__init__.py").exists()
+                and p.name.startswith(("bad", "good", "traps"))
+            )
     return files
 
 

@@ -222,6 +222,24 @@ def test_dl104_host_calls_in_project_disabled_functions_are_not_traced(runs) -> 
     assert run.gb_ids == {"GB0098"}, run.breaks
 
 
+def test_dl104_project_predicates_decide_what_dynamo_traces(runs) -> None:
+    """A project function returning ``not is_dynamo_compiling() and ...`` is false while Dynamo
+    traces, and one returning ``is_dynamo_compiling() or ...`` true: the host calls they guard
+    are never reached (traps), or always reached (bad), as DL104 reads them across modules."""
+    assert_clean(cases(runs, "DL104", "exporting/traps_predicates"))
+    bad = cases(runs, "DL104", "exporting/bad_predicates")
+    flagged = {
+        line for _, line, _ in expected_findings(FIXTURES / "DL104/exporting/bad_predicates.py")
+    }
+    for name, run in bad.items():
+        assert_fails(run, UNSUPPORTED, "print", None, "DL104")
+        lines = {
+            int(n)
+            for n in re.findall(r'bad_predicates\.py", line (\d+)', run.message + run.traceback)
+        }
+        assert lines & flagged, (name, run.message[:800])
+
+
 # -- DL103 ---------------------------------------------------------------------------------------
 
 DL103_BAD = {

@@ -897,3 +897,83 @@ def test_helpers_called_only_by_a_short_circuit_in_eager_mode_are_not_compiled(
         return plain()
     """
     assert region_names(tmp_path, {"m.py": source}) == {"step", "cheap", "plain"}
+
+
+def test_project_functions_testing_is_compiling_are_predicates_across_modules(
+    tmp_path: Path,
+) -> None:
+    """A function whose body returns a test of ``is_compiling()`` tells what the test tells:
+    ``not is_dynamo_compiling() and x`` is false while Dynamo traces, ``is_dynamo_compiling()
+    or x`` true. A ``return False`` variant of the same def (``except ImportError:``) agrees
+    with either; any other body, or variants that disagree, tell nothing."""
+    checks = """
+    import torch
+    from torch.compiler import is_dynamo_compiling
+
+    try:
+        def exporting():
+            \"\"\"Non-strict export.\"\"\"
+            return not is_dynamo_compiling() and torch.compiler.is_compiling()
+    except ImportError:
+        def exporting():
+            return False
+
+    def pt2():
+        return is_dynamo_compiling() or torch.compiler.is_compiling()
+
+    def flagged():
+        return torch.cuda.is_available()
+
+    def two_steps():
+        value = is_dynamo_compiling()
+        return value
+
+    if torch.cuda.is_available():
+        def disagree():
+            return is_dynamo_compiling()
+    else:
+        def disagree():
+            return not is_dynamo_compiling()
+    """
+    facts = facts_of(tmp_path, {"pkg/__init__.py": "", "pkg/checks.py": checks})
+    sides = {
+        name: facts.compiling_sides_of(f"pkg.checks.{name}")
+        for name in ("exporting", "pt2", "flagged", "two_steps", "disagree", "missing")
+    }
+    assert sides == {
+        "exporting": (False, None),
+        "pt2": (None, False),
+        "flagged": None,
+        "two_steps": None,
+        "disagree": None,
+        "missing": None,
+    }
+
+
+def test_host_calls_under_project_predicates_follow_what_dynamo_traces(tmp_path: Path) -> None:
+    """DL104 reads a predicate defined in another module: silent on the side Dynamo never
+    takes (torchrec's export warning), reported on the side it always takes."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/checks.py": """
+        from torch.compiler import is_dynamo_compiling, is_compiling
+
+        def exporting():
+            return not is_dynamo_compiling() and is_compiling()
+        """,
+        "pkg/model.py": """
+        import logging
+        import torch
+        from pkg.checks import exporting
+
+        @torch.compile
+        def to_dict(x):
+            if exporting():
+                logging.warning("slow")
+            if not exporting():
+                logging.warning("traced")
+            return x
+        """,
+    }
+    results = check_sources(tmp_path, files, enabled={"DL104"})
+    assert [f.span.start.line for f in results["pkg/model.py"].findings] == [11]
