@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from distlint.rules.compile._breaks import HOST_CALLS
 from distlint.testing import expected_findings
 from tests.proof.dynamo_cases import Run, cases, dynamo_runs
 from tests.proof.harness import FIXTURES
@@ -220,6 +221,15 @@ def test_dl104_host_calls_in_project_disabled_functions_are_not_traced(runs) -> 
     ]
     assert_breaks(run, "GB0098", "Skip calling `torch.compiler.disable()`d function")
     assert run.gb_ids == {"GB0098"}, run.breaks
+
+
+@pytest.mark.parametrize("name", sorted(HOST_CALLS))
+def test_dl104_every_host_call_of_the_table_breaks_with_its_id(runs, name: str) -> None:
+    """The rule's table of host calls is its claim: each call, alone in a compiled function,
+    breaks the graph with the GB id the table gives it."""
+    run = cases(runs, "DL104", "bad_host_calls")[f"case_{name.replace('.', '_')}"]
+    assert run.ok, run.traceback
+    assert run.gb_ids == {f"GB{HOST_CALLS[name]}"}, run.breaks
 
 
 def test_dl104_project_predicates_decide_what_dynamo_traces(runs) -> None:

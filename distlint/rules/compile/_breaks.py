@@ -97,20 +97,63 @@ def _patches_scalar_capture(call: cst.Call) -> bool:
     )
 
 
-# DL104: host calls that graph-break on torch 2.13.0 (tests/proof/test_proof_dl1xx.py).
-# name -> GB id.
+# DL104: host calls that graph-break on torch 2.13.0, name -> GB id. Each entry is run by
+# fixtures/DL104/bad_host_calls.py (a ``case_`` per name) and checked by the proof test.
 HOST_CALLS = {
     "print": "0059",
     "breakpoint": "0059",
+    "open": "0059",
     "warnings.warn": "0007",
     "time.time": "0007",
+    "time.time_ns": "0007",
     "time.perf_counter": "0007",
+    "time.perf_counter_ns": "0007",
+    "time.monotonic": "0007",
+    "time.monotonic_ns": "0007",
+    "time.process_time": "0007",
+    "time.sleep": "0007",
+    # ``random.randint``, ``random.uniform`` and ``random.randrange`` are traced
     "random.random": "0007",
-    "torch.manual_seed": "0007",
-    "torch.save": "0007",
-    "copy.deepcopy": "4198",
+    "random.choice": "0007",
+    "random.shuffle": "0007",
+    "random.sample": "0007",
+    "random.gauss": "0007",
+    "random.seed": "0007",
+    "gc.collect": "0007",
+    "os.getpid": "0007",
+    "os.cpu_count": "0007",
+    "os.listdir": "0007",
+    "os.makedirs": "0007",
+    "os.path.exists": "0007",
+    "os.path.isfile": "0007",
     "os.putenv": "0007",
+    "socket.gethostname": "0007",
+    "uuid.uuid4": "0007",
+    "pickle.dumps": "0007",
+    "traceback.format_stack": "0007",
+    "torch.manual_seed": "0007",
+    "torch.get_rng_state": "0007",
+    "torch.set_rng_state": "0007",
+    "torch.set_num_threads": "0007",
+    "torch.save": "0007",
+    "torch.autograd.set_detect_anomaly": "0008",
+    "json.dumps": "0156",
+    "datetime.datetime.now": "0156",
+    "sys.stdout.write": "0156",
+    "sys.stdout.flush": "0156",
+    "sys.stderr.write": "0156",
+    "torch.initial_seed": "0208",
+    "torch.get_num_threads": "0208",
+    "logging.debug": "4841",
+    "logging.info": "4841",
+    "logging.warning": "4841",
+    "logging.error": "4841",
+    "logging.exception": "4841",
+    "logging.critical": "4841",
+    "logging.log": "4841",
+    "copy.deepcopy": "4198",
 }
+_BUILTINS = ("print", "breakpoint", "open")
 HOST_PREFIXES = {"pdb.": "0007", "numpy.random.": "0033", "ctypes.": "0156", "zlib.": "0007"}
 LOGGER_METHODS = frozenset(
     {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
@@ -145,7 +188,7 @@ def host_call(rule: _RegionRule, node: cst.Call) -> tuple[str, str] | None:
 def _host_gb(rule: _RegionRule, node: cst.Call) -> str | None:
     ctx = rule.ctx
     func = node.func
-    for builtin in ("print", "breakpoint"):
+    for builtin in _BUILTINS:
         if rule.is_builtin(func, builtin):
             return HOST_CALLS[builtin]
     name = ctx.resolve(func)
@@ -155,8 +198,6 @@ def _host_gb(rule: _RegionRule, node: cst.Call) -> str | None:
         for prefix, gb in HOST_PREFIXES.items():
             if name.startswith(prefix):
                 return gb
-        if name.startswith("logging.") and name.rpartition(".")[2] in LOGGER_METHODS:
-            return "0291"
         return None
     if isinstance(func, cst.Attribute):
         method = func.attr.value

@@ -20,6 +20,8 @@ from distlint.semantic.regions_model import Region
 _HOST_ADVICE = {
     "0059": "Remove it, or print the returned tensors after the compiled call",
     "0291": "Log after the compiled call, from the values it returns",
+    "4841": "Log after the compiled call, from the values it returns",
+    "0208": "Read it outside the compiled region and pass the value in",
     "0033": "Use `torch.rand*` (traced) instead",
     "0156": "Do it outside the compiled region",
     "4198": "Copy outside the compiled region",
