@@ -8,20 +8,19 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import libcst as cst
 
+from distlint.semantic.compile_sites import TreeSite, decorator_site
 from distlint.semantic.regions import (
     BlockExits,
-    CompileRoot,
     OwnCompile,
     Sides,
     compile_assigned,
-    compile_root_of,
     eager_only,
     ends_in_exit,
     module_compile_receiver,
     own_compile,
     runs_whenever_called,
 )
-from distlint.semantic.regions_model import Region, RootInfo
+from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import ImportTable
 from distlint.syntax.indentation import IndentColumns
 from distlint.syntax.lexing import NEWLINES
@@ -61,7 +60,7 @@ class PendingReport:
 class _FunctionScope:
     __slots__ = ("_region", "_region_known", "_table", "func", "qualname", "root")
 
-    def __init__(self, func: cst.FunctionDef, root: CompileRoot | None, qualname: str) -> None:
+    def __init__(self, func: cst.FunctionDef, root: TreeSite | None, qualname: str) -> None:
         self.func = func
         self.root = root
         self.qualname = qualname
@@ -143,7 +142,7 @@ class RuleContext(ParsedFile):
 
     def enter_function(self, func: cst.FunctionDef) -> None:
         # Decorators are evaluated in the enclosing scope.
-        root = compile_root_of(func, self.resolve, self._wrappers)
+        root = decorator_site(func, self.resolve, self._wrappers)
         qualname = ".".join((*self._scopes, func.name.value))
         self._functions.append(_FunctionScope(func, root, qualname))
         self._scopes += [func.name.value, "<locals>"]
@@ -289,11 +288,9 @@ class RuleContext(ParsedFile):
             return self.facts.region_of(f"{self.module_key}:{scope.qualname}")
         if scope.root is None:
             return None
-        span = self.span_now(scope.root.node)
-        root = scope.root
-        target = f"{self.module_key}:{scope.qualname}"
-        info = RootInfo(self.path, span, target, "decorator", root.options)
-        return Region((info,), direct=True, certain=root.options.fullgraph, always=True)
+        site = scope.root
+        root = site.root(self.path, self.span_now(site.node), f"{self.module_key}:{scope.qualname}")
+        return Region((root,), direct=True, certain=site.options.fullgraph, always=True)
 
     def span_now(self, node: cst.CSTNode) -> Span:
         """The span of ``node``, computed now (one partial codegen; use sparingly)."""
@@ -336,8 +333,8 @@ class RuleContext(ParsedFile):
         return self._functions[-1].func if self._functions else None
 
     @property
-    def compile_root(self) -> CompileRoot | None:
-        """The compile root of the innermost enclosing function, if it is compiled itself.
+    def compile_root(self) -> TreeSite | None:
+        """The compile site decorating the innermost enclosing function, if it is a root itself.
 
         Regions are lexical here: a nested ``def`` inside a compiled function starts a scope
         of its own (the semantic layer extends regions through the call graph).

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TypeGuard
 
-from distlint.semantic.model import MEMBER_ARGUMENT, Condition, FunctionSummary, Options
+from distlint.semantic.model import MEMBER_ARGUMENT, Condition, FunctionSummary
+from distlint.semantic.values import Options
 
 # an argument key: the call also unpacks ``*args``/``**kwargs``, so any parameter may be passed
 STARRED = "**"

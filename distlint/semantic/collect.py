@@ -32,19 +32,17 @@ from distlint.semantic.collectives import (
     is_wrapping_call,
     zero_stage,
 )
+from distlint.semantic.compile_sites import CompileSite, literal_options
 from distlint.semantic.model import (
     DDP_ARGUMENT,
     MEMBER_ARGUMENT,
     MODULE_CODE,
     WRAPPED_ARGUMENT,
     ClassSummary,
-    CompileSite,
     Condition,
     Effect,
     FunctionSummary,
     ModuleSummary,
-    Options,
-    Value,
 )
 from distlint.semantic.packs import knowledge, method_on_receiver
 from distlint.semantic.rankflow import (
@@ -64,13 +62,13 @@ from distlint.semantic.regions import (
     eager_operands,
     exits_when_compiling,
     is_literal,
-    literal_options,
     literal_value,
     merge_sides,
     predicate_sides,
     reads_any,
 )
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
+from distlint.semantic.values import Options, Value
 from distlint.syntax.imports import ImportTable, dotted_name, self_attribute
 from distlint.syntax.shapes import bound_names, is_none
 from distlint.syntax.walker import blocks_of, children, descendants, parameters, suite_body

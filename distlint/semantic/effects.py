@@ -36,10 +36,9 @@ from distlint.semantic.model import (
     Condition,
     Effect,
     FunctionSummary,
-    Options,
-    Value,
 )
 from distlint.semantic.rankflow import GUARD_WORDS, MAYBE, RANK, UNIFORM
+from distlint.semantic.values import Options, Value
 
 # Left out of the sequences compared: point-to-point traffic pairs across branches by design,
 # and group construction is symmetric or local (``use_local_synchronization``) in practice.

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from distlint.findings import Position, Span
+from distlint.findings import Span
 from distlint.knowledge.module_factories import builds_module
 from distlint.semantic.bindings import (
     LITERAL_TYPES,
@@ -25,25 +25,23 @@ from distlint.semantic.bindings import (
     forward_arguments,
 )
 from distlint.semantic.collectives import BUFFERED_MODULES, CONVERTS_BATCH_NORM
+from distlint.semantic.compile_sites import NOWHERE, CompileSite, RootInfo
 from distlint.semantic.model import (
     MODULE_CODE,
     ClassSummary,
-    CompileSite,
     Effect,
     FunctionSummary,
     ModuleSummary,
-    Options,
-    Value,
 )
 from distlint.semantic.packs import knowledge
 from distlint.semantic.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS, Sides
-from distlint.semantic.regions_model import CompileOptions, Region, RootInfo
+from distlint.semantic.regions_model import Region
+from distlint.semantic.values import Options, Value
 from distlint.syntax.spans import SourceLookup, resolve_spans
 
 # Abstract values: ("func", id) ("class", id) ("inst", class id) ("ext", dotted)
 # ("seqv", (values...)) ("partialv", (compilers...), options) ("super", class id)
 AVal = tuple
-_NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))
 _MAX_DEPTH = 24
 _DISABLE_DEPTH = 3  # call levels below a project decorator searched for a disable call
 _COMPILE = "torch.compile"
@@ -674,13 +672,12 @@ def _call_graph(facts: ProjectFacts) -> None:
 
 
 def _roots(facts: ProjectFacts) -> None:
-    found: list[tuple[ModuleSummary, CompileSite, str, str, dict, Options | None]] = []
+    found: list[tuple[ModuleSummary, CompileSite, str, str, Options, Options | None]] = []
     for module in facts.modules.values():
         for scope, site in module.compile_sites:
-            options = facts.compile_options(site.compiler, scope)
-            if options is None or _wrapper_site(facts, site):
+            given = facts.compile_options(site.compiler, scope)
+            if given is None or _wrapper_site(facts, site):
                 continue
-            options = tuple(options) + tuple(site.options)
             method = site.kind == "method"
             compiled = facts.compiled_functions(site.target, scope, method=method)
             if not compiled and site.kind != "decorator":
@@ -690,21 +687,14 @@ def _roots(facts: ProjectFacts) -> None:
                 if _library_module(site.target):  # a second pass follows it (DL109)
                     facts._modules_with_regions.add(module.key)
             binding = _site_binding(facts, site, scope) if site.construction is not None else None
-            for function, kind in compiled:
-                if site.target and site.target[0] == "elem":
-                    kind = "block"  # `for blk in model.layers: blk.compile()`
-                if site.kind == "decorator":
-                    kind = "decorator"
-                elif site.kind == "method" and kind == "module":
-                    kind = "method"
-                bound = binding if kind in ("module", "method") else None
-                found.append((module, site, function, kind, dict(options), bound))
+            for function, reached in compiled:
+                found.append((module, site, function, reached, tuple(given), binding))
     facts.resolve(site.span for _, site, _, _, _, _ in found)
     facts.resolve(span for _, span, _ in facts.unresolved)
     seen: set[tuple] = set()
-    for module, site, function, kind, root_options, bound in found:
+    for module, site, function, reached, given, binding in found:
         facts._modules_with_regions.add(module.key)
-        root = _root_info(module, site, function, kind, root_options, bound)
+        root = site.root(module.path, function, reached, given, binding)
         key = (root.path, root.span, function)
         if key not in seen:
             seen.add(key)
@@ -799,18 +789,6 @@ def _unresolved_reason(facts: ProjectFacts, site: CompileSite, scope: str) -> st
     if target and target[0] == "param":
         return f"the parameter `{target[2]}`, to which no call passes project code"
     return "a value the analysis cannot follow (a parameter, or computed at run time)"
-
-
-def _root_info(
-    module: ModuleSummary,
-    site: CompileSite,
-    function: str,
-    kind: str,
-    options: dict,
-    binding: Options | None,
-) -> RootInfo:
-    span = getattr(site.span, "span", None) or _NOWHERE
-    return RootInfo(module.path, span, function, kind, CompileOptions.of(options), binding)
 
 
 def _regions(facts: ProjectFacts) -> None:
@@ -931,7 +909,7 @@ def _captures(facts: ProjectFacts) -> None:
     facts.resolve(span for _, _, span in starts)
     reached: dict[str, tuple[str, Span]] = {}
     for target, path, lazy in sorted(starts, key=lambda s: (s[0], s[1], _span_key(s[2]))):
-        where = (path, getattr(lazy, "span", None) or _NOWHERE)
+        where = (path, getattr(lazy, "span", None) or NOWHERE)
         queue = deque([target])
         while queue:
             current = queue.popleft()

@@ -1,23 +1,9 @@
 """Per-file summaries: plain, picklable data that depends on one file only.
 
-Values are described symbolically (:data:`Value`) and evaluated when files are linked, so a
-summary can say "``self.block`` holds an instance of whatever ``Block`` names here" without
-knowing the other files. The encoding is nested tuples (cheap to build, pickle and compare):
-
-* ``("g", "pkg.mod.name")``: a global name, already resolved through this file's imports
-  (a name defined in this module is ``"<module>.<name>"``);
-* ``("f", function_id)``: a function or class defined in this file (nested defs included);
-* ``("self",)``: the instance a method runs on; ``("super", class_id)``: ``super()``;
-* ``("attr", value, "name")``, ``("call", value)``, ``("elem", value)``: attribute, call
-  result, element of an iterable;
-* ``("seq", (value, ...))``: a container built from these elements (``nn.ModuleList([...])``);
-* ``("partial", value, options)``: ``functools.partial(value, **options)``;
-* ``("union", (value, ...))``: one of these;
-* ``("param", function_id, "name")``: whatever the callers of the function pass as this
-  parameter (used for ``self.fn = fn`` attributes and calls of a parameter under capture);
-* ``("members", "pkg.mod", (positional count, keyword names, starred))``: a member of a
-  module looked up by a computed name (``resnet.__dict__[args.arch]``) and called with
-  arguments of that shape (only the proof that a model owns buffers reads it).
+Values are described symbolically (:data:`~distlint.semantic.values.Value`, whose encoding
+:mod:`.values` describes) and evaluated when files are linked, so a summary can say
+"``self.block`` holds an instance of whatever ``Block`` names here" without knowing the other
+files. A file's compile sites are :class:`~distlint.semantic.compile_sites.CompileSite`.
 
 Ids: ``"<module key>:<qualname>"`` with Python's qualname (``Net.forward``,
 ``outer.<locals>.inner``); the module-level code of a file is ``"<module key>:<module>"``.
@@ -28,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from distlint.findings import Span
+from distlint.semantic.compile_sites import CompileSite
+from distlint.semantic.values import Options, Value
 from distlint.syntax.spans import NodeSpan
 
-Value = tuple  # see the module docstring
-Options = tuple[tuple[str, object], ...]  # literal keyword arguments, sorted
 MODULE_CODE = "<module>"
 
 
@@ -43,21 +29,6 @@ UNPROVEN_DDP_ARGUMENT = "<ddp?>"  # the same, once the buffers are known not to 
 # an argument value: an object's attribute held by the caller's text that follows (see
 # ``passed_members``), a wrapped model if the object's class keeps one there
 MEMBER_ARGUMENT = "<member>"
-
-
-@dataclass(frozen=True)
-class CompileSite:
-    """A place that compiles something: a decorator, ``torch.compile(x)`` or ``x.compile()``."""
-
-    target: Value  # what is compiled (for a decorator: the decorated function)
-    compiler: Value  # the callable that compiles (torch.compile, a wrapper, a partial)
-    options: Options
-    span: NodeSpan  # measured when a finding points at it
-    kind: str  # decorator | call | method
-    # what the constructor call of a compiled module passed (``torch.compile(Net(flag=False))``,
-    # also through a local and ``.to(...)``-style chains); None: not a visible construction
-    construction: Options | None = None
-    private: bool = False  # the instance reaches no other code before it is compiled
 
 
 @dataclass(frozen=True)

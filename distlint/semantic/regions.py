@@ -1,19 +1,19 @@
-"""Compile roots: which function definitions ``torch.compile`` compiles, and how.
+"""What a file's tree says about compiled regions, read without the project.
 
-This module knows the decorator forms (``@torch.compile``, ``@torch.compile(...)`` and
-configured ``compile-wrappers``). The semantic layer adds the other root forms and extends
-regions through the call graph.
+The names that compile, cut code out of a region (``@torch.compiler.disable``) or keep it
+untraced; the code that runs only in eager mode (the sides of ``is_compiling()`` tests); what
+runs every time its function runs; which ``x.compile(...)`` calls may be
+``nn.Module.compile``; literal values. The compile sites themselves are
+:mod:`.compile_sites`; the semantic layer extends regions through the call graph.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import libcst as cst
 
-from distlint.semantic.regions_model import UNKNOWN, CompileOptions
 from distlint.syntax.imports import self_attribute
 from distlint.syntax.shapes import bound_names
 from distlint.syntax.walker import children, descendants, evaluated, suite_body
@@ -41,39 +41,7 @@ UNTRACED_DECORATORS = frozenset(
     }
 )
 
-if TYPE_CHECKING:
-    from distlint.semantic.model import Options
-
 Resolver = Callable[[cst.BaseExpression], "str | None"]
-
-
-@dataclass(frozen=True)
-class CompileRoot:
-    """A place in this file that compiles, as its syntax shows it: a ``@torch.compile``
-    decorator (or a configured wrapper), a ``torch.compile(x, ...)`` call or an
-    ``x.compile(...)`` call, and the literal options that change what rules report. Linked
-    across the project, what it compiles becomes the regions' ``RootInfo``."""
-
-    node: cst.CSTNode  # the decorator or call that compiles
-    function: str  # the compiling callable's resolved name, e.g. "torch.compile"
-    options: CompileOptions = field(default_factory=CompileOptions)
-    kind: str = "decorator"  # decorator | call | method
-    target: cst.BaseExpression | None = None  # what a call compiles (a decorator: None)
-
-
-def compile_root_of(
-    func: cst.FunctionDef, resolve: Resolver, wrappers: Collection[str] = ()
-) -> CompileRoot | None:
-    """The compile root if ``func`` is decorated with torch.compile or a configured wrapper."""
-    for decorator in func.decorators:
-        expr = decorator.decorator
-        call = expr if isinstance(expr, cst.Call) else None
-        target = call.func if call is not None else expr
-        name = resolve(target)
-        if name is None or (name not in COMPILE_FUNCTIONS and name not in wrappers):
-            continue
-        return compile_root(decorator, name, call)
-    return None
 
 
 def is_compile_disabled(func: cst.FunctionDef, resolve: Resolver) -> bool:
@@ -436,47 +404,6 @@ def module_compile_receiver(
     if isinstance(receiver, cst.Name) and receiver.value in own.names:
         return None
     return receiver
-
-
-def compile_root(
-    node: cst.CSTNode,
-    name: str,
-    call: cst.Call | None,
-    kind: str = "decorator",
-    target: cst.BaseExpression | None = None,
-) -> CompileRoot:
-    """The root at ``node`` that ``call`` (a decorator's call, or the compiling call itself;
-    None for a bare decorator) compiles with, its options read from the call's keywords."""
-    keywords = dict(literal_options(call)) if call is not None else {}
-    return CompileRoot(node, name, CompileOptions.of(keywords), kind, target)
-
-
-def literal_options(call: cst.Call) -> Options:
-    """A call's keyword arguments, sorted: literal values as they are, an ``options={...}``
-    dict as its sorted items, anything else as ``UNKNOWN``."""
-    found: list[tuple[str, object]] = []
-    for arg in call.args:
-        if arg.keyword is None or arg.star:
-            continue
-        value = literal_value(arg.value)
-        if is_literal(value):
-            found.append((arg.keyword.value, value))
-        elif arg.keyword.value == "options" and isinstance(arg.value, cst.Dict):
-            found.append(("options", _dict_literal(arg.value)))
-        else:
-            found.append((arg.keyword.value, UNKNOWN))
-    return tuple(sorted(found, key=lambda item: item[0]))
-
-
-def _dict_literal(node: cst.Dict) -> tuple[tuple[str, object], ...]:
-    items = []
-    for element in node.elements:
-        if isinstance(element, cst.DictElement):
-            key = literal_value(element.key)
-            value = literal_value(element.value)
-            if isinstance(key, str):
-                items.append((key, value if is_literal(value) else UNKNOWN))
-    return tuple(sorted(items, key=lambda item: item[0]))
 
 
 _NO_VALUE = object()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.rules.context import RuleContext
-from distlint.semantic.regions_model import RootInfo
+from distlint.semantic.compile_sites import RootInfo
 from distlint.syntax.imports import scope_statements
 from distlint.syntax.walker import descendants
 

@@ -20,8 +20,8 @@ from distlint.rules.compile._bindings import (
     first_positional,
 )
 from distlint.rules.context import RuleContext
+from distlint.semantic.compile_sites import RootInfo
 from distlint.semantic.regions import Resolver
-from distlint.semantic.regions_model import RootInfo
 from distlint.syntax.walker import children, descendants
 
 DIST = "torch.distributed."

@@ -22,7 +22,7 @@ from distlint.rules.compile._script_flow import (
     may_precede,
 )
 from distlint.rules.context import RuleContext
-from distlint.semantic.regions_model import RootInfo
+from distlint.semantic.compile_sites import RootInfo
 
 MODULE_ITERATORS = frozenset({"modules", "named_modules", "children", "named_children"})
 

@@ -15,7 +15,7 @@ from distlint.rules.compile._bindings import compiled_bindings, region_functions
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.compile._script_flow import DIST, Event, flows, may_precede
 from distlint.rules.context import RuleContext
-from distlint.semantic.regions_model import RootInfo
+from distlint.semantic.compile_sites import RootInfo
 
 DIST_CONSTANTS = {
     "torch.distributed.get_rank": "dist.get_rank()",

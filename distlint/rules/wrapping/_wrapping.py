@@ -20,14 +20,8 @@ from distlint.knowledge.module_factories import the_module
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import DDP, FSDP1, FULLY_SHARD
-from distlint.semantic.regions import (
-    COMPILE_FUNCTIONS,
-    CompileRoot,
-    Resolver,
-    compile_root,
-    is_literal,
-    literal_value,
-)
+from distlint.semantic.compile_sites import TreeSite, tree_site
+from distlint.semantic.regions import COMPILE_FUNCTIONS, Resolver, is_literal, literal_value
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import call_argument, children, subclasses_of
 
@@ -82,7 +76,7 @@ class _Scope:
 class SiteFacts:
     """A compile site and what the scope knew of its target there."""
 
-    site: CompileRoot  # a call (torch.compile(X)) or a method (X.compile()), with its target
+    site: TreeSite  # a call (torch.compile(X)) or a method (X.compile()), with its target
     wrapped: Wrapped | None  # the DDP/FSDP1 model compiled, if it is one
     sharded: cst.Call | None  # a `fully_shard` call on a submodule of the target
     target: cst.BaseExpression  # what the site compiles (site.target, never None here)
@@ -414,13 +408,13 @@ def _is_builtin_module(name: str) -> bool:
     return last[:1].isupper() and last not in _NOT_BUILTIN_MODULES
 
 
-def _compile_site(call: cst.Call, name: str | None, ctx: RuleContext) -> CompileRoot | None:
+def _compile_site(call: cst.Call, name: str | None, ctx: RuleContext) -> TreeSite | None:
     if name in COMPILE_FUNCTIONS:
         target = call_argument(call, 0, "model")
         if target is None:
             return None
-        return compile_root(call, name, call, "call", target)
+        return tree_site(call, name, call, "call", target)
     receiver = ctx.module_compile_receiver(call) if name is None else None
     if receiver is not None:
-        return compile_root(call, MODULE_COMPILE, call, "method", receiver)
+        return tree_site(call, MODULE_COMPILE, call, "method", receiver)
     return None
