@@ -22,7 +22,6 @@ from distlint.semantic.regions import (
 )
 from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import ImportTable
-from distlint.syntax.indentation import IndentColumns
 from distlint.syntax.lexing import NEWLINES
 from distlint.syntax.parsed_file import ParsedFile
 from distlint.syntax.positions import Positions
@@ -30,7 +29,6 @@ from distlint.syntax.spelling import Spellings
 from distlint.syntax.walker import walk
 
 if TYPE_CHECKING:
-    from distlint.file_settings import FileSettings
     from distlint.findings import Fix, Location, Severity, Span
     from distlint.semantic.link import ProjectFacts
 
@@ -72,20 +70,9 @@ class _FunctionScope:
 class RuleContext(ParsedFile):
     """Per-file facts for rules: path, settings, name resolution, ancestors, compiled roots."""
 
-    def __init__(
-        self,
-        path: str,
-        source: str,
-        module: cst.Module,
-        settings: FileSettings,
-        module_name: str | None = None,
-        is_package: bool = False,
-        columns: IndentColumns | None = None,
-        positions: Positions | None = None,
-    ) -> None:
-        super().__init__(
-            path, source, module, settings, module_name, is_package, columns, positions
-        )
+    def __post_init__(self, known_positions: Positions | None) -> None:
+        """The walk's own state, on top of the file's (the constructor is ParsedFile's)."""
+        super().__post_init__(known_positions)
         # cheap gate, settled on first use: without the word or the name of a project function
         # testing it, no code of the file is guarded by is_compiling()
         self._compiling_guards: bool | None = None
@@ -94,11 +81,11 @@ class RuleContext(ParsedFile):
         self._facts: ProjectFacts | None = None
         self._functions: list[_FunctionScope] = []
         self._scopes: list[str] = []  # qualname parts of enclosing classes and functions
-        self._wrappers = frozenset(settings.compile_wrappers)
+        self._wrappers = frozenset(self.settings.compile_wrappers)
         self._own_compile: OwnCompile | None = None
         self._taken_sides: dict[int, bool] | None = None  # id(if) -> the side compiled calls take
         self._after_exit: set[int] = set()  # statements after an ``if`` whose taken side exits
-        self.spellings = Spellings(module)  # short node texts for messages, linear in the file
+        self.spellings = Spellings(self.module)  # short node texts for messages, linear in the file
         self._compiled_locals_of: dict[int, frozenset[str]] = {}
         self._block_exits: BlockExits = {}
 

@@ -8,6 +8,7 @@ while rules walk the file: the enclosing functions, the compiled region, pending
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import InitVar, dataclass
 from typing import TypeVar, cast
 
 import libcst as cst
@@ -25,31 +26,30 @@ _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.Di
 T = TypeVar("T")
 
 
+@dataclass(eq=False, repr=False)
 class ParsedFile:
-    """Per-file facts that do not depend on where a walk currently is."""
+    """Per-file facts that do not depend on where a walk currently is.
 
-    def __init__(
-        self,
-        path: str,
-        source: str,
-        module: cst.Module,
-        settings: FileSettings,
-        module_name: str | None = None,
-        is_package: bool = False,
-        columns: IndentColumns | None = None,
-        positions: Positions | None = None,
-    ) -> None:
-        """``positions``: what earlier measurements of this very tree learnt (a second pass)."""
-        self.path = path
-        self.source = source
-        self.module = module
-        self.columns = columns  # the tree's columns back to ``source``'s (rewritten indentation)
-        self.positions = positions or Positions(module, columns)  # its nodes' ranges, on demand
-        self.settings = settings
-        self.module_name = module_name
-        self.is_package = is_package
-        self.module_key = module_name or path
-        self.imports = ImportTable.for_module(module, module_name, is_package)
+    The fields are what a file is made of; the rest is derived from them. A subclass that
+    adds state (the rule context) extends ``__post_init__`` and keeps this constructor.
+    """
+
+    path: str
+    source: str
+    module: cst.Module
+    settings: FileSettings
+    module_name: str | None = None
+    is_package: bool = False
+    # the tree's columns back to ``source``'s (rewritten indentation)
+    columns: IndentColumns | None = None
+    # what earlier measurements of this very tree learnt (a second pass)
+    known_positions: InitVar[Positions | None] = None
+
+    def __post_init__(self, known_positions: Positions | None) -> None:
+        # its nodes' ranges, measured on demand
+        self.positions = known_positions or Positions(self.module, self.columns)
+        self.module_key = self.module_name or self.path
+        self.imports = ImportTable.for_module(self.module, self.module_name, self.is_package)
         self.located: list[NodeSpan] = []
         self.statement_calls: dict[int, list[cst.Call]] = {}  # id(statement) -> its calls
         self._call_homes: dict[int, int | None] = {}  # id(call) -> id(its statement), see note_call

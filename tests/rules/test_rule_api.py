@@ -83,3 +83,22 @@ def test_memo_builds_once_per_file_and_per_builder() -> None:
     other = RuleContext("b.py", "x = 1\n", module, FileSettings(enabled=frozenset()))
     assert other.memo(count_lines) == 1
     assert calls == ["a.py", "b.py"]
+
+
+def test_the_rule_context_is_built_like_the_parsed_file_it_extends() -> None:
+    """One constructor (ParsedFile's): a second pass hands over what measuring the tree
+    learnt, and the walk's own state starts empty."""
+    import inspect
+
+    from distlint.syntax.parsed_file import ParsedFile
+    from distlint.syntax.positions import Positions
+
+    assert inspect.signature(RuleContext) == inspect.signature(ParsedFile)
+    module = cst.parse_module("import torch\n")
+    measured = Positions(module, None)
+    settings = FileSettings(enabled=frozenset())
+    ctx = RuleContext("a.py", "import torch\n", module, settings, "a", False, None, measured)
+    assert ctx.positions is measured
+    assert (ctx.module_key, ctx.reports, ctx.facts, ctx.in_project) == ("a", [], None, False)
+    fresh = RuleContext("a.py", "import torch\n", module, settings)
+    assert fresh.positions is not measured and fresh.module_key == "a.py"
