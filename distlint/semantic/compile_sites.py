@@ -28,13 +28,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from distlint.findings import Position, Span
+from distlint.findings import Span
 from distlint.semantic.regions import COMPILE_FUNCTIONS, Resolver, is_literal, literal_value
 from distlint.semantic.values import Options, Value
-from distlint.syntax.spans import NodeSpan
+from distlint.syntax.spans import NOWHERE, NodeSpan
 
 UNKNOWN = "<expr>"  # how a summary keeps a keyword value that is not a literal
-NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))  # where a place not known is said to be
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from distlint.semantic.bindings import (
     forward_arguments,
 )
 from distlint.semantic.collectives import BUFFERED_MODULES, CONVERTS_BATCH_NORM
-from distlint.semantic.compile_sites import NOWHERE, CompileSite, RootInfo
+from distlint.semantic.compile_sites import CompileSite, RootInfo
 from distlint.semantic.model import (
     MODULE_CODE,
     ClassSummary,
@@ -37,7 +37,7 @@ from distlint.semantic.packs import knowledge
 from distlint.semantic.regions import DISABLE_FUNCTIONS, UNTRACED_DECORATORS, Sides
 from distlint.semantic.regions_model import Region
 from distlint.semantic.values import Options, Value
-from distlint.syntax.spans import SourceLookup, resolve_spans
+from distlint.syntax.spans import NOWHERE, SourceLookup, resolve_spans
 
 # Abstract values: ("func", id) ("class", id) ("inst", class id) ("ext", dotted)
 # ("seqv", (values...)) ("partialv", (compilers...), options) ("super", class id)

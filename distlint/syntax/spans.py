@@ -65,7 +65,7 @@ ORDINAL_TYPES = (cst.Call, cst.If, cst.Return, cst.Raise, cst.Break, cst.Continu
 
 
 SourceLookup = Callable[[str], "str | None"]  # display path -> source text
-_NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))
+NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))  # where a place not known is said to be
 
 
 def resolve_spans(
@@ -85,7 +85,7 @@ def resolve_spans(
                 cache[path] = parsed
         spans = _measure(parsed, [item.key for item in group]) if parsed is not None else {}
         for item in group:
-            item.span = spans.get(item.key, _NOWHERE)
+            item.span = spans.get(item.key, NOWHERE)
 
 
 def _parse(text: str) -> tuple | None:
@@ -138,7 +138,7 @@ def _measure(parsed: tuple, keys: list) -> dict:
 def range_span(measured: NodeRange | None, lines: list[str]) -> Span:
     """The span of a measured node range over the file's lines (unmeasured: line 1)."""
     if measured is None:
-        return _NOWHERE
+        return NOWHERE
     return Span(
         make_position(lines, measured.start_line, measured.start_column),
         make_position(lines, measured.end_line, measured.end_column),
