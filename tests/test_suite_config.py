@@ -75,7 +75,7 @@ def test_the_catalog_restored_after_a_test_keeps_the_built_in_rules(tmp_path: Pa
     Restoring a snapshot taken before that import dropped them for good (each rule module
     registers its rules once, on import), and every later check found nothing."""
     (tmp_path / "test_order.py").write_text(
-        "from distlint.engine.checker import check_source\n"
+        "from distlint.engine.checker import FileSource, check_file\n"
         "from distlint.file_settings import FileSettings\n"
         "\n"
         "SOURCE = 'import torch.distributed as dist\\n\\ndist.barrier(timout=5)\\n'\n"
@@ -83,7 +83,7 @@ def test_the_catalog_restored_after_a_test_keeps_the_built_in_rules(tmp_path: Pa
         "\n"
         "def codes(*enabled):\n"
         "    settings = FileSettings(enabled=frozenset(enabled))\n"
-        "    return [f.code for f in check_source(SOURCE, 't.py', settings).findings]\n"
+        "    return [f.code for f in check_file(FileSource(SOURCE, 't.py'), settings).findings]\n"
         "\n"
         "\n"
         "def test_first():\n"

@@ -7,8 +7,8 @@ under a CUDA graph capture started elsewhere) get a second pass with the project
 region-scope rules and the file rules that read the facts (``Rule.reads_facts``), on the
 first pass's tree when it is still in memory (:class:`ParsedTrees`). Last, :func:`settle`
 applies the file's suppressions once to the findings of every stage, then reports unused ones
-(DL001). :func:`check_source` does all of it for a single file; the runner does it for many
-files in parallel.
+(DL001). :func:`check_file` does all of it for a single file (a :class:`FileSource`: on disk,
+bytes or decoded text); the runner does it for many files in parallel.
 
 Failure policy: a file that cannot be read or parsed becomes a DL000 finding; a rule that
 raises becomes a ToolError naming the rule and the file, that rule stops for this file, and
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -137,70 +137,65 @@ class ParsedTrees:
         }
 
 
-def check_path(file_path: Path, display_path: str, settings: FileSettings) -> FileResult:
-    """Read ``file_path`` from disk and check it as a project of one file."""
-    module_name, is_package = module_name_for(file_path)
+@dataclass(frozen=True)
+class FileSource:
+    """A file to check: where its text comes from, the path findings name, and the module it
+    is in its project. ``origin`` is a ``Path`` to read from disk, ``bytes`` to decode (BOM,
+    PEP 263 cookie: stdin, an editor's buffer as saved) or a ``str`` already decoded (an
+    editor's unsaved buffer). Picklable: workers get it as it is."""
 
-    def source(_: str) -> str | None:
+    origin: Path | bytes | str
+    display: str
+    module_name: str | None = None
+    is_package: bool = False
+
+    @classmethod
+    def on_disk(cls, path: Path, display: str) -> FileSource:
+        """The file at ``path``, its module named by the packages around it."""
+        return cls(path, display, *module_name_for(path))
+
+    def load(self) -> str | FileResult:
+        """The text, or instead the DL000 result of a file unread, undecodable or too large
+        (a file on disk that is too large is not even read)."""
+        origin, display = self.origin, self.display
+        if isinstance(origin, str):
+            return origin
+        if isinstance(origin, bytes):
+            return _decoded(origin, display)
         try:
-            return decode_source(read_regular_file(file_path))
-        except (OSError, SourceError):
-            return None
+            size = origin.stat().st_size
+            if size > MAX_FILE_BYTES:
+                return _too_large(display, size)
+            data = read_regular_file(origin)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            return _unparsable(display, f"cannot read file: {reason}", 1, 0)
+        return _decoded(data, display)
 
-    analyze = partial(analyze_path, file_path, display_path, settings, module_name, is_package)
-    return _alone(analyze, source, settings)
-
-
-def check_bytes(
-    data: bytes,
-    display_path: str,
-    settings: FileSettings,
-    module_name: str | None = None,
-    is_package: bool = False,
-) -> FileResult:
-    """Decode ``data`` as Python source (BOM, PEP 263 cookie) and check it alone."""
-
-    def source(_: str) -> str | None:
-        try:
-            return decode_source(data)
-        except SourceError:
-            return None
-
-    analyze = partial(analyze_bytes, data, display_path, settings, module_name, is_package)
-    return _alone(analyze, source, settings)
+    def text(self) -> str | None:
+        """The text, None where :meth:`load` gives a DL000 instead (what linking measures the
+        file's lazy spans with)."""
+        loaded = self.load()
+        return loaded if isinstance(loaded, str) else None
 
 
-def check_source(
-    text: str,
-    display_path: str,
-    settings: FileSettings,
-    module_name: str | None = None,
-    is_package: bool = False,
-) -> FileResult:
-    """Check source text that is already decoded (the LSP server's unsaved buffers)."""
-    analyze = partial(analyze_source, text, display_path, settings, module_name, is_package)
-    return _alone(analyze, lambda _: text, settings)
+def check_file(source: FileSource, settings: FileSettings) -> FileResult:
+    """Check one file as a project of its own: the first pass, then link its summary, run the
+    project rules and the second pass if needed (on the first pass's tree), then settle.
 
-
-def _alone(
-    analyze: Callable[[SecondPass | None, ParsedTrees], FileResult],
-    source: SourceLookup,
-    settings: FileSettings,
-) -> FileResult:
-    """Check a file as a project of its own (``analyze(second, trees)``: a pass over it, the
-    first with ``second`` None): the first pass, then link its summary, run the project rules
-    and the second pass if needed (on the first pass's tree, kept in ``trees``), then settle."""
+    In this process and with no time budget (what the workers run; for input you do not
+    trust, ``engine.runner.check_alone`` runs it in a worker with one)."""
     trees = ParsedTrees()
-    first = analyze(None, trees)
+    first = analyze_file(source, settings, None, trees)
     enabled = settings.enabled
     if first.summary is None:
         return settle(first, enabled)
     parsed = trees.for_spans()
-    stage = project_stage([first], settings.compile_wrappers, source, (), parsed)
+    stage = project_stage([first], settings.compile_wrappers, lambda _: source.text(), (), parsed)
     facts = stage.facts
     second = None
     if facts is not None and needs_second_pass(facts, first.summary.key):
-        second = analyze(SecondPass(facts), trees)
+        second = analyze_file(source, settings, SecondPass(facts), trees)
     return settle(first, enabled, second, stage.found.get(first.path, ()), stage.errors)
 
 
@@ -393,60 +388,31 @@ class _ProjectRules:
             self.done.append((code, rule, produced))
 
 
-def analyze_path(
-    file_path: Path,
-    display_path: str,
+def analyze_file(
+    source: FileSource,
     settings: FileSettings,
-    module_name: str | None,
-    is_package: bool,
     second: SecondPass | None = None,
     trees: ParsedTrees | None = None,
 ) -> FileResult:
-    """One pass over a file on disk (see the module docstring); ``trees``: where the first
-    pass keeps its tree for the second, and where the second finds it."""
-
-    def load() -> str | FileResult:
-        try:
-            size = file_path.stat().st_size
-            if size > MAX_FILE_BYTES:  # not even read
-                return _too_large(display_path, size)
-            data = read_regular_file(file_path)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            return _unparsable(display_path, f"cannot read file: {reason}", 1, 0)
-        return _decoded(data, display_path)
-
-    return _analyze(load, display_path, settings, module_name, is_package, second, trees)
-
-
-def analyze_bytes(
-    data: bytes,
-    display_path: str,
-    settings: FileSettings,
-    module_name: str | None = None,
-    is_package: bool = False,
-    second: SecondPass | None = None,
-    trees: ParsedTrees | None = None,
-) -> FileResult:
-    load = partial(_decoded, data, display_path)
-    return _analyze(load, display_path, settings, module_name, is_package, second, trees)
-
-
-def analyze_source(
-    text: str,
-    display_path: str,
-    settings: FileSettings,
-    module_name: str | None = None,
-    is_package: bool = False,
-    second: SecondPass | None = None,
-    trees: ParsedTrees | None = None,
-) -> FileResult:
-    """One pass over decoded source: the first (``second`` is None) or the second.
+    """One pass over a file (see the module docstring): the first (``second`` is None) or the
+    second. ``trees``: where the first pass keeps its tree for the second, and where the
+    second finds it (then the text is not loaded again).
 
     It runs on a thread with a large stack and recursion limit (``source.on_large_stack``):
     LibCST's visitors recurse once per level of a tree.
     """
-    return _analyze(lambda: text, display_path, settings, module_name, is_package, second, trees)
+    display, module_name, is_package = source.display, source.module_name, source.is_package
+    kept = trees.take(display) if second is not None and trees is not None else None
+    if kept is not None:
+        args = (kept.text, display, settings, module_name, is_package, second, kept)
+        return on_large_stack(_analyze_source, *args)
+    loaded = source.load()
+    if isinstance(loaded, FileResult):
+        return loaded
+    if len(loaded) > MAX_FILE_BYTES:  # characters: at least as many bytes
+        return _too_large(display, len(loaded))
+    fresh = (loaded, display, settings, module_name, is_package, second, None, trees)
+    return on_large_stack(_analyze_source, *fresh)
 
 
 def _decoded(data: bytes, display_path: str) -> str | FileResult:
@@ -459,31 +425,6 @@ def _decoded(data: bytes, display_path: str) -> str | FileResult:
         # The lines only place the finding (e.g. the line of an undecodable byte).
         approximate = data.decode("utf-8", "replace")
         return _unparsable(display_path, str(exc), exc.line, exc.column, approximate)
-
-
-def _analyze(
-    load: Callable[[], str | FileResult],
-    display_path: str,
-    settings: FileSettings,
-    module_name: str | None,
-    is_package: bool,
-    second: SecondPass | None,
-    trees: ParsedTrees | None,
-) -> FileResult:
-    """A pass over the text ``load`` gives (or the result it gives instead: a file unread,
-    undecodable or too large). A second pass runs on the text and tree the first pass kept,
-    if it kept them, without loading."""
-    kept = trees.take(display_path) if second is not None and trees is not None else None
-    if kept is not None:
-        args = (kept.text, display_path, settings, module_name, is_package, second, kept)
-        return on_large_stack(_analyze_source, *args)
-    loaded = load()
-    if isinstance(loaded, FileResult):
-        return loaded
-    if len(loaded) > MAX_FILE_BYTES:  # characters: at least as many bytes
-        return _too_large(display_path, len(loaded))
-    fresh = (loaded, display_path, settings, module_name, is_package, second, None, trees)
-    return on_large_stack(_analyze_source, *fresh)
 
 
 def _analyze_source(

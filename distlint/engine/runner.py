@@ -60,12 +60,12 @@ from distlint.engine.checker import (
     PROJECT,
     PROJECT_TIMEOUT,
     FileResult,
+    FileSource,
     ParsedTrees,
     SecondPass,
     _unparsable,
-    analyze_bytes,
-    analyze_path,
-    check_bytes,
+    analyze_file,
+    check_file,
     needs_second_pass,
     project_stage,
     settle,
@@ -92,6 +92,12 @@ class Task:
     second: bool = False  # the second pass: its input comes with the pass (see _run_pass)
     report: bool = True  # False: a file of the project linked for context, not reported on
     data: bytes | None = None  # the file's content when it is not read from disk (stdin)
+
+    @property
+    def source(self) -> FileSource:
+        """What the check reads: ``data`` when given, else the file on disk."""
+        origin = self.data if self.data is not None else self.path
+        return FileSource(origin, self.display, self.module_name, self.is_package)
 
 
 SecondInputs = dict[str, SecondPass]  # display path -> the second pass's input for that file
@@ -216,16 +222,16 @@ def check_alone(
     is_package: bool = False,
     file_timeout: float | None = FILE_TIMEOUT,
 ) -> FileResult:
-    """:func:`distlint.engine.checker.check_bytes` (stdin; the library's one-file check) in a worker
-    process with the command line's budget: a file past ``file_timeout`` seconds, or one
-    that kills its worker, is a DL000 and the caller goes on. ``file_timeout=None``: in
-    this process, no budget (what ``check_bytes`` itself does)."""
-    args = (data, display, settings, module_name, is_package)
+    """:func:`distlint.engine.checker.check_file` of ``data`` (stdin; the library's one-file
+    check) in a worker process with the command line's budget: a file past ``file_timeout``
+    seconds, or one that kills its worker, is a DL000 and the caller goes on.
+    ``file_timeout=None``: in this process, no budget (what ``check_file`` itself does)."""
+    args = (FileSource(data, display, module_name, is_package), settings)
     if file_timeout is None:
-        return check_bytes(*args)
+        return check_file(*args)
     all_rules()
     with _Pool(1, {}) as pool:
-        return pool.map([(check_bytes, args, display)], file_timeout)[0]
+        return pool.map([(check_file, args, display)], file_timeout)[0]
 
 
 @dataclass(frozen=True)
@@ -617,10 +623,7 @@ def _check_unguarded(
 ) -> FileResult:
     if task.second and second is None:
         raise RuntimeError(f"{task.display}: the second pass got no project facts")
-    args = (task.display, task.settings, task.module_name, task.is_package, second, trees)
-    if task.data is not None:
-        return analyze_bytes(task.data, *args)
-    return analyze_path(task.path, *args)
+    return analyze_file(task.source, task.settings, second, trees)
 
 
 _LONG_LINE = 5_000

@@ -1,7 +1,7 @@
 """``distlint server``: the language server (pygls 2).
 
 Diagnostics come from the editor's buffer text (unsaved contents included) through
-:func:`distlint.engine.checker.check_source`; nothing of the user's code is imported or run, and
+:func:`distlint.engine.checker.check_file`; nothing of the user's code is imported or run, and
 confirm mode never runs here. Clients that support pull diagnostics (LSP 3.17
 ``textDocument/diagnostic``) get them on request; others get ``publishDiagnostics`` pushed on
 open, save and (debounced) change. Each diagnostic's ``data`` carries its fix edits and a
@@ -43,7 +43,7 @@ from distlint.config.settings import (
     FileSettings,
     settings_for,
 )
-from distlint.engine.checker import FileResult, check_source
+from distlint.engine.checker import FileResult, FileSource, check_file
 from distlint.engine.runner import file_budget
 from distlint.findings import Applicability, Finding, Severity, Span, make_position
 from distlint.lsp.worker import Analyses, Outcome
@@ -183,7 +183,7 @@ def _analyse(job: Job, analysis: Analysis) -> None:
         module_name, is_package = module_name_for(path)
     display = str(path) if path is not None else job.uri
     if path is None:
-        result = check_source(job.text, display, settings, module_name, is_package)
+        result = check_file(FileSource(job.text, display, module_name, is_package), settings)
     else:
         result = _check_in_project(job, path, display, settings)
     analysis.tool_errors = tuple(error.message for error in result.errors)

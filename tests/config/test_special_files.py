@@ -172,11 +172,11 @@ def test_read_regular_file_refuses_without_waiting(tmp_path: Path) -> None:
 def test_a_file_that_turns_into_a_pipe_after_discovery_is_a_dl000(tmp_path: Path) -> None:
     """Between discovery and reading, a file can be replaced: reading says so, never waits."""
     from distlint.config.settings import CliOverrides, settings_for
-    from distlint.engine.checker import check_path
+    from distlint.engine.checker import FileSource, check_file
 
     os.mkfifo(tmp_path / "late.py")
     settings = settings_for(ConfigResolver().for_path(tmp_path), CliOverrides(), tmp_path)
-    result = check_path(tmp_path / "late.py", "late.py", settings)
+    result = check_file(FileSource.on_disk(tmp_path / "late.py", "late.py"), settings)
     assert [(f.code, f.message) for f in result.findings] == [
         ("DL000", "cannot read file: not a regular file (a named pipe)")
     ]

@@ -115,7 +115,7 @@ def test_fullgraph_failures_are_confirmed_or_dl902(entries: Collected) -> None: 
 
 
 def test_engine_findings_get_statuses(entries: Collected) -> None:
-    from distlint.engine.checker import check_path
+    from distlint.engine.checker import FileSource, check_file
     from distlint.file_settings import FileSettings
     from distlint.rules.registry import all_rules
 
@@ -124,7 +124,9 @@ def test_engine_findings_get_statuses(entries: Collected) -> None:
     enabled = FileSettings(enabled=frozenset(all_rules()))
     findings = []
     for path in (ENTRIES, SCALARS):
-        findings += check_path(path, str(path.relative_to(ROOT)), enabled).findings
+        findings += check_file(
+            FileSource.on_disk(path, str(path.relative_to(ROOT))), enabled
+        ).findings
     out, _run = apply(findings, entries, cwd=ROOT)
     statuses = {(f.code, f.span.start.line): _status(f) for f in out}
     assert statuses[("DL101", 13)] == CONFIRMED

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from distlint.cli import main
-from distlint.engine.checker import check_bytes, check_path, check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.rules.collectives.object_collective_in_compiled_region import (
     ObjectCollectiveInCompiledRegion,
@@ -74,7 +74,7 @@ def distlint_subprocess(args: list[str], cwd: Path) -> subprocess.CompletedProce
 
 
 def test_triggers_are_found_where_expected() -> None:
-    result = check_source(BOTH_SRC, "t.py", DEFAULT)
+    result = check_file(FileSource(BOTH_SRC, "t.py"), DEFAULT)
     assert result.errors == ()
     column = DL502_LINE.index('"nvfuser"') + 1
     assert where(result) == [("DL203", 7, 5), ("DL502", 11, column)]
@@ -100,7 +100,7 @@ def test_syntax_error_is_one_dl000_with_cpythons_message_and_location(source: st
     with pytest.raises(SyntaxError) as info:
         ast.parse(source)
     err = info.value
-    result = check_source(source, "bad.py", DEFAULT)
+    result = check_file(FileSource(source, "bad.py"), DEFAULT)
     assert result.errors == ()
     assert codes(result) == ["DL000"]
     finding = result.findings[0]
@@ -113,7 +113,7 @@ def test_syntax_error_is_one_dl000_with_cpythons_message_and_location(source: st
 
 def test_syntax_error_hides_nothing_else_and_is_reported_even_when_other_rules_off() -> None:
     source = DL203_SRC + "def broken(:\n"
-    result = check_source(source, "bad.py", FileSettings(enabled=frozenset({"DL000"})))
+    result = check_file(FileSource(source, "bad.py"), FileSettings(enabled=frozenset({"DL000"})))
     assert codes(result) == ["DL000"]
 
 
@@ -130,7 +130,7 @@ def test_syntax_error_through_the_cli_exits_1_without_traceback(tmp_path, monkey
 
 
 def test_undecodable_bytes_give_dl000_naming_the_problem() -> None:
-    result = check_bytes(b"x = 1\ny = '\xff'\n", "bad.py", DEFAULT)
+    result = check_file(FileSource(b"x = 1\ny = '\xff'\n", "bad.py"), DEFAULT)
     assert codes(result) == ["DL000"]
     message = result.findings[0].message.lower()
     assert "decode" in message
@@ -141,19 +141,19 @@ def test_undecodable_bytes_give_dl000_naming_the_problem() -> None:
 
 def test_binary_file_gives_dl000() -> None:
     data = b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256))
-    result = check_bytes(data, "lib.py", DEFAULT)
+    result = check_file(FileSource(data, "lib.py"), DEFAULT)
     assert codes(result) == ["DL000"]
     assert "binary" in result.findings[0].message.lower()
 
 
 def test_nul_byte_in_text_gives_dl000() -> None:
-    result = check_bytes(b"import torch\n\x00\n", "nul.py", DEFAULT)
+    result = check_file(FileSource(b"import torch\n\x00\n", "nul.py"), DEFAULT)
     assert codes(result) == ["DL000"]
     assert "nul" in result.findings[0].message.lower()
 
 
 def test_unknown_coding_cookie_gives_dl000() -> None:
-    result = check_bytes(b"# -*- coding: klingon -*-\nx = 1\n", "c.py", DEFAULT)
+    result = check_file(FileSource(b"# -*- coding: klingon -*-\nx = 1\n", "c.py"), DEFAULT)
     assert codes(result) == ["DL000"]
     message = result.findings[0].message
     assert "encoding" in message
@@ -161,7 +161,7 @@ def test_unknown_coding_cookie_gives_dl000() -> None:
 
 
 def test_cookie_contradicting_bom_gives_dl000() -> None:
-    result = check_bytes(b"\xef\xbb\xbf# coding: latin-1\nx = 1\n", "c.py", DEFAULT)
+    result = check_file(FileSource(b"\xef\xbb\xbf# coding: latin-1\nx = 1\n", "c.py"), DEFAULT)
     assert codes(result) == ["DL000"]
     assert "encoding" in result.findings[0].message
 
@@ -175,7 +175,7 @@ def test_latin1_file_with_cookie_is_checked_normally() -> None:
     data = source.encode("latin-1")
     with pytest.raises(UnicodeDecodeError):
         data.decode("utf-8")
-    result = check_bytes(data, "latin.py", DEFAULT)
+    result = check_file(FileSource(data, "latin.py"), DEFAULT)
     assert result.errors == ()
     line = source.splitlines()[7]
     column = line.index("dist.") + 1
@@ -185,9 +185,9 @@ def test_latin1_file_with_cookie_is_checked_normally() -> None:
 
 def test_utf8_bom_file_is_checked_normally_and_bom_does_not_shift_columns() -> None:
     data = b"\xef\xbb\xbf" + BOTH_SRC.encode("utf-8")
-    result = check_bytes(data, "bom.py", DEFAULT)
+    result = check_file(FileSource(data, "bom.py"), DEFAULT)
     assert result.errors == ()
-    assert where(result) == where(check_source(BOTH_SRC, "bom.py", DEFAULT))
+    assert where(result) == where(check_file(FileSource(BOTH_SRC, "bom.py"), DEFAULT))
     assert where(result)[0] == ("DL203", 7, 5)
 
 
@@ -203,13 +203,15 @@ def test_bom_file_through_the_cli_shows_the_right_snippet(tmp_path, monkeypatch)
 def test_crlf_and_cr_line_endings() -> None:
     for newline in ("\r\n", "\r"):
         source = BOTH_SRC.replace("\n", newline)
-        result = check_source(source, "nl.py", DEFAULT)
-        assert where(result) == where(check_source(BOTH_SRC, "nl.py", DEFAULT)), repr(newline)
+        result = check_file(FileSource(source, "nl.py"), DEFAULT)
+        assert where(result) == where(check_file(FileSource(BOTH_SRC, "nl.py"), DEFAULT)), repr(
+            newline
+        )
 
 
 def test_empty_and_whitespace_only_files_are_clean() -> None:
     for data in (b"", b"\n", b"   \n\n", b"\xef\xbb\xbf", b"# just a comment"):
-        result = check_bytes(data, "e.py", DEFAULT)
+        result = check_file(FileSource(data, "e.py"), DEFAULT)
         assert result.findings == () and result.errors == (), data
 
 
@@ -219,7 +221,7 @@ def test_empty_and_whitespace_only_files_are_clean() -> None:
 def test_deep_nesting_is_dl000_like_cpython() -> None:
     with pytest.raises(SyntaxError, match="too many nested parentheses"):
         compile(DEEP, "deep.py", "exec")
-    result = check_source(DEEP, "deep.py", DEFAULT)
+    result = check_file(FileSource(DEEP, "deep.py"), DEFAULT)
     assert codes(result) == ["DL000"]
     assert "too many nested parentheses" in result.findings[0].message
     assert result.findings[0].span.start.line == 1
@@ -227,14 +229,14 @@ def test_deep_nesting_is_dl000_like_cpython() -> None:
 
 def test_deep_nesting_of_brackets_and_braces() -> None:
     for source in ("x = " + "[" * 1000 + "]" * 1000, "x = " + "{1: " * 1000 + "2" + "}" * 1000):
-        result = check_source(source + "\n", "deep.py", DEFAULT)
+        result = check_file(FileSource(source + "\n", "deep.py"), DEFAULT)
         assert codes(result) == ["DL000"]
         assert "too many nested parentheses" in result.findings[0].message
 
 
 def test_brackets_inside_strings_and_comments_do_not_count_as_nesting() -> None:
     source = "s = '" + "(" * 1000 + "'\n# " + "[" * 1000 + "\n" + DL203_SRC
-    result = check_source(source, "s.py", DEFAULT)
+    result = check_file(FileSource(source, "s.py"), DEFAULT)
     assert codes(result) == ["DL203"]
 
 
@@ -251,17 +253,17 @@ def test_deep_nesting_through_the_cli_in_a_subprocess(tmp_path) -> None:
 # -- files that cannot be read ---------------------------------------------------------------------
 
 
-def test_check_path_on_a_directory_named_like_a_module(tmp_path) -> None:
+def test_a_directory_named_like_a_module_is_a_file_not_read(tmp_path) -> None:
     (tmp_path / "x.py").mkdir()
-    result = check_path(tmp_path / "x.py", "x.py", DEFAULT)
+    result = check_file(FileSource.on_disk(tmp_path / "x.py", "x.py"), DEFAULT)
     assert codes(result) == ["DL000"]
     assert "cannot read" in result.findings[0].message
     assert result.findings[0].path == "x.py"
 
 
-def test_check_path_on_a_broken_symlink(tmp_path) -> None:
+def test_a_broken_symlink_is_a_file_not_read(tmp_path) -> None:
     (tmp_path / "x.py").symlink_to(tmp_path / "missing.py")
-    result = check_path(tmp_path / "x.py", "x.py", DEFAULT)
+    result = check_file(FileSource.on_disk(tmp_path / "x.py", "x.py"), DEFAULT)
     assert codes(result) == ["DL000"]
     assert "cannot read" in result.findings[0].message
 
@@ -326,7 +328,7 @@ def _boom(self, node) -> None:
 
 def test_crashing_rule_is_a_tool_error_and_other_rules_still_report(monkeypatch) -> None:
     monkeypatch.setattr(ObjectCollectiveInCompiledRegion, "visit_Call", _boom)
-    result = check_source(BOTH_SRC, "crash.py", DEFAULT)
+    result = check_file(FileSource(BOTH_SRC, "crash.py"), DEFAULT)
     assert codes(result) == ["DL502"]
     assert len(result.errors) == 1
     error = result.errors[0]
@@ -345,9 +347,9 @@ def test_a_crash_in_one_file_does_not_switch_the_rule_off_for_the_next(monkeypat
         return original(self, node)
 
     monkeypatch.setattr(ObjectCollectiveInCompiledRegion, "visit_Call", flaky)
-    first = check_source(BOTH_SRC, "first.py", DEFAULT)
+    first = check_file(FileSource(BOTH_SRC, "first.py"), DEFAULT)
     assert len(first.errors) == 1 and codes(first) == ["DL502"]
-    second = check_source(BOTH_SRC, "second.py", DEFAULT)
+    second = check_file(FileSource(BOTH_SRC, "second.py"), DEFAULT)
     assert second.errors == ()
     assert codes(second) == ["DL203", "DL502"]
 
@@ -409,7 +411,7 @@ def test_findings_in_one_file_are_sorted() -> None:
         'a = torch.compile(print, mode="fast", backend="nvfuser")\n'
         'b = torch.compile(print, backend="inductor", mode="max-autotune", options={"x": 1})\n'
     )
-    result = check_source(source, "s.py", DEFAULT)
+    result = check_file(FileSource(source, "s.py"), DEFAULT)
     keys = [f.sort_key for f in result.findings]
     assert len(keys) >= 3
     assert keys == sorted(keys)
@@ -435,7 +437,7 @@ def test_columns_count_code_points_and_utf16_units() -> None:
         "    dist.all_gather_object([None], x)", prefix + "dist.all_gather_object([s], x)"
     )
     line = source.splitlines()[6]
-    result = check_source(source, "u.py", DEFAULT)
+    result = check_file(FileSource(source, "u.py"), DEFAULT)
     assert codes(result) == ["DL203"]
     span = result.findings[0].span
     start0 = line.index("dist.")
@@ -451,7 +453,7 @@ def test_columns_count_code_points_and_utf16_units() -> None:
 
 def test_columns_after_astral_characters_in_a_call_argument() -> None:
     line = 'g = torch.compile(print, mode="𝔣𝔞𝔰𝔱", backend="nvfuser")'
-    result = check_source("import torch\n" + line + "\n", "u.py", DEFAULT)
+    result = check_file(FileSource("import torch\n" + line + "\n", "u.py"), DEFAULT)
     backend = [f for f in result.findings if "nvfuser" in f.message]
     assert len(backend) == 1
     start0 = line.index('"nvfuser"')
@@ -628,7 +630,7 @@ def test_a_file_rule_that_reads_facts_is_run_again_with_them(tmp_path: Path) -> 
     assert [(f.code, f.span.start.line) for f in results["pkg/work.py"].findings] == [("DL601", 5)]
 
 
-def test_check_source_parses_a_buffer_with_compiled_code_once(monkeypatch) -> None:
+def test_a_decoded_buffer_with_compiled_code_is_parsed_once(monkeypatch) -> None:
     """The editor's path: one buffer, its second pass and its compile site's span on the first
     pass's tree."""
     import distlint.engine.checker as engine
@@ -643,7 +645,7 @@ def test_check_source_parses_a_buffer_with_compiled_code_once(monkeypatch) -> No
 
     monkeypatch.setattr(engine, "parse_source", counting)
     monkeypatch.setattr(spans, "parse_source", counting)
-    result = check_source(BOTH_SRC, "m.py", DEFAULT)
+    result = check_file(FileSource(BOTH_SRC, "m.py"), DEFAULT)
     assert codes(result) == ["DL203", "DL502"]
     assert parsed == [BOTH_SRC]
-    assert check_bytes(BOTH_SRC.encode(), "m.py", DEFAULT) == result
+    assert check_file(FileSource(BOTH_SRC.encode(), "m.py"), DEFAULT) == result

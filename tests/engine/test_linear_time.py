@@ -2,7 +2,7 @@
 
 Every generator here once made the analysis quadratic (a scan per call of the whole module,
 a codegen of the whole chain per link, a scan of the function per conversion...). For each,
-the analysis of one file (``engine.check_bytes``: first pass, linking, second pass) is timed
+the analysis of one file (``engine.check_file``: first pass, linking, second pass) is timed
 at N and 4N in CPU time, the best of three, and the ratio must stay well below quadratic
 (16): under 8.
 
@@ -32,7 +32,7 @@ import pytest
 
 import distlint.syntax.source
 from distlint.config.settings import CliOverrides, ConfigResolver, settings_for
-from distlint.engine.checker import check_bytes
+from distlint.engine.checker import FileSource, check_file
 from distlint.syntax.source import parse_module
 
 RATIO = 8.0  # for 4x the size; quadratic growth gives 16
@@ -206,7 +206,7 @@ def analysis_seconds(text: str, settings, monkeypatch: pytest.MonkeyPatch) -> fl
     best = float("inf")
     for _ in range(3):
         started = time.process_time()  # the analysis runs on a thread: process CPU time
-        check_bytes(data, "corpus.py", settings)
+        check_file(FileSource(data, "corpus.py"), settings)
         best = min(best, time.process_time() - started)
     return best
 

@@ -240,7 +240,7 @@ def test_a_file_linked_for_context_summarises_as_in_a_full_pass() -> None:
     import pickle
     from dataclasses import replace
 
-    from distlint.engine.checker import analyze_path
+    from distlint.engine.checker import FileSource, analyze_file
     from distlint.engine.runner import linked_only
     from distlint.syntax.imports import module_name_for
     from tests.project_util import settings
@@ -252,7 +252,7 @@ def test_a_file_linked_for_context_summarises_as_in_a_full_pass() -> None:
     for path in files:
         name, package = module_name_for(path)
         results = [
-            analyze_path(path, path.name, chosen, name, package)
+            analyze_file(FileSource(path, path.name, name, package), chosen)
             for chosen in (full, linked_only(full))
         ]
         # as pickled (the cache's form): lazy spans compare by identity

@@ -399,8 +399,8 @@ def test_a_file_over_the_size_cap_is_not_parsed(tmp_path: Path, monkeypatch) -> 
     settings = FileSettings(enabled=frozenset({"DL000"}))
     data = b"y = 2\n" * 200_000
     for result in (
-        engine.analyze_bytes(data, "b.py", settings),
-        engine.analyze_source(data.decode(), "b.py", settings),
+        engine.analyze_file(engine.FileSource(data, "b.py"), settings),
+        engine.analyze_file(engine.FileSource(data.decode(), "b.py"), settings),
     ):
         assert [f.message for f in result.findings] == [
             "not checked: 1.1 MiB is over the 1 MiB size cap"
@@ -566,7 +566,7 @@ def _crash_in_the_parser(text: str):
 
 def test_library_callers_get_the_budget_and_the_isolation(tmp_path: Path, monkeypatch) -> None:
     """The Python entry points (README, "From Python"): CheckSession has the command line's
-    budget by default, check_alone too (one file, in a worker); engine.check_* do not."""
+    budget by default, check_alone too (one file, in a worker); checker.check_file does not."""
     import inspect
 
     from distlint.config.settings import CliOverrides, ConfigResolver, FileSettings

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.rules.registry import all_rules
 from distlint.syntax.source import limit_raised, on_large_stack
@@ -17,7 +17,7 @@ ALL = FileSettings(enabled=frozenset(all_rules()))
 
 
 def _clean(source: str) -> None:
-    result = check_source(source, "fuzz.py", ALL)
+    result = check_file(FileSource(source, "fuzz.py"), ALL)
     assert result.errors == ()
     assert [f.message for f in result.findings if f.code == "DL000"] == []
 
@@ -101,7 +101,7 @@ def test_a_tab_inside_indentation_that_only_cpython_reads() -> None:
         "    return x\n"
     )
     compile(source, "fuzz.py", "exec")  # valid Python
-    result = check_source(source, "fuzz.py", ALL)
+    result = check_file(FileSource(source, "fuzz.py"), ALL)
     assert result.errors == ()
     assert [(f.code, f.span.start.line, f.span.start.column) for f in result.findings] == [
         ("DL104", 5, len("   \t     ") + 1)

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 from distlint.config.settings import CliOverrides, ConfigResolver
 from distlint.confirm import torch_available
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.engine.session import CheckSession
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding
@@ -98,7 +98,9 @@ def test_example_triggers_and_use_instead_does_not(code: str, section: str, tmp_
     if native:
         findings = _check_project(tmp_path / "project", python, native)
     else:
-        findings = list(check_source(PRELUDE + "\n".join(python), "example.py", ALL).findings)
+        findings = list(
+            check_file(FileSource(PRELUDE + "\n".join(python), "example.py"), ALL).findings
+        )
     produced = [f for f in findings if f.code == code]
     if code != "DL000":
         assert not [f for f in findings if f.code == "DL000"], "the blocks do not parse"

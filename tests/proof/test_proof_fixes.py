@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.engine.fixes import fix_project
 from distlint.file_settings import FileSettings
 from distlint.rules.api._deprecations import deprecated_apis
@@ -43,7 +43,9 @@ def fixed_copy(code: str, tmp_path: Path, unsafe: bool) -> tuple[Path, int]:
     settings = FileSettings(enabled=frozenset({code}))
 
     def check(texts: dict[str, str]) -> list:
-        return list(check_source(texts.get("bad.py", original), "bad.py", settings).findings)
+        return list(
+            check_file(FileSource(texts.get("bad.py", original), "bad.py"), settings).findings
+        )
 
     run = fix_project(check, lambda _: original, unsafe=unsafe)
     target.write_text(run.texts.get("bad.py", original), encoding="utf-8")
@@ -191,7 +193,7 @@ def test_dl104_guard_fix_makes_the_fullgraph_function_compile(tmp_path: Path) ->
     settings = FileSettings(enabled=frozenset({"DL104"}))
     run = fix_project(
         lambda texts: list(
-            check_source(texts.get("m.py", DL104_SOURCE), "m.py", settings).findings
+            check_file(FileSource(texts.get("m.py", DL104_SOURCE), "m.py"), settings).findings
         ),
         lambda _: DL104_SOURCE,
         unsafe=True,

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import textwrap
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding
 
 
 def check(source: str, settings: FileSettings, module: str | None = None) -> list[Finding]:
     """The findings of ``source`` (dedented) checked as ``t.py``; it must raise no tool error."""
-    result = check_source(textwrap.dedent(source), "t.py", settings, module)
+    result = check_file(FileSource(textwrap.dedent(source), "t.py", module), settings)
     assert result.errors == ()
     return list(result.findings)
 

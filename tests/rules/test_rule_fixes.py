@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.engine.fixes import applicable, fix_project, parse_error
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding
@@ -16,7 +16,7 @@ from distlint.findings import Finding
 
 def _findings(text: str, code: str, lowest: str | None = None) -> list[Finding]:
     settings = FileSettings(enabled=frozenset({code}), torch_floor=lowest)
-    return [f for f in check_source(text, "m.py", settings).findings if f.code == code]
+    return [f for f in check_file(FileSource(text, "m.py"), settings).findings if f.code == code]
 
 
 def fixed(source: str, code: str, unsafe: bool = False, lowest: str | None = None) -> str:

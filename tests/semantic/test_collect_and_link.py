@@ -64,7 +64,7 @@ def test_what_a_call_resolves_to_does_not_depend_on_the_rules_enabled() -> None:
     ``u`` is a local import of the function), and the summary lost ``u.Params()`` whenever those
     rules were on: a compiled region of TransformerEngine reached four fewer DL104 findings with
     DL402 selected than without (tests/pytorch/test_torch_compile.py)."""
-    from distlint.engine.checker import analyze_bytes
+    from distlint.engine.checker import FileSource, analyze_file
     from distlint.file_settings import FileSettings
 
     source = (
@@ -80,7 +80,7 @@ def test_what_a_call_resolves_to_does_not_depend_on_the_rules_enabled() -> None:
 
     def calls(codes: set[str]) -> list:
         settings = FileSettings(enabled=frozenset(codes))
-        result = analyze_bytes(source, "test_c.py", settings, "test_c")
+        result = analyze_file(FileSource(source, "test_c.py", "test_c"), settings)
         assert result.summary is not None
         return result.summary.functions["test_c:test_traceable"].calls
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from distlint.engine.checker import check_path, check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.syntax.imports import ImportTable, canonical_name, dotted_name, module_name_for
 
@@ -372,7 +372,7 @@ def test_relative_import_resolved_end_to_end_from_the_package_layout(tmp_path: P
             """
         )
     )
-    result = check_path(pkg / "train.py", "mypkg/train.py", DL203_ON)
+    result = check_file(FileSource.on_disk(pkg / "train.py", "mypkg/train.py"), DL203_ON)
     # `.comm` is mypkg.comm, not torch.distributed: nothing to report.
     assert result.findings == ()
 
@@ -429,7 +429,7 @@ def step(x):
 )
 def test_rules_use_the_resolution(imports: str, compile_: str, call: str, fires: bool) -> None:
     source = DL203_TEMPLATE.format(imports=imports, compile=compile_, call=call)
-    result = check_source(source, "m.py", DL203_ON)
+    result = check_file(FileSource(source, "m.py"), DL203_ON)
     assert ([f.code for f in result.findings] == ["DL203"]) is fires, source
 
 
@@ -445,7 +445,7 @@ def test_parameter_shadowing_silences_the_rule() -> None:
             return x
         """
     )
-    assert check_source(source, "m.py", DL203_ON).findings == ()
+    assert check_file(FileSource(source, "m.py"), DL203_ON).findings == ()
 
 
 def test_function_local_import_drives_the_rule() -> None:
@@ -460,4 +460,4 @@ def test_function_local_import_drives_the_rule() -> None:
             return x
         """
     )
-    assert [f.code for f in check_source(source, "m.py", DL203_ON).findings] == ["DL203"]
+    assert [f.code for f in check_file(FileSource(source, "m.py"), DL203_ON).findings] == ["DL203"]

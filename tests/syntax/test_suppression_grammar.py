@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.syntax.suppressions import parse_comment
 from distlint.syntax.text import LineInfo, apply_edits, code_at, noqa_edit, split_lines
@@ -51,7 +51,10 @@ COMMENTS = [
 
 
 def _codes(text: str) -> list[str]:
-    return [f.code for f in check_source("import torch\n" + text + "\n", "s.py", SETTINGS).findings]
+    return [
+        f.code
+        for f in check_file(FileSource("import torch\n" + text + "\n", "s.py"), SETTINGS).findings
+    ]
 
 
 @pytest.mark.parametrize("comment", COMMENTS)

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from distlint.cli import main
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 
 DEFAULT = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))
@@ -36,7 +36,7 @@ def src(call_line: str = CALL, *, before: str = "", after: str = "") -> str:
 
 
 def codes(source: str, settings: FileSettings = DEFAULT) -> list[str]:
-    result = check_source(source, "s.py", settings)
+    result = check_file(FileSource(source, "s.py"), settings)
     assert result.errors == ()
     return [f.code for f in result.findings]
 
@@ -68,7 +68,7 @@ def test_unsuppressed_baseline() -> None:
 )
 def test_same_line_suppression_silences_dl203(comment: str) -> None:
     source = src(CALL + "  " + comment)
-    result = check_source(source, "s.py", DEFAULT)
+    result = check_file(FileSource(source, "s.py"), DEFAULT)
     assert [f.code for f in result.findings] == ["DL502"]
     assert result.suppressed == 1
 
@@ -94,7 +94,7 @@ def test_these_comments_do_not_silence_dl203(comment: str) -> None:
 
 
 def test_noqa_with_other_tools_codes_only_does_not_suppress() -> None:
-    result = check_source(src(CALL + "  # noqa: E501"), "s.py", DEFAULT)
+    result = check_file(FileSource(src(CALL + "  # noqa: E501"), "s.py"), DEFAULT)
     assert [f.code for f in result.findings] == ["DL203", "DL502"]
     assert result.suppressed == 0
 
@@ -211,7 +211,7 @@ def test_suppression_of_one_code_does_not_hide_another() -> None:
 
 
 def dl001(source: str, settings: FileSettings = WITH_DL001) -> list[tuple[int, int, str]]:
-    result = check_source(source, "s.py", settings)
+    result = check_file(FileSource(source, "s.py"), settings)
     return [
         (f.span.start.line, f.span.start.column, f.message)
         for f in result.findings
@@ -239,7 +239,7 @@ def test_dl001_reports_an_unknown_code() -> None:
 
 def test_dl001_is_silent_for_a_used_suppression() -> None:
     source = src(CALL + "  # noqa: DL203")
-    result = check_source(source, "s.py", WITH_DL001)
+    result = check_file(FileSource(source, "s.py"), WITH_DL001)
     assert [f.code for f in result.findings] == ["DL502"]
 
 
@@ -301,7 +301,7 @@ def test_dl001_through_the_cli(tmp_path, monkeypatch) -> None:
 )
 def test_a_distlint_ignore_of_only_other_codes_silences_nothing(comment: str) -> None:
     """It once read as a blanket ignore (a list without a DL code was taken for "all")."""
-    result = check_source(src(CALL + "  " + comment), "s.py", DEFAULT)
+    result = check_file(FileSource(src(CALL + "  " + comment), "s.py"), DEFAULT)
     expected = ["DL502"] if comment.endswith("x") else ["DL203", "DL502"]
     assert [f.code for f in result.findings] == expected
 

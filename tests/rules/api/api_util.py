@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding
 
@@ -16,7 +16,7 @@ def findings(source: str, code: str, torch_version: str = "2.13") -> list[Findin
     settings = FileSettings(
         enabled=frozenset({code}), torch_floor=torch_version, torch_ceiling=torch_version
     )
-    result = check_source(textwrap.dedent(source), "t.py", settings)
+    result = check_file(FileSource(textwrap.dedent(source), "t.py"), settings)
     assert result.errors == ()
     return list(result.findings)
 
@@ -61,7 +61,7 @@ def code_block(page: str, section: str) -> str:
 
 def dl505(source: str, module_name: str | None = None) -> list[Finding]:
     settings = FileSettings(enabled=frozenset({"DL505"}))
-    result = check_source(textwrap.dedent(source), "t.py", settings, module_name)
+    result = check_file(FileSource(textwrap.dedent(source), "t.py", module_name), settings)
     assert result.errors == ()
     return list(result.findings)
 
@@ -72,7 +72,7 @@ def range_findings(
     """Findings of ``code`` for a project whose torch range is ``lowest``..``highest`` (None:
     not known; judged on the newest shipped release, up to the newest)."""
     settings = FileSettings(enabled=frozenset({code}), torch_floor=lowest, torch_ceiling=highest)
-    result = check_source(textwrap.dedent(source), "t.py", settings)
+    result = check_file(FileSource(textwrap.dedent(source), "t.py"), settings)
     assert result.errors == ()
     return [f for f in result.findings if f.code == code]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.findings import Severity
 from distlint.rules.registry import get_rule
@@ -159,5 +159,5 @@ def test_dl505_reports_a_shim_path_dl504_leaves_to_an_older_lowest_torch() -> No
     both = frozenset({"DL504", "DL505"})
     for lowest, code in (("2.4", "DL505"), ("2.5", "DL504"), (None, "DL504")):
         settings = FileSettings(enabled=both, torch_floor=lowest)
-        found = check_source(source, "t.py", settings).findings
+        found = check_file(FileSource(source, "t.py"), settings).findings
         assert [f.code for f in found] == [code], lowest

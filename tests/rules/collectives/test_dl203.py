@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding, Severity
 from distlint.rules.registry import get_rule
@@ -237,6 +237,6 @@ def test_dl203_inline_suppression_covers_a_multiline_call() -> None:
         "@torch.compile\ndef step(x):\n    dist.all_gather_object(\n        [None],\n"
         "        1,  # noqa: DL203\n    )\n    return x\n"
     )
-    result = check_source(source, "t.py", DL203_ONLY)
+    result = check_file(FileSource(source, "t.py"), DL203_ONLY)
     assert result.findings == ()
     assert result.suppressed == 1

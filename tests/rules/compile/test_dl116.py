@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import textwrap
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.findings import Severity
 from tests.rules.compile.conftest import HEADER
@@ -92,9 +92,11 @@ def test_dl116_test_doubles_never_called_in_their_test_module_are_left_alone() -
         return m(torch.ones(2))
     """
     settings = FileSettings(enabled=frozenset({"DL116"}))
-    found = check_source(textwrap.dedent(source), "tests/test_mocks.py", settings).findings
+    found = check_file(
+        FileSource(textwrap.dedent(source), "tests/test_mocks.py"), settings
+    ).findings
     assert [f.span.start.line for f in found] == [13]
-    outside = check_source(textwrap.dedent(source), "src/mocks.py", settings).findings
+    outside = check_file(FileSource(textwrap.dedent(source), "src/mocks.py"), settings).findings
     assert [f.span.start.line for f in outside] == [6, 13]
 
 
@@ -130,7 +132,9 @@ def test_dl116_leaves_own_call_and_taken_over_state_alone() -> None:
                 return x[: self.size]
         """
     )
-    result = check_source(source, "transforms.py", FileSettings(enabled=frozenset({"DL116"})))
+    result = check_file(
+        FileSource(source, "transforms.py"), FileSettings(enabled=frozenset({"DL116"}))
+    )
     assert [f.code for f in result.findings] == ["DL116"]  # Plain only
     assert "`Plain.__init__`" in result.findings[0].message
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the DL4xx rule tests: file rules through ``check_source`` (as module ``t``),
+"""Helpers shared by the DL4xx rule tests: file rules through ``check_file`` (as module ``t``),
 project rules over several modules at once (every file's first pass, linked summaries, then
 the rule's ``check_project``), and the modules they share.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from distlint.engine.checker import analyze_source, check_source
+from distlint.engine.checker import FileSource, analyze_file, check_file
 from distlint.file_settings import FileSettings
 from distlint.findings import Finding
 from distlint.rules.project import FileRecords, Project
@@ -20,7 +20,7 @@ FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 
 def findings(source: str, *codes: str) -> list[Finding]:
     settings = FileSettings(enabled=frozenset(codes))
-    result = check_source(textwrap.dedent(source), "t.py", settings, "t")
+    result = check_file(FileSource(textwrap.dedent(source), "t.py", "t"), settings)
     assert result.errors == ()
     return list(result.findings)
 
@@ -32,7 +32,7 @@ def project(
     settings = FileSettings(enabled=frozenset(codes))
     texts = {path: textwrap.dedent(text) for path, text in sources.items()}
     results = [
-        analyze_source(text, path, settings, path[:-3].replace("/", "."))
+        analyze_file(FileSource(text, path, path[:-3].replace("/", ".")), settings)
         for path, text in texts.items()
     ]
     for result in results:

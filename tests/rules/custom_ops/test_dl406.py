@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import textwrap
 
-from distlint.engine.checker import check_source
+from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
 from distlint.findings import Severity
 from tests.rules.conftest import where
@@ -128,6 +128,6 @@ class Mixer(nn.Module):
         return self.proj(x) * self.scale
 """
     settings = FileSettings(enabled=frozenset({"DL406", "DL407"}))
-    result = check_source(source, "t.py", settings)
+    result = check_file(FileSource(source, "t.py"), settings)
     assert result.errors == ()
     assert [(f.code, f.span.start.line) for f in result.findings] == [("DL406", 19)]
