@@ -32,7 +32,7 @@ from distlint.semantic.collectives import (
     is_wrapping_call,
     zero_stage,
 )
-from distlint.semantic.compile_sites import CompileSite, literal_options
+from distlint.semantic.compile_sites import CompileSite, compiles, literal_options
 from distlint.semantic.model import (
     DDP_ARGUMENT,
     MEMBER_ARGUMENT,
@@ -1242,9 +1242,7 @@ class Collector:
         return compiler[0] in ("f", "partial", "attr", "call")
 
     def _certainly_compile(self, compiler: Value) -> bool:
-        return compiler[0] == "g" and (
-            compiler[1] == "torch.compile" or compiler[1] in self.wrappers
-        )
+        return compiler[0] == "g" and compiles(compiler[1], self.wrappers)
 
     def _may_compile_call(self, callee: Value, func: cst.BaseExpression) -> bool:
         if self._certainly_compile(callee):

@@ -29,11 +29,18 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Span
-from distlint.semantic.regions import COMPILE_FUNCTIONS, Resolver, is_literal, literal_value
+from distlint.semantic.regions import Resolver, is_literal, literal_value
 from distlint.semantic.values import Options, Value
 from distlint.syntax.spans import NOWHERE, NodeSpan
 
+COMPILE_FUNCTIONS = frozenset({"torch.compile"})
 UNKNOWN = "<expr>"  # how a summary keeps a keyword value that is not a literal
+
+
+def compiles(name: str, wrappers: Collection[str]) -> bool:
+    """Whether the callable named ``name`` certainly compiles what it is given:
+    ``torch.compile`` or one of the configured ``compile-wrappers``."""
+    return name in COMPILE_FUNCTIONS or name in wrappers
 
 
 @dataclass(frozen=True)
@@ -218,7 +225,6 @@ def decorator_site(
         call = expr if isinstance(expr, cst.Call) else None
         target = call.func if call is not None else expr
         name = resolve(target)
-        if name is None or (name not in COMPILE_FUNCTIONS and name not in wrappers):
-            continue
-        return tree_site(decorator, name, call)
+        if name is not None and compiles(name, wrappers):
+            return tree_site(decorator, name, call)
     return None

@@ -25,7 +25,7 @@ from distlint.semantic.bindings import (
     forward_arguments,
 )
 from distlint.semantic.collectives import BUFFERED_MODULES, CONVERTS_BATCH_NORM
-from distlint.semantic.compile_sites import CompileSite, RootInfo
+from distlint.semantic.compile_sites import CompileSite, RootInfo, compiles
 from distlint.semantic.model import (
     MODULE_CODE,
     ClassSummary,
@@ -44,7 +44,6 @@ from distlint.syntax.spans import NOWHERE, SourceLookup, resolve_spans
 AVal = tuple
 _MAX_DEPTH = 24
 _DISABLE_DEPTH = 3  # call levels below a project decorator searched for a disable call
-_COMPILE = "torch.compile"
 
 
 @dataclass
@@ -571,7 +570,7 @@ class ProjectFacts:
     def _compiler_options(self, item: AVal, depth: int) -> tuple | None:
         if depth > 6:
             return None
-        if item[0] == "ext" and (item[1] == _COMPILE or item[1] in self.wrappers):
+        if item[0] == "ext" and compiles(item[1], self.wrappers):
             return ()
         if item[0] == "partialv":
             for inner in item[1]:

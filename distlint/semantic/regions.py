@@ -18,7 +18,6 @@ from distlint.syntax.imports import self_attribute
 from distlint.syntax.shapes import bound_names
 from distlint.syntax.walker import children, descendants, evaluated, suite_body
 
-COMPILE_FUNCTIONS = frozenset({"torch.compile"})
 DISABLE_FUNCTIONS = frozenset(
     {
         "torch.compiler.disable",

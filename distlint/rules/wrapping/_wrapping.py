@@ -20,8 +20,8 @@ from distlint.knowledge.module_factories import the_module
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import DDP, FSDP1, FULLY_SHARD
-from distlint.semantic.compile_sites import TreeSite, tree_site
-from distlint.semantic.regions import COMPILE_FUNCTIONS, Resolver, is_literal, literal_value
+from distlint.semantic.compile_sites import COMPILE_FUNCTIONS, TreeSite, tree_site
+from distlint.semantic.regions import Resolver, is_literal, literal_value
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import call_argument, children, subclasses_of
 
