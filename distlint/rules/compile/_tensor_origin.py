@@ -24,7 +24,7 @@ _CREATING_METHODS = frozenset(
     {"new", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "clone"}
 )
 # ``torch.Tensor()``, ``torch.FloatTensor(...)``: the legacy constructors
-_TENSOR_CLASS = re.compile(r"torch\.[A-Z][A-Za-z]*Tensor")
+_TENSOR_CLASS = re.compile(r"torch\.(?:[A-Z]\w*)?Tensor")
 
 
 def computed_in_region(
@@ -39,6 +39,8 @@ def computed_in_region(
         func = expr.func
         if not isinstance(func, cst.Attribute) or func.attr.value in NON_TENSOR_METHODS:
             return False
+        if func.attr.value.endswith("_"):  # an in-place method returns its receiver
+            return computed_in_region(guess, func.value, seen)
         if func.attr.value in _CREATING_METHODS or guess.is_tensor(expr):
             return True
         return computed_in_region(guess, func.value, seen)  # ``torch.Tensor().to(device)``
