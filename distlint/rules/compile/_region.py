@@ -9,7 +9,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.base import RegionRule
-from distlint.rules.compile._analysis import Bindings, TensorGuess
+from distlint.rules.compile._analysis import SOME_PATHS_NOTE, Bindings, TensorGuess
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import Region
 from distlint.syntax.shapes import is_true, keyword_is_true
@@ -82,12 +82,17 @@ class _RegionRule(RegionRule):
         *,
         fullgraph: str,
         breaks: str,
+        where_certain: bool = False,
     ) -> None:
         """Report what graph-breaks in ``region``: under fullgraph=True a compile error (the
         ``fullgraph`` message, severity error), otherwise the ``breaks`` message at the rule's
-        severity; related to the region's roots either way."""
+        severity; related to the region's roots either way. ``where_certain``: the error only
+        where ``node`` runs on every call of a fullgraph root (``ctx.certain``); on some paths
+        only, the ``fullgraph`` message says so, as a warning."""
         if region.fullgraph:
             message, severity = fullgraph, Severity.ERROR
+            if where_certain and not self.ctx.certain(node):
+                message, severity = f"{fullgraph}{SOME_PATHS_NOTE}", Severity.WARNING
         else:
             message, severity = breaks, None
         self.report(node, message, severity=severity, related=region.related)
