@@ -27,6 +27,14 @@ UNTRACEABLE_COLLECTIVES = {
     "torch.distributed.irecv": "GB2696",
 }
 P2P_BREAK = "GB2696"
+# Batched point-to-point: refused while P2P compilation is off (the default). Only DL202 reads
+# this table: ``P2POp`` is a class, its construction no collective, so the analyses that read
+# UNTRACEABLE_COLLECTIVES (DL105's breaks) or the semantic collectives (rank divergence) must
+# not count it as one. Name -> GB id of the break.
+UNTRACEABLE_P2P_BATCH = {
+    "torch.distributed.P2POp": "GB1750",  # `P2P compilation disabled for P2POp construction`
+    "torch.distributed.batch_isend_irecv": "GB9300",  # `... disabled for batch_isend_irecv`
+}
 # Traceable c10d collectives (remapped to functional collectives) and the position of
 # their ``async_op`` parameter; with ``async_op=True`` they break the graph (GB0172).
 TRACEABLE_COLLECTIVES = {
@@ -42,7 +50,8 @@ ASYNC_BREAK = "GB0172"
 
 
 def collective_break_gb(name: str | None, node: cst.Call) -> str | None:
-    """The GB id of the graph break a c10d call causes in compiled code, or None if it traces.
+    """The GB id of the graph break a c10d call (or a ``P2POp`` construction) causes in
+    compiled code, or None if it traces.
 
     ``name`` is the call's resolved name. Object collectives are not included: they crash
     compilation outright (DL203).
@@ -51,6 +60,8 @@ def collective_break_gb(name: str | None, node: cst.Call) -> str | None:
         return None
     if name in UNTRACEABLE_COLLECTIVES:
         return UNTRACEABLE_COLLECTIVES[name]
+    if name in UNTRACEABLE_P2P_BATCH:
+        return UNTRACEABLE_P2P_BATCH[name]
     position = TRACEABLE_COLLECTIVES.get(name)
     if position is not None and _async_op_true(node, position):
         return ASYNC_BREAK

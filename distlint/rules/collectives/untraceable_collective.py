@@ -1,8 +1,9 @@
 """DL202: a collective that Dynamo cannot trace (``broadcast``, ``barrier``, point-to-point
-ops, ``new_group``, a traceable one with ``async_op=True``...) inside a compiled region.
+ops and their batches, ``new_group``, a traceable one with ``async_op=True``...) inside a
+compiled region.
 
 Observed on torch 2.13.0 (tests/proof/test_proof_dl202.py, fixtures/DL202): the call breaks
-the graph (GB0007, GB2696, GB0172), and fails under ``fullgraph=True``.
+the graph (GB0007, GB2696, GB1750, GB9300, GB0172), and fails under ``fullgraph=True``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from distlint.knowledge.collectives import (
     ASYNC_BREAK,
     P2P_BREAK,
     UNTRACEABLE_COLLECTIVES,
+    UNTRACEABLE_P2P_BATCH,
     collective_break_gb,
 )
 from distlint.rules.base import RegionRule, in_region
@@ -71,6 +73,8 @@ class UntraceableCollective(RegionRule):
 
 
 def _untraceable_message(name: str, spelled: str, effect: str) -> str:
+    if name in UNTRACEABLE_P2P_BATCH:
+        return _p2p_batch_message(name, spelled, effect)
     gb = UNTRACEABLE_COLLECTIVES[name]
     if gb == P2P_BREAK:
         return (
@@ -89,4 +93,20 @@ def _untraceable_message(name: str, spelled: str, effect: str) -> str:
     return (
         f"`{spelled}` {effect}: Dynamo does not trace `{short}` on torch 2.13 ({gb}). "
         f"{hint} it outside the compiled function."
+    )
+
+
+def _p2p_batch_message(name: str, spelled: str, effect: str) -> str:
+    gb = UNTRACEABLE_P2P_BATCH[name]
+    if name.endswith(".P2POp"):
+        return (
+            f"`{spelled}(...)` {effect}: torch 2.13 does not compile point-to-point ops, not "
+            f"even the construction of a `P2POp` (`P2P compilation disabled for P2POp "
+            f"construction`, {gb}). Build the ops and call `batch_isend_irecv` outside the "
+            "compiled function."
+        )
+    return (
+        f"`{spelled}` {effect}: torch 2.13 does not compile point-to-point ops (`P2P "
+        f"compilation disabled for batch_isend_irecv`, {gb}); each `P2POp` built in the "
+        "compiled region breaks before it. Call it outside the compiled function."
     )

@@ -23,7 +23,7 @@ from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_compiling_test
 from distlint.syntax.imports import scope_statements
-from distlint.syntax.shapes import is_true, keyword_is_true
+from distlint.syntax.shapes import keyword_is_true
 from distlint.syntax.walker import descendants
 
 
@@ -51,50 +51,11 @@ def conversion_break(
         return None
     conversion = classify_conversion(node, kind, parents, rule.guess(), rule.is_builtin)
     region = rule.ctx.region
-    captured = rule.ctx.memo(_enables_scalar_capture)  # module-level settings included
+    captured = rule.enabled_anywhere("capture_scalar_outputs")  # module level included
     strict = (region is not None and region.fullgraph) or captured
     if strict and not conversion.breaks_with_capture:
         return None
     return conversion
-
-
-_SCALARS = "capture_scalar_outputs"
-
-
-def _enables_scalar_capture(ctx: RuleContext) -> bool:
-    """Whether the file turns ``capture_scalar_outputs`` on anywhere: at module level, assigned
-    True in a function (torchrec's test helpers) or patched around a compiled call (``with
-    torch._dynamo.config.patch(capture_scalar_outputs=True):``, thunder's tests). Which runs
-    it covers is not known, so conversions it captures are left alone in the whole file."""
-    if _SCALARS not in ctx.source:
-        return False
-    for node in descendants(ctx.module):
-        if isinstance(node, cst.Assign) and is_true(node.value):
-            if any(
-                isinstance(t.target, cst.Attribute) and t.target.attr.value == _SCALARS
-                for t in node.targets
-            ):
-                return True
-        elif isinstance(node, cst.Call) and _patches_scalar_capture(node):
-            return True
-    return False
-
-
-def _patches_scalar_capture(call: cst.Call) -> bool:
-    """``config.patch(capture_scalar_outputs=True)`` / ``config.patch("capture_scalar_outputs",
-    True)`` (also as a decorator)."""
-    func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "patch"):
-        return False
-    if keyword_is_true(call, _SCALARS):
-        return True
-    args = [a for a in call.args if a.keyword is None]
-    return (
-        len(args) == 2
-        and isinstance(args[0].value, cst.SimpleString)
-        and args[0].value.evaluated_value == _SCALARS
-        and is_true(args[1].value)
-    )
 
 
 # DL104: host calls that graph-break on torch 2.13.0, name -> GB id. Each entry is run by

@@ -2,7 +2,9 @@
 compiled region.
 
 Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL106): each graph-breaks
-(GB0123, GB0025, GB0008) and fails under ``fullgraph=True``.
+(GB0123, GB0025, GB0008) and fails under ``fullgraph=True``. A file that sets
+``torch._dynamo.config.trace_autograd_ops = True`` has ``loss.backward()`` traced
+(tests/proof/test_proof_dl127.py, which also proves DL127's ``torch.autograd.grad`` there).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ class TrainStepInCompiledRegion(_RegionRule):
             return
         method = func.attr.value
         if method == "backward":
-            self._report(node, "backward", region)
+            if not self.enabled_anywhere("trace_autograd_ops"):  # else traced (as by DL127)
+                self._report(node, "backward", region)
         elif method in ("step", "zero_grad") and self._is_optimizer(func.value):
             self._report(node, method, region)
 

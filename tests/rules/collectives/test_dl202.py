@@ -37,6 +37,8 @@ def compiled(body: str, decorator: str = "@torch.compile") -> str:
         ("dist.recv(x, src=0)", "GB2696"),
         ("dist.isend(x, dst=1)", "GB2696"),
         ("dist.irecv(x, src=0)", "GB2696"),
+        ("dist.P2POp(dist.isend, x, 1)", "GB1750"),
+        ("dist.batch_isend_irecv(xs)", "GB9300"),
         ("dist.all_reduce(x, async_op=True)", "GB0172"),
         ("dist.all_gather(xs, x, None, True)", "GB0172"),
         ("dist.all_gather_into_tensor(out, x, async_op=True)", "GB0172"),
@@ -90,6 +92,40 @@ def test_dl202_messages() -> None:
         "`dist.barrier` breaks the graph of the compiled region: Dynamo does not trace "
         "`barrier` on torch 2.13 (GB0007). Call it outside the compiled function."
     )
+
+
+def test_dl202_a_batch_and_each_p2p_op_built_in_it() -> None:
+    source = compiled(
+        """
+        ops = [dist.P2POp(dist.isend, x, 1), dist.P2POp(dist.irecv, out, 1)]
+        works = dist.batch_isend_irecv(ops)
+        """,
+        "@torch.compile(fullgraph=True)",
+    )
+    found = findings(source, "DL202")
+    assert where(found) == [("DL202", 6, 12), ("DL202", 6, 42), ("DL202", 7, 13)]
+    assert all(f.severity is Severity.ERROR for f in found)
+    assert found[0].message == (
+        "`dist.P2POp(...)` makes the fullgraph=True compile fail (`Unsupported`): torch 2.13 "
+        "does not compile point-to-point ops, not even the construction of a `P2POp` (`P2P "
+        "compilation disabled for P2POp construction`, GB1750). Build the ops and call "
+        "`batch_isend_irecv` outside the compiled function."
+    )
+    assert "`P2P compilation disabled for batch_isend_irecv`, GB9300" in found[2].message
+
+
+def test_p2p_op_is_no_collective_for_the_loop_and_rank_analyses() -> None:
+    """``P2POp`` is a class: DL202 alone reports building one. DL105 counts the breaks of the
+    collectives table, DL201 the semantic collectives: neither holds it."""
+    looped = "for peer in range(2):\n    {}"
+    built = compiled(looped.format("op = dist.P2POp(dist.isend, x, peer)"))
+    assert [f.code for f in findings(built, "DL105", "DL202")] == ["DL202"]
+    sent = compiled(looped.format("dist.isend(x, peer)"))
+    assert sorted(f.code for f in findings(sent, "DL105", "DL202")) == ["DL105", "DL202"]
+    divergent = f"{HEADER}\ndef exchange(x):\n    if dist.get_rank() == 0:\n        {{}}\n"
+    built = divergent.format("op = dist.P2POp(dist.isend, x, 1)")
+    assert findings(built, "DL201", "DL209") == []
+    assert findings(divergent.format("dist.barrier()"), "DL201", "DL209") != []
 
 
 def test_dl202_spellings() -> None:
