@@ -320,6 +320,13 @@ DL106_BAD = {
     "case_zero_grad_fullgraph": ("fg", 31, "GB0008", None),
     # SGD.step runs `torch._dynamo.graph_break()` first (GB0025)
     "case_optimizer_step_fullgraph": ("fg", 38, "GB0025", "Call to `torch._dynamo.graph_break()`"),
+    # the function form is skipped outright, not traced to the Tensor method
+    "case_autograd_backward": (
+        "break",
+        45,
+        "GB0007",
+        "Attempted to call function marked as skipped",
+    ),
 }
 
 

@@ -40,7 +40,7 @@ class TrainStepInCompiledRegion(_RegionRule):
         func = node.func
         name = self.ctx.resolve(func)
         if name == "torch.autograd.backward":
-            self._report(node, "backward", region)
+            self._report(node, "autograd.backward", region)
             return
         if name is not None or not isinstance(func, cst.Attribute):
             return
@@ -69,6 +69,8 @@ class TrainStepInCompiledRegion(_RegionRule):
         spelled = self.spell(node)
         if what == "backward":
             effect = "GB0123, `Unsupported Tensor.backward() call`"
+        elif what == "autograd.backward":
+            effect = "GB0007, `Attempted to call function marked as skipped`"
         elif what == "step":
             effect = "GB0025: the optimizer step calls `torch._dynamo.graph_break()`"
         else:
