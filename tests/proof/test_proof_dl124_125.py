@@ -9,8 +9,8 @@ GB0128 and is a counted break without it; a resize of an argument or a buffer (o
 
 DL125: ``nn.Parameter`` of a tensor the region computes is GB0264; of a number or nothing,
 GB0226. Of an argument or a buffer (lifted out of the graph), with
-``graph_break_on_nn_param_ctor = False``, in ``__init__`` or through a materialised lazy
-module: no break.
+``graph_break_on_nn_param_ctor = False`` (module level or patched), in ``__init__`` or through
+a materialised lazy module: no break.
 """
 
 from __future__ import annotations
@@ -58,7 +58,10 @@ BAD = {
         "case_number_fullgraph": ("fg", "GB0226", NO_TENSOR, 55),
     },
 }
-CLEAN = {"DL124": ("good", "traps"), "DL125": ("good", "traps", "traps_flag_off")}
+CLEAN = {
+    "DL124": ("good", "traps"),
+    "DL125": ("good", "traps", "traps_flag_off", "traps_flag_patched"),
+}
 
 
 @pytest.fixture(scope="module")

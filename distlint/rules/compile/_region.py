@@ -12,8 +12,8 @@ from distlint.rules.base import RegionRule
 from distlint.rules.compile._analysis import SOME_PATHS_NOTE, Bindings, TensorGuess
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import Region
-from distlint.syntax.shapes import is_true, keyword_is_true
-from distlint.syntax.walker import descendants
+from distlint.syntax.shapes import is_name
+from distlint.syntax.walker import descendants, keyword_arg
 
 _MODULE = -1  # the module's bindings in _scope_bindings (other keys: id of a function or None)
 
@@ -36,11 +36,12 @@ class _RegionRule(RegionRule):
         return self.ctx.dynamo_config
 
     def enabled_anywhere(self, setting: str) -> bool:
-        """Whether the file turns the Dynamo ``setting`` (one of ``SWITCHES``) on anywhere: at
-        module level, assigned True in a function (torchrec's test helpers) or patched around
-        a compiled call (``with torch._dynamo.config.patch(capture_scalar_outputs=True):``,
-        thunder's and torchao's tests). Which runs it covers is not known, so what it allows
-        is left alone in the whole file."""
+        """Whether the file switches the Dynamo ``setting`` (one of ``SWITCHES``) to the value
+        that lets Dynamo trace what a rule reports, anywhere: at module level, assigned in a
+        function (torchrec's test helpers) or patched around a compiled call (``with
+        torch._dynamo.config.patch(capture_scalar_outputs=True):``, thunder's and torchao's
+        tests). Which runs it covers is not known, so what it allows is left alone in the
+        whole file."""
         return setting in self.ctx.memo(_switched_on)
 
     def guess(self) -> TensorGuess:
@@ -99,42 +100,50 @@ class _RegionRule(RegionRule):
 
 
 # Dynamo settings that make a region rule's break go away, looked for anywhere in the file
-# (``_RegionRule.enabled_anywhere``): DL102's scalar capture, DL106's and DL127's autograd ops.
-SWITCHES = ("capture_scalar_outputs", "trace_autograd_ops")
+# (``_RegionRule.enabled_anywhere``), with the value that does it: DL102's scalar capture,
+# DL106's and DL127's autograd ops, DL125's ``nn.Parameter`` constructor.
+SWITCHES = {
+    "capture_scalar_outputs": "True",
+    "trace_autograd_ops": "True",
+    "graph_break_on_nn_param_ctor": "False",
+}
 
 
 def _switched_on(ctx: RuleContext) -> frozenset[str]:
-    """The ``SWITCHES`` the file sets True anywhere (one walk of the file, for all of them)."""
-    named = [setting for setting in SWITCHES if setting in ctx.source]
+    """The ``SWITCHES`` the file sets to their value anywhere (one walk of the file, for all
+    of them)."""
+    named = {setting: value for setting, value in SWITCHES.items() if setting in ctx.source}
     if not named:
         return frozenset()
     found: set[str] = set()
     for node in descendants(ctx.module):
-        if isinstance(node, cst.Assign) and is_true(node.value):
+        if isinstance(node, cst.Assign):
             found.update(
                 t.target.attr.value
                 for t in node.targets
-                if isinstance(t.target, cst.Attribute) and t.target.attr.value in named
+                if isinstance(t.target, cst.Attribute)
+                and is_name(node.value, named.get(t.target.attr.value, ""))
             )
         elif isinstance(node, cst.Call):
-            found.update(setting for setting in named if _patches_on(node, setting))
+            found.update(s for s, value in named.items() if _patches_to(node, s, value))
     return frozenset(found)
 
 
-def _patches_on(call: cst.Call, setting: str) -> bool:
-    """``config.patch(setting=True)`` / ``config.patch("setting", True)`` (also as a
-    decorator)."""
+def _patches_to(call: cst.Call, setting: str, value: str) -> bool:
+    """``config.patch(setting=value)`` / ``config.patch("setting", value)`` (also as a
+    decorator), ``value`` the name ``True`` or ``False``."""
     func = call.func
     if not (isinstance(func, cst.Attribute) and func.attr.value == "patch"):
         return False
-    if keyword_is_true(call, setting):
-        return True
+    keyword = keyword_arg(call, setting)
+    if keyword is not None:
+        return is_name(keyword.value, value)
     args = [a for a in call.args if a.keyword is None]
     return (
         len(args) == 2
         and isinstance(args[0].value, cst.SimpleString)
         and args[0].value.evaluated_value == setting
-        and is_true(args[1].value)
+        and is_name(args[1].value, value)
     )
 
 

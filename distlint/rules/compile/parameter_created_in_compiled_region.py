@@ -55,7 +55,7 @@ class ParameterCreatedInCompiledRegion(_RegionRule):
             gb = 'GB0226, "`torch.nn.Parameter()` with unsupported data type"'
             what = f"`{spelled}` is given no tensor inside a compiled region"
             instead = f"Pass it a tensor. {INSTEAD}"
-        elif self.config.get(FLAG, True) is True and computed_in_region(self.guess(), data):
+        elif self._breaks_on_constructor() and computed_in_region(self.guess(), data):
             gb = 'GB0264, "Attempted to use `torch.nn.Parameter()` constructor with Dynamo"'
             what = f"`{spelled}` creates a parameter from a tensor the compiled region computes"
             instead = (
@@ -76,6 +76,12 @@ class ParameterCreatedInCompiledRegion(_RegionRule):
             ),
             certain_only=True,
         )
+
+    def _breaks_on_constructor(self) -> bool:
+        """``graph_break_on_nn_param_ctor`` is True (its default): no module-level setting
+        other than True, and the file switches it off nowhere (assigned, or patched around a
+        compiled call)."""
+        return self.config.get(FLAG, True) is True and not self.enabled_anywhere(FLAG)
 
 
 def _is_literal(expr: cst.BaseExpression) -> bool:

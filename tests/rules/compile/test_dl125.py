@@ -86,11 +86,33 @@ def test_dl125_tensors_with_a_source_and_unknown_data_are_left_alone(body: str) 
     assert run(source, "DL125") == []
 
 
-def test_dl125_the_flag_off_silences_gb0264_only() -> None:
-    flag = "torch._dynamo.config.graph_break_on_nn_param_ctor = False\n"
+@pytest.mark.parametrize(
+    "switch",
+    [
+        "torch._dynamo.config.graph_break_on_nn_param_ctor = False\n",
+        "def setup():\n    torch._dynamo.config.graph_break_on_nn_param_ctor = False\n",
+        "patched = torch._dynamo.config.patch(graph_break_on_nn_param_ctor=False)\n",
+        'patched = torch._dynamo.config.patch("graph_break_on_nn_param_ctor", False)\n',
+    ],
+    ids=["module-level", "in-a-function", "patch-keyword", "patch-pair"],
+)
+def test_dl125_the_flag_off_anywhere_silences_gb0264_only(switch: str) -> None:
     body = "w = nn.Parameter(torch.ones(8))\nv = nn.Parameter(1.0)\n"
-    (finding,) = run(in_function(body).replace(NN, NN + flag), "DL125")
+    (finding,) = run(in_function(body).replace(NN, NN + switch), "DL125")
     assert "GB0226" in finding.message
+
+
+@pytest.mark.parametrize(
+    "switch",
+    [
+        "torch._dynamo.config.graph_break_on_nn_param_ctor = True\n",
+        "patched = torch._dynamo.config.patch(graph_break_on_nn_param_ctor=True)\n",
+    ],
+)
+def test_dl125_the_flag_left_on_keeps_gb0264(switch: str) -> None:
+    source = in_function("w = nn.Parameter(torch.ones(8))\n").replace(NN, NN + switch)
+    (finding,) = run(source, "DL125")
+    assert "GB0264" in finding.message
 
 
 def test_dl125_is_silent_outside_compiled_regions() -> None:
