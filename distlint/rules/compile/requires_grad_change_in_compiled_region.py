@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -36,9 +37,9 @@ from distlint.rules.compile._analysis import (
 from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import Region
-from distlint.syntax.imports import self_attribute
+from distlint.syntax.imports import dotted_name, self_attribute
 from distlint.syntax.shapes import bound_names, is_name, is_true, keyword_is_true
-from distlint.syntax.walker import keyword_arg, nodes_with_parents, scope_nodes
+from distlint.syntax.walker import descendants, keyword_arg, nodes_with_parents, scope_nodes
 
 # The torch functions that take ``requires_grad`` (torch 2.13's ``_VariableFunctions``): called
 # with ``requires_grad=True`` in a compiled region, each is GB0225.
@@ -96,6 +97,24 @@ METHOD_FACTORY = "new_tensor"
 # a tensor.
 PARAMETER_ITERATORS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers"})
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# Values that are not tensors, whatever they hold.
+NON_TENSOR_VALUES = (
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.FormattedString,
+    cst.Integer,
+    cst.Float,
+    cst.List,
+    cst.Tuple,
+    cst.Dict,
+    cst.Set,
+    cst.ListComp,
+    cst.DictComp,
+    cst.SetComp,
+    cst.GeneratorExp,
+    cst.Comparison,
+    cst.Lambda,
+)
 # Calls whose result does not carry a tensor's autograd state into what is returned.
 _UNTRACKED_BUILTINS = frozenset(
     {"len", "isinstance", "int", "float", "bool", "str", "repr", "id", "type", "print"}
@@ -242,8 +261,47 @@ class RequiresGradChangeInCompiledRegion(_RegionRule):
     # -- receivers -----------------------------------------------------------------------------
 
     def _is_tensor(self, expr: cst.BaseExpression) -> bool:
-        """A tensor per the tensor guess, or a parameter-like access (see _parameter_like)."""
-        return self.guess().is_tensor(expr) or self._parameter_like(expr)
+        """A tensor per the tensor guess, a parameter-like access (see _parameter_like), or a
+        plain local or argument name (see _plain_name)."""
+        return (
+            self.guess().is_tensor(expr)
+            or self._parameter_like(expr)
+            or (isinstance(expr, cst.Name) and self._plain_name(expr.value))
+        )
+
+    def _plain_name(self, name: str) -> bool:
+        """An argument (not ``self``/``cls``, not ``*args``, not annotated as something other
+        than a tensor) or a local assigned only values that may be tensors (also through ``+=``
+        and tuple unpacking): what real code sets ``requires_grad`` on this way is a tensor (a
+        loss target, ``position_bias``, ``hidden_states``). A name also bound by a loop,
+        ``with``, import or ``def`` is left out, and so is one assigned a literal, a container
+        or a constructed object (``nn.Linear(...)``, ``Config()``)."""
+        function = self.ctx.function
+        if name in ("self", "cls") or function is None:
+            return False
+        guess = self.guess()
+        param = guess.params.get(name)
+        values = guess.assigned.get(name) or []
+        if param is None and not values:
+            return False  # a global, a builtin or a free variable
+        if param is not None and (param.star or not _tensor_annotation(param.annotation)):
+            return False
+        if name in self._loops(function).others:
+            return False
+        return not any(v is not None and self._not_a_tensor(v) for v in values)
+
+    def _not_a_tensor(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, NON_TENSOR_VALUES) or is_name(value, "None"):
+            return True
+        if isinstance(value, cst.Call):
+            func = value.func
+            last = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func) or ""
+            if last[:1].isupper():  # a class: a module or another object, unless torch's
+                name = self.ctx.resolve(func) or ""
+                return name not in PARAMETER_CLASSES and not (
+                    name.startswith("torch.") and name.endswith("Tensor")
+                )
+        return False
 
     def _parameter_like(self, expr: cst.BaseExpression) -> bool:
         """``<chain>.weight`` / ``.bias`` (``*_weight`` / ``*_bias``), ``self.<p>`` that the
@@ -262,28 +320,28 @@ class RequiresGradChangeInCompiledRegion(_RegionRule):
                 )
             return False
         if isinstance(expr, cst.Name):
-            return expr.value in self._parameter_loop_names()
+            return self._parameter_loop_variable(expr.value)
         return False
 
     def _builds_tensor(self, call: cst.Call) -> bool:
         name = self.ctx.resolve(call.func)
         return name in PARAMETER_CLASSES or torch_call_returns_tensor(name)
 
-    def _parameter_loop_names(self) -> frozenset[str]:
-        """Names the enclosing function binds only as loop variables over parameters."""
+    def _parameter_loop_variable(self, name: str) -> bool:
+        """Whether the enclosing function binds ``name`` only as a loop variable over
+        parameters (a loop binds it to None in the guess's bindings)."""
         function = self.ctx.function
         if function is None:
-            return frozenset()
-        cache: dict[int, frozenset[str]] = self.__dict__.setdefault("_loops", {})
-        key = id(function)
-        if key not in cache:
-            loops = Counter(_parameter_loop_variables(function))
-            assigned = self.guess().assigned
-            # every binding of the name is such a loop (a loop binds it to None)
-            cache[key] = frozenset(
-                name for name, count in loops.items() if assigned.get(name) == [None] * count
-            )
-        return cache[key]
+            return False
+        count = self._loops(function).parameters[name]
+        return count > 0 and self.guess().assigned.get(name) == [None] * count
+
+    def _loops(self, function: cst.FunctionDef) -> _Loops:
+        cache: dict[int, _Loops] = self.__dict__.setdefault("_loops_cache", {})
+        found = cache.get(id(function))
+        if found is None:
+            found = cache[id(function)] = _Loops.of(function)
+        return found
 
     def _made_here(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
         """A tensor the compiled function makes and that does not require grad: a torch
@@ -342,6 +400,17 @@ class RequiresGradChangeInCompiledRegion(_RegionRule):
 # -- helpers ---------------------------------------------------------------------------------------
 
 
+def _tensor_annotation(annotation: cst.Annotation | None) -> bool:
+    """No annotation, or one that names ``Tensor`` / ``Parameter`` (``Optional[Tensor]``)."""
+    if annotation is None:
+        return True
+    return any(
+        (isinstance(node, cst.Name) and node.value in ("Tensor", "Parameter"))
+        or (isinstance(node, cst.SimpleString) and "Tensor" in node.value)
+        for node in descendants(annotation)
+    )
+
+
 def _is_chain(expr: cst.BaseExpression) -> bool:
     """``a`` / ``a.b.c`` / ``a.b[0].c``: a path of names, attributes and subscripts."""
     while True:
@@ -372,17 +441,40 @@ def _in_loop(parents: Sequence[cst.CSTNode], node: cst.CSTNode) -> bool:
     return False
 
 
-def _parameter_loop_variables(function: cst.FunctionDef) -> Iterable[str]:
-    """``p`` of ``for p in m.parameters()`` / ``for n, p in m.named_parameters()`` (also
-    through ``list(...)`` / ``chain(...)`` of such iterators) in ``function``'s own body."""
-    for node in scope_nodes(function.body):
-        if not isinstance(node, cst.For) or not _iterates_parameters(node.iter):
-            continue
-        target = node.target
-        if isinstance(target, cst.Name):
-            yield target.value
-        elif isinstance(target, cst.Tuple) and len(target.elements) == 2:
-            yield from bound_names(target.elements[1].value)
+@dataclass
+class _Loops:
+    """What a function's own scope binds by loops and the like: the variables of loops over
+    parameters (``for p in m.parameters()``, ``for n, p in m.named_parameters()``, also through
+    ``list(...)`` / ``chain(...)``), with how many such loops bind each, and the names bound
+    to anything by other loops, ``with``, imports and ``def``/``class``."""
+
+    parameters: Counter[str] = field(default_factory=Counter)
+    others: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, function: cst.FunctionDef) -> _Loops:
+        found = cls()
+        for node in scope_nodes(function.body):
+            if isinstance(node, cst.For) and _iterates_parameters(node.iter):
+                target = node.target
+                if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                    found.parameters.update(bound_names(target.elements[1].value))
+                    found.others.update(bound_names(target.elements[0].value))
+                else:
+                    found.parameters.update(bound_names(target))
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                found.others.update(bound_names(node.target))
+            elif isinstance(node, cst.WithItem) and node.asname is not None:
+                found.others.update(bound_names(node.asname.name))
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                found.others.add(node.name.value)
+            elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(
+                node.names, cst.ImportStar
+            ):
+                for alias in node.names:
+                    bound = alias.asname.name if alias.asname else alias.name
+                    found.others.add((dotted_name(bound) or "").split(".")[0])  # import a.b: a
+        return found
 
 
 def _iterates_parameters(expr: cst.BaseExpression) -> bool:
@@ -524,8 +616,8 @@ def _carries_up(chain: Sequence[cst.CSTNode]) -> bool:
         parent, child = chain[index - 1], chain[index]
         if isinstance(parent, cst.Attribute) and parent.value is child:
             attr = parent.attr.value
-            if attr in NON_TENSOR_ATTRS:
-                return False
+            if attr in NON_TENSOR_ATTRS or attr == "grad":
+                return False  # metadata; a gradient does not carry the flag
             outer = chain[index - 2] if index >= 2 else None
             if (
                 isinstance(outer, cst.Call)

@@ -48,11 +48,14 @@ def test_dl123_setting_requires_grad_on_tensors_and_parameters() -> None:
                 setattr(q, "requires_grad", False)
             for r in list(self.lin.parameters()):
                 r.data.requires_grad = False
+            tgt.requires_grad = False
+            bias = compute_bias(x)
+            bias.requires_grad = True
             return y
         """
     )
     found = run(source, "DL123")
-    assert [line for _, line, _ in where(found)] == [11, 13, 14, 15, 16, 18, 20, 22]
+    assert [line for _, line, _ in where(found)] == [11, 13, 14, 15, 16, 18, 20, 22, 23, 25]
     assert all("GB0206" in f.message and f.severity is Severity.WARNING for f in found)
     assert "setattr() on Tensor.requires_grad" in found[0].message
     # in a loop: the whole function is skipped
@@ -62,16 +65,41 @@ def test_dl123_setting_requires_grad_on_tensors_and_parameters() -> None:
     assert "before compiling" in found[2].message
 
 
+def test_dl123_plain_names_through_unpacking_and_optional_annotations() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        from typing import Optional
+
+        @torch.compile
+        def loss(outputs, targets, position_bias: Optional[torch.Tensor] = None):
+            mel_target, gate_target = targets[0], targets[1]
+            mel_target.requires_grad = False
+            feats = outputs.new_zeros(4)
+            feats += outputs
+            feats.requires_grad = True
+            position_bias.requires_grad = True
+            return mel_target, feats, position_bias
+        """
+    )
+    assert [line for _, line, _ in where(run(source, "DL123"))] == [9, 12, 13]
+
+
 def test_dl123_non_tensor_receivers_are_left_alone() -> None:
     source = module(
         """\
-        def forward(self, x, tgt):
+        def forward(self, x, model: torch.nn.Module, *parts):
             self.requires_grad = False
             self.lin.requires_grad = False
             self.scale.requires_grad = False
-            tgt.requires_grad = False
-            cfg = make_config()
+            model.requires_grad = False
+            parts.requires_grad = False
+            cfg = Config()
             cfg.requires_grad = True
+            head = torch.nn.Linear(4, 4)
+            head.requires_grad = False
+            flags = {}
+            flags.requires_grad = True
+            settings.requires_grad = False
             for m in self.modules():
                 m.requires_grad = False
             if x.requires_grad:
