@@ -26,6 +26,7 @@ import libcst as cst
 from distlint.syntax.indentation import IndentColumns, expand_indentation
 from distlint.syntax.lexing import NEWLINES as NEWLINES  # re-exported: where callers look
 from distlint.syntax.lexing import tokens
+from distlint.syntax.pieces import parse_in_pieces
 
 T = TypeVar("T")
 
@@ -303,8 +304,9 @@ if hasattr(os, "register_at_fork"):  # not on Windows
 
 
 def parse_module(text: str) -> cst.Module:
-    """``libcst.parse_module`` on a thread with a large stack (see above)."""
-    return on_large_stack(cst.parse_module, text)
+    """``libcst.parse_module`` on a thread with a large stack (see above), a large text in
+    pieces (:mod:`distlint.syntax.pieces`: the parser's memory grows with what it parses)."""
+    return on_large_stack(parse_in_pieces, text, cst.parse_module)
 
 
 def parse_source(text: str) -> tuple[cst.Module, IndentColumns | None]:
