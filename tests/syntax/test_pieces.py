@@ -43,6 +43,33 @@ CASES = {
 }
 
 
+# one large statement: the elements of a display at the top level are parsed in groups
+DISPLAYS = {
+    "list": "x = [\n    1,  # one\n    2,\n\n    # gap\n    f(a, b),\n    [3, 4],\n]\n",
+    "no trailing comma": "op_db: list[Op] = [Op('a', x=1), Op('b'),\n    Op('c')]\n",
+    "dicts in a dict": "d: dict = {\n    ('k', 1): {\n        (1, 2, True): (3, 4),\n"
+    "        (5, 6, False): (7, 8),\n    },\n    ('j', 2): {(1,): (2,), (3,): (4,)},\n}\n",
+    "spread": "d = {**a, 'b': 1, **c,\n 'd': 2}\n",
+    "set": "s = {1, 2, 3,\n  4}\n",
+    "parenthesized": "x = ([1, 2,\n 3])\n",
+    "in a call": "foo([1, 2, 3], key={'a': 1, 'b': 2})\n",
+    "crlf": "x = [\r\n    1,\r\n    2,\r\n]\r\n",
+    "spaces before commas": "x = [1 , 2 ,3]\n",
+    "strings": "x = ['a,b', \"c,d\", '''e,\nf''', 3]\n",
+    "one-line suite": "if a: x = [1, 2, 3]\n",
+    "decorator": "@dec([1, 2, 3])\ndef f():\n    pass\n",
+}
+# where the commas are not between elements, or the display is not at the top level
+NOT_IN_GROUPS = {
+    "lambdas": "x = [lambda a, b: 0, lambda c, d=1: 1]\n",
+    "list comprehension": "x = [v for k, v in y]\n",
+    "dict comprehension": "z = {k: v for k, v in w}\n",
+    "subscript": "x = y[1, 2, 3]\n",
+    "in a function": "def f():\n    return [\n        1,\n        2,\n    ]\n",
+    "in a block": "if a:\n    x = [\n        1,\n   2]\n",
+}
+
+
 @pytest.fixture
 def tiny_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every text is cut wherever it may be."""
@@ -55,6 +82,19 @@ def test_cut_texts_parse_to_the_whole_tree(tiny_pieces: None) -> None:
         cut += bool(cut_points(text, 0))
         assert parse_in_pieces(text, cst.parse_module).deep_equals(cst.parse_module(text)), name
     assert cut >= len(CASES) - 3  # almost every case is cut somewhere
+
+
+def test_displays_parsed_in_groups_give_the_whole_tree(tiny_pieces: None) -> None:
+    for name, text in {**DISPLAYS, **NOT_IN_GROUPS}.items():
+        parsed: list[str] = []
+
+        def parse(piece: str, parsed: list[str] = parsed) -> cst.Module:
+            parsed.append(piece)
+            return cst.parse_module(piece)
+
+        assert parse_in_pieces(text, parse).deep_equals(cst.parse_module(text)), name
+        joined = text not in parsed  # the whole text was parsed only when groups failed
+        assert joined == (name in DISPLAYS), name
 
 
 def test_the_fixtures_parse_to_the_whole_tree(tiny_pieces: None) -> None:
