@@ -14,14 +14,11 @@ located nodes keep their identity (only their fields' strings and values are rep
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from distlint.semantic.model import (
-    ClassSummary,
     Condition,
     Effect,
-    FunctionSummary,
     ModuleSummary,
 )
 from distlint.syntax.spans import NodeSpan
@@ -36,9 +33,6 @@ class _Shared:
 
     def text(self, value: str) -> str:
         return self.strings.setdefault(value, value)
-
-    def optional(self, value: str | None) -> str | None:
-        return None if value is None else self.strings.setdefault(value, value)
 
     def value(self, value: Any) -> Any:
         """``value`` with its strings and plain tuples the ones met first (any object: what
@@ -74,60 +68,37 @@ class _Shared:
 def share_equal_parts(summary: ModuleSummary) -> None:
     """Make the equal strings and plain tuples of ``summary`` one object each (in place)."""
     shared = _Shared()
-    summary.key = shared.text(summary.key)
-    summary.path = shared.text(summary.path)
-    summary.exports = shared.mapping(summary.exports)
-    summary.functions = {shared.text(k): v for k, v in summary.functions.items()}
-    for function in summary.functions.values():
-        _function(function, shared)
-    summary.classes = {shared.text(k): v for k, v in summary.classes.items()}
-    for cls in summary.classes.values():
-        _class(cls, shared)
-    summary.compile_sites = [(shared.text(scope), site) for scope, site in summary.compile_sites]
+    _fields(summary, shared)
     for _, site in summary.compile_sites:
         _fields(site, shared)
-    summary.capture_sites = [
-        (shared.text(scope), shared.value(callee), where)
-        for scope, callee, where in summary.capture_sites
-    ]
-    summary.fields = {shared.text(k): shared.values(v) for k, v in summary.fields.items()}
-    summary.attribute_writes = {shared.text(k): v for k, v in summary.attribute_writes.items()}
+    for function in summary.functions.values():
+        _fields(function, shared, skip=("effects", "param_tests"))
+        for _, condition in function.param_tests:
+            _condition(condition, shared)
+        _effects(function.effects, shared)
+    for cls in summary.classes.values():
+        _fields(cls, shared)
 
 
-def _function(function: FunctionSummary, shared: _Shared) -> None:
-    function.id = shared.text(function.id)
-    function.name = shared.text(function.name)
-    function.path = shared.text(function.path)
-    function.class_id = shared.optional(function.class_id)
-    function.params = shared.value(function.params)
-    function.defaults = shared.value(function.defaults)
-    function.decorators = shared.value(function.decorators)
-    function.calls = shared.values(function.calls)
-    function.returns = shared.values(function.returns)
-    function.return_callees = shared.values(function.return_callees)
-    function.passes = shared.values(function.passes)
-    function.returns_ddp = shared.value(function.returns_ddp)
-    function.ddp_models = shared.mapping(function.ddp_models)
-    function.passed_members = shared.mapping(function.passed_members)
-    function.compile_options = shared.value(function.compile_options)
-    function.accepts = shared.value(function.accepts)
-    for _, condition in function.param_tests:
-        _condition(condition, shared)
-    _effects(function.effects, shared)
-
-
-def _class(cls: ClassSummary, shared: _Shared) -> None:
-    cls.id = shared.text(cls.id)
-    cls.name = shared.text(cls.name)
-    cls.path = shared.text(cls.path)
-    cls.bases = shared.value(cls.bases)
-    cls.methods = shared.mapping(cls.methods)
-    cls.attributes = shared.mapping(cls.attributes)
-    cls.rank_attributes = shared.value(cls.rank_attributes)
-    cls.submodules = shared.value(cls.submodules)
-    cls.wrapped_attributes = shared.value(cls.wrapped_attributes)
-    cls.ddp_attributes = shared.mapping(cls.ddp_attributes)
-    cls.init_values = shared.mapping(cls.init_values)
+def _fields(instance: Any, shared: _Shared, skip: tuple[str, ...] = ()) -> None:
+    """The fields of a dataclass instance (frozen or not) that hold strings, values, lists and
+    dicts of them: ``skip`` those that hold effects or conditions (kept, walked apart)."""
+    for name in instance.__dataclass_fields__:  # dataclasses.fields, without building it
+        if name in skip:
+            continue
+        value = getattr(instance, name)
+        kind = type(value)
+        if kind is str:
+            value = shared.strings.setdefault(value, value)
+        elif kind is tuple:
+            value = shared.value(value)
+        elif kind is list:
+            value = shared.values(value)
+        elif kind is dict:
+            value = shared.mapping(value)
+        else:
+            continue  # a number, a flag, None, an object of its own
+        object.__setattr__(instance, name, value)
 
 
 def _effects(effects: tuple[Effect, ...], shared: _Shared) -> None:
@@ -136,12 +107,7 @@ def _effects(effects: tuple[Effect, ...], shared: _Shared) -> None:
     pending = list(effects)
     while pending:
         effect = pending.pop()
-        _replace(effect, "kind", shared.text(effect.kind))
-        _replace(effect, "name", shared.text(effect.name))
-        _replace(effect, "text", shared.text(effect.text))
-        _replace(effect, "group_param", shared.text(effect.group_param))
-        _replace(effect, "callee", shared.value(effect.callee))
-        _replace(effect, "arguments", shared.value(effect.arguments))
+        _fields(effect, shared, skip=("span", "cond", "body", "orelse"))
         _span(effect.span, shared)
         if effect.cond is not None:
             _condition(effect.cond, shared)
@@ -150,23 +116,12 @@ def _effects(effects: tuple[Effect, ...], shared: _Shared) -> None:
 
 
 def _condition(condition: Condition, shared: _Shared) -> None:
-    _fields(condition, shared)
+    _fields(condition, shared, skip=("span", "why_span"))
     _span(condition.span, shared)
     _span(condition.why_span, shared)
-
-
-def _fields(frozen: Any, shared: _Shared) -> None:
-    """Every field of a frozen dataclass instance whose fields hold no effects."""
-    for field in dataclasses.fields(frozen):
-        _replace(frozen, field.name, shared.value(getattr(frozen, field.name)))
 
 
 def _span(span: NodeSpan | None, shared: _Shared) -> None:
     if span is not None:
         span.path = shared.text(span.path)
         span.key = shared.value(span.key)
-
-
-def _replace(frozen: object, name: str, value: object) -> None:
-    """Set a field of a frozen dataclass instance that no one has read yet."""
-    object.__setattr__(frozen, name, value)
