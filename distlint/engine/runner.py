@@ -75,7 +75,7 @@ from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.syntax.imports import module_name_for
 from distlint.syntax.regular_files import content_digest, read_regular_file
-from distlint.syntax.source import SourceError, decode_source
+from distlint.syntax.source import SourceError, decode_source, release_freed_memory
 from distlint.syntax.spans import SourceLookup
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
@@ -265,6 +265,7 @@ def _run_project(
             project_key = None
     else:
         first = _run_pass(tasks, jobs, trees=trees)
+    _share_rule_sets(first)
     if isinstance(kept, ProjectResults):  # no file changed since: the project stage's output
         found, errors = kept.found, []
         second = {
@@ -289,6 +290,9 @@ def _run_project(
             and needs_second_pass(facts, r.summary.key)
         ]
         inputs = {tasks[i].display: SecondPass(facts) for i in again if facts is not None}
+        # what the project stage's parses freed is not held on by the second pass's workers
+        # (forked, they start with the pages this process holds)
+        release_freed_memory()
         checked = _run_pass([_second(tasks[i]) for i in again], jobs, inputs, trees)
         second = dict(zip(again, checked, strict=True))
         if cache is not None and project_key and not errors and all(map(_cacheable, checked)):
@@ -314,6 +318,16 @@ def _run_project(
         for i, result in enumerate(first)
     ]
     return _reported(tasks, final) + native_results
+
+
+def _share_rule_sets(results: Sequence[FileResult]) -> None:
+    """One set of enabled rules per distinct set, not one per file: each summary from a
+    worker or the cache brings its own (5 MiB over torch's 2,300 files)."""
+    known: dict[frozenset[str], frozenset[str]] = {}
+    for result in results:
+        if result.summary is not None:
+            enabled = result.summary.enabled
+            result.summary.enabled = known.setdefault(enabled, enabled)
 
 
 def _reported(tasks: Sequence[Task], results: list[FileResult]) -> list[FileResult]:

@@ -67,6 +67,7 @@ from distlint.semantic.regions import (
     predicate_sides,
     reads_any,
 )
+from distlint.semantic.sharing import share_equal_parts
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
 from distlint.semantic.values import Options, Value
 from distlint.syntax.imports import ImportTable, dotted_name, self_attribute
@@ -227,6 +228,7 @@ class Collector:
                 self.summary.exports.setdefault(name, ("g", resolved))
         self.summary.dynamo_flags = self.ctx.memo(file_dynamo_config)
         self.summary.open_namespace = _open_namespace(module, self.ctx.source)
+        share_equal_parts(self.summary)  # kept by the parent until linking: see sharing.py
         return self.summary
 
     # -- definitions -------------------------------------------------------------------------

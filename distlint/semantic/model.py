@@ -31,7 +31,7 @@ UNPROVEN_DDP_ARGUMENT = "<ddp?>"  # the same, once the buffers are known not to 
 MEMBER_ARGUMENT = "<member>"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Effect:
     """One step of a function's collective behaviour, in source order.
 
@@ -61,8 +61,14 @@ class Effect:
     body: tuple[Effect, ...] = ()
     orelse: tuple[Effect, ...] = ()
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its constructor's arguments: slots make an effect 110 bytes smaller
+        than one with a ``__dict__`` (a summary of torch holds 250,000), and a frozen
+        dataclass's own slot pickling sets each field in Python (twice as slow to load)."""
+        return Effect, _field_values(self)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class Condition:
     """A branch condition: its rank-lattice level here, and what other files may add.
 
@@ -91,6 +97,15 @@ class Condition:
     # a rank test's flags and the truth each must have for the test to differ between ranks
     # at all (``not distributed or rank == 0`` differs only where ``distributed`` is true)
     varies_when: tuple[tuple[str, bool], ...] = ()
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its constructor's arguments (see :meth:`Effect.__reduce__`)."""
+        return Condition, _field_values(self)
+
+
+def _field_values(instance: Effect | Condition) -> tuple:
+    """The values of a slotted dataclass's fields, in the constructor's order."""
+    return tuple([getattr(instance, name) for name in instance.__slots__])
 
 
 @dataclass

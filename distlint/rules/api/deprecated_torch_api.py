@@ -9,7 +9,7 @@ Facts come from data shipped with distlint, never from an imported torch:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -19,7 +19,12 @@ import libcst as cst
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import TorchTable, available_versions, tables_between
 from distlint.rules.api._deprecations import DeprecatedApi, deprecated_at
-from distlint.rules.api._version_guards import after_early_exit_guard, guarded_here
+from distlint.rules.api._version_guards import (
+    Block,
+    EarlyExitGuards,
+    after_early_exit_guard,
+    guarded_here,
+)
 from distlint.rules.base import FixArgs, Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
@@ -111,15 +116,21 @@ class DeprecatedTorchApi(Rule):
         self._attr_parts = self._name_parts | self._module_parts
         self._binding_words = catalog.binding_words
         self._checked: set[int] = set()  # ids of Attribute nodes already checked
+        self._early_exits = EarlyExitGuards()
         # _excused of the walk's ancestors (it reads each alone or with its parent)
-        self._excused_here = ByAncestor(self._excused)
+        self._excused_here = ByAncestor(
+            lambda ancestors: self._excused(ancestors, self._early_exits)
+        )
         self._several: frozenset[str] | None = None  # see _rebound
 
     @staticmethod
-    def _excused(ancestors: Sequence[cst.CSTNode]) -> bool:
+    def _excused(
+        ancestors: Sequence[cst.CSTNode],
+        early_exits: Callable[[Block], frozenset[int]] = after_early_exit_guard,
+    ) -> bool:
         """Under a version/feature guard (also after one that returns early), or where the
         code silences warnings on purpose."""
-        if guarded_here(ancestors):
+        if guarded_here(ancestors, early_exits):
             return True
         return any(type(node) is cst.With and _silences_warnings(node) for node in ancestors)
 
@@ -315,7 +326,7 @@ class DeprecatedTorchApi(Rule):
             elif kind is cst.Annotation or (type(node) is cst.Call and _is_type_test(node)):
                 passive = True
             elif (type(node) is cst.IndentedBlock or type(node) is cst.Module) and not guarded:
-                fallback = after_early_exit_guard(node)
+                fallback = self._early_exits(node)
                 if fallback:
                     pending.extend(
                         (child, node, scope, id(child) in fallback, passive)

@@ -13,9 +13,14 @@ import libcst as cst
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import TorchTable, closest, describe_versions, version_advice
 from distlint.rules.api._tables import TableRule
-from distlint.rules.api._version_guards import guarded_here, only_called_behind_guards
+from distlint.rules.api._version_guards import (
+    EarlyExitGuards,
+    guarded_here,
+    only_called_behind_guards,
+)
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
+from distlint.syntax.guards import ByAncestor
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants
 
@@ -37,6 +42,11 @@ class UnknownCompilerConfig(TableRule):
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._helpers_behind_guards: dict[int, bool] = {}  # id(function) -> answer
+        self._early_exits = EarlyExitGuards()
+        # guarded_here of the walk's ancestors (asked at every attribute assignment)
+        self._guarded_here = ByAncestor(
+            lambda ancestors: guarded_here(ancestors, self._early_exits)
+        )
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -87,14 +97,14 @@ class UnknownCompilerConfig(TableRule):
         ``_configure_decode_torch_compile()``, called only after ``if version < 2.8:
         return``)."""
         parents = self.ctx.parents
-        if guarded_here(parents):
+        if self._guarded_here(parents):
             return True
         outer = next((p for p in parents if type(p) is cst.FunctionDef), None)
         if outer is None:
             return False
         known = self._helpers_behind_guards.get(id(outer))
         if known is None:
-            known = only_called_behind_guards(self.ctx.module, outer)
+            known = only_called_behind_guards(self.ctx.module, outer, self._early_exits)
             self._helpers_behind_guards[id(outer)] = known
         return known
 
