@@ -15,7 +15,7 @@ import libcst as cst
 
 from distlint.config.settings import CliOverrides, ConfigResolver, settings_for
 from distlint.engine import transport
-from distlint.engine.checker import analyze_bytes, check_bytes
+from distlint.engine.checker import FileSource, analyze_file, check_file
 from distlint.semantic.model import Condition, Effect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,10 +36,10 @@ def test_a_checked_file_leaves_no_node_behind() -> None:
     # the version-guard rules (DL501, DL503-DL505) and the rest, on files that guard
     paths = sorted((ROOT / "fixtures").glob("DL50[1-5]/*.py"))
     assert len(paths) >= 10
-    check_bytes(paths[0].read_bytes(), "warm-up.py", settings)  # rule tables built once
+    check_file(FileSource(paths[0].read_bytes(), "warm-up.py"), settings)  # rule tables built once
     before = _nodes_alive()
     for path in paths:
-        check_bytes(path.read_bytes(), path.name, settings)
+        check_file(FileSource(path.read_bytes(), path.name), settings)
     assert _nodes_alive() <= before
 
 
@@ -67,7 +67,7 @@ def test_a_summary_holds_each_string_and_name_tuple_once() -> None:
     are one object in it (semantic/sharing.py), so pickled and unpickled once."""
     paths = sorted((ROOT / "fixtures").glob("DL20[1-4]/*.py"))
     for path in paths:
-        summary = analyze_bytes(path.read_bytes(), path.name, _settings()).summary
+        summary = analyze_file(FileSource(path.read_bytes(), path.name), _settings()).summary
         assert summary is not None
         held = _reachable(summary)
         strings = [o for o in held if type(o) is str]
