@@ -11,6 +11,9 @@ Cold runs pass ``--no-cache``; ``--warm`` also times a re-check of unchanged fil
 filled by one run before (a fresh temporary cache directory), and a re-check after one file
 changed: the corpus is copied to a temporary directory, the cache filled, then before each
 timed run one comment line is appended to the first file (a new content each time).
+
+Each run also reports its peak resident memory: the largest of distlint's process and its
+workers (``ru_maxrss`` of a wrapper's children, which counts every process they waited for).
 """
 
 from __future__ import annotations
@@ -46,22 +49,38 @@ def corpus_files(root: Path) -> list[str]:
     return sorted(str(p) for p in root.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def measure(command: list[str]) -> tuple[float, float, int]:
-    """(cpu seconds, wall seconds, exit code) of one subprocess run."""
+# runs a command and writes the peak resident memory (KiB) of its processes as the last line
+_PEAK = """
+import resource, subprocess, sys
+code = subprocess.run(sys.argv[1:]).returncode
+sys.stderr.write(f"\\npeak-rss-kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
+sys.exit(code)
+"""
+
+
+def measure(command: list[str]) -> tuple[float, float, int, float]:
+    """(cpu seconds, wall seconds, exit code, peak MiB of one process) of one subprocess run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PEAK, *command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode not in (0, 1) or "Traceback" in proc.stderr:
         raise SystemExit(f"{command[:4]}... failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    return cpu, wall, proc.returncode
+    peak = int(proc.stderr.rsplit("peak-rss-kib ", 1)[1]) / 1024
+    return cpu, wall, proc.returncode, peak
 
 
-def best(command: list[str], repeat: int) -> tuple[float, float]:
+def best(command: list[str], repeat: int) -> tuple[float, float, float]:
+    """The least CPU and wall time of ``repeat`` runs, and the largest peak memory."""
     runs = [measure(command) for _ in range(repeat)]
-    return min(r[0] for r in runs), min(r[1] for r in runs)
+    return min(r[0] for r in runs), min(r[1] for r in runs), max(r[3] for r in runs)
 
 
 def main() -> None:
@@ -82,19 +101,24 @@ def main() -> None:
     size = sum(os.path.getsize(f) for f in files)
     print(f"corpus: {root.name}/ ({len(files)} files, {size / 1e6:.1f} MB)")
 
-    parse_cpu, parse_wall = best([sys.executable, "-c", PARSE_ONLY, *files], args.repeat)
-    print(f"parse only      : {parse_cpu:7.2f} s CPU  {parse_wall:7.2f} s wall")
+    parse_cpu, parse_wall, parse_peak = best(
+        [sys.executable, "-c", PARSE_ONLY, *files], args.repeat
+    )
+    print(
+        f"parse only      : {parse_cpu:7.2f} s CPU  {parse_wall:7.2f} s wall "
+        f"(peak {parse_peak:.0f} MiB)"
+    )
     for selection in args.select.split(";"):
         for jobs in (int(j) for j in args.jobs.split(",")):
             command = _check_command(files, jobs, selection)
-            cold_cpu, cold_wall = best([*command, "--no-cache"], args.repeat)
+            cold_cpu, cold_wall, cold_peak = best([*command, "--no-cache"], args.repeat)
             what = f"jobs={jobs} select={selection or 'default'}"
-            _report(f"cold, {what}", cold_cpu, cold_wall, parse_cpu, parse_wall)
+            _report(f"cold, {what}", cold_cpu, cold_wall, parse_cpu, parse_wall, peak=cold_peak)
             if args.warm:
                 with tempfile.TemporaryDirectory() as cache:
                     warm = [*command, "--cache-dir", cache]
                     measure(warm)  # fills the cache
-                    warm_cpu, warm_wall = best(warm, args.repeat)
+                    warm_cpu, warm_wall, _ = best(warm, args.repeat)
                 _report(f"warm, {what}", warm_cpu, warm_wall, cold_cpu, cold_wall, "cold")
                 changed_cpu, changed_wall = _one_changed(root, jobs, selection, args.repeat)
                 what = f"one file changed, {what}"
@@ -130,11 +154,18 @@ def _check_command(files: list[str], jobs: int, selection: str) -> list[str]:
 
 
 def _report(
-    what: str, cpu: float, wall: float, base_cpu: float, base_wall: float, base: str = "parse"
+    what: str,
+    cpu: float,
+    wall: float,
+    base_cpu: float,
+    base_wall: float,
+    base: str = "parse",
+    peak: float | None = None,
 ) -> None:
+    memory = "" if peak is None else f"; peak {peak:.0f} MiB in one process"
     print(
         f"{what}: {cpu:7.2f} s CPU {wall:7.2f} s wall; "
-        f"{cpu / base_cpu:.2f}x CPU, {wall / base_wall:.2f}x wall of the {base}"
+        f"{cpu / base_cpu:.2f}x CPU, {wall / base_wall:.2f}x wall of the {base}{memory}"
     )
 
 
