@@ -10,8 +10,10 @@ with ``importlib.util.find_spec``) and merges the human judgments kept in
 * ``predictable``: ``yes`` (a static reader sees the construct that breaks), ``partly`` (in some
   spellings, or not yet reproduced on the supported torch), ``no`` (it depends on runtime
   types, values or Dynamo internals);
-* ``reason``: a few words;
-* ``rules``: the DL rules that report it.
+* ``reason``: a few words.
+
+Which DL rules report an id is not kept in the map: each rule class declares its ids
+(``graph_breaks``), and the page lists the rules that declare each one.
 
 Usage::
 
@@ -22,7 +24,7 @@ Usage::
 After a torch upgrade, ``--add-missing`` adds the registry's new ids to the map with
 ``predictable: "unreviewed"``; review each (reproduce it on that torch before calling it
 ``yes``), then regenerate. ``tests/rules/test_graph_breaks_map.py`` fails while an id is unreviewed,
-missing from the map, marked ``yes`` without a rule, or while the page is stale.
+missing from the map, marked ``yes`` without a rule that declares it, or while the page is stale.
 
 The output is deterministic (registry order is sorted by id).
 """
@@ -38,6 +40,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout: the rules are read from this tree
+
+from distlint.rules.base import BUILTIN_PREFIX  # noqa: E402
+from distlint.rules.registry import graph_break_rules  # noqa: E402
+
 MAP_PATH = ROOT / "distlint" / "knowledge" / "data" / "graph_break_coverage.json"
 DOC_PATH = ROOT / "docs" / "graph-breaks.md"
 GB_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb{}.html"
@@ -68,7 +75,18 @@ def load_registry(folder: Path) -> dict[str, list[dict]]:
 
 
 def load_map(path: Path = MAP_PATH) -> dict[str, dict]:
+    """Each id's judgment: ``predictable`` and ``reason``."""
     return json.loads(path.read_text(encoding="utf-8"))["ids"]
+
+
+def load_rules() -> dict[str, tuple[str, ...]]:
+    """Each id's covering rules, from the built-in rules' ``graph_breaks`` (a plugin's rules
+    are not distlint's coverage)."""
+    return {
+        gb: builtin
+        for gb, codes in graph_break_rules().items()
+        if (builtin := tuple(c for c in codes if c.startswith(BUILTIN_PREFIX)))
+    }
 
 
 def gb_types(entries: list[dict]) -> list[str]:
@@ -85,7 +103,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def totals(registry: dict[str, list[dict]], coverage: dict[str, dict]) -> dict[str, int]:
+def totals(
+    registry: dict[str, list[dict]], coverage: dict[str, dict], rules: dict[str, tuple[str, ...]]
+) -> dict[str, int]:
     counts = {"ids": len(registry), "covered": 0, "yes_covered": 0}
     for verdict in VERDICTS:
         counts[verdict] = 0
@@ -94,15 +114,20 @@ def totals(registry: dict[str, list[dict]], coverage: dict[str, dict]) -> dict[s
         verdict = entry.get("predictable")
         if verdict in VERDICTS:
             counts[verdict] += 1
-        if entry.get("rules"):
+        if rules.get(gb):
             counts["covered"] += 1
             if verdict == "yes":
                 counts["yes_covered"] += 1
     return counts
 
 
-def render(registry: dict[str, list[dict]], coverage: dict[str, dict], version: str) -> str:
-    count = totals(registry, coverage)
+def render(
+    registry: dict[str, list[dict]],
+    coverage: dict[str, dict],
+    rules: dict[str, tuple[str, ...]],
+    version: str,
+) -> str:
+    count = totals(registry, coverage, rules)
     lines = [
         "# Graph breaks: what distlint can predict",
         "",
@@ -140,10 +165,10 @@ def render(registry: dict[str, list[dict]], coverage: dict[str, dict], version: 
         kinds = " / ".join(
             f"`{_cell(t)}`" if "`" not in t else _cell(t) for t in gb_types(registry[gb])
         )
-        rules = ", ".join(f"[{code}](rules/{code}.md)" for code in entry.get("rules", []))
+        links = ", ".join(f"[{code}](rules/{code}.md)" for code in rules.get(gb, ()))
         lines.append(
             f"| [{gb}]({GB_URL.format(number)}) | {kinds} | {entry.get('predictable', '?')} | "
-            f"{_cell(entry.get('reason', ''))} | {rules} |"
+            f"{_cell(entry.get('reason', ''))} | {links} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -152,7 +177,7 @@ def add_missing(registry: dict[str, list[dict]], path: Path = MAP_PATH) -> list[
     data = json.loads(path.read_text(encoding="utf-8"))
     added = sorted(set(registry) - set(data["ids"]))
     for gb in added:
-        data["ids"][gb] = {"predictable": "unreviewed", "reason": "", "rules": []}
+        data["ids"][gb] = {"predictable": "unreviewed", "reason": ""}
     data["ids"] = dict(sorted(data["ids"].items()))
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return added
@@ -182,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    text = render(registry, coverage, torch_version(folder))
+    text = render(registry, coverage, load_rules(), torch_version(folder))
     if args.check:
         old = DOC_PATH.read_text(encoding="utf-8") if DOC_PATH.exists() else ""
         if old == text:

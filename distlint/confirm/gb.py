@@ -128,20 +128,8 @@ def advice(
     return explanation, tuple(hints[:_MAX_HINTS])
 
 
-@cache
 def covering_rules(gb: str | None) -> tuple[str, ...]:
-    """The static rules distlint's coverage map names for an id (docs/graph-breaks.md)."""
-    if not gb:
-        return ()
-    from importlib import resources
+    """The static rules that declare an id in their ``graph_breaks`` (docs/graph-breaks.md)."""
+    from distlint.rules.registry import graph_break_rules
 
-    try:
-        text = (
-            resources.files("distlint.knowledge.data")
-            .joinpath("graph_break_coverage.json")
-            .read_text(encoding="utf-8")
-        )
-        entry = json.loads(text)["ids"].get(gb, {})
-    except (OSError, ValueError, KeyError):
-        return ()
-    return tuple(entry.get("rules", ()))
+    return graph_break_rules().get(gb, ()) if gb else ()

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from distlint.semantic.regions_model import Region
 
 CODE_PATTERN = re.compile(r"[A-Z]{2,5}\d{3}")
+GRAPH_BREAK_PATTERN = re.compile(r"GB\d{4}")
 BUILTIN_PREFIX = "DL"  # distlint's own codes; a plugin chooses a prefix of its own
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
@@ -67,6 +68,9 @@ class Rule:
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
     tags: ClassVar[tuple[str, ...]] = ()
     precision: ClassVar[str] = "high"
+    # The Dynamo graph-break ids (``GBnnnn``) the rule reports: the one place that says which
+    # rule covers which id (docs/graph-breaks.md, DL901's advice and the proofs read it).
+    graph_breaks: ClassVar[tuple[str, ...]] = ()
     docs_url: ClassVar[str | None] = (
         None  # a plugin rule's docs page (built-in: docs/rules/CODE.md)
     )
@@ -199,3 +203,6 @@ def _check_metadata(cls: type[Rule]) -> None:
         raise ValueError(f"{cls.__name__}: scope must be file, region or project")
     if cls.reads_facts and cls.scope != "file":
         raise ValueError(f"{cls.__name__}: only file rules declare reads_facts")
+    bad_ids = [gb for gb in cls.graph_breaks if not GRAPH_BREAK_PATTERN.fullmatch(gb)]
+    if not isinstance(cls.graph_breaks, tuple) or bad_ids:
+        raise ValueError(f"{cls.__name__}: graph_breaks must be a tuple of GBnnnn ids")

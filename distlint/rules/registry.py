@@ -27,11 +27,23 @@ def all_rules() -> dict[str, type[Rule]]:
     return dict(sorted(_REGISTRY.items()))
 
 
+@cache
+def graph_break_rules() -> dict[str, tuple[str, ...]]:
+    """Graph-break id -> the codes of the rules that declare it (``Rule.graph_breaks``), in
+    code order: the coverage map keeps only each id's judgment, never its rules."""
+    found: dict[str, list[str]] = {}
+    for code, rule in all_rules().items():
+        for gb in rule.graph_breaks:
+            found.setdefault(gb, []).append(code)
+    return {gb: tuple(codes) for gb, codes in sorted(found.items())}
+
+
 def add_local_plugins(paths: tuple[str, ...]) -> None:
     """Load local plugins (absolute paths) into the catalog; raises plugins.PluginError."""
     if plugins.load_local(paths):
         all_rules.cache_clear()
         code_prefixes.cache_clear()
+        graph_break_rules.cache_clear()
 
 
 @cache

@@ -442,8 +442,8 @@ def test_dl901_message_carries_the_registry_hints_and_the_covering_rules(
     )
 
 
-def test_covering_rules_read_the_shipped_coverage_map() -> None:
-    gb.covering_rules.cache_clear()
-    assert "DL114" in gb.covering_rules("GB0811")
+def test_covering_rules_are_the_rules_that_declare_the_id() -> None:
+    assert gb.covering_rules("GB0811") == ("DL114",)
+    assert gb.covering_rules("GB0053") == ("DL301", "DL302")
     assert gb.covering_rules("GB0000") == ()
     assert gb.covering_rules(None) == ()

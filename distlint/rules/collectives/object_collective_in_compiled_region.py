@@ -35,6 +35,7 @@ class ObjectCollectiveInCompiledRegion(RegionRule):
     )
     tags = ("correctness", "torch.compile", "distributed")
     precision = "very-high"
+    graph_breaks = ("GB2078",)
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:

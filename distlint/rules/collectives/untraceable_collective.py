@@ -41,6 +41,7 @@ class UntraceableCollective(RegionRule):
     )
     tags = ("performance", "torch.compile", "distributed")
     precision = "very-high"
+    graph_breaks = ("GB0007", "GB0156", "GB0172", "GB1750", "GB2696", "GB7312", "GB9300")
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:

@@ -22,6 +22,7 @@ class ClassDefinitionInCompiledRegion(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "very-high"
+    graph_breaks = ("GB8977",)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         region = self.ctx.region

@@ -47,6 +47,7 @@ class OutsideContextManager(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0142",)
 
     @in_region
     def visit_WithItem(self, node: cst.WithItem, region: Region) -> None:

@@ -27,6 +27,7 @@ class DataDependentBranch(_RegionRule):
     )
     tags = ("performance", "correctness", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0170",)
 
     @in_region
     def _check(self, node: cst.CSTNode, region: Region) -> None:

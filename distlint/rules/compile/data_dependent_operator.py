@@ -37,6 +37,7 @@ class DataDependentOperator(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0033",)
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:

@@ -30,6 +30,7 @@ class DisabledCallUnderFullgraph(_RegionRule):
     )
     tags = ("correctness", "torch.compile")
     precision = "very-high"
+    graph_breaks = ("GB0098", "GB0099", "GB0148")
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

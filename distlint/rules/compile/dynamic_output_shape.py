@@ -30,6 +30,7 @@ class DynamicOutputShape(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0036",)
 
     def _active(self) -> Region | None:
         region = self.ctx.region

@@ -63,6 +63,7 @@ class ExplicitGraphBreak(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "very-high"
+    graph_breaks = ("GB0025", "GB0284", "GB4297", "GB4636")
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

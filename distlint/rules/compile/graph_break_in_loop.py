@@ -32,6 +32,7 @@ class GraphBreakInLoop(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0007", "GB7000")
 
     def visit_For(self, node: cst.For) -> None:
         self._check(node, node.body)

@@ -41,6 +41,19 @@ class HostSideEffect(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = (
+        "GB0007",
+        "GB0008",
+        "GB0033",
+        "GB0059",
+        "GB0088",
+        "GB0156",
+        "GB0208",
+        "GB0264",
+        "GB0291",
+        "GB4198",
+        "GB4841",
+    )
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:

@@ -46,6 +46,7 @@ class IteratorArgument(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "very-high"
+    graph_breaks = ("GB0811",)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

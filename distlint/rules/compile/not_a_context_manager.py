@@ -29,6 +29,7 @@ class NotAContextManager(_RegionRule):
     )
     tags = ("correctness", "torch.compile")
     precision = "very-high"
+    graph_breaks = ("GB0142",)
 
     @in_region
     def visit_WithItem(self, node: cst.WithItem, region: Region) -> None:

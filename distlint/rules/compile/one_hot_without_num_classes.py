@@ -41,6 +41,7 @@ class OneHotWithoutNumClasses(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0033", "GB0246")
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

@@ -40,6 +40,7 @@ class ParameterCreatedInCompiledRegion(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0226", "GB0264")
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

@@ -70,6 +70,7 @@ class RecompileLimit(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0039",)
 
     def visit_Module(self, node: cst.Module) -> None:
         self._globals = _rebound_global_ints(self.ctx)

@@ -143,6 +143,7 @@ class RequiresGradChangeInCompiledRegion(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0206", "GB0225", "GB7324", "GB8985")
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

@@ -36,6 +36,7 @@ class RnnModuleInCompiledRegion(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0014",)
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

@@ -65,6 +65,7 @@ class HopBodySideEffect(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0067",)
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

@@ -37,6 +37,7 @@ class SkippedFunctionCall(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "very-high"
+    graph_breaks = ("GB0007", "GB0008")
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:

@@ -51,6 +51,7 @@ class SortOfTensors(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0207",)
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:

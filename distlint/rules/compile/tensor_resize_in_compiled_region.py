@@ -50,6 +50,7 @@ class TensorResizeInCompiledRegion(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0126", "GB0127", "GB0128", "GB0148")
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:

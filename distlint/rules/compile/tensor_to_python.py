@@ -29,6 +29,7 @@ class TensorToPython(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0033", "GB0109", "GB0124")
 
     @in_region
     def visit_Call(self, node: cst.Call, region: Region) -> None:

@@ -30,6 +30,7 @@ class TrainStepInCompiledRegion(_RegionRule):
     )
     tags = ("performance", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0007", "GB0008", "GB0025", "GB0123")
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

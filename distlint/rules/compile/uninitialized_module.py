@@ -33,6 +33,7 @@ class UninitializedModule(Rule):
     )
     tags = ("correctness", "torch.compile")
     precision = "very-high"
+    graph_breaks = ("GB0119",)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.decorators or not node.bases or not isinstance(node.body, cst.IndentedBlock):

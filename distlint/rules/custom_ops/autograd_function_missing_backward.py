@@ -36,6 +36,7 @@ class AutogradFunctionMissingBackward(Rule):
     summary = "A torch.autograd.Function subclass defines forward but no backward or vjp."
     tags = ("correctness", "autograd", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB0088",)
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

@@ -32,6 +32,7 @@ class CustomOpMissingFake(_OpFacts):
     summary = "A torch.library.custom_op has no register_fake: torch.compile fails on it."
     tags = ("correctness", "torch.compile", "custom-ops")
     precision = "high"
+    graph_breaks = ("GB4315",)
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:

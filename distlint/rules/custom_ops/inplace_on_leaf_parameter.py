@@ -24,6 +24,7 @@ class InplaceOnLeafParameter(_ModuleClassRule):
     summary = "An in-place op on a parameter in forward with grad enabled fails."
     tags = ("correctness", "autograd", "torch.compile")
     precision = "high"
+    graph_breaks = ("GB4315",)
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)

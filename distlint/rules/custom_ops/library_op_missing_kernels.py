@@ -44,6 +44,7 @@ class LibraryOpMissingKernels(_OpFacts):
     summary = "An op defined with torch.library.Library/define lacks a fake or Autograd kernel."
     tags = ("correctness", "torch.compile", "autograd", "custom-ops")
     precision = "medium"
+    graph_breaks = ("GB0090",)
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:

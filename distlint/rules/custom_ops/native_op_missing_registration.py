@@ -28,6 +28,7 @@ class NativeOpMissingRegistration(_OpFacts):
     summary = "A C++ TORCH_LIBRARY op has no Autograd and no Meta/fake kernel anywhere."
     tags = ("correctness", "torch.compile", "autograd", "custom-ops")
     precision = "medium"
+    graph_breaks = ("GB0090",)
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:

@@ -22,6 +22,7 @@ class CompiledDdpOfBuiltinContainer(_WrappingRule):
     )
     tags = ("performance", "torch.compile", "distributed")
     precision = "high"
+    graph_breaks = ("GB0007", "GB0156")
     triggers = ("DistributedDataParallel",)
 
     def check(self, facts: SiteFacts) -> None:

@@ -22,6 +22,7 @@ class FsdpFlatParamsCompile(_WrappingRule):
     )
     tags = ("performance", "torch.compile", "distributed")
     precision = "very-high"
+    graph_breaks = ("GB0053", "GB0208")
     triggers = ("FullyShardedDataParallel",)
 
     def check(self, facts: SiteFacts) -> None:

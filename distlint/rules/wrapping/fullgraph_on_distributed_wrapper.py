@@ -22,6 +22,7 @@ class FullgraphOnDistributedWrapper(_WrappingRule):
     )
     tags = ("correctness", "torch.compile", "distributed")
     precision = "very-high"
+    graph_breaks = ("GB0003", "GB0007", "GB0053", "GB0156", "GB0208")
     triggers = ("DistributedDataParallel", "FullyShardedDataParallel", "fully_shard")
     needs_fullgraph = True  # every finding is on an explicit `fullgraph=True`
 
