@@ -143,6 +143,50 @@ class RegionRule(Rule):
 
     scope = "region"
 
+    def report_break(
+        self,
+        node: cst.CSTNode,
+        region: Region,
+        *,
+        fullgraph: str,
+        breaks: str,
+        certain_only: bool = False,
+        then: str = "",
+        uncertain_breaks: bool = False,
+        fix: Fix | None = None,
+        fix_nodes: tuple[tuple[cst.CSTNode, str], ...] = (),
+    ) -> None:
+        """Report what graph-breaks in ``region``: under fullgraph=True a compile error (the
+        ``fullgraph`` message, severity error), otherwise the ``breaks`` message at the rule's
+        severity; related to the region's roots either way, ``then`` (advice) closing both.
+
+        With ``certain_only`` the error is kept for a node that runs whenever a fullgraph=True
+        root runs (``ctx.certain``); elsewhere it is a warning that says it runs on some paths
+        only (in the sentence before ``then``, or as a closing note), or with
+        ``uncertain_breaks`` the ``breaks`` message, as if no root were fullgraph."""
+        message, severity = f"{breaks}{then}", None
+        if region.fullgraph:
+            if not certain_only or self.ctx.certain(node):
+                message, severity = f"{fullgraph}{then}", Severity.ERROR
+            elif not uncertain_breaks:
+                some_paths = f"{SOME_PATHS}{then}" if then else SOME_PATHS_NOTE
+                message, severity = f"{fullgraph}{some_paths}", Severity.WARNING
+        self.report(
+            node, message, severity=severity, related=region.related, fix=fix, fix_nodes=fix_nodes
+        )
+
+
+# How a fullgraph=True failure that only some paths reach is qualified (a warning): within the
+# sentence, or as a note closing the message.
+SOME_PATHS = (
+    " when it runs, and it runs only on some paths of the compiled call (under a branch here or"
+    " in a caller)"
+)
+SOME_PATHS_NOTE = (
+    " It runs only on some paths of the compiled call (under a branch here or in a caller):"
+    " the compile fails when one of them is taken."
+)
+
 
 _R = TypeVar("_R", bound=RegionRule)
 _N = TypeVar("_N", bound="cst.CSTNode")

@@ -49,28 +49,29 @@ class UntraceableCollective(RegionRule):
         gb = collective_break_gb(name, node)
         if name is None or gb is None:
             return
-        certain = region.fullgraph and self.ctx.certain(node)
-        if not certain and not self.ctx.always(node):
+        if not self.ctx.always(node) and not (region.fullgraph and self.ctx.certain(node)):
             return  # only on some paths of the compiled call: see the docs' limitations
         spelled = self.ctx.module.code_for_node(node.func)
-        if certain:
-            effect = "makes the fullgraph=True compile fail (`Unsupported`)"
-        else:
-            effect = "breaks the graph of the compiled region"
-        if gb != ASYNC_BREAK:
-            message = _untraceable_message(name, spelled, effect)
-        else:
-            message = (
-                f"`{spelled}(..., async_op=True)` {effect}: torch 2.13 does not trace "
-                "`async_op=True for distributed collectives` (GB0172). Drop `async_op=True`: "
-                f"the synchronous `{spelled}` traces."
-            )
-        self.report(
+        self.report_break(
             node,
-            message,
-            severity=Severity.ERROR if certain else None,
-            related=region.related,
+            region,
+            fullgraph=_message(
+                name, spelled, gb, "makes the fullgraph=True compile fail (`Unsupported`)"
+            ),
+            breaks=_message(name, spelled, gb, "breaks the graph of the compiled region"),
+            certain_only=True,
+            uncertain_breaks=True,
         )
+
+
+def _message(name: str, spelled: str, gb: str, effect: str) -> str:
+    if gb != ASYNC_BREAK:
+        return _untraceable_message(name, spelled, effect)
+    return (
+        f"`{spelled}(..., async_op=True)` {effect}: torch 2.13 does not trace "
+        "`async_op=True for distributed collectives` (GB0172). Drop `async_op=True`: "
+        f"the synchronous `{spelled}` traces."
+    )
 
 
 def _untraceable_message(name: str, spelled: str, effect: str) -> str:

@@ -28,18 +28,8 @@ from distlint.syntax.walker import (
     suite_body,
 )
 
-# how region rules qualify a fullgraph=True failure that only some paths reach (a warning)
 # ``_RegionRule.is_builtin``: whether ``func`` is the (unshadowed) builtin ``name``
 IsBuiltin = Callable[[cst.BaseExpression, str], bool]
-
-SOME_PATHS = (
-    " when it runs, and it runs only on some paths of the compiled call (under a branch here or"
-    " in a caller)"
-)
-SOME_PATHS_NOTE = (
-    " It runs only on some paths of the compiled call (under a branch here or in a caller):"
-    " the compile fails when one of them is taken."
-)
 
 # -- tensor guess --------------------------------------------------------------------------------
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from distlint.findings import Severity
 from distlint.rules.base import RegionRule
-from distlint.rules.compile._analysis import SOME_PATHS_NOTE, Bindings, TensorGuess
+from distlint.rules.compile._analysis import Bindings, TensorGuess
 from distlint.rules.context import RuleContext
-from distlint.semantic.regions_model import Region
 from distlint.syntax.shapes import is_name
 from distlint.syntax.walker import descendants, keyword_arg
 
@@ -75,28 +73,6 @@ class _RegionRule(RegionRule):
 
     def spell(self, node: cst.CSTNode, limit: int = 60) -> str:
         return self.ctx.spellings.spell(node, limit)
-
-    def report_break(
-        self,
-        node: cst.CSTNode,
-        region: Region,
-        *,
-        fullgraph: str,
-        breaks: str,
-        certain_only: bool = False,
-    ) -> None:
-        """Report what graph-breaks in ``region``: under fullgraph=True a compile error (the
-        ``fullgraph`` message, severity error), otherwise the ``breaks`` message at the rule's
-        severity; related to the region's roots either way. With ``certain_only`` the error is
-        kept for a node that runs whenever a fullgraph=True root runs (``ctx.certain``); one
-        on some paths only is a warning that says so."""
-        if region.fullgraph:
-            message, severity = fullgraph, Severity.ERROR
-            if certain_only and not self.ctx.certain(node):
-                message, severity = f"{fullgraph}{SOME_PATHS_NOTE}", Severity.WARNING
-        else:
-            message, severity = breaks, None
-        self.report(node, message, severity=severity, related=region.related)
 
 
 # Dynamo settings that make a region rule's break go away, looked for anywhere in the file

@@ -12,7 +12,7 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.rules.base import in_region
-from distlint.rules.compile._analysis import SOME_PATHS, tensor_branches
+from distlint.rules.compile._analysis import tensor_branches
 from distlint.rules.compile._breaks import LOGGER_METHODS, environ_write, host_call
 from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.regions_model import Region
@@ -115,22 +115,21 @@ class HostSideEffect(_RegionRule):
         guard: tuple[tuple[cst.CSTNode, str], ...] = (),
     ) -> None:
         advice = _HOST_ADVICE.get(gb, "Move it outside the compiled region")
-        if region.fullgraph:
-            certain = self.ctx.certain(node)
-            message = (
+        self.report_break(
+            node,
+            region,
+            fullgraph=(
                 f"{what} inside a compiled region fails under fullgraph=True on torch 2.13 "
-                f"(`Unsupported`, GB{gb}){'' if certain else SOME_PATHS}. {advice}."
-            )
-            severity = Severity.ERROR if certain else Severity.WARNING
-        else:
-            message = (
+                f"(`Unsupported`, GB{gb})"
+            ),
+            breaks=(
                 f"{what} inside a compiled region graph-breaks on torch 2.13 (GB{gb}): the "
-                f"graph ends here and resumes after it. {advice}."
-            )
-            severity = None
-        fix = Fix(_GUARD_TITLE, (), Applicability.UNSAFE) if guard else None
-        self.report(
-            node, message, severity=severity, related=region.related, fix=fix, fix_nodes=guard
+                "graph ends here and resumes after it"
+            ),
+            certain_only=True,
+            then=f". {advice}.",
+            fix=Fix(_GUARD_TITLE, (), Applicability.UNSAFE) if guard else None,
+            fix_nodes=guard,
         )
 
 

@@ -30,7 +30,6 @@ from distlint.rules.base import in_region
 from distlint.rules.compile._analysis import (
     NON_TENSOR_ATTRS,
     NON_TENSOR_METHODS,
-    SOME_PATHS,
     self_attribute_values,
     torch_call_returns_tensor,
 )
@@ -383,19 +382,16 @@ class RequiresGradChangeInCompiledRegion(_RegionRule):
         """Report at ``node``: under fullgraph=True an error where it certainly runs (else a
         warning for some paths); otherwise a break, ``effect`` saying what happens to the
         graph (in a loop: the whole function is skipped)."""
-        if region.fullgraph:
-            certain = self.ctx.certain(node)
-            message = (
-                f"{what} fails under fullgraph=True on torch 2.13 ({torch_says})"
-                f"{'' if certain else SOME_PATHS}. {instead}"
-            )
-            severity = Severity.ERROR if certain else Severity.WARNING
-        else:
-            if _in_loop(self.ctx.parents, node):
-                effect = LOOP_SKIP
-            message = f"{what} graph-breaks on torch 2.13 ({torch_says}): {effect}. {instead}"
-            severity = None
-        self.report(node, message, severity=severity, related=region.related)
+        if _in_loop(self.ctx.parents, node):
+            effect = LOOP_SKIP
+        self.report_break(
+            node,
+            region,
+            fullgraph=f"{what} fails under fullgraph=True on torch 2.13 ({torch_says})",
+            breaks=f"{what} graph-breaks on torch 2.13 ({torch_says}): {effect}",
+            certain_only=True,
+            then=f". {instead}",
+        )
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules.base import in_region
-from distlint.rules.compile._analysis import SOME_PATHS_NOTE, Conversion
+from distlint.rules.compile._analysis import Conversion
 from distlint.rules.compile._breaks import conversion_break
 from distlint.rules.compile._region import _RegionRule
 from distlint.semantic.regions_model import Region
@@ -37,13 +37,13 @@ class TensorToPython(_RegionRule):
         if conversion is None:
             return
         spelled = self.spell(node)
-        if region.fullgraph:
-            message, severity = self._fullgraph_message(conversion, spelled), Severity.ERROR
-            if not self.ctx.certain(node):
-                message, severity = f"{message}{SOME_PATHS_NOTE}", Severity.WARNING
-        else:
-            message, severity = self._break_message(conversion, spelled), None
-        self.report(node, message, severity=severity, related=region.related)
+        self.report_break(
+            node,
+            region,
+            fullgraph=self._fullgraph_message(conversion, spelled),
+            breaks=self._break_message(conversion, spelled),
+            certain_only=True,
+        )
 
     @staticmethod
     def _fullgraph_message(conversion: Conversion, spelled: str) -> str:
