@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import libcst as cst
 
-from distlint.semantic.compile_sites import TreeSite, decorator_site
+from distlint.semantic.compile_sites import TreeSite, compiles, decorator_site
 from distlint.semantic.regions import (
     BlockExits,
     OwnCompile,
@@ -292,6 +292,12 @@ class RuleContext(ParsedFile):
         from distlint.semantic.collect import file_dynamo_config
 
         return self.memo(file_dynamo_config)
+
+    def compiles(self, name: str | None) -> bool:
+        """Whether the callable named ``name`` (resolved) certainly compiles what it is given:
+        ``torch.compile`` or one of the configured ``compile-wrappers``, as the compile roots
+        are found (:func:`distlint.semantic.compile_sites.compiles`)."""
+        return name is not None and compiles(name, self._wrappers)
 
     def module_compile_receiver(self, call: cst.Call) -> cst.BaseExpression | None:
         """The receiver of ``x.compile(...)`` if it may be ``nn.Module.compile``, else None."""

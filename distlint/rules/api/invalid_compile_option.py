@@ -219,11 +219,12 @@ class InvalidCompileOption(TableRule):
 
 
 def _compile_kwargs(node: cst.Call, ctx: RuleContext) -> dict[str, cst.Arg] | None:
-    """Keyword arguments of a torch.compile-like call, or None if ``node`` is not one."""
+    """Keyword arguments of a compiling call (torch.compile or a configured compile wrapper,
+    which takes its keywords: the compile roots read them as its options), or None."""
     name = ctx.resolve(node.func)
-    if name == "torch.compile":
+    if ctx.compiles(name):
         return _keywords(node.args)
-    if name in _PARTIAL and node.args and ctx.resolve(node.args[0].value) == "torch.compile":
+    if name in _PARTIAL and node.args and ctx.compiles(ctx.resolve(node.args[0].value)):
         return _keywords(node.args[1:])
     if name is None and ctx.module_compile_receiver(node) is not None:
         # `model.compile(...)` (nn.Module.compile forwards to torch.compile).

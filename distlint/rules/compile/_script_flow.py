@@ -173,7 +173,7 @@ def _library_module_bindings(ctx: RuleContext) -> dict[int, dict[str, list[Bindi
             built.discard(target.value)  # rebound to something else from here on
             if (
                 isinstance(value, cst.Call)
-                and resolve(value.func) == "torch.compile"
+                and ctx.compiles(resolve(value.func))
                 and target.value not in known
             ):
                 first = first_positional(value)

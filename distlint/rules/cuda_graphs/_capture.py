@@ -198,7 +198,7 @@ def _mentions(expr: cst.BaseExpression, name: str) -> bool:
 
 
 def _is_cudagraph_compile(call: cst.Call, ctx: RuleContext) -> bool:
-    if ctx.resolve(call.func) != "torch.compile":
+    if not ctx.compiles(ctx.resolve(call.func)):
         return False
     for arg in call.args:
         if arg.keyword is None:

@@ -18,7 +18,6 @@ from distlint.semantic.collectives import DDP_CLASS
 from distlint.semantic.regions import is_literal, literal_value
 from distlint.syntax.walker import keyword_arg
 
-COMPILE = "torch.compile"
 OPTIMIZE_DDP = "torch._dynamo.config.optimize_ddp"
 CONFIG_PATCH = frozenset({"torch._dynamo.config.patch"})
 
@@ -65,13 +64,13 @@ class DdpSmallBucketCompile(Rule):
             module = first_arg(node)
             if isinstance(module, cst.Name):
                 names.add(module.value)
-            elif isinstance(module, cst.Call) and self.ctx.resolve(module.func) == COMPILE:
+            elif isinstance(module, cst.Call) and self.ctx.compiles(self.ctx.resolve(module.func)):
                 self._compiled_calls.add(id(node))
             target = self._assigned_to(node)
             if target is not None:
                 names.add(target)
             self._small.append((node, arg, names))
-        elif resolved == COMPILE:
+        elif self.ctx.compiles(resolved):
             compiled = first_arg(node, "model")
             if isinstance(compiled, cst.Name):
                 self._compiled_names.add(compiled.value)

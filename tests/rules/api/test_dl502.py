@@ -263,3 +263,19 @@ def test_dl502_stays_silent(source: str) -> None:
 )
 def test_dl502_call_forms(source: str, position: tuple[int, int]) -> None:
     assert positions(dl502(source)) == [position]
+
+
+def test_dl502_checks_a_configured_compile_wrapper_like_torch_compile() -> None:
+    source = (
+        "import functools\nfrom mylib.jit import fast_compile\n"
+        'model = fast_compile(model, backend="nvfuser")\n'
+        'fn = functools.partial(fast_compile, mode="fast")(fn)\n'
+    )
+    assert dl502(source) == []  # not known to compile: its keywords are its own
+    wrapped = FileSettings(
+        enabled=frozenset({"DL502"}),
+        torch_floor="2.13",
+        torch_ceiling="2.13",
+        compile_wrappers=("mylib.jit.fast_compile",),
+    )
+    assert positions(check(source, wrapped)) == [(3, 37), (4, 43)]

@@ -110,3 +110,26 @@ def test_dl109_a_library_model_rebound_before_it_is_compiled_is_not_followed() -
             model[0].register_forward_hook(lambda m, a, o: None)
         """
     assert [f.span.start.line for f in run(source, "DL109")] == [17]
+
+
+def test_dl109_a_library_model_compiled_by_a_configured_wrapper_is_followed() -> None:
+    from distlint.file_settings import FileSettings
+    from tests.rules.conftest import check
+
+    source = """\
+        import torch
+        from torch import nn
+        from mylib.jit import fast_compile
+
+
+        def kept():
+            model = nn.Sequential(nn.Linear(4, 4))
+            compiled = fast_compile(model)
+            compiled(torch.ones(1, 4))
+            model[0].register_forward_hook(lambda m, a, o: None)
+        """
+    assert check(source, FileSettings(enabled=frozenset({"DL109"}))) == []
+    wrapped = FileSettings(
+        enabled=frozenset({"DL109"}), compile_wrappers=("mylib.jit.fast_compile",)
+    )
+    assert [f.span.start.line for f in check(source, wrapped)] == [10]

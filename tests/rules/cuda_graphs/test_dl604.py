@@ -152,3 +152,28 @@ def test_dl604_module_top_level_traps() -> None:
         "DL604",
     )
     assert found == []
+
+
+def test_dl604_a_configured_compile_wrapper_with_reduce_overhead_counts() -> None:
+    from distlint.file_settings import FileSettings
+    from tests.rules.conftest import check
+
+    source = """\
+        from mylib.jit import fast_compile
+
+        def g(x):
+            return x * 2
+
+        h = fast_compile(g, mode="reduce-overhead")
+
+        def train(x):
+            outs = []
+            for batch in x:
+                outs.append(h(batch))
+            return outs
+        """
+    assert findings(source, "DL604") == []
+    wrapped = FileSettings(
+        enabled=frozenset({"DL604"}), compile_wrappers=("mylib.jit.fast_compile",)
+    )
+    assert lines(check(source, wrapped)) == [11]

@@ -47,3 +47,16 @@ def test_dl303_small_bucket_with_compile(code: str, line: int, column: int) -> N
 )
 def test_dl303_traps(code: str) -> None:
     assert findings(HEAD + code + "\n", "DL303") == []
+
+
+def test_dl303_a_configured_compile_wrapper_compiles() -> None:
+    from distlint.file_settings import FileSettings
+    from tests.rules.conftest import check
+
+    source = HEAD + "from mylib.jit import fast_compile\n"
+    source += "model = DDP(net, bucket_cap_mb=0.01)\ncompiled = fast_compile(model)\n"
+    assert findings(source, "DL303") == []
+    wrapped = FileSettings(
+        enabled=frozenset({"DL303"}), compile_wrappers=("mylib.jit.fast_compile",)
+    )
+    assert positions(check(source, wrapped)) == [(4, 18)]
