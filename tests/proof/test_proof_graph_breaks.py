@@ -156,19 +156,25 @@ def _named_ids(code: str, path: str) -> dict[int, set[str]]:
 
 @cache
 def _definitions(path: str) -> dict[str, tuple[range, frozenset[str]]]:
-    """Module-level function or class name -> its lines and the names it mentions."""
+    """Module-level function, class or global name -> its lines and the names it mentions."""
     tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
     found = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            mentioned = {
-                n.id if isinstance(n, ast.Name) else n.attr
-                for n in ast.walk(node)
-                if isinstance(n, (ast.Name, ast.Attribute))
-            }
+            names = [node.name]
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            end = node.end_lineno or node.lineno
-            found[node.name] = (range(first, end + 1), frozenset(mentioned))
+        elif isinstance(node, ast.Assign):  # a module-level instance: ``TRACKED = Tracked()``
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            first = node.lineno
+        else:
+            continue
+        mentioned = frozenset(
+            n.id if isinstance(n, ast.Name) else n.attr
+            for n in ast.walk(node)
+            if isinstance(n, (ast.Name, ast.Attribute))
+        )
+        for name in names:
+            found[name] = (range(first, (node.end_lineno or first) + 1), mentioned)
     return found
 
 
@@ -268,3 +274,14 @@ def test_good_and_traps_case_compiles_without_a_counted_break(
         assert problems, f"{_key(path, case)} now passes the generic check: drop it from DIFFERS"
     else:
         assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("code", "path"),
+    sorted({(code, path) for code, path, _ in _params(bad=True)}),
+    ids=[p.removeprefix("fixtures/") for _, p in sorted({(c, p) for c, p, _ in _params(True)})],
+)
+def test_every_flagged_line_of_a_bad_file_is_reached_by_a_case(code: str, path: str) -> None:
+    flagged = {line for c, line, _ in expected_findings(REPO / path) if c == code}
+    reached = set().union(*(reachable_lines(path, case) for case in runnable_cases()[code][path]))
+    assert sorted(flagged - reached) == [], "a flagged line no case runs is not proven"
