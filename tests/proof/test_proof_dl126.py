@@ -19,7 +19,6 @@ from tests.proof.test_proof_dl1xx import (
     UNSUPPORTED,
     USER_ERROR,
     assert_breaks,
-    assert_clean,
     assert_fails,
     flagged_lines,
     frame_line,
@@ -80,8 +79,3 @@ def test_dl126_one_hot_without_num_classes_breaks(runs, case: str) -> None:
 @pytest.mark.parametrize("case", sorted(BAD_CAPTURE))
 def test_dl126_capture_settings_do_not_help(runs, case: str) -> None:
     _check(cases(runs, "DL126", "bad_capture")[case], *BAD_CAPTURE[case], "bad_capture")
-
-
-def test_dl126_known_number_of_classes_compiles(runs) -> None:
-    assert_clean(cases(runs, "DL126", "good"))
-    assert_clean(cases(runs, "DL126", "traps"))

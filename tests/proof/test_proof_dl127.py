@@ -58,16 +58,6 @@ def test_dl127_autograd_grad_is_refused(runs, case: str) -> None:
         assert run.graphs == 2, run
 
 
-def test_dl127_gradients_outside_the_region_and_look_alikes_compile(runs) -> None:
-    assert_clean(cases(runs, "DL127", "good"))
-    assert_clean(cases(runs, "DL127", "traps"))
-
-
-def test_dl127_trace_autograd_ops_has_autograd_grad_traced(runs) -> None:
-    assert_clean(cases(runs, "DL127", "traps_trace_autograd_ops"))
-    assert_clean(cases(runs, "DL127", "traps_patched"))
-
-
 def test_dl106_trace_autograd_ops_has_backward_traced_with_eager_gradients(runs) -> None:
     traced = cases(runs, "DL106", "traps_trace_autograd_ops")
     assert_clean(traced)

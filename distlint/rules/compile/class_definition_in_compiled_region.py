@@ -1,6 +1,6 @@
 """DL113: a ``class`` statement inside a compiled function.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL113): Dynamo cannot
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL113): Dynamo cannot
 trace ``__build_class__``: ``Invalid call to __build_class__`` (GB8977), a graph break, and
 under ``fullgraph=True`` a compile error.
 """

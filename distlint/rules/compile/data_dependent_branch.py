@@ -1,7 +1,7 @@
 """DL101: branching on a tensor value (``if``, ``while``, a conditional expression, a
 comprehension's ``if``, ``and``/``or`` outside a test) inside a compiled region.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL101): ``bool()`` of a
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL101): ``bool()`` of a
 tensor is data-dependent branching (GB0170): a graph break, and under ``fullgraph=True`` a
 compile error.
 """

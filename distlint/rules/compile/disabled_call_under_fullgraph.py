@@ -1,9 +1,10 @@
 """DL110: a call to a ``torch.compiler.disable``d function from a ``fullgraph=True`` region,
 or a disabled function (or module) passed into a ``fullgraph=True`` function that calls it.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL110): ``Unsupported:
-Skip calling `torch.compiler.disable()`d function`` (GB0098), ``Skip inlining ...`` for a
-method (GB0099), ``Unsupported function call (delayed)`` for a disabled module (GB0148).
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, test_proof_dl1xx.py,
+fixtures/DL110): ``Unsupported: Skip calling `torch.compiler.disable()`d function`` (GB0098),
+``Skip inlining ...`` for a method (GB0099), ``Unsupported function call (delayed)`` for a
+disabled module (GB0148).
 """
 
 from __future__ import annotations

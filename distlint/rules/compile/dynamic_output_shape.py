@@ -2,7 +2,7 @@
 ``masked_select``, one-argument ``torch.where``, ``repeat_interleave`` by a tensor,
 ``x[mask]``) inside a compiled region.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL103): a graph break
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL103): a graph break
 (GB0036, ``Dynamic shape operator``), except under ``fullgraph=True`` or with
 ``torch._dynamo.config.capture_dynamic_output_shape_ops = True``, which capture it.
 """

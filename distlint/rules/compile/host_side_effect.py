@@ -1,9 +1,10 @@
 """DL104: a host side effect (``print``, logging, ``time``, ``random``, ``pdb``,
 ``torch.save``, a write to ``os.environ``...) inside a compiled region.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL104): each graph-breaks
-(the GB id is in the message) and fails under ``fullgraph=True``. A statement that is only the
-call gets an unsafe fix: ``if not torch.compiler.is_compiling(): ...``.
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, test_proof_dl1xx.py,
+fixtures/DL104): each graph-breaks (the GB id is in the message) and fails under
+``fullgraph=True``. A statement that is only the call gets an unsafe fix:
+``if not torch.compiler.is_compiling(): ...``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """DL125: an ``nn.Parameter(...)`` created inside a compiled region from a tensor the region
 computes (lazy initialisation in ``forward``), or from no tensor at all.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl124_125.py, fixtures/DL125): with
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL125): with
 ``torch._dynamo.config.graph_break_on_nn_param_ctor = True`` (the default) Dynamo stops at
 ``nn.Parameter(torch.randn(...))`` (GB0264, ``Attempted to use `torch.nn.Parameter()`
 constructor with Dynamo``); with a number or no argument it stops whatever the flag says

@@ -1,6 +1,6 @@
 """DL122: an ``nn.RNN`` / ``nn.GRU`` / ``nn.LSTM`` module called inside a compiled region.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL122): Dynamo does not
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL122): Dynamo does not
 trace these modules unless ``torch._dynamo.config.allow_rnn`` is set: ``Attempted to wrap RNN,
 GRU, or LSTM`` (GB0014), a graph break around the call, and under ``fullgraph=True`` a compile
 error. The cells (``nn.LSTMCell``, ``nn.GRUCell``, ``nn.RNNCell``) are traced.

@@ -2,7 +2,7 @@
 assertion methods (GB0008) and ``torch.compiler.disable(...)`` / ``torch._dynamo.disable(...)``
 called there (GB0007).
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL112): Dynamo skips the
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL112): Dynamo skips the
 ``unittest`` module and the ``disable`` function itself; each call ends the graph, and under
 ``fullgraph=True`` compilation fails. A project's own helper methods on a ``TestCase``
 subclass trace normally.

@@ -1,7 +1,7 @@
 """DL117: ``sorted(...)`` / ``list.sort()`` of tensors inside a compiled region, ordered by the
 tensors themselves or by a key computed from their values.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL117): Dynamo can only
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL117): Dynamo can only
 sort by keys it knows while tracing (numbers, shapes); a key that is a tensor, or a Python
 number read from one (``.item()``), fails: ``sort with non-constant keys`` (GB0207), a graph
 break, and under ``fullgraph=True`` a compile error. Sorting by ``t.numel()`` or

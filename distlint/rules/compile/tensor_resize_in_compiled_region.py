@@ -1,7 +1,7 @@
 """DL124: a tensor resized in place (``t.resize_(...)``, ``t.resize_as_(...)``, a
 multi-argument ``t.set_(storage, offset, size)``) inside a compiled region.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl124_125.py, fixtures/DL124): Dynamo does not
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL124): Dynamo does not
 trace these calls. On a tensor the region computes it stops at the call (GB0126 / GB0127 /
 GB0128, ``Unsupported Tensor.resize_() call``); on an argument, parameter or buffer (or its
 ``.data``) the break is GB0148 (``Unsupported function call (delayed)``), even when the size

@@ -1,7 +1,7 @@
 """DL106: ``loss.backward()``, ``optimizer.step()`` or ``optimizer.zero_grad()`` inside a
 compiled region.
 
-Observed on torch 2.13.0 (tests/proof/test_proof_dl1xx.py, fixtures/DL106): each graph-breaks
+Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL106): each graph-breaks
 (GB0123, GB0025, GB0008) and fails under ``fullgraph=True``. A file that sets
 ``torch._dynamo.config.trace_autograd_ops = True`` has ``loss.backward()`` traced
 (tests/proof/test_proof_dl127.py, which also proves DL127's ``torch.autograd.grad`` there).

@@ -1,7 +1,7 @@
 """Unit tests of DL125 parameter-created-in-compiled-region: what it reports, where, with which
 graph-break id and severity, and what it leaves alone.
 
-The proof tests (tests/proof/test_proof_dl124_125.py) show that torch behaves as the messages say.
+The generic proof (tests/proof/test_proof_graph_breaks.py) shows torch does what messages say.
 """
 
 from __future__ import annotations
