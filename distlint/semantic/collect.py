@@ -71,7 +71,7 @@ from distlint.semantic.sharing import share_equal_parts
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
 from distlint.semantic.values import Options, Value
 from distlint.syntax.imports import ImportTable, dotted_name, self_attribute
-from distlint.syntax.shapes import bound_names, is_none
+from distlint.syntax.shapes import assignment_targets, bound_names, is_none
 from distlint.syntax.walker import blocks_of, children, descendants, parameters, suite_body
 
 if TYPE_CHECKING:
@@ -517,11 +517,7 @@ class Collector:
             for small in stmt.body:
                 if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
                     continue
-                targets = (
-                    [t.target for t in small.targets]
-                    if isinstance(small, cst.Assign)
-                    else [small.target]
-                )
+                targets = assignment_targets(small)
                 if len(targets) != 1:
                     continue
                 attr = self_attribute(targets[0])
@@ -556,11 +552,7 @@ class Collector:
             for small in stmt.body:
                 built: cst.BaseExpression | None = None
                 if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
-                    targets = (
-                        [t.target for t in small.targets]
-                        if isinstance(small, cst.Assign)
-                        else [small.target]
-                    )
+                    targets = assignment_targets(small)
                     if any(self_attribute(t) is not None for t in targets):
                         built = small.value
                 elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
@@ -737,11 +729,7 @@ class Collector:
             or type(small) is cst.AnnAssign
             or type(small) is cst.AugAssign
         ):
-            targets = (
-                [t.target for t in small.targets]
-                if isinstance(small, cst.Assign)
-                else [small.target]
-            )
+            targets = assignment_targets(small)
             for target in targets:
                 self._note_attribute_writes(scope, target)
             value = small.value
@@ -1290,9 +1278,7 @@ class Collector:
         """Record the names a statement binds to wrapped models, engines and forward outputs;
         ``modules_scope`` evaluates what a DDP wraps (for ``self.model = DDP(net)`` collected
         class-wide: the method's own locals)."""
-        targets = (
-            [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
-        )
+        targets = assignment_targets(stmt)
         wrapping = is_wrapping_call(value, scope.table.resolve)
         # ``outputs = model(x)``, and what is computed from those (``loss = outputs[0]``):
         # a backward through them all-reduces the gradients

@@ -34,7 +34,7 @@ from distlint.semantic.ranks import (
     is_matrix_rank,
 )
 from distlint.syntax.imports import ImportTable, dotted_name
-from distlint.syntax.shapes import bound_names, is_name, is_none
+from distlint.syntax.shapes import assignment_targets, bound_names, is_name, is_none
 from distlint.syntax.walker import children, descendants, evaluated, parameters, suite_body
 
 if TYPE_CHECKING:
@@ -539,11 +539,7 @@ class RankFlow:
                     or type(item) is cst.AnnAssign
                     or type(item) is cst.AugAssign
                 ):
-                    targets = (
-                        [t.target for t in item.targets]
-                        if isinstance(item, cst.Assign)
-                        else [item.target]
-                    )
+                    targets = assignment_targets(item)
                     bound = [n for t in targets for n in bound_names(t)]
                     names.update(bound)
                     if item.value is not None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from distlint.syntax.shapes import assignment_targets
 from distlint.syntax.walker import blocks_of, parameters, suite_body
 
 # Private homes of public torch APIs: report and match them under their public name.
@@ -165,11 +166,7 @@ class ImportTable:
             elif type(stmt) is cst.ImportFrom:
                 self._bind_from(stmt, module_name, is_package)
             elif type(stmt) is cst.Assign or type(stmt) is cst.AnnAssign:
-                targets = (
-                    [t.target for t in stmt.targets]
-                    if isinstance(stmt, cst.Assign)
-                    else [stmt.target]
-                )
+                targets = assignment_targets(stmt)
                 for target in targets:
                     if isinstance(target, cst.Name):
                         aliases.append((target.value, stmt.value, nested))

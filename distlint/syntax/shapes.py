@@ -35,6 +35,16 @@ def none_on_other_side(ifexp: cst.IfExp, node: cst.CSTNode) -> bool:
     return is_none(other)
 
 
+def assignment_targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
+    """What an ``=`` / annotated / augmented assignment writes (``a = b = v``: both); nothing
+    for another node."""
+    if isinstance(statement, cst.Assign):
+        return [t.target for t in statement.targets]
+    if isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
+        return [statement.target]
+    return []
+
+
 def assigned_name(statement: cst.CSTNode, value: cst.CSTNode) -> str | None:
     """``x`` for ``x = value`` / ``x: T = value`` (one plain name, ``value`` itself), else
     None."""

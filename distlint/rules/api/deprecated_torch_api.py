@@ -30,6 +30,7 @@ from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
 from distlint.syntax.guards import ByAncestor
 from distlint.syntax.imports import ImportTable, dotted_name, scope_statements
+from distlint.syntax.shapes import assignment_targets
 from distlint.syntax.walker import children, descendants
 
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
@@ -538,11 +539,7 @@ def _bound_names(module: cst.Module, parts: frozenset[str]) -> set[str]:
                 if dotted is None:
                     continue
                 # exactly an Assign or an AnnAssign here: isinstance tells them apart
-                targets = (
-                    [t.target for t in stmt.targets]
-                    if isinstance(stmt, cst.Assign)
-                    else [stmt.target]
-                )
+                targets = assignment_targets(stmt)
                 for target in targets:
                     if type(target) is cst.Name:
                         aliases.append((target.value, dotted))

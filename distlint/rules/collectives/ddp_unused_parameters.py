@@ -21,7 +21,7 @@ from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import DDP_CLASS
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name, self_attribute
-from distlint.syntax.shapes import bound_names, keyword_is_true
+from distlint.syntax.shapes import assignment_targets, bound_names, keyword_is_true
 from distlint.syntax.walker import children, suite_body
 
 DDP_WORD = "DistributedDataParallel"
@@ -382,7 +382,7 @@ def _dropped_outputs(forward: cst.FunctionDef, info: _ModuleClass) -> list[tuple
         if isinstance(statement, cst.Expr):
             dropped.append((attr, value))
             continue
-        targets = _targets(statement)
+        targets = assignment_targets(statement)
         if any(
             not isinstance(t, cst.Name) and not isinstance(t, (cst.Tuple, cst.List))
             for t in targets
@@ -394,14 +394,6 @@ def _dropped_outputs(forward: cst.FunctionDef, info: _ModuleClass) -> list[tuple
         if names and not names & live:
             dropped.append((attr, value))
     return dropped
-
-
-def _targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
-    if isinstance(statement, cst.Assign):
-        return [t.target for t in statement.targets]
-    if isinstance(statement, (cst.AugAssign, cst.AnnAssign)):
-        return [statement.target]
-    return []
 
 
 def _statement_flow(statement: cst.CSTNode, live: set[str]) -> set[str]:
@@ -419,7 +411,7 @@ def _statement_flow(statement: cst.CSTNode, live: set[str]) -> set[str]:
     value = getattr(statement, "value", None)
     if value is None:
         return set()
-    for target in _targets(statement):
+    for target in assignment_targets(statement):
         if not isinstance(target, (cst.Name, cst.Tuple, cst.List)):
             return _names_read(value) | _names_read(target)  # self.x = ..., h[i] = ...
         if live.intersection(bound_names(target)):

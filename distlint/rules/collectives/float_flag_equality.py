@@ -10,6 +10,7 @@ from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.syntax.imports import dotted_name
+from distlint.syntax.shapes import assignment_targets
 from distlint.syntax.walker import evaluated, scope_nodes
 
 _C10D = "torch.distributed."
@@ -163,11 +164,7 @@ class FloatFlagEquality(Rule):
                             received, self.ctx.module.code_for_node(node.func)
                         )
             elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                targets = (
-                    [t.target for t in node.targets]
-                    if isinstance(node, cst.Assign)
-                    else [node.target]
-                )
+                targets = assignment_targets(node)
                 for target in targets:
                     key = dotted_name(target)
                     if key is not None:

@@ -23,7 +23,7 @@ from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_compiling_test
 from distlint.syntax.imports import scope_statements
-from distlint.syntax.shapes import keyword_is_true
+from distlint.syntax.shapes import assignment_targets, keyword_is_true
 from distlint.syntax.walker import descendants
 
 
@@ -208,7 +208,7 @@ def environ_write(rule: _RegionRule, node: cst.CSTNode) -> cst.CSTNode | None:
     """The ``os.environ[...]`` target of an assignment ``node``, if it writes the environment."""
     if not isinstance(node, (cst.Assign, cst.AugAssign)):
         return None
-    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    targets = assignment_targets(node)
     for target in targets:
         if isinstance(target, cst.Subscript) and rule.ctx.resolve(target.value) == "os.environ":
             return target

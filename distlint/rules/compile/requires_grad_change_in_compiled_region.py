@@ -37,7 +37,13 @@ from distlint.rules.compile._region import _RegionRule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions_model import Region
 from distlint.syntax.imports import dotted_name, self_attribute
-from distlint.syntax.shapes import bound_names, is_name, is_true, keyword_is_true
+from distlint.syntax.shapes import (
+    assignment_targets,
+    bound_names,
+    is_name,
+    is_true,
+    keyword_is_true,
+)
 from distlint.syntax.walker import descendants, keyword_arg, nodes_with_parents, scope_nodes
 
 # The torch functions that take ``requires_grad`` (torch 2.13's ``_VariableFunctions``): called
@@ -515,11 +521,7 @@ def _reaches_return(
     if isinstance(statement, cst.Return):
         return True
     if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-        targets = (
-            [t.target for t in statement.targets]
-            if isinstance(statement, cst.Assign)
-            else [statement.target]
-        )
+        targets = assignment_targets(statement)
         if inside[0] is statement.value:
             tainted.update(_bound(targets))
     elif (
