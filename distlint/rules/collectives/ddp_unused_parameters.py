@@ -16,6 +16,7 @@ import libcst as cst
 
 from distlint.findings import Severity
 from distlint.rules._ddp import LEAVES, first_arg, walk
+from distlint.rules._fixed_point import grow_until_stable
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.collectives import DDP_CLASS
@@ -363,14 +364,7 @@ def _dropped_outputs(forward: cst.FunctionDef, info: _ModuleClass) -> list[tuple
         for n in walk(forward)
         if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Expr))
     ]
-    changed = True
-    while changed:
-        changed = False
-        for statement in statements:
-            reads = _statement_flow(statement, live)
-            if reads - live:
-                live |= reads
-                changed = True
+    grow_until_stable(live, statements, _statement_flow)
     dropped = []
     for statement in statements:
         value = statement.value

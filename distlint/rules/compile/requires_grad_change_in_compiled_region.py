@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from distlint.findings import Severity
+from distlint.rules._fixed_point import grow_until_stable
 from distlint.rules.base import in_region
 from distlint.rules.compile._analysis import (
     NON_TENSOR_ATTRS,
@@ -533,14 +534,7 @@ def _reaches_return(
     if not tainted:
         return False
     later = _nodes_after(function, call)
-    changed = True
-    while changed:
-        changed = False
-        for node in later:
-            new = _taints(node, tainted)
-            if new - tainted:
-                tainted |= new
-                changed = True
+    grow_until_stable(tainted, later, _taints)
     return any(
         isinstance(node, cst.Return) and node.value is not None and _mentions(node.value, tainted)
         for node in later
