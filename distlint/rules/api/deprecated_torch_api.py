@@ -257,6 +257,8 @@ class DeprecatedTorchApi(Rule):
         self._checked.add(id(node))
         if isinstance(parent, (cst.ImportAlias, cst.ImportFrom, cst.Import)):
             return
+        if _stored_to(node, parent):
+            return  # `dist.all_gather_into_tensor = wrapper`: a monkeypatch calls nothing
         if self._excused_here(self.ctx.parents):
             return
         resolved = self.ctx.resolve(node)
@@ -611,6 +613,14 @@ def _passive(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
         if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
             return False
         child = ancestor
+    return False
+
+
+def _stored_to(node: cst.Attribute, parent: cst.CSTNode | None) -> bool:
+    """Whether ``node`` is only assigned to (``a.b = ...``, ``a.b: T = ...``): the attribute
+    is replaced, never called or read (``a.b += ...`` reads it first)."""
+    if type(parent) is cst.AssignTarget or type(parent) is cst.AnnAssign:
+        return parent.target is node
     return False
 
 

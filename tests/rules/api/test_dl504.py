@@ -306,3 +306,20 @@ def test_the_binding_gate_finds_what_a_search_of_the_whole_text_finds() -> None:
         expected = catalog.binding_words.search(text) is not None
         assert _may_bind(text, catalog.name_parts, catalog.binding_words) is expected, text
     assert _may_bind("import x\n", catalog.name_parts, None) is False
+
+
+def test_dl504_monkeypatched_attribute_is_not_a_use() -> None:
+    """Replacing a deprecated function (slime wraps every collective of torch.distributed)
+    calls nothing; the original passed to the wrapper is still a use."""
+    found = dl504(
+        """\
+        import torch
+        import torch.distributed as dist
+
+        dist.all_gather_into_tensor = wrap(dist.all_gather_into_tensor)
+        dist.reduce_scatter_tensor = my_reduce_scatter
+        torch.distributed._shard.sharding_spec._internals._find_nd_overlapping_shards = fast
+        dist.all_gather_into_tensor += 0
+        """
+    )
+    assert where(found) == [(4, 36), (7, 1)]
