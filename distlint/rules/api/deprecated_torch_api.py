@@ -165,7 +165,7 @@ class DeprecatedTorchApi(Rule):
         statement: cst.ImportFrom | None = None,
     ) -> None:
         if api.category is None:  # a private path whose public home holds the same objects
-            public = f"{api.replacement}{spelled[len(api.name) :]}"
+            public = self._public_spelling(api, spelled)
             self.report(
                 node,
                 f"`{spelled}` is a private torch path: since torch {self._since(api)}, the "
@@ -174,6 +174,16 @@ class DeprecatedTorchApi(Rule):
             )
             return
         self.report(node, self._deprecated_message(spelled, api))
+
+    def _public_spelling(self, api: DeprecatedApi, spelled: str) -> str:
+        """``spelled`` moved under the public module when the project's lowest torch exports
+        its next part there (``_tensor.DTensor`` -> ``tensor.DTensor``), else the public module
+        alone: ``_tensor.api`` holds ``tensor._api``, and no ``tensor.api`` exists."""
+        public = api.replacement or ""
+        rest = spelled[len(api.name) :].lstrip(".")
+        if rest and rest.split(".", 1)[0] in self._floor.module_exports.get(public, ()):
+            return f"{public}.{rest}"
+        return public
 
     def _import_fix(
         self, statement: cst.ImportFrom | None, api: DeprecatedApi, spelled: str

@@ -323,3 +323,18 @@ def test_dl504_monkeypatched_attribute_is_not_a_use() -> None:
         """
     )
     assert where(found) == [(4, 36), (7, 1)]
+
+
+def test_dl504_private_submodule_names_only_a_public_module_that_exists() -> None:
+    """torch.distributed._tensor.api holds torch.distributed.tensor._api: the message must
+    not send people to a torch.distributed.tensor.api that no torch has."""
+    found = dl504(
+        """\
+        from torch.distributed._tensor.api import DTensor
+        from torch.distributed._tensor.device_mesh import init_device_mesh
+        """,
+        "2.7",
+    )
+    assert "public `torch.distributed.tensor` has the same API" in found[0].message
+    assert "`torch.distributed.tensor.api`" not in found[0].message
+    assert "public `torch.distributed.tensor.device_mesh` has the same" in found[1].message
