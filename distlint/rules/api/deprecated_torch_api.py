@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from types import MappingProxyType
 
 import libcst as cst
@@ -276,6 +277,8 @@ class DeprecatedTorchApi(Rule):
             return
         api = self._names.get(resolved)
         if api is not None:
+            if self._fallback_after_replacement(api, self.ctx.parents):
+                return
             if api.kind != "class" or not _passive(node, ancestors):
                 self._report_name(node, api)
             return
@@ -290,6 +293,25 @@ class DeprecatedTorchApi(Rule):
                 self._report_module(node, api, resolved)
                 return
             value = value.value
+
+    def _fallback_after_replacement(
+        self, api: DeprecatedApi, ancestors: Sequence[cst.CSTNode]
+    ) -> bool:
+        """Whether the use is in an ``except`` handler of a ``try`` whose body already uses the
+        replacement (tutel: ``try: with torch.amp.autocast("cuda"): ...`` / ``except: with
+        torch.cuda.amp.autocast(): ...``): the old API runs only on a torch without the new
+        one, whatever the handler catches."""
+        found = _DOTTED.match(api.replacement or "")
+        if found is None:
+            return False
+        replacement = found.group(0)
+        for outer, inner in pairwise(ancestors):
+            if type(outer) is not cst.Try or type(inner) is not cst.ExceptHandler:
+                continue
+            for node in descendants(outer.body):
+                if type(node) is cst.Attribute and self.ctx.resolve(node) == replacement:
+                    return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> None:
         """Bare names bound to a deprecated function (``from ... import _all_gather_base``).

@@ -338,3 +338,27 @@ def test_dl504_private_submodule_names_only_a_public_module_that_exists() -> Non
     assert "public `torch.distributed.tensor` has the same API" in found[0].message
     assert "`torch.distributed.tensor.api`" not in found[0].message
     assert "public `torch.distributed.tensor.device_mesh` has the same" in found[1].message
+
+
+def test_dl504_old_api_in_the_handler_of_a_try_that_uses_the_replacement() -> None:
+    """tutel tries torch.amp.autocast("cuda") and falls back on torch.cuda.amp.autocast under
+    a bare except: on a torch that has the replacement the old one never runs. A handler of a
+    try that does not use the replacement still counts."""
+    found = dl504(
+        """\
+        import torch
+
+        try:
+            with torch.amp.autocast("cuda", enabled=False):
+                out = route()
+        except:
+            with torch.cuda.amp.autocast(enabled=False):
+                out = route()
+        try:
+            out = route()
+        except:
+            with torch.cuda.amp.autocast(enabled=False):
+                out = route()
+        """
+    )
+    assert where(found) == [(12, 10)]
