@@ -29,6 +29,7 @@ from distlint.syntax.imports import ImportTable, dotted_name, scope_statements
 from distlint.syntax.walker import children, descendants
 
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+_TYPE_ASSERTS = frozenset({"assertIsInstance", "assertNotIsInstance"})
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
@@ -330,8 +331,8 @@ class DeprecatedTorchApi(Rule):
         # (node, parent, scope); a def's own scope covers all of its children, as in the
         # engine's walk (RuleContext.enter_function runs before they are visited).
         top = _Scope(None, None, self.ctx)
-        # passive: under an annotation or in an isinstance/issubclass test, where a class
-        # is only looked at (nothing is created, nothing warns)
+        # passive: under an annotation or in a type test (isinstance, assertIsInstance's
+        # class), where a class is only looked at (nothing is created, nothing warns)
         pending: list[tuple[cst.CSTNode, cst.CSTNode | None, _Scope, bool, bool]] = [
             (module, None, top, False, False)
         ]
@@ -346,8 +347,14 @@ class DeprecatedTorchApi(Rule):
                 scope = _Scope(scope, node, self.ctx)
             elif kind in (cst.If, cst.IfExp, cst.Try, cst.With):
                 guarded = guarded or self._excused((node,))
-            elif kind is cst.Annotation or (type(node) is cst.Call and _is_type_test(node)):
+            elif kind is cst.Annotation:
                 passive = True
+            elif type(node) is cst.Call and not passive:
+                pending.extend(
+                    (child, node, scope, guarded, _looked_at(node, child))
+                    for child in children(node)
+                )
+                continue
             elif (type(node) is cst.IndentedBlock or type(node) is cst.Module) and not guarded:
                 fallback = after_early_exit_guard(node)
                 if fallback:
@@ -629,8 +636,16 @@ def _silences_warnings(node: cst.With) -> bool:
     return False
 
 
-def _is_type_test(call: cst.Call) -> bool:
-    return type(call.func) is cst.Name and call.func.value in _TYPE_TESTS
+def _looked_at(call: cst.Call, child: cst.CSTNode) -> bool:
+    """Whether ``child`` of ``call`` is only looked at by a type test: an argument of
+    isinstance/issubclass, or the class argument of unittest's ``assertIsInstance(obj, cls)``
+    (mmengine's tests check the scaler a wrapper built; its object argument may create one)."""
+    func = call.func
+    if type(func) is cst.Name and func.value in _TYPE_TESTS:
+        return child is not func
+    if type(func) is cst.Attribute and func.attr.value in _TYPE_ASSERTS:
+        return len(call.args) > 1 and child is call.args[1]
+    return False
 
 
 def _passive(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
@@ -640,7 +655,7 @@ def _passive(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
         kind = type(ancestor)
         if kind is cst.Annotation:
             return True
-        if type(ancestor) is cst.Call and ancestor.func is not child and _is_type_test(ancestor):
+        if type(ancestor) is cst.Call and _looked_at(ancestor, child):
             return True
         if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
             return False

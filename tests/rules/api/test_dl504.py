@@ -362,3 +362,21 @@ def test_dl504_old_api_in_the_handler_of_a_try_that_uses_the_replacement() -> No
         """
     )
     assert where(found) == [(12, 10)]
+
+
+def test_dl504_class_only_checked_by_assert_is_instance() -> None:
+    """unittest's assertIsInstance(obj, cls) only looks at cls (mmengine checks the scaler its
+    wrapper built); a scaler created in the object argument is still a use."""
+    found = dl504(
+        """\
+        import torch
+        from torch.cuda.amp import GradScaler
+
+        class T:
+            def test(self):
+                self.assertIsInstance(wrapper.loss_scaler, GradScaler)
+                self.assertNotIsInstance(wrapper.loss_scaler, torch.cuda.amp.GradScaler)
+                self.assertIsInstance(GradScaler(), object)
+        """
+    )
+    assert where(found) == [(8, 31)]
