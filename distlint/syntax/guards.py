@@ -1,9 +1,10 @@
 """Version and feature guards: code that runs only on some torch versions, or as a fallback.
 
 A deprecated or unknown API used under ``if torch.__version__ < ...``, ``if hasattr(dist,
-"...")``, ``is_torch_min_version(...)``, a ``packaging.version`` comparison, or inside a
-``try`` whose handler catches ``ImportError``/``AttributeError``/``TypeError`` is the project
-supporting several torch versions on purpose. So is a keyword whose support the file probes
+"...")`` (or ``"..." not in dir(dist)``), ``is_torch_min_version(...)``, a
+``packaging.version`` comparison, or inside a ``try`` whose handler catches
+``ImportError``/``AttributeError``/``TypeError`` is the project supporting several torch
+versions on purpose. So is a keyword whose support the file probes
 (``"no_copy" in inspect.getfullargspec(dist.all_gather).args``, apex). Rules about API
 validity stay silent there.
 """
@@ -27,7 +28,8 @@ _VERSION_WORDS = re.compile(
     r"|_available|_supported",
     re.IGNORECASE,
 )
-_PROBES = frozenset({"hasattr", "getattr"})
+# ``hasattr(dist, "x")``, ``getattr(...)``, ``"x" in dir(torch.distributed)`` (Samba, flash-attn)
+_PROBES = frozenset({"hasattr", "getattr", "dir"})
 _FALLBACK_ERRORS = frozenset(
     {"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError", "NameError"}
 )

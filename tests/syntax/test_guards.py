@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 
 from distlint.rules.api.deprecated_torch_api import DeprecatedTorchApi
-from distlint.syntax.guards import ByAncestor, is_feature_guarded
+from distlint.syntax.guards import ByAncestor, is_feature_guarded, is_version_test
 from distlint.syntax.source import parse_module
 from distlint.syntax.walker import walk
 
@@ -129,3 +129,10 @@ def test_an_elif_chain_asks_each_test_a_bounded_number_of_times() -> None:
         remembered(stack)
     assert max(asked) <= 2
     assert len(asked) <= len(stacks)  # once per node at most
+
+
+def test_a_dir_membership_test_is_a_feature_probe() -> None:
+    """Samba's backward-compatibility alias runs only on a torch without the new name."""
+    probe = cst.parse_expression('"all_gather_into_tensor" not in dir(torch.distributed)')
+    assert is_version_test(probe)
+    assert not is_version_test(cst.parse_expression('"x" not in names'))

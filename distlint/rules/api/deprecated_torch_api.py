@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from types import MappingProxyType
 
 import libcst as cst
@@ -34,6 +35,7 @@ from distlint.syntax.shapes import assignment_targets
 from distlint.syntax.walker import children, descendants
 
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+_TYPE_ASSERTS = frozenset({"assertIsInstance", "assertNotIsInstance"})
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
@@ -177,7 +179,7 @@ class DeprecatedTorchApi(Rule):
         statement: cst.ImportFrom | None = None,
     ) -> None:
         if api.category is None:  # a private path whose public home holds the same objects
-            public = f"{api.replacement}{spelled[len(api.name) :]}"
+            public = self._public_spelling(api, spelled)
             self.report(
                 node,
                 f"`{spelled}` is a private torch path: since torch {self._since(api)}, the "
@@ -186,6 +188,16 @@ class DeprecatedTorchApi(Rule):
             )
             return
         self.report(node, self._deprecated_message(spelled, api))
+
+    def _public_spelling(self, api: DeprecatedApi, spelled: str) -> str:
+        """``spelled`` moved under the public module when the project's lowest torch exports
+        its next part there (``_tensor.DTensor`` -> ``tensor.DTensor``), else the public module
+        alone: ``_tensor.api`` holds ``tensor._api``, and no ``tensor.api`` exists."""
+        public = api.replacement or ""
+        rest = spelled[len(api.name) :].lstrip(".")
+        if rest and rest.split(".", 1)[0] in self._floor.module_exports.get(public, ()):
+            return f"{public}.{rest}"
+        return public
 
     def _import_fix(
         self, statement: cst.ImportFrom | None, api: DeprecatedApi, spelled: str
@@ -269,6 +281,8 @@ class DeprecatedTorchApi(Rule):
         self._checked.add(id(node))
         if isinstance(parent, (cst.ImportAlias, cst.ImportFrom, cst.Import)):
             return
+        if _stored_to(node, parent):
+            return  # `dist.all_gather_into_tensor = wrapper`: a monkeypatch calls nothing
         if self._excused_here(self.ctx.parents):
             return
         resolved = self.ctx.resolve(node)
@@ -276,6 +290,8 @@ class DeprecatedTorchApi(Rule):
             return
         api = self._names.get(resolved)
         if api is not None:
+            if self._fallback_after_replacement(api, self.ctx.parents):
+                return
             if api.kind != "class" or not _passive(node, ancestors):
                 self._report_name(node, api)
             return
@@ -290,6 +306,25 @@ class DeprecatedTorchApi(Rule):
                 self._report_module(node, api, resolved)
                 return
             value = value.value
+
+    def _fallback_after_replacement(
+        self, api: DeprecatedApi, ancestors: Sequence[cst.CSTNode]
+    ) -> bool:
+        """Whether the use is in an ``except`` handler of a ``try`` whose body already uses the
+        replacement (tutel: ``try: with torch.amp.autocast("cuda"): ...`` / ``except: with
+        torch.cuda.amp.autocast(): ...``): the old API runs only on a torch without the new
+        one, whatever the handler catches."""
+        found = _DOTTED.match(api.replacement or "")
+        if found is None:
+            return False
+        replacement = found.group(0)
+        for outer, inner in pairwise(ancestors):
+            if type(outer) is not cst.Try or type(inner) is not cst.ExceptHandler:
+                continue
+            for node in descendants(outer.body):
+                if type(node) is cst.Attribute and self.ctx.resolve(node) == replacement:
+                    return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> None:
         """Bare names bound to a deprecated function (``from ... import _all_gather_base``).
@@ -308,8 +343,8 @@ class DeprecatedTorchApi(Rule):
         # (node, parent, scope); a def's own scope covers all of its children, as in the
         # engine's walk (RuleContext.enter_function runs before they are visited).
         top = _Scope(None, None, self.ctx)
-        # passive: under an annotation or in an isinstance/issubclass test, where a class
-        # is only looked at (nothing is created, nothing warns)
+        # passive: under an annotation or in a type test (isinstance, assertIsInstance's
+        # class), where a class is only looked at (nothing is created, nothing warns)
         pending: list[tuple[cst.CSTNode, cst.CSTNode | None, _Scope, bool, bool]] = [
             (module, None, top, False, False)
         ]
@@ -324,8 +359,14 @@ class DeprecatedTorchApi(Rule):
                 scope = _Scope(scope, node, self.ctx)
             elif kind in (cst.If, cst.IfExp, cst.Try, cst.With):
                 guarded = guarded or self._excused((node,))
-            elif kind is cst.Annotation or (type(node) is cst.Call and _is_type_test(node)):
+            elif kind is cst.Annotation:
                 passive = True
+            elif type(node) is cst.Call and not passive:
+                pending.extend(
+                    (child, node, scope, guarded, _looked_at(node, child))
+                    for child in children(node)
+                )
+                continue
             elif (type(node) is cst.IndentedBlock or type(node) is cst.Module) and not guarded:
                 fallback = self._early_exits(node)
                 if fallback:
@@ -603,8 +644,16 @@ def _silences_warnings(node: cst.With) -> bool:
     return False
 
 
-def _is_type_test(call: cst.Call) -> bool:
-    return type(call.func) is cst.Name and call.func.value in _TYPE_TESTS
+def _looked_at(call: cst.Call, child: cst.CSTNode) -> bool:
+    """Whether ``child`` of ``call`` is only looked at by a type test: an argument of
+    isinstance/issubclass, or the class argument of unittest's ``assertIsInstance(obj, cls)``
+    (mmengine's tests check the scaler a wrapper built; its object argument may create one)."""
+    func = call.func
+    if type(func) is cst.Name and func.value in _TYPE_TESTS:
+        return child is not func
+    if type(func) is cst.Attribute and func.attr.value in _TYPE_ASSERTS:
+        return len(call.args) > 1 and child is call.args[1]
+    return False
 
 
 def _passive(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
@@ -614,11 +663,19 @@ def _passive(node: cst.CSTNode, ancestors: list[cst.CSTNode]) -> bool:
         kind = type(ancestor)
         if kind is cst.Annotation:
             return True
-        if type(ancestor) is cst.Call and ancestor.func is not child and _is_type_test(ancestor):
+        if type(ancestor) is cst.Call and _looked_at(ancestor, child):
             return True
         if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
             return False
         child = ancestor
+    return False
+
+
+def _stored_to(node: cst.Attribute, parent: cst.CSTNode | None) -> bool:
+    """Whether ``node`` is only assigned to (``a.b = ...``, ``a.b: T = ...``): the attribute
+    is replaced, never called or read (``a.b += ...`` reads it first)."""
+    if type(parent) is cst.AssignTarget or type(parent) is cst.AnnAssign:
+        return parent.target is node
     return False
 
 

@@ -20,7 +20,7 @@ from importlib import resources
 import libcst as cst
 
 from distlint.findings import Severity
-from distlint.rules.api._deprecations import deprecated_at
+from distlint.rules.api._deprecations import deprecated_apis, deprecated_at
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.syntax.guards import is_feature_guarded
@@ -121,6 +121,13 @@ class PrivateTorchModule(Rule):
         # deprecated after the project's lowest torch is still a private module here
         active = deprecated_at(*ctx.settings.torch_range)
         self._deprecated = tuple(api.name for api in active if api.kind == "module")
+        # private paths whose public home is newer than the project's lowest torch
+        # (torch.distributed._tensor: torch.distributed.tensor from 2.5): path -> that release
+        self._home_since = tuple(
+            (api.name, api.since)
+            for api in deprecated_apis()
+            if api.kind == "module" and api.category is None and api.name not in self._deprecated
+        )
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -160,6 +167,12 @@ class PrivateTorchModule(Rule):
             return False  # DL504 says more: deprecated, or the same objects at a public path
         return not self._excused(self.ctx.parents)
 
+    def _home_since_for(self, module: str) -> str | None:
+        for name, since in self._home_since:
+            if module == name or module.startswith(name + "."):
+                return since
+        return None
+
     def _deprecated_path(self, module: str) -> bool:
         return any(module == d or module.startswith(d + ".") for d in self._deprecated)
 
@@ -188,7 +201,14 @@ class PrivateTorchModule(Rule):
             home = next(iter(public.values()))
             listed = ", ".join(f"`{n}`" for n in names)
             same = "the same objects" if len(names) > 1 else "the same object"
-            message += f" Import {listed} from the public `{home}` ({same})."
+            since = self._home_since_for(module)
+            if since is None:
+                message += f" Import {listed} from the public `{home}` ({same})."
+            else:  # not on the project's lowest torch: it is why DL504 left this path here
+                message += (
+                    f" From torch {since} on, the public `{home}` has {listed} ({same}): "
+                    f"switch the import once the project's lowest torch is {since}."
+                )
         elif public:
             listed = ", ".join(f"`{home}.{name}`" for name, home in sorted(public.items()))
             message += f" Public homes of the same objects: {listed}."

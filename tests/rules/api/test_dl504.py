@@ -306,3 +306,77 @@ def test_the_binding_gate_finds_what_a_search_of_the_whole_text_finds() -> None:
         expected = catalog.binding_words.search(text) is not None
         assert _may_bind(text, catalog.name_parts, catalog.binding_words) is expected, text
     assert _may_bind("import x\n", catalog.name_parts, None) is False
+
+
+def test_dl504_monkeypatched_attribute_is_not_a_use() -> None:
+    """Replacing a deprecated function (slime wraps every collective of torch.distributed)
+    calls nothing; the original passed to the wrapper is still a use."""
+    found = dl504(
+        """\
+        import torch
+        import torch.distributed as dist
+
+        dist.all_gather_into_tensor = wrap(dist.all_gather_into_tensor)
+        dist.reduce_scatter_tensor = my_reduce_scatter
+        torch.distributed._shard.sharding_spec._internals._find_nd_overlapping_shards = fast
+        dist.all_gather_into_tensor += 0
+        """
+    )
+    assert where(found) == [(4, 36), (7, 1)]
+
+
+def test_dl504_private_submodule_names_only_a_public_module_that_exists() -> None:
+    """torch.distributed._tensor.api holds torch.distributed.tensor._api: the message must
+    not send people to a torch.distributed.tensor.api that no torch has."""
+    found = dl504(
+        """\
+        from torch.distributed._tensor.api import DTensor
+        from torch.distributed._tensor.device_mesh import init_device_mesh
+        """,
+        "2.7",
+    )
+    assert "public `torch.distributed.tensor` has the same API" in found[0].message
+    assert "`torch.distributed.tensor.api`" not in found[0].message
+    assert "public `torch.distributed.tensor.device_mesh` has the same" in found[1].message
+
+
+def test_dl504_old_api_in_the_handler_of_a_try_that_uses_the_replacement() -> None:
+    """tutel tries torch.amp.autocast("cuda") and falls back on torch.cuda.amp.autocast under
+    a bare except: on a torch that has the replacement the old one never runs. A handler of a
+    try that does not use the replacement still counts."""
+    found = dl504(
+        """\
+        import torch
+
+        try:
+            with torch.amp.autocast("cuda", enabled=False):
+                out = route()
+        except:
+            with torch.cuda.amp.autocast(enabled=False):
+                out = route()
+        try:
+            out = route()
+        except:
+            with torch.cuda.amp.autocast(enabled=False):
+                out = route()
+        """
+    )
+    assert where(found) == [(12, 10)]
+
+
+def test_dl504_class_only_checked_by_assert_is_instance() -> None:
+    """unittest's assertIsInstance(obj, cls) only looks at cls (mmengine checks the scaler its
+    wrapper built); a scaler created in the object argument is still a use."""
+    found = dl504(
+        """\
+        import torch
+        from torch.cuda.amp import GradScaler
+
+        class T:
+            def test(self):
+                self.assertIsInstance(wrapper.loss_scaler, GradScaler)
+                self.assertNotIsInstance(wrapper.loss_scaler, torch.cuda.amp.GradScaler)
+                self.assertIsInstance(GradScaler(), object)
+        """
+    )
+    assert where(found) == [(8, 31)]

@@ -161,3 +161,15 @@ def test_dl505_reports_a_shim_path_dl504_leaves_to_an_older_lowest_torch() -> No
         settings = FileSettings(enabled=both, torch_floor=lowest)
         found = check_file(FileSource(source, "t.py"), settings).findings
         assert [f.code for f in found] == [code], lowest
+
+
+def test_dl505_names_a_public_home_only_from_the_torch_that_has_it() -> None:
+    """On a project whose lowest torch is 2.4 (LLaMA-Factory), torch.distributed.tensor does
+    not export DTensor yet: the note must not tell it to import from there today."""
+    source = "from torch.distributed._tensor import DTensor, Shard\n"
+    settings = FileSettings(enabled=frozenset({"DL505"}), torch_floor="2.4")
+    (found,) = check_file(FileSource(source, "t.py"), settings).findings
+    assert "From torch 2.5 on, the public `torch.distributed.tensor` has `DTensor`" in (
+        found.message
+    )
+    assert "Import `DTensor`" not in found.message
