@@ -198,6 +198,16 @@ def _collect_before_a_file() -> None:
         gc.freeze()
 
 
+def _freeze_before_forking() -> None:
+    """While the collector is paused, freeze what the parent holds now (the cached first
+    passes it read, the facts) before workers are forked: a worker's collection before each
+    file (:func:`_collect_before_a_file`) then walks only its own objects. Unfrozen, the
+    hook's one worker walked the 1,700 first passes it inherited (touching, so copying, every
+    page of them): 2.0 s for a file whose check takes 0.25 s."""
+    if not gc.isenabled():
+        gc.freeze()
+
+
 def file_budget(option: float | None, config: Config) -> float | None:
     """The per-file budget in seconds: the option, else the configuration's ``file-timeout``,
     else :data:`FILE_TIMEOUT`; None (no budget) for 0."""
@@ -566,6 +576,7 @@ def _run_pass(
             _check(task, inputs.get(task.display), trees if task.report else None) for task in tasks
         ]
     all_rules()  # import every rule module before forking, so workers inherit them
+    _freeze_before_forking()
     calls = [(_check_in_worker, (task,), task.display) for task in tasks]
     sizes = [_size(task) for task in tasks] if jobs.count > 1 else None
     with _Pool(min(jobs.count, len(tasks)), inputs) as pool:
