@@ -70,6 +70,7 @@ from distlint.engine.checker import (
     project_stage,
     settle,
 )
+from distlint.engine.project_reuse import ReadOfFile, read_of_file, still_read_the_same
 from distlint.findings import Finding, ToolError
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
@@ -268,9 +269,16 @@ def _run_project(
         keys = _keys(tasks, cache)
         project_key = _project_key(cache, tasks, keys, native_sources, wrappers)
         kept = cache.get(project_key, PROJECT) if project_key else None
-        # no file changed since: the files linked for context are not needed (not unpickled)
-        wanted = [t.report for t in tasks] if isinstance(kept, ProjectResults) else None
-        first = _first_pass_cached(tasks, jobs, cache, keys, trees, wanted)
+        # the project stage's output serves: the files linked for context are not needed
+        # (not unpickled), unless a reported file's edit turns out to matter
+        reported = [t.report for t in tasks]
+        first = _first_pass_cached(
+            tasks, jobs, cache, keys, trees, reported if isinstance(kept, ProjectResults) else None
+        )
+        if isinstance(kept, ProjectResults) and not _still_holds(kept, tasks, keys, first, trees):
+            kept = None
+            rest = _first_pass_cached(tasks, jobs, cache, keys, trees, [not r for r in reported])
+            first = [r if t.report else o for t, r, o in zip(tasks, first, rest, strict=True)]
         if not all(map(_cacheable, first)):
             project_key = None
     else:
@@ -281,6 +289,15 @@ def _run_project(
             i: kept.second[t.display] for i, t in enumerate(tasks) if t.display in kept.second
         }
     else:
+        reads = (
+            {
+                t.display: read_of_file(key[0], r.summary, r.records)
+                for t, key, r in zip(tasks, keys, first, strict=True)
+                if t.report and key is not None
+            }
+            if project_key and _keeps_reads(tasks)
+            else None
+        )
         stage = project_stage(
             first,
             wrappers,
@@ -303,7 +320,13 @@ def _run_project(
         second = dict(zip(again, checked, strict=True))
         if cache is not None and project_key and not errors and all(map(_cacheable, checked)):
             by_display = {tasks[i].display: result for i, result in second.items()}
-            cache.put(project_key, ProjectResults(PROJECT, found, by_display))
+            read = None
+            if reads is not None and facts is not None:
+                read = {
+                    display: ReadOfFile(key, linked, facts.measured.get(display, {}))
+                    for display, (key, linked) in reads.items()
+                }
+            cache.put(project_key, ProjectResults(PROJECT, found, by_display, read))
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native
@@ -405,11 +428,20 @@ def linked_only(settings: FileSettings) -> FileSettings:
 @dataclass(frozen=True)
 class ProjectResults:
     """What the stages after the first pass gave for a project, cached under a key of every
-    file's first-pass key (:func:`_project_key`): a re-check where no file changed reuses it."""
+    file's first-pass key (:func:`_project_key`): a re-check where no file changed reuses it.
+    In a check of a few files (:data:`REUSE_MAX_REPORTED`) the key leaves out the reported
+    files' contents, and ``read`` says what the stages read of each of them: an edit of one
+    that leaves that the same reuses the entry too (:mod:`.project_reuse`)."""
 
     path: str  # PROJECT: the cache checks that an entry is what was asked for
     found: dict[str, list[Finding]]  # project findings by file
     second: dict[str, FileResult]  # second-pass results by display path
+    read: dict[str, ReadOfFile] | None = None  # by display path: the reported files
+
+
+# The most reported files whose summaries and records an entry keeps (pickled before the
+# project stage, a few milliseconds each): a commit's or an editor's files, not a whole tree.
+REUSE_MAX_REPORTED = 64
 
 
 def _project_key(
@@ -420,15 +452,62 @@ def _project_key(
     wrappers: Sequence[str],
 ) -> str | None:
     """The project stage's cache key: every file's key (its bytes, path, module and
-    settings), which files are reported, the native sources and the compile wrappers. None
+    settings), which files are reported, the native sources and the compile wrappers; for
+    the reported files of a check of a few files, their path, module and settings only. None
     when a file could not be read (not cacheable)."""
-    files = []
+    few = _keeps_reads(tasks)
+    files: list[tuple[str, bool, object]] = []
     for task, key in zip(tasks, keys, strict=True):
         if key is None:
             return None
-        files.append((task.display, task.report, key[0]))
+        if few and task.report:
+            files.append((task.display, True, _identity(task, task.settings)))
+        else:
+            files.append((task.display, task.report, key[0]))
     natives = tuple((path, text, tuple(sorted(codes))) for path, text, codes in native)
-    return cache.key(b"", ("project", tuple(files), natives, tuple(wrappers)))
+    return cache.key(b"", ("project", tuple(files), natives, tuple(wrappers), few))
+
+
+def _keeps_reads(tasks: Sequence[Task]) -> bool:
+    """Whether the project stage's entry keeps what it read of each reported file."""
+    return sum(task.report for task in tasks) <= REUSE_MAX_REPORTED
+
+
+def _identity(task: Task, settings: FileSettings) -> tuple:
+    return identity_of(task.display, task.module_name, task.is_package, settings)
+
+
+def _still_holds(
+    kept: ProjectResults,
+    tasks: Sequence[Task],
+    keys: Sequence[tuple[str, ...] | None],
+    first: Sequence[FileResult],
+    trees: ParsedTrees,
+) -> bool:
+    """Whether an entry found under :func:`_project_key` gives what the project stage would
+    give now: each reported file is unchanged, or was edited in a way the stage does not see
+    (:func:`~distlint.engine.project_reuse.still_read_the_same`)."""
+    if kept.read is None:
+        return True  # keyed by every file's contents
+    sources = source_lookup(tasks)
+    parsed: dict | None = None
+    for task, key, result in zip(tasks, keys, first, strict=True):
+        if not task.report:
+            continue
+        read = kept.read.get(task.display)
+        if read is None or key is None:
+            return False
+        if read.key == key[0]:
+            continue
+        if kept.second:
+            return False  # see project_reuse: a second pass may have read the edited text
+        if parsed is None:
+            parsed = trees.for_spans()
+        if not still_read_the_same(
+            read, result.summary, result.records, task.display, sources, parsed
+        ):
+            return False
+    return True
 
 
 def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] | None]:
@@ -444,9 +523,7 @@ def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] 
             continue
         digest = content_digest(data)
         chosen = [task.settings] if task.report else [task.settings, linked_only(task.settings)]
-        identities = (
-            identity_of(task.display, task.module_name, task.is_package, s) for s in chosen
-        )
+        identities = (_identity(task, s) for s in chosen)
         found.append(tuple(cache.key_of(digest, identity) for identity in identities))
     return found
 

@@ -70,8 +70,9 @@ NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))  # where a place not known 
 
 def resolve_spans(
     items: Iterable[object], lookup: SourceLookup | None, cache: dict | None = None
-) -> None:
-    """Fill ``span`` of every lazy NodeSpan in ``items`` (unknown files: line 1)."""
+) -> list[NodeSpan]:
+    """Fill ``span`` of every lazy NodeSpan in ``items`` (unknown files: line 1); the ones
+    measured now."""
     pending: dict[str, list[NodeSpan]] = {}
     for item in items:
         if isinstance(item, NodeSpan) and item._span is None and item.key is not None:
@@ -86,6 +87,7 @@ def resolve_spans(
         spans = _measure(parsed, [item.key for item in group]) if parsed is not None else {}
         for item in group:
             item.span = spans.get(item.key, NOWHERE)
+    return [item for group in pending.values() for item in group]
 
 
 def _parse(text: str) -> tuple | None:
