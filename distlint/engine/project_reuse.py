@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from distlint.engine import transport
 from distlint.findings import Span
-from distlint.syntax.spans import NodeSpan, SourceLookup, resolve_spans
+from distlint.syntax.spans import NOWHERE, NodeSpan, SourceLookup, resolve_spans
 
 LazyKey = tuple[str, int, str | None]  # a lazily located node: type, ordinal, part
 
@@ -52,11 +52,15 @@ def still_read_the_same(
     display: str,
     sources: SourceLookup,
     parsed: dict | None = None,
+    measured: Mapping[LazyKey, Span] | None = None,
 ) -> bool:
     """Whether an edited file gives the stage what ``read`` says it read: the same summary
-    and records, and the same span for every node the stage measured in it."""
+    and records, and the same span for every node the stage measured in it. ``measured``:
+    those nodes' spans as the file's first pass measured them (else it is parsed again)."""
     if summary is None or not same_data(transport.loads(read.linked), (summary, records)):
         return False
+    if measured is not None:
+        return all(measured.get(key, NOWHERE) == span for key, span in read.measured.items())
     probes = []
     for key in read.measured:
         probe = NodeSpan(None, display, eager=False)

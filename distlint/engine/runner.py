@@ -93,6 +93,7 @@ class Task:
     second: bool = False  # the second pass: its input comes with the pass (see _run_pass)
     report: bool = True  # False: a file of the project linked for context, not reported on
     data: bytes | None = None  # the file's content when it is not read from disk (stdin)
+    measure: tuple[tuple, ...] = ()  # lazily located nodes its first pass measures (keys)
 
     @property
     def source(self) -> FileSource:
@@ -269,6 +270,8 @@ def _run_project(
         keys = _keys(tasks, cache)
         project_key = _project_key(cache, tasks, keys, native_sources, wrappers)
         kept = cache.get(project_key, PROJECT) if project_key else None
+        if isinstance(kept, ProjectResults) and kept.read:
+            tasks = _measuring(tasks, kept.read)
         # the project stage's output serves: the files linked for context are not needed
         # (not unpickled), unless a reported file's edit turns out to matter
         reported = [t.report for t in tasks]
@@ -503,11 +506,24 @@ def _still_holds(
             return False  # see project_reuse: a second pass may have read the edited text
         if parsed is None:
             parsed = trees.for_spans()
+        measured = dict(result.measured) if result.measured else None
         if not still_read_the_same(
-            read, result.summary, result.records, task.display, sources, parsed
+            read, result.summary, result.records, task.display, sources, parsed, measured
         ):
             return False
     return True
+
+
+def _measuring(tasks: Sequence[Task], read: dict[str, ReadOfFile]) -> list[Task]:
+    """The tasks, the reported files' first passes measuring what the project stage
+    measured in them (when they run: an edited file), so that :func:`_still_holds` need
+    not parse it again."""
+    return [
+        replace(task, measure=tuple(read[task.display].measured))
+        if task.report and task.display in read and read[task.display].measured
+        else task
+        for task in tasks
+    ]
 
 
 def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] | None]:
@@ -555,7 +571,7 @@ def _first_pass_cached(
         results[index] = result
         file_keys = keys[index]
         if file_keys and _cacheable(result):
-            cache.put(file_keys[-1], result)
+            cache.put(file_keys[-1], replace(result, measured=()) if result.measured else result)
     return [results[i] for i in range(len(tasks))]
 
 
@@ -711,7 +727,7 @@ def _check_unguarded(
 ) -> FileResult:
     if task.second and second is None:
         raise RuntimeError(f"{task.display}: the second pass got no project facts")
-    return analyze_file(task.source, task.settings, second, trees)
+    return analyze_file(task.source, task.settings, second, trees, task.measure)
 
 
 _LONG_LINE = 5_000
