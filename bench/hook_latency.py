@@ -8,9 +8,11 @@ is read from ``getrusage`` in a wrapper process (the largest of distlint and its
 Then the hook's command, ``distlint check --force-exclude FILE`` for one file (default: the
 file with the most findings in the whole check), is timed ``--repeat`` times with
 the cache warm, then ``--repeat`` times more, each after appending a comment to that file
-(the usual commit: the staged file changed since the cache was filled). The hook's findings
-for that file must equal the whole check's (cross-file findings included): the script says
-whether they do.
+(the usual commit: the staged file changed since the cache was filled, in a way the project
+stage does not see, so its cached output serves), then ``--repeat`` times more, each after
+inserting a blank line at the top of the file (every node of it moves: the project stage runs
+again). The hook's findings for that file must equal the whole check's (cross-file findings
+included; after the inserted lines, one line lower each): the script says whether they do.
 
     python bench/hook_latency.py --jobs 16
     python bench/hook_latency.py --corpus src/ --file src/train.py
@@ -106,6 +108,23 @@ def main() -> None:
             )
             edited_timings.append(time.perf_counter() - started)
             edited_same &= findings_by_file(edited.stdout).get(staged, []) == whole.get(staged, [])
+        # an edit that moves every node of the file: what the project stage reported on in
+        # it moved, so the stage runs again
+        moved_timings = []
+        moved_same = True
+        for index in range(args.repeat):
+            text = (project / staged).read_text(encoding="utf-8")
+            (project / staged).write_text("\n" + text, encoding="utf-8")
+            started = time.perf_counter()
+            moved = subprocess.run(
+                [*distlint, "--force-exclude", staged], cwd=project, capture_output=True, text=True
+            )
+            moved_timings.append(time.perf_counter() - started)
+            lowered = [
+                (code, line - index - 1, column)
+                for code, line, column, _ in findings_by_file(moved.stdout).get(staged, [])
+            ]
+            moved_same &= lowered == [key[:3] for key in whole.get(staged, [])]
         cold_line = f"cold check with -j{args.jobs}: {cold_wall:.1f} s"
         print(f"corpus {corpus} ({len(files)} files), {cold_line}")
         print(f"peak resident memory of one process: {peak_kib / 1024:.0f} MiB")
@@ -118,6 +137,12 @@ def main() -> None:
             f"hook on {staged} edited since (a comment appended), warm cache otherwise: median "
             f"{statistics.median(edited_timings):.2f} s (runs: "
             f"{', '.join(f'{t:.2f}' for t in edited_timings)}); the same findings: {edited_same}"
+        )
+        print(
+            f"hook on {staged} with a line inserted at its top (the project stage runs again): "
+            f"median {statistics.median(moved_timings):.2f} s (runs: "
+            f"{', '.join(f'{t:.2f}' for t in moved_timings)}); the same findings, one line "
+            f"lower: {moved_same}"
         )
 
 

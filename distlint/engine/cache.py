@@ -6,7 +6,9 @@ on nothing else: that is the key (distlint is identified by a hash of its own co
 so an upgrade or an edit of a rule invalidates every entry). What comes after the first
 passes (project findings, second-pass results) is kept too, under a key made of every file's
 key (``runner.ProjectResults``): it is reused only when no file of the project changed, so a
-change in one file reaches every finding that depends on it.
+change in one file reaches every finding that depends on it; in a check of a few files (the
+pre-commit hook), also when a checked file changed in a way the project stage does not see
+(``engine.project_reuse``).
 
 Entries are pickles, so each is signed (HMAC-SHA256) with a key that is not in the cache: a
 cache directory committed to a repository, or restored from somewhere else, is never

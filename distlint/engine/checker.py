@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,13 @@ from distlint.syntax.source import (
     on_large_stack,
     parse_source,
 )
-from distlint.syntax.spans import ORDINAL_TYPES, SourceLookup, parsed_entry, range_span
+from distlint.syntax.spans import (
+    ORDINAL_TYPES,
+    SourceLookup,
+    measure_keys,
+    parsed_entry,
+    range_span,
+)
 from distlint.syntax.suppressions import Suppression, SuppressionIndex, scan
 from distlint.syntax.walker import walk
 
@@ -82,6 +88,10 @@ class FileResult:
     summary: ModuleSummary | None = None
     records: tuple[tuple[str, object], ...] = ()
     suppressions: SuppressionIndex | None = None
+    # spans of lazily located nodes the first pass was asked to measure (``measure``), by
+    # key: what the project stage's cached output measured in the file (``project_reuse``);
+    # never cached
+    measured: tuple[tuple[tuple, Span], ...] = ()
 
     def final(self) -> FileResult:
         return FileResult(self.path, self.findings, self.errors, self.suppressed)
@@ -393,6 +403,7 @@ def analyze_file(
     settings: FileSettings,
     second: SecondPass | None = None,
     trees: ParsedTrees | None = None,
+    measure: Sequence[tuple] = (),
 ) -> FileResult:
     """One pass over a file (see the module docstring): the first (``second`` is None) or the
     second. ``trees``: where the first pass keeps its tree for the second, and where the
@@ -411,7 +422,7 @@ def analyze_file(
         return loaded
     if len(loaded) > MAX_FILE_BYTES:  # characters: at least as many bytes
         return _too_large(display, len(loaded))
-    fresh = (loaded, display, settings, module_name, is_package, second, None, trees)
+    fresh = (loaded, display, settings, module_name, is_package, second, None, trees, measure)
     return on_large_stack(_analyze_source, *fresh)
 
 
@@ -436,6 +447,7 @@ def _analyze_source(
     second: SecondPass | None,
     parsed: _Kept | None = None,
     trees: ParsedTrees | None = None,
+    measure: Sequence[tuple] = (),
 ) -> FileResult:
     positions = None
     try:
@@ -495,7 +507,11 @@ def _analyze_source(
                     f"internal error while summarising the file: {type(exc).__name__}: {exc}",
                 )
             )
-    return _finish(ctx, text, errors, summary, first=second is None)
+    result = _finish(ctx, text, errors, summary, first=second is None)
+    if measure and walked:
+        entry = parsed_entry(text, ctx.module, ctx.seen, ctx.columns, ctx.positions)
+        result = replace(result, measured=tuple(measure_keys(entry, measure).items()))
+    return result
 
 
 # -- dispatch --------------------------------------------------------------------------------------

@@ -70,6 +70,7 @@ from distlint.engine.checker import (
     project_stage,
     settle,
 )
+from distlint.engine.project_reuse import ReadOfFile, read_of_file, still_read_the_same
 from distlint.findings import Finding, ToolError
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
@@ -92,6 +93,7 @@ class Task:
     second: bool = False  # the second pass: its input comes with the pass (see _run_pass)
     report: bool = True  # False: a file of the project linked for context, not reported on
     data: bytes | None = None  # the file's content when it is not read from disk (stdin)
+    measure: tuple[tuple, ...] = ()  # lazily located nodes its first pass measures (keys)
 
     @property
     def source(self) -> FileSource:
@@ -198,6 +200,16 @@ def _collect_before_a_file() -> None:
         gc.freeze()
 
 
+def _freeze_before_forking() -> None:
+    """While the collector is paused, freeze what the parent holds now (the cached first
+    passes it read, the facts) before workers are forked: a worker's collection before each
+    file (:func:`_collect_before_a_file`) then walks only its own objects. Unfrozen, the
+    hook's one worker walked the 1,700 first passes it inherited (touching, so copying, every
+    page of them): 2.0 s for a file whose check takes 0.25 s."""
+    if not gc.isenabled():
+        gc.freeze()
+
+
 def file_budget(option: float | None, config: Config) -> float | None:
     """The per-file budget in seconds: the option, else the configuration's ``file-timeout``,
     else :data:`FILE_TIMEOUT`; None (no budget) for 0."""
@@ -258,9 +270,18 @@ def _run_project(
         keys = _keys(tasks, cache)
         project_key = _project_key(cache, tasks, keys, native_sources, wrappers)
         kept = cache.get(project_key, PROJECT) if project_key else None
-        # no file changed since: the files linked for context are not needed (not unpickled)
-        wanted = [t.report for t in tasks] if isinstance(kept, ProjectResults) else None
-        first = _first_pass_cached(tasks, jobs, cache, keys, trees, wanted)
+        if isinstance(kept, ProjectResults) and kept.read:
+            tasks = _measuring(tasks, kept.read)
+        # the project stage's output serves: the files linked for context are not needed
+        # (not unpickled), unless a reported file's edit turns out to matter
+        reported = [t.report for t in tasks]
+        first = _first_pass_cached(
+            tasks, jobs, cache, keys, trees, reported if isinstance(kept, ProjectResults) else None
+        )
+        if isinstance(kept, ProjectResults) and not _still_holds(kept, tasks, keys, first, trees):
+            kept = None
+            rest = _first_pass_cached(tasks, jobs, cache, keys, trees, [not r for r in reported])
+            first = [r if t.report else o for t, r, o in zip(tasks, first, rest, strict=True)]
         if not all(map(_cacheable, first)):
             project_key = None
     else:
@@ -272,6 +293,15 @@ def _run_project(
             i: kept.second[t.display] for i, t in enumerate(tasks) if t.display in kept.second
         }
     else:
+        reads = (
+            {
+                t.display: read_of_file(key[0], r.summary, r.records)
+                for t, key, r in zip(tasks, keys, first, strict=True)
+                if t.report and key is not None
+            }
+            if project_key and _keeps_reads(tasks)
+            else None
+        )
         stage = project_stage(
             first,
             wrappers,
@@ -297,7 +327,13 @@ def _run_project(
         second = dict(zip(again, checked, strict=True))
         if cache is not None and project_key and not errors and all(map(_cacheable, checked)):
             by_display = {tasks[i].display: result for i, result in second.items()}
-            cache.put(project_key, ProjectResults(PROJECT, found, by_display))
+            read = None
+            if reads is not None and facts is not None:
+                read = {
+                    display: ReadOfFile(key, linked, facts.measured.get(display, {}))
+                    for display, (key, linked) in reads.items()
+                }
+            cache.put(project_key, ProjectResults(PROJECT, found, by_display, read))
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native
@@ -409,11 +445,20 @@ def linked_only(settings: FileSettings) -> FileSettings:
 @dataclass(frozen=True)
 class ProjectResults:
     """What the stages after the first pass gave for a project, cached under a key of every
-    file's first-pass key (:func:`_project_key`): a re-check where no file changed reuses it."""
+    file's first-pass key (:func:`_project_key`): a re-check where no file changed reuses it.
+    In a check of a few files (:data:`REUSE_MAX_REPORTED`) the key leaves out the reported
+    files' contents, and ``read`` says what the stages read of each of them: an edit of one
+    that leaves that the same reuses the entry too (:mod:`.project_reuse`)."""
 
     path: str  # PROJECT: the cache checks that an entry is what was asked for
     found: dict[str, list[Finding]]  # project findings by file
     second: dict[str, FileResult]  # second-pass results by display path
+    read: dict[str, ReadOfFile] | None = None  # by display path: the reported files
+
+
+# The most reported files whose summaries and records an entry keeps (pickled before the
+# project stage, a few milliseconds each): a commit's or an editor's files, not a whole tree.
+REUSE_MAX_REPORTED = 64
 
 
 def _project_key(
@@ -424,15 +469,75 @@ def _project_key(
     wrappers: Sequence[str],
 ) -> str | None:
     """The project stage's cache key: every file's key (its bytes, path, module and
-    settings), which files are reported, the native sources and the compile wrappers. None
+    settings), which files are reported, the native sources and the compile wrappers; for
+    the reported files of a check of a few files, their path, module and settings only. None
     when a file could not be read (not cacheable)."""
-    files = []
+    few = _keeps_reads(tasks)
+    files: list[tuple[str, bool, object]] = []
     for task, key in zip(tasks, keys, strict=True):
         if key is None:
             return None
-        files.append((task.display, task.report, key[0]))
+        if few and task.report:
+            files.append((task.display, True, _identity(task, task.settings)))
+        else:
+            files.append((task.display, task.report, key[0]))
     natives = tuple((path, text, tuple(sorted(codes))) for path, text, codes in native)
-    return cache.key(b"", ("project", tuple(files), natives, tuple(wrappers)))
+    return cache.key(b"", ("project", tuple(files), natives, tuple(wrappers), few))
+
+
+def _keeps_reads(tasks: Sequence[Task]) -> bool:
+    """Whether the project stage's entry keeps what it read of each reported file."""
+    return sum(task.report for task in tasks) <= REUSE_MAX_REPORTED
+
+
+def _identity(task: Task, settings: FileSettings) -> tuple:
+    return identity_of(task.display, task.module_name, task.is_package, settings)
+
+
+def _still_holds(
+    kept: ProjectResults,
+    tasks: Sequence[Task],
+    keys: Sequence[tuple[str, ...] | None],
+    first: Sequence[FileResult],
+    trees: ParsedTrees,
+) -> bool:
+    """Whether an entry found under :func:`_project_key` gives what the project stage would
+    give now: each reported file is unchanged, or was edited in a way the stage does not see
+    (:func:`~distlint.engine.project_reuse.still_read_the_same`)."""
+    if kept.read is None:
+        return True  # keyed by every file's contents
+    sources = source_lookup(tasks)
+    parsed: dict | None = None
+    for task, key, result in zip(tasks, keys, first, strict=True):
+        if not task.report:
+            continue
+        read = kept.read.get(task.display)
+        if read is None or key is None:
+            return False
+        if read.key == key[0]:
+            continue
+        if kept.second:
+            return False  # see project_reuse: a second pass may have read the edited text
+        if parsed is None:
+            parsed = trees.for_spans()
+        measured = dict(result.measured) if result.measured else None
+        if not still_read_the_same(
+            read, result.summary, result.records, task.display, sources, parsed, measured
+        ):
+            return False
+    return True
+
+
+def _measuring(tasks: Sequence[Task], read: dict[str, ReadOfFile]) -> list[Task]:
+    """The tasks, the reported files' first passes measuring what the project stage
+    measured in them (when they run: an edited file), so that :func:`_still_holds` need
+    not parse it again."""
+    return [
+        replace(task, measure=tuple(read[task.display].measured))
+        if task.report and task.display in read and read[task.display].measured
+        else task
+        for task in tasks
+    ]
 
 
 def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] | None]:
@@ -448,9 +553,7 @@ def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] 
             continue
         digest = content_digest(data)
         chosen = [task.settings] if task.report else [task.settings, linked_only(task.settings)]
-        identities = (
-            identity_of(task.display, task.module_name, task.is_package, s) for s in chosen
-        )
+        identities = (_identity(task, s) for s in chosen)
         found.append(tuple(cache.key_of(digest, identity) for identity in identities))
     return found
 
@@ -482,7 +585,7 @@ def _first_pass_cached(
         results[index] = result
         file_keys = keys[index]
         if file_keys and _cacheable(result):
-            cache.put(file_keys[-1], result)
+            cache.put(file_keys[-1], replace(result, measured=()) if result.measured else result)
     return [results[i] for i in range(len(tasks))]
 
 
@@ -580,6 +683,7 @@ def _run_pass(
             _check(task, inputs.get(task.display), trees if task.report else None) for task in tasks
         ]
     all_rules()  # import every rule module before forking, so workers inherit them
+    _freeze_before_forking()
     calls = [(_check_in_worker, (task,), task.display) for task in tasks]
     sizes = [_size(task) for task in tasks] if jobs.count > 1 else None
     with _Pool(min(jobs.count, len(tasks)), inputs) as pool:
@@ -637,7 +741,7 @@ def _check_unguarded(
 ) -> FileResult:
     if task.second and second is None:
         raise RuntimeError(f"{task.display}: the second pass got no project facts")
-    return analyze_file(task.source, task.settings, second, trees)
+    return analyze_file(task.source, task.settings, second, trees, task.measure)
 
 
 _LONG_LINE = 5_000

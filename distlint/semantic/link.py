@@ -74,12 +74,18 @@ class ProjectFacts:
     rank_attributes: frozenset[str] = frozenset()
     wrappers: frozenset[str] = frozenset()
     sources: SourceLookup | None = None  # display path -> text, to measure lazy spans
+    # display path -> lazily located node (its key) -> the span measured: all that was read
+    # of a file's text (``engine.project_reuse``)
+    measured: dict[str, dict[tuple, Span]] = field(default_factory=dict)
     derived: dict[str, object] = field(default_factory=dict)  # analyses shared by rules
 
     def resolve(self, items: Iterable[object]) -> None:
         """Measure lazily located nodes (see :mod:`distlint.syntax.spans`); a file parsed
-        for that is kept, so measuring several of its nodes one by one parses it once."""
-        resolve_spans(items, self.sources, self._parsed)
+        for that is kept, so measuring several of its nodes one by one parses it once. What
+        is measured is noted in ``measured``."""
+        for item in resolve_spans(items, self.sources, self._parsed):
+            if item.key is not None and item.span is not None:
+                self.measured.setdefault(item.path, {})[item.key] = item.span
 
     # -- queries -------------------------------------------------------------------------------
 

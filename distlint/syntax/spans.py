@@ -9,7 +9,7 @@ measured.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 
@@ -70,8 +70,9 @@ NOWHERE = Span(Position(1, 1, 1), Position(1, 1, 1))  # where a place not known 
 
 def resolve_spans(
     items: Iterable[object], lookup: SourceLookup | None, cache: dict | None = None
-) -> None:
-    """Fill ``span`` of every lazy NodeSpan in ``items`` (unknown files: line 1)."""
+) -> list[NodeSpan]:
+    """Fill ``span`` of every lazy NodeSpan in ``items`` (unknown files: line 1); the ones
+    measured now."""
     pending: dict[str, list[NodeSpan]] = {}
     for item in items:
         if isinstance(item, NodeSpan) and item._span is None and item.key is not None:
@@ -83,9 +84,11 @@ def resolve_spans(
             parsed = _parse(text) if text is not None else None
             if cache is not None:
                 cache[path] = parsed
-        spans = _measure(parsed, [item.key for item in group]) if parsed is not None else {}
+        keys = [item.key for item in group if item.key is not None]
+        spans = measure_keys(parsed, keys) if parsed is not None else {}
         for item in group:
             item.span = spans.get(item.key, NOWHERE)
+    return [item for group in pending.values() for item in group]
 
 
 def _parse(text: str) -> tuple | None:
@@ -117,7 +120,8 @@ def parsed_entry(
     return by_name, NEWLINES.split(text), positions or Positions(module, columns)
 
 
-def _measure(parsed: tuple, keys: list) -> dict:
+def measure_keys(parsed: tuple, keys: Sequence[tuple]) -> dict:
+    """The spans of lazily located nodes (their keys) in a :func:`parsed_entry`."""
     by_name, lines, positions = parsed
     targets: dict[tuple, cst.CSTNode] = {}
     for key in keys:

@@ -260,3 +260,133 @@ def test_a_re_check_of_one_file_in_an_unchanged_project_reads_only_its_own_entry
     asked.clear()
     assert check() == []
     assert "pkg/helpers.py" in asked and "pkg/model.py" in asked
+
+
+TRAIN_LOGGED = """\
+import torch.distributed as dist
+from pkg.helpers import save_checkpoint
+
+
+def finish(state, path):
+    print("saving")
+    if dist.get_rank() == 0:
+        save_checkpoint(state, path)
+"""
+
+
+def _staged_check(tmp_path: Path, monkeypatch, staged: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """A hook-like check (``staged`` reported, the rest linked for context) with a cache, and
+    the stages it ran: "link", and the files whose cached first pass it read."""
+    import distlint.engine.checker as engine
+    from distlint.engine.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    root = tmp_path / "project"
+    paths = write_tree(root, {**STAGED, "pkg/train.py": TRAIN_LOGGED})
+    (tmp_path / "cache").mkdir()
+    cache = FirstPassCache(tmp_path / "cache", b"key")
+    ran: list[str] = []
+    real_link, real_get = engine.link, cache.get
+
+    def link(*args, **kwargs):  # type: ignore[no-untyped-def]
+        ran.append("link")
+        return real_link(*args, **kwargs)
+
+    def get(key: str, display: str) -> object | None:
+        ran.append(display)
+        return real_get(key, display)
+
+    monkeypatch.setattr(engine, "link", link)
+    monkeypatch.setattr(cache, "get", get)
+
+    def check() -> list[tuple[str, str, int, int, str]]:
+        tasks = [
+            Task(p, name, settings({"DL104", "DL201"}), report=name in staged)
+            for p in paths
+            if (name := p.relative_to(root).as_posix())
+        ]
+        ran.clear()
+        return [
+            (f.path, f.code, f.span.start.line, f.span.start.column, f.message)
+            for r in run(tasks, 1, cache=cache)
+            for f in r.findings
+        ]
+
+    return root, check, ran
+
+
+def test_an_edit_of_the_staged_file_the_project_stage_does_not_see_reuses_its_output(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The hook on a staged file edited since the last run: an edit that changes nothing the
+    project stage reads of it (a literal in a function body, a comment appended) reuses the
+    stage's output (nothing linked, no other file's first pass read) with the findings a
+    full run gives, also when the edited file's first pass is a cached one (it is parsed
+    again to measure); one that moves a node the stage reported on (a line inserted above
+    the branch) or changes what the file links (the call removed) runs the stage again."""
+    from distlint.engine.checker import PROJECT
+
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
+    train = root / "pkg" / "train.py"
+    found = check()
+    assert [f[:4] for f in found] == [("pkg/train.py", "DL201", 8, 9)]
+    assert "link" in ran
+    edited = TRAIN_LOGGED.replace('"saving"', '"saving now"') + "# the end\n"
+    train.write_text(edited)
+    assert check() == found
+    assert sorted(ran) == sorted([PROJECT, "pkg/train.py"])  # the stage's output, reused
+    moved = TRAIN_LOGGED.replace('    print("saving")\n', '    print("saving")\n\n')
+    train.write_text(moved)
+    assert [f[:4] for f in check()] == [("pkg/train.py", "DL201", 9, 9)]
+    assert "link" in ran
+    # first passes taken from the cache (they measured nothing): the file is parsed again
+    for text, reused in ((TRAIN_LOGGED, False), (edited, True)):
+        train.write_text(text)
+        assert check() == found
+        assert ("link" not in ran) == reused
+    train.write_text(moved.replace("        save_checkpoint(state, path)\n", "        pass\n"))
+    assert check() == []
+    assert "link" in ran
+
+
+def test_an_edit_of_a_staged_helper_that_stops_issuing_a_collective_reaches_its_caller(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Both files staged: the helper's edit changes what the caller's file links to (it no
+    longer issues a barrier), so the caller's DL201 goes, and comes back with the barrier."""
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/helpers.py", "pkg/train.py"))
+    helpers = root / "pkg" / "helpers.py"
+    found = check()
+    assert [f[:3] for f in found] == [("pkg/train.py", "DL201", 8)]
+    helpers.write_text(HELPER_QUIET)
+    assert check() == []
+    assert "link" in ran
+    helpers.write_text(HELPER_SYNC)
+    assert check() == found
+
+
+def test_summaries_compare_field_by_field_lazy_nodes_by_key_and_span_at_any_depth() -> None:
+    """The comparison that decides a reuse: equal data, lazy nodes equal by file, key and
+    span (they have no equality of their own), a chain nested past the recursion limit, and
+    an object it does not know never equal to another (so never reused)."""
+    from distlint.engine.project_reuse import same_data
+    from distlint.semantic.model import Effect
+    from distlint.syntax.spans import NodeSpan
+
+    def lazy(ordinal: int) -> NodeSpan:
+        node = NodeSpan(None, "a.py", eager=False)
+        node.key = ("If", ordinal, None)
+        return node
+
+    def chain(depth: int, ordinal: int) -> Effect:
+        effect = Effect("exit", lazy(ordinal), name="return")
+        for _ in range(depth):
+            effect = Effect("branch", lazy(0), orelse=(effect,))
+        return effect
+
+    assert same_data(chain(3, 1), chain(3, 1))
+    assert not same_data(chain(3, 1), chain(3, 2))
+    assert same_data(chain(5_000, 1), chain(5_000, 1))
+    assert not same_data(chain(5_000, 1), chain(5_000, 2))
+    assert not same_data({"a": 1, "b": 2}, {"b": 2, "a": 1})  # order is part of a summary
+    assert not same_data(object(), object())
