@@ -292,7 +292,7 @@ def settle(
     findings = list(first.findings)
     found_errors = list(first.errors)
     if second is not None:
-        again = {code for code, _ in _second_pass_codes(enabled)}
+        again = {code for code, _ in _second_pass_codes(enabled, tuple(all_rules()))}
         findings = [f for f in findings if f.code not in again]
         found_errors = [e for e in found_errors if e.rule not in again]
         findings += second.findings
@@ -479,7 +479,8 @@ def _analyze_source(
     errors: list[ToolError] = []
     if settings.plugins:  # loaded at configuration time; again in a spawned worker
         add_local_plugins(settings.plugins)
-    rules = [rule(ctx) for rule in _walking_rules(settings.enabled, second is not None)]
+    catalog = tuple(all_rules())  # a key of the memo: a spawned worker may load a plugin later
+    rules = [rule(ctx) for rule in _walking_rules(settings.enabled, second is not None, catalog)]
     on_visit, on_leave = _dispatch_tables(ctx, rules, errors)
     if second is None:
         on_visit.setdefault(cst.Call, []).insert(0, ctx.note_call)
@@ -518,11 +519,16 @@ def _analyze_source(
 
 
 @lru_cache(maxsize=64)
-def _walking_rules(enabled: frozenset[str], second: bool) -> tuple[type[Rule], ...]:
+def _walking_rules(
+    enabled: frozenset[str], second: bool, catalog: tuple[str, ...]
+) -> tuple[type[Rule], ...]:
     """Enabled rules of a pass that have visitor methods, in code order: file and project
-    rules in the first pass, :func:`_second_pass_codes` in the second."""
+    rules in the first pass, :func:`_second_pass_codes` in the second. ``catalog``: the codes
+    of every known rule, so that the memo is not read across a plugin's loading (a spawned
+    worker whose first file had no plugin in its settings memoised the catalog without it,
+    although ``--select ALL`` named the plugin's codes: they went unchecked)."""
     if second:
-        chosen = _second_pass_codes(enabled)
+        chosen = _second_pass_codes(enabled, catalog)
     else:
         chosen = tuple(
             (code, rule)
@@ -533,9 +539,12 @@ def _walking_rules(enabled: frozenset[str], second: bool) -> tuple[type[Rule], .
 
 
 @lru_cache(maxsize=64)
-def _second_pass_codes(enabled: frozenset[str]) -> tuple[tuple[str, type[Rule]], ...]:
+def _second_pass_codes(
+    enabled: frozenset[str], catalog: tuple[str, ...]
+) -> tuple[tuple[str, type[Rule]], ...]:
     """The enabled rules whose result depends on the project facts: region rules, and file
-    rules that read the facts (``reads_facts``; their first result is replaced)."""
+    rules that read the facts (``reads_facts``; their first result is replaced). ``catalog``:
+    see :func:`_walking_rules`."""
     return tuple(
         (code, rule)
         for code, rule in all_rules().items()

@@ -90,8 +90,16 @@ def test_a_file_that_stalls_the_parser_is_reported_after_the_timeout(tmp_path: P
 
 
 # A project whose findings need the second pass in several files (compiled regions reached
-# across modules, a project-scope DL201), spread over more files than are checked in-process.
-_PROJECT_PARTS = ("fixtures/DL201/project", "fixtures/DL104", "fixtures/DL601", "fixtures/DL102")
+# across modules, a project-scope DL201), spread over more files than are checked in-process,
+# and a folder whose configuration loads a local plugin (a spawned worker loads it only when
+# it meets one of its files, after files whose settings named no plugin).
+_PROJECT_PARTS = (
+    "fixtures/DL201/project",
+    "fixtures/DL104",
+    "fixtures/DL601",
+    "fixtures/DL102",
+    "examples/plugin",
+)
 _CHECK_ALL = (sys.executable, "-m", "distlint", "check", "--select=ALL", "--format=json")
 
 
@@ -113,7 +121,8 @@ def test_fork_spawn_and_job_counts_give_the_same_findings() -> None:
     """The second pass's facts reach spawned workers too (they were once silently dropped)."""
     reference = _check_parts("fork", "1")
     codes = {f["code"] for f in reference}
-    assert {"DL201", "DL104", "DL601", "DL102"} <= codes  # project- and region-scope findings
+    # project- and region-scope findings, and a local plugin's
+    assert {"DL201", "DL104", "DL601", "DL102", "XYZ001"} <= codes
     for method, jobs in (("fork", "3"), ("spawn", "3"), ("spawn", "1")):
         assert _check_parts(method, jobs) == reference, (method, jobs)
 
