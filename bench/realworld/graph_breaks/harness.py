@@ -34,10 +34,12 @@ HERE = Path(__file__).resolve().parent
 GB = re.compile(r"gb(\d{4})\.html")
 
 
-def load_module(path: Path, root: Path, defs_only: bool) -> types.ModuleType:
+def load_module(path: Path, root: Path, defs_only: bool, dotted: str = "") -> types.ModuleType:
     for entry in (str(path.parent), str(root)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    if dotted:  # a module of a package: imported by name, so that its relative imports work
+        return importlib.import_module(dotted)
     name = "gbreal_" + re.sub(r"\W", "_", str(path.relative_to(root)))[:-3]
     if not defs_only:
         spec = importlib.util.spec_from_file_location(name, path)
@@ -71,7 +73,8 @@ def make_input(spec, torch):
             low, high = spec["randint"]
             return torch.randint(low, high, spec["shape"], dtype=dtype)
         if dtype == torch.bool:
-            return torch.ones(spec["shape"], dtype=dtype)
+            fill = torch.zeros if spec.get("zeros") else torch.ones
+            return fill(spec["shape"], dtype=dtype)
         return torch.randn(spec["shape"], dtype=dtype)
     if isinstance(spec, dict) and "value" in spec:
         return spec["value"]
@@ -149,7 +152,9 @@ def run_case(case: dict, corpus: Path) -> dict:
     root = (corpus / case["repo"].replace("/", "+")).resolve()
     result: dict = {"id": case["id"], "repo": case["repo"], "breaks": []}
     torch.manual_seed(0)
-    module = load_module(root / case["path"], root, case.get("defs_only", False))
+    module = load_module(
+        root / case["path"], root, case.get("defs_only", False), case.get("import", "")
+    )
     namespace = dict(vars(module))
     namespace["torch"] = torch
     for line in case.get("setup", []):
