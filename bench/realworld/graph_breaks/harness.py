@@ -54,10 +54,11 @@ def load_module(path: Path, root: Path, defs_only: bool, dotted: str = "") -> ty
     for node in tree.body:
         if isinstance(node, keep):
             body.append(node)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not any(
+            isinstance(n, ast.Call) for n in ast.walk(node)
+        ):
             # constants only (e.g. HEAD_SIZE = 64); anything calling code is left out
-            if not any(isinstance(n, ast.Call) for n in ast.walk(node)):
-                body.append(node)
+            body.append(node)
     tree.body = body
     module = types.ModuleType(name)
     module.__file__ = str(path)
@@ -113,7 +114,10 @@ def parse_log(stderr: str, root: Path) -> list[dict]:
         for index, text in enumerate(block):
             if text.startswith("Graph Break Reason:"):
                 reason = text.split(":", 1)[1].strip()
-                wrappers = ("Failed to handle graph break gracefully", "Encountered graph break when")
+                wrappers = (
+                    "Failed to handle graph break gracefully",
+                    "Encountered graph break when",
+                )
                 if reason.startswith(wrappers):
                     rest = [t.strip() for t in block[index + 1 :] if t.strip()]
                     rest = [t for t in rest if not t.startswith(wrappers)]
@@ -207,7 +211,7 @@ def run_case(case: dict, corpus: Path) -> dict:
         with torch.no_grad() if case.get("no_grad") else torch.enable_grad():
             compiled(*args, **kwargs)
         result["fullgraph"] = "ok"
-    except Exception as error:  # noqa: BLE001 - any failure is the observation
+    except Exception as error:  # any failure is the observation
         text = str(error)
         ident = GB.search(text)
         result["fullgraph"] = {
@@ -229,7 +233,7 @@ def main() -> int:
     options = parser.parse_args()
     cases = json.loads(options.cases.read_text(encoding="utf-8"))
     wanted = set(filter(None, options.only.split(",")))
-    out = open(options.out, "a", encoding="utf-8") if options.out else sys.stdout
+    out = open(options.out, "a", encoding="utf-8") if options.out else sys.stdout  # noqa: SIM115
 
     def on_alarm(signum, frame):
         raise Timeout()
@@ -264,9 +268,10 @@ def main() -> int:
             result = run_case(case, options.corpus.resolve())
         except Timeout:
             result = {"id": case["id"], "repo": case["repo"], "skipped": "timeout"}
-        except BaseException as error:  # noqa: BLE001 - record why the case was skipped
+        except BaseException as error:  # record why the case was skipped
             tail = traceback.format_exc().strip().splitlines()[-1]
-            result = {"id": case["id"], "repo": case["repo"], "skipped": f"{type(error).__name__}: {tail}"[:400]}
+            why = f"{type(error).__name__}: {tail}"[:400]
+            result = {"id": case["id"], "repo": case["repo"], "skipped": why}
         finally:
             signal.alarm(0)
         print(json.dumps(result), file=out, flush=True)
