@@ -230,6 +230,7 @@ def main() -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--timeout", type=int, default=240)
+    parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     cases = json.loads(options.cases.read_text(encoding="utf-8"))
     wanted = set(filter(None, options.only.split(",")))
@@ -239,7 +240,7 @@ def main() -> int:
         raise Timeout()
 
     signal.signal(signal.SIGALRM, on_alarm)
-    if len(wanted) != 1:
+    if not options.inner:
         # one process per case: Dynamo's caches must not carry over from one case to the next
         import subprocess
 
@@ -248,6 +249,7 @@ def main() -> int:
                 continue
             command = [sys.executable, __file__, "--corpus", str(options.corpus), "--cases"]
             command += [str(options.cases), "--only", case["id"], "--timeout", str(options.timeout)]
+            command += ["--inner"]
             env = dict(os.environ, TORCH_LOGS="graph_breaks")
             done = subprocess.run(command, capture_output=True, text=True, env=env)
             lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
