@@ -34,6 +34,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+COVERAGE = (
+    HERE.parent.parent.parent / "distlint" / "knowledge" / "data" / "graph_break_coverage.json"
+)
 DRIVER = "_distlint_gbreal_driver.py"
 
 
@@ -183,6 +186,7 @@ def score(
             findings[repo] = [f for f in found if f["code"].startswith("DL1")]
             saved.parent.mkdir(parents=True, exist_ok=True)
             saved.write_text(json.dumps(findings[repo]), encoding="utf-8")
+    coverage = json.loads(COVERAGE.read_text(encoding="utf-8"))["ids"]
     results = []
     used: set[int] = set()
     for item in observed:
@@ -196,8 +200,15 @@ def score(
                 start = finding["range"]["start"]["line"]
                 if finding["relpath"] == path and first <= start <= last:
                     used.add(id(finding))
-                    if match is None:
-                        match = {"code": finding["code"], "line": start, "kind": kind}
+                    covers = finding["code"] in coverage.get(item["gb"], {}).get("rules", [])
+                    if match is None or (covers and not match["same_id"]):
+                        match = {
+                            "code": finding["code"],
+                            "line": start,
+                            "kind": kind,
+                            # the rule is one distlint lists for this GB id: the same cause
+                            "same_id": covers,
+                        }
             if match:
                 break
         results.append({**item, "predicted": match})
@@ -221,10 +232,17 @@ def report(mode: str, scored: dict) -> None:
     results = scored["results"]
     hits = [r for r in results if r["predicted"]]
     missed_count = len(results) - len(hits)
-    print(f"\n== {mode}: observed {len(results)}, predicted {len(hits)}, missed {missed_count}")
+    same = sum(1 for r in hits if r["predicted"]["same_id"])
+    print(
+        f"\n== {mode}: observed {len(results)}, predicted {len(hits)} "
+        f"({same} by a rule listed for that GB id), missed {missed_count}"
+    )
     for r in results:
         hit = r["predicted"]
-        mark = f"{hit['code']} ({hit['kind']})" if hit else "MISSED"
+        mark = "MISSED"
+        if hit:
+            cause = "same id" if hit["same_id"] else "another cause on the statement"
+            mark = f"{hit['code']} ({hit['kind']}, {cause})"
         print(f"  {r['repo']} {r['path']}:{r['line']} {r['gb']} {mark}  {r['message'][:70]}")
     missed = Counter(r["gb"] for r in results if not r["predicted"])
     print("  missed by GB id: " + ", ".join(f"{k} {v}" for k, v in missed.most_common()))
