@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--observed", type=Path, default=HERE / "observed.jsonl")
+    parser.add_argument("--runs", type=Path, default=HERE / "runs.jsonl")
     options = parser.parse_args(argv)
     old = {}
     if options.observed.exists():
@@ -40,11 +41,24 @@ def main(argv: list[str] | None = None) -> int:
                 old[(item["repo"], item["path"], item["line"], item["gb"])] = item
     shas = read_shas()
     rows: dict[tuple, dict] = {}
+    runs: dict[str, dict] = {}
     for line in options.results.read_text(encoding="utf-8").splitlines():
         result = json.loads(line)
+        run = {"id": result["id"], "repo": result["repo"]}
         if result.get("skipped"):
             print(f"skipped: {result['id']}: {result['skipped'][-200:]}")
+            runs[result["id"]] = {**run, "skipped": result["skipped"][-200:]}
             continue
+        sites = {
+            (b["path"], b["line"]) for b in result.get("logged", []) + result.get("breaks", [])
+        }
+        runs[result["id"]] = {
+            **run,
+            "graphs": result.get("graphs"),
+            "explain_break_count": result.get("break_count"),
+            "break_sites": len(sites),
+            "fullgraph": result.get("fullgraph"),
+        }
         for found in result.get("logged", []) + result.get("breaks", []):
             if not found.get("path") or found["path"].startswith("/"):
                 continue  # a break outside the repository (torch itself)
@@ -68,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     with options.observed.open("w", encoding="utf-8") as out:
         for row in sorted(rows.values(), key=lambda r: (r["repo"], r["path"], r["line"])):
             out.write(json.dumps(row) + "\n")
-    print(f"{len(rows)} breaks written to {options.observed}")
+    with options.runs.open("w", encoding="utf-8") as out:
+        for run in runs.values():
+            out.write(json.dumps(run) + "\n")
+    print(f"{len(rows)} breaks written to {options.observed}, {len(runs)} runs to {options.runs}")
     return 0
 
 

@@ -9,9 +9,10 @@ assignments are executed, for scripts that train at import time), builds the obj
 case's constructor expression, makes random inputs of the recorded shapes, and runs
 ``torch._dynamo.explain`` on it (backend: eager). Each break is written with the innermost
 user frame that lies inside the corpus repository, Dynamo's graph-break id (``GBnnnn``) and the
-first line of its message. It then tries ``torch.compile(fullgraph=True, backend="eager")`` on
-the same inputs and records whether it fails. Output: one JSON object per case (``--out``),
-which ``collect.py``-style hand review turns into ``observed.jsonl``.
+first line of its message. Before that it tries
+``torch.compile(fullgraph=True, backend="eager")`` on the same inputs and records whether it
+fails. Output: one JSON object per case (``--out``), which ``collect.py`` turns into
+``observed.jsonl`` and ``runs.jsonl``.
 
 Nothing of the corpus is copied: the code is imported from the corpus folder at run time.
 """
@@ -149,6 +150,22 @@ class Timeout(Exception):
     pass
 
 
+def fullgraph_outcome(torch, target, args, kwargs, no_grad) -> object:
+    try:
+        compiled = torch.compile(target, fullgraph=True, backend="eager")
+        with torch.no_grad() if no_grad else torch.enable_grad():
+            compiled(*args, **kwargs)
+        return "ok"
+    except Exception as error:  # any failure is the observation
+        text = str(error)
+        ident = GB.search(text)
+        return {
+            "gb": f"GB{ident.group(1)}" if ident else None,
+            "error": type(error).__name__,
+            "message": text.strip().splitlines()[0][:300] if text.strip() else "",
+        }
+
+
 def run_case(case: dict, corpus: Path) -> dict:
     import torch
     import torch._dynamo
@@ -172,7 +189,12 @@ def run_case(case: dict, corpus: Path) -> dict:
     kwargs = {k: make_input(v, torch) for k, v in case.get("kwargs", {}).items()}
     with torch.no_grad() if case.get("no_grad") else torch.enable_grad():
         target(*args, **kwargs)  # eager first: a failure here is not Dynamo's
-        torch._dynamo.reset()
+    # fullgraph before explain: a frame that explain's run skipped (a break in a loop) stays
+    # marked as skipped after reset(), and a fullgraph run after it passes without tracing
+    torch._dynamo.reset()
+    result["fullgraph"] = fullgraph_outcome(torch, target, args, kwargs, case.get("no_grad"))
+    torch._dynamo.reset()
+    with torch.no_grad() if case.get("no_grad") else torch.enable_grad():
         torch._dynamo.utils.counters.clear()
         explained = torch._dynamo.explain(target)(*args, **kwargs)
     result["graphs"] = explained.graph_count
@@ -205,20 +227,6 @@ def run_case(case: dict, corpus: Path) -> dict:
             continue
         seen.add(key)
         result["breaks"].append(item)
-    torch._dynamo.reset()
-    try:
-        compiled = torch.compile(target, fullgraph=True, backend="eager")
-        with torch.no_grad() if case.get("no_grad") else torch.enable_grad():
-            compiled(*args, **kwargs)
-        result["fullgraph"] = "ok"
-    except Exception as error:  # any failure is the observation
-        text = str(error)
-        ident = GB.search(text)
-        result["fullgraph"] = {
-            "gb": f"GB{ident.group(1)}" if ident else None,
-            "error": type(error).__name__,
-            "message": text.strip().splitlines()[0][:300] if text.strip() else "",
-        }
     torch._dynamo.reset()
     return result
 
