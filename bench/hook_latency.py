@@ -31,13 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-PEAK = """
-import resource, subprocess, sys
-done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-sys.stdout.buffer.write(done.stdout)
-sys.stderr.write(f"\\nPEAK-KIB {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
-sys.exit(done.returncode)
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.run import PEAK, peak_mib
 
 
 def torch_dir() -> Path:
@@ -80,7 +76,7 @@ def main() -> None:
         cold_wall = time.perf_counter() - started
         if cold.returncode not in (0, 1):
             raise SystemExit(f"the cold check failed ({cold.returncode}):\n{cold.stderr[-2000:]}")
-        peak_kib = int(cold.stderr.rsplit("PEAK-KIB ", 1)[1].split()[0])
+        peak = peak_mib(cold.stderr)
         whole = findings_by_file(cold.stdout)
         staged = args.file or max(sorted(whole), key=lambda path: len(whole[path]))
         timings = []
@@ -127,7 +123,7 @@ def main() -> None:
             moved_same &= lowered == [key[:3] for key in whole.get(staged, [])]
         cold_line = f"cold check with -j{args.jobs}: {cold_wall:.1f} s"
         print(f"corpus {corpus} ({len(files)} files), {cold_line}")
-        print(f"peak resident memory of one process: {peak_kib / 1024:.0f} MiB")
+        print(f"peak resident memory of one process: {peak:.0f} MiB")
         print(
             f"hook on {staged}, warm cache: median {statistics.median(timings):.2f} s "
             f"(runs: {', '.join(f'{t:.2f}' for t in timings)}); "

@@ -49,13 +49,21 @@ def corpus_files(root: Path) -> list[str]:
     return sorted(str(p) for p in root.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-# runs a command and writes the peak resident memory (KiB) of its processes as the last line
-_PEAK = """
+# runs a command (its output passed on) and writes, as the last line of its standard error,
+# the peak resident memory in KiB of any one of its processes (read it with peak_mib)
+PEAK = """
 import resource, subprocess, sys
-code = subprocess.run(sys.argv[1:]).returncode
-sys.stderr.write(f"\\npeak-rss-kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
-sys.exit(code)
+done = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+sys.stdout.buffer.write(done.stdout)
+sys.stderr.buffer.write(done.stderr)
+sys.stderr.write(f"\\nPEAK-KIB {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n")
+sys.exit(done.returncode)
 """
+
+
+def peak_mib(stderr: str) -> float:
+    """The peak memory :data:`PEAK` wrote at the end of ``stderr``, in MiB."""
+    return int(stderr.rsplit("PEAK-KIB ", 1)[1].split()[0]) / 1024
 
 
 def measure(command: list[str]) -> tuple[float, float, int, float]:
@@ -63,7 +71,7 @@ def measure(command: list[str]) -> tuple[float, float, int, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", _PEAK, *command],
+        [sys.executable, "-c", PEAK, *command],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -73,8 +81,7 @@ def measure(command: list[str]) -> tuple[float, float, int, float]:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode not in (0, 1) or "Traceback" in proc.stderr:
         raise SystemExit(f"{command[:4]}... failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    peak = int(proc.stderr.rsplit("peak-rss-kib ", 1)[1]) / 1024
-    return cpu, wall, proc.returncode, peak
+    return cpu, wall, proc.returncode, peak_mib(proc.stderr)
 
 
 def best(command: list[str], repeat: int) -> tuple[float, float, float]:
