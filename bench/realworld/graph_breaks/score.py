@@ -34,9 +34,6 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-COVERAGE = (
-    HERE.parent.parent.parent / "distlint" / "knowledge" / "data" / "graph_break_coverage.json"
-)
 DRIVER = "_distlint_gbreal_driver.py"
 
 
@@ -186,7 +183,10 @@ def score(
             findings[repo] = [f for f in found if f["code"].startswith("DL1")]
             saved.parent.mkdir(parents=True, exist_ok=True)
             saved.write_text(json.dumps(findings[repo]), encoding="utf-8")
-    coverage = json.loads(COVERAGE.read_text(encoding="utf-8"))["ids"]
+    # the rules that declare each id (Rule.graph_breaks); the coverage map no longer lists them
+    from distlint.rules.registry import graph_break_rules
+
+    declared = graph_break_rules()
     results = []
     used: set[int] = set()
     for item in observed:
@@ -200,7 +200,7 @@ def score(
                 start = finding["range"]["start"]["line"]
                 if finding["relpath"] == path and first <= start <= last:
                     used.add(id(finding))
-                    covers = finding["code"] in coverage.get(item["gb"], {}).get("rules", [])
+                    covers = finding["code"] in declared.get(item["gb"], ())
                     if match is None or (covers and not match["same_id"]):
                         match = {
                             "code": finding["code"],

@@ -1,9 +1,10 @@
 """DL112: calls Dynamo refuses to trace inside a compiled region: ``unittest.TestCase``'s own
-assertion methods (GB0008) and ``torch.compiler.disable(...)`` / ``torch._dynamo.disable(...)``
-called there (GB0007).
+assertion methods (GB0008), ``torch.compiler.disable(...)`` / ``torch._dynamo.disable(...)``
+called there and ``torch.nn.utils.rnn``'s packing functions (GB0007).
 
 Observed on torch 2.13.0 (tests/proof/test_proof_graph_breaks.py, fixtures/DL112): Dynamo skips the
-``unittest`` module and the ``disable`` function itself; each call ends the graph, and under
+``unittest`` module, the ``disable`` function itself and ``pack_padded_sequence`` /
+``pad_packed_sequence`` (``pack_sequence`` calls the first); each call ends the graph, and under
 ``fullgraph=True`` compilation fails. A project's own helper methods on a ``TestCase``
 subclass trace normally.
 """
@@ -21,6 +22,16 @@ from distlint.syntax.imports import scope_statements, self_attribute
 
 TEST_CASES = frozenset({"unittest.TestCase", "unittest.IsolatedAsyncioTestCase"})
 _SKIPPED_METHODS = frozenset({"fail", "skipTest"})
+# torch functions Dynamo marks as skipped (torch 2.13: GB0007 at the call, fixtures/DL112).
+# ``pack_sequence`` breaks in its own call of ``pack_padded_sequence``; ``pad_sequence`` and
+# ``unpad_sequence`` trace (traps).
+SKIPPED_FUNCTIONS = frozenset(
+    {
+        "torch.nn.utils.rnn.pack_padded_sequence",
+        "torch.nn.utils.rnn.pad_packed_sequence",
+        "torch.nn.utils.rnn.pack_sequence",
+    }
+)
 
 
 def _is_unittest_method(name: str) -> bool:
@@ -32,7 +43,8 @@ class SkippedFunctionCall(_RegionRule):
     name = "skipped-function-call"
     severity = Severity.WARNING
     summary = (
-        "A unittest assertion or a torch.compiler.disable(...) call inside a compiled region: "
+        "A unittest assertion, a torch.compiler.disable(...) or a pack_padded_sequence-style "
+        "call inside a compiled region: "
         "Dynamo skips it and breaks the graph (fullgraph=True: compile error)."
     )
     tags = ("performance", "torch.compile")
@@ -50,6 +62,17 @@ class SkippedFunctionCall(_RegionRule):
                 "Attempted to call function marked as skipped",
                 "Apply `torch.compiler.disable` once, outside the compiled function (as a "
                 "decorator or at module level), and call the result",
+                region,
+            )
+            return
+        if name in SKIPPED_FUNCTIONS:
+            self._report(
+                node,
+                f"`{self.spell(node.func)}(...)` called inside a compiled region",
+                "0007",
+                "Attempted to call function marked as skipped",
+                "Pack and unpack outside the compiled function (or compile the parts around "
+                "the recurrent module)",
                 region,
             )
             return

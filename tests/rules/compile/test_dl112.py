@@ -67,3 +67,28 @@ def test_dl112_not_a_test_case_or_outside_a_region() -> None:
         """
     )
     assert run(source, "DL112") == []
+
+
+def test_dl112_packing_functions_in_a_region() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        from torch import nn
+        from torch.nn.utils.rnn import pack_padded_sequence as pack, pad_sequence
+
+
+        class M(nn.Module):
+            def forward(self, x, lengths):
+                padded = pad_sequence([x, x])
+                packed = pack(padded, lengths)
+                out, _ = nn.utils.rnn.pad_packed_sequence(packed)
+                return torch.nn.utils.rnn.pack_sequence([out])
+
+
+        model = torch.compile(M())
+        eager = pack(torch.ones(2, 2), torch.tensor([2, 1]))
+        """
+    )
+    found = run(source, "DL112")
+    assert where(found) == [("DL112", 11, 18), ("DL112", 12, 18), ("DL112", 13, 16)]
+    assert all("GB0007" in f.message for f in found)
+    assert "`pack(...)`" in found[0].message

@@ -97,3 +97,36 @@ def test_dl122_configured_or_mixed_values_are_left_alone() -> None:
         """
     )
     assert run(allowed, "DL122") == []
+
+
+def test_dl122_a_method_call_is_the_first_use_and_the_call_after_it_is_not_reached() -> None:
+    source = HEADER + textwrap.dedent(
+        """\
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = torch.nn.LSTM(4, 4)
+                self.gru = torch.nn.GRU(4, 4)
+                self.cell = torch.nn.LSTMCell(4, 4)
+
+            def forward(self, x):
+                self.lstm.flatten_parameters()
+                self.cell.train()
+                with torch.no_grad():
+                    a = self.lstm(x)
+                if x.shape[0] > 1:
+                    self.gru.flatten_parameters()
+                b = self.gru(x)
+                return a, b
+
+            def setup(self):
+                self.lstm.flatten_parameters()
+
+        net = torch.compile(Net())
+        """
+    )
+    found = run(source, "DL122")
+    assert where(found) == [("DL122", 12, 9), ("DL122", 17, 13), ("DL122", 18, 13)]
+    assert "`self.lstm.flatten_parameters(...)` uses an `nn.LSTM`" in found[0].message
+    assert "breaks at this first use of the module" in found[0].message
+    assert "`self.gru(x)` runs an `nn.GRU`" in found[2].message
