@@ -253,6 +253,12 @@ def function_nodes(func: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, Sequenc
         yield from nodes_with_parents(stmt)
 
 
+def _row_of(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """``iterable[0]``: what a loop over ``iterable`` binds, a tensor where ``iterable`` is one
+    (a synthetic node, read only by the guess)."""
+    return cst.Subscript(value=iterable, slice=[cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+
+
 # What a scope binds its names to (``TensorGuess.assigned``) and its parameters: read only
 # once built, so the guesses of one scope by several rules share them.
 Bindings = tuple[dict[str, list[cst.BaseExpression | None]], dict[str, cst.Param]]
@@ -308,7 +314,7 @@ class TensorGuess:
         elif isinstance(node, cst.NamedExpr):
             self._bind(node.target, node.value)
         elif isinstance(node, (cst.For, cst.CompFor)):
-            self._bind(node.target, None)
+            self._bind_iteration(node.target, node.iter)
         elif isinstance(node, cst.WithItem) and node.asname is not None:
             self._bind(node.asname.name, None)
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not self.func:
@@ -322,6 +328,42 @@ class TensorGuess:
                 self._bind(element.value, None)
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, None)
+
+    def _bind_iteration(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """The target of ``for target in iterable``: a name over a tensor is one of its rows (a
+        tensor where ``iterable`` is guessed one, torch 2.13: fixtures/DL102/bad_rows.py), as
+        is the second name of ``enumerate(t)`` and each name of ``zip(t, u)`` over a tensor.
+        Anything else (a list, ``range``, a starred or nested target) binds an unknown value."""
+        if isinstance(target, cst.Name) and isinstance(
+            iterable, (cst.Name, cst.Attribute, cst.Subscript)
+        ):
+            self._bind(target, _row_of(iterable))
+            return
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(iterable, cst.Call):
+            elements = [e.value for e in target.elements]
+            args = [a.value for a in iterable.args if a.keyword is None]
+            starred = any(isinstance(e, cst.StarredElement) for e in target.elements) or any(
+                a.star for a in iterable.args
+            )
+            enumerated = len(elements) == 2 and len(args) == 1
+            if not starred and enumerated and self._is_builtin_call(iterable, "enumerate"):
+                self._bind(elements[0], None)
+                self._bind_iteration(elements[1], args[0])
+                return
+            if (
+                not starred
+                and len(args) == len(elements)
+                and self._is_builtin_call(iterable, "zip")
+            ):
+                for element, arg in zip(elements, args, strict=True):
+                    self._bind_iteration(element, arg)
+                return
+        self._bind(target, None)
+
+    def _is_builtin_call(self, call: cst.Call, name: str) -> bool:
+        """``call`` calls the builtin ``name`` (not an imported one of that name)."""
+        func = call.func
+        return isinstance(func, cst.Name) and func.value == name and self.resolve(func) is None
 
     # -- the guess -----------------------------------------------------------------------
 
@@ -463,6 +505,8 @@ class TensorGuess:
             if not values:
                 return False
             return all(v is not None and self.is_float_tensor(v) for v in values)
+        if isinstance(expr, cst.Subscript):  # indexing keeps the dtype (a row of a loop too)
+            return self.is_float_tensor(expr.value)
         if isinstance(expr, cst.BinaryOperation):
             return self.is_float_tensor(expr.left) or self.is_float_tensor(expr.right)
         if not isinstance(expr, cst.Call):
@@ -487,6 +531,8 @@ class TensorGuess:
             if values:
                 return all(v is not None and self.is_integer_tensor(v) for v in values)
             return False
+        if isinstance(expr, cst.Subscript):  # indexing keeps the dtype (a row of a loop too)
+            return self.is_integer_tensor(expr.value)
         if not isinstance(expr, cst.Call):
             return False
         said = self._says_dtype(expr, INTEGER_DTYPES, INTEGER_METHODS)

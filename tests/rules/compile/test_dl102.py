@@ -180,3 +180,45 @@ def test_dl102_a_file_that_turns_scalar_capture_on_anywhere_is_captured() -> Non
             """
         )
         assert [line for _, line, _ in where(run(source, "DL102"))] == [10], setting
+
+
+def test_dl102_rows_of_a_tensor_are_tensors() -> None:
+    """A loop or comprehension over a tensor binds its rows (fixtures/DL102/bad_rows.py: GB0033
+    for ``r.tolist()`` of a row on torch 2.13), as do ``enumerate(t)`` and ``zip(t, u)``."""
+    body = (
+        "zc = torch.argsort(x, dim=1)\n"  # line 6
+        "a = [r.tolist() for r in zc]\n"
+        "for r2 in x:\n"
+        "    b = r2.tolist()\n"
+        "for i, r3 in enumerate(zc):\n"
+        "    c = r3.tolist()\n"
+        "for p, q in zip(x, zc):\n"
+        "    d = p.tolist() + q.tolist()\n"
+        "for j, (s, t) in enumerate(zip(x[1:], x.T)):\n"
+        "    e = s.item() + t.item()\n"
+        "return a, b, c, d, e\n"
+    )
+    lines = [line for _, line, _ in where(run(compiled(body), "DL102"))]
+    assert lines == [7, 9, 11, 13, 13, 15, 15]
+
+
+def test_dl102_what_a_loop_binds_from_other_than_a_tensor_is_not_a_tensor() -> None:
+    """A Python list of tensors stays as today (not known), as do ``range()``, ``.shape``,
+    ``.tolist()``, a dict, a call such as ``t.unbind()``, the index of ``enumerate`` and a
+    name that something else rebinds."""
+    body = (
+        "xs = [x, x + 1]\n"
+        "a = [r.tolist() for r in xs] + [y.tolist() for y in ys]\n"
+        "b = [int(i) for i in range(3)] + [int(d) for d in x.shape]\n"
+        "c = [v.tolist() for v in x.tolist()]\n"
+        "table = {}\n"
+        "e = [k.tolist() for k in table]\n"
+        "f = [u.tolist() for u in x.unbind(0)]\n"
+        "g = [int(i) for i, _ in enumerate(x)]\n"
+        "for w in x:\n"
+        "    h = w.tolist()\n"
+        "w = [1, 2]\n"
+        "return a, b, c, e, f, g, h, w\n"
+    )
+    found = run(compiled(body, params="x: torch.Tensor, ys: list[torch.Tensor]"), "DL102")
+    assert [(line, col) for _, line, col in where(found)] == [(9, 30)]  # x.tolist() itself
