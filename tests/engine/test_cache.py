@@ -299,7 +299,9 @@ def _staged_check(tmp_path: Path, monkeypatch, staged: tuple[str, ...]):  # type
     monkeypatch.setattr(engine, "link", link)
     monkeypatch.setattr(cache, "get", get)
 
-    def check() -> list[tuple[str, str, int, int, str]]:
+    def check(cold: bool = False) -> list[tuple]:
+        """The findings: path, code, line, column, message, related places; ``cold``:
+        without the cache (what ``--no-cache`` gives)."""
         tasks = [
             Task(p, name, settings({"DL104", "DL201"}), report=name in staged)
             for p in paths
@@ -307,8 +309,15 @@ def _staged_check(tmp_path: Path, monkeypatch, staged: tuple[str, ...]):  # type
         ]
         ran.clear()
         return [
-            (f.path, f.code, f.span.start.line, f.span.start.column, f.message)
-            for r in run(tasks, 1, cache=cache)
+            (
+                f.path,
+                f.code,
+                f.span.start.line,
+                f.span.start.column,
+                f.message,
+                tuple((r.path, r.span.start.line, r.span.start.column) for r in f.related),
+            )
+            for r in run(tasks, 1, cache=None if cold else cache)
             for f in r.findings
         ]
 
@@ -322,8 +331,9 @@ def test_an_edit_of_the_staged_file_the_project_stage_does_not_see_reuses_its_ou
     project stage reads of it (a literal in a function body, a comment appended) reuses the
     stage's output (nothing linked, no other file's first pass read) with the findings a
     full run gives, also when the edited file's first pass is a cached one (it is parsed
-    again to measure); one that moves a node the stage reported on (a line inserted above
-    the branch) or changes what the file links (the call removed) runs the stage again."""
+    again to measure); so does one that only moves lines (a line inserted above the branch),
+    the finding moved with them; one that changes a node the stage reported on (the call's
+    text) or what the file links (the call removed) runs the stage again."""
     from distlint.engine.checker import PROJECT
 
     root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
@@ -337,6 +347,9 @@ def test_an_edit_of_the_staged_file_the_project_stage_does_not_see_reuses_its_ou
     assert sorted(ran) == sorted([PROJECT, "pkg/train.py"])  # the stage's output, reused
     moved = TRAIN_LOGGED.replace('    print("saving")\n', '    print("saving")\n\n')
     train.write_text(moved)
+    assert [f[:4] for f in check()] == [("pkg/train.py", "DL201", 9, 9)]
+    assert "link" not in ran
+    train.write_text(moved.replace("(state, path)", "(state,  path)"))
     assert [f[:4] for f in check()] == [("pkg/train.py", "DL201", 9, 9)]
     assert "link" in ran
     # first passes taken from the cache (they measured nothing): the file is parsed again
@@ -363,6 +376,144 @@ def test_an_edit_of_a_staged_helper_that_stops_issuing_a_collective_reaches_its_
     assert "link" in ran
     helpers.write_text(HELPER_SYNC)
     assert check() == found
+
+
+TRAIN_RANKED = """\
+import torch.distributed as dist
+from pkg.helpers import save_checkpoint
+
+
+def finish(state, path):
+    rank = dist.get_rank()
+    if rank == 0:
+        save_checkpoint(state, path)
+"""
+
+
+def _lines_of(found: list[tuple]) -> list[tuple]:
+    """Each finding's line and its related places (path, line, column)."""
+    return [(f[2], f[5]) for f in found]
+
+
+def test_a_line_inserted_above_the_branch_reuses_the_stage_and_moves_the_finding(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Every position of the staged file moves down a line, nothing else changes: the stage's
+    output serves (nothing linked), the finding, its message's "path:line" and its related
+    places in the file move with the lines, the one in the helper stays; what a cold run
+    gives."""
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
+    train = root / "pkg" / "train.py"
+    ((_, _, line, _, message, related),) = check()
+    assert line == 8 and "pkg/train.py:7" in message
+    assert ("pkg/helpers.py", 5, 5) in related and ("pkg/train.py", 7, 8) in related
+    train.write_text("# a header\n" + TRAIN_LOGGED)
+    moved = check()
+    assert "link" not in ran
+    assert moved == check(cold=True)
+    ((_, _, line, _, message, moved_related),) = moved
+    assert line == 9 and "pkg/train.py:8" in message and "pkg/train.py:7" not in message
+    assert moved_related == tuple(
+        (path, row + (path == "pkg/train.py"), column) for path, row, column in related
+    )
+
+
+def test_lines_deleted_reuse_the_stage_and_move_the_finding_up(tmp_path: Path, monkeypatch) -> None:
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
+    train = root / "pkg" / "train.py"
+    assert _lines_of(check())[0][0] == 8
+    train.write_text(TRAIN_LOGGED.replace("\n\n\ndef", "\ndef"))
+    found = check()
+    assert "link" not in ran
+    assert _lines_of(found)[0][0] == 6
+    assert found == check(cold=True)
+
+
+def test_an_inserted_line_that_changes_what_the_rank_test_reads_runs_the_stage(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``rank = 0`` inserted before ``if rank == 0:``: the lines move, and the test no longer
+    reads a rank: the summary differs modulo the moved lines, so the stage runs again and
+    the finding goes, as in a cold run."""
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
+    train = root / "pkg" / "train.py"
+    train.write_text(TRAIN_RANKED)
+    assert [f[:3] for f in check()] == [("pkg/train.py", "DL201", 8)]
+    pinned = TRAIN_RANKED.replace("get_rank()\n", "get_rank()\n    rank = 0\n")
+    train.write_text(pinned)
+    found = check()
+    assert "link" in ran
+    assert found == check(cold=True) == []
+
+
+def test_a_crlf_file_with_a_line_inserted_reuses_the_stage(tmp_path: Path, monkeypatch) -> None:
+    """Lines end in CRLF: they are told apart as positions count them; a file whose line
+    breaks all change (LF to CRLF) changes every line: the stage runs again."""
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
+    train = root / "pkg" / "train.py"
+    crlf = TRAIN_LOGGED.replace("\n", "\r\n").encode()
+    train.write_bytes(crlf)
+    assert _lines_of(check())[0][0] == 8
+    assert "link" in ran
+    train.write_bytes(b"# a header\r\n\r\n" + crlf)
+    found = check()
+    assert "link" not in ran
+    assert _lines_of(found)[0][0] == 10
+    assert found == check(cold=True)
+
+
+def test_an_edit_that_moves_a_staged_helper_moves_the_callers_related_place_there(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Both files staged, a line inserted at the helper's top: the caller's finding stays,
+    its related place in the helper (the barrier) moves down a line; nothing is linked."""
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/helpers.py", "pkg/train.py"))
+    helpers = root / "pkg" / "helpers.py"
+    ((_, _, line, _, _, related),) = check()
+    helpers.write_text("# a header\n" + HELPER_SYNC)
+    moved = check()
+    assert "link" not in ran
+    assert moved == check(cold=True)
+    assert _lines_of(moved) == [
+        (line, tuple((p, row + (p == "pkg/helpers.py"), column) for p, row, column in related))
+    ]
+
+
+def test_a_warm_hook_after_edits_that_move_lines_gives_what_no_cache_gives(tmp_path) -> None:
+    """The command line: each edit of the staged file (lines inserted, deleted, CRLF, a
+    changed call, a rank pinned), checked warm and with ``--no-cache``, gives the same
+    report, related places and messages included."""
+    root = _project(tmp_path)
+    train = root / "pkg" / "train.py"
+
+    def report(*args: str) -> list[dict]:
+        environment = {k: v for k, v in os.environ.items() if k != "DISTLINT_NO_CACHE"}
+        environment["DISTLINT_CACHE_KEY"] = "test-key"
+        proc = subprocess.run(
+            [*DISTLINT, "--format", "json", "--exit-zero", "--jobs", "1", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=environment,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    report(".")
+    edits = [
+        "# a header\n\n" + TRAIN,
+        TRAIN.replace("\n\n\ndef", "\ndef"),
+        ("# a header\n" + TRAIN).replace("\n", "\r\n"),
+        "# a header\n" + TRAIN.replace("(state, path)", "(state,\n path)"),
+        "# a header\n" + TRAIN_RANKED.replace("get_rank()\n", "get_rank()\n    rank = 0\n"),
+        "# a header\n" + TRAIN_RANKED,
+    ]
+    for text in edits:
+        train.write_bytes(text.encode())
+        warm = report("--force-exclude", "pkg/train.py")
+        assert warm == report("--no-cache", "--force-exclude", "pkg/train.py")
+    assert warm and all(f["path"] == "pkg/train.py" for f in warm)
 
 
 def test_summaries_compare_field_by_field_lazy_nodes_by_key_and_span_at_any_depth() -> None:
