@@ -66,8 +66,8 @@ def read_of_file(key: str, summary: object, records: object, text: str | None) -
 
 
 def line_digests(text: str) -> bytes:
-    """A digest of each line of ``text``, its line break included (so a file whose breaks
-    change reads as changed), as many lines as positions count."""
+    """A digest of each line of ``text``, its line break included (a line whose break
+    changed is a line replaced), as many lines as positions count."""
     digests = [
         hashlib.blake2b(line.encode("utf-8", "surrogatepass"), digest_size=_DIGEST_BYTES).digest()
         for line in _LINES.findall(text)
@@ -225,6 +225,12 @@ def moved_output(
 def _moved_finding(
     finding: Finding, moving: Mapping[str, LineMap], mentions: re.Pattern[str]
 ) -> Finding | None:
+    if (
+        finding.path not in moving
+        and not any(location.path in moving for location in finding.related)
+        and not mentions.search(finding.message)
+    ):
+        return finding  # nothing of it in a moved file
     span: Span | None = finding.span
     fix = finding.fix
     lines = moving.get(finding.path)

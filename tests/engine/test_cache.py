@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from distlint.engine.cache import FirstPassCache
+from distlint.findings import Position, Span
 
 DISTLINT = (sys.executable, "-m", "distlint", "check")
 
@@ -541,3 +542,60 @@ def test_summaries_compare_field_by_field_lazy_nodes_by_key_and_span_at_any_dept
     assert not same_data(chain(5_000, 1), chain(5_000, 2))
     assert not same_data({"a": 1, "b": 2}, {"b": 2, "a": 1})  # order is part of a summary
     assert not same_data(object(), object())
+
+
+def _span(first: int, last: int) -> Span:
+    return Span(Position(first, 1, 1), Position(last, 2, 2))
+
+
+def test_the_line_map_moves_runs_of_lines_and_nothing_a_line_was_added_inside() -> None:
+    """Lines inserted at the top and between two lines, one replaced in place: each kept
+    line moves by its run's offset (the replaced one too), a span over the inserted line does
+    not move, nor the place of something not located once line 1 moved; a line appended moves
+    only the end; CRLF lines are lines, and one whose break changed is a line replaced."""
+    from distlint.engine.project_reuse import line_digests, line_map
+    from distlint.syntax.spans import NOWHERE
+
+    old = "a\nb\nc\nd\ne\n"
+    lines = line_map(line_digests(old), line_digests("x\na\nb\nC\nd\ny\ne\n"))
+    assert [lines.line(n) for n in range(1, 8)] == [2, 3, 4, 5, 7, 8, None]
+    assert lines.span(_span(1, 3)) == _span(2, 4)
+    assert lines.span(_span(4, 5)) is None
+    assert lines.span(NOWHERE) is None
+    assert not lines.moves_nothing
+    same = line_map(line_digests(old), line_digests(old + "# the end\n"))
+    assert [same.line(n) for n in range(1, 7)] == [1, 2, 3, 4, 5, 7]  # the end moved
+    assert same.span(NOWHERE) == NOWHERE
+    crlf = old.replace("\n", "\r\n")
+    moved = line_map(line_digests(crlf), line_digests("x\r\n" + crlf))
+    assert [moved.line(n) for n in range(1, 7)] == [2, 3, 4, 5, 6, 7]
+    lf = line_map(line_digests(crlf), line_digests("x\r\n" + old))  # each break replaced
+    assert [lf.line(n) for n in range(1, 7)] == [None] * 5 + [7]
+
+
+def test_moved_findings_move_in_their_file_and_where_they_point_into_it() -> None:
+    """The positions in the moved file move: a finding's span, its related place there and
+    "a.py:N" in its message; another file's place, and a path that only ends like it, stay;
+    a finding over a line added, or naming a line that moved from line 1, is not moved
+    (the stage runs again)."""
+    from distlint.engine.project_reuse import line_digests, line_map, moved_output
+    from distlint.findings import Finding, Location, Severity
+
+    lines = line_map(line_digests("a\nb\nc\n"), line_digests("x\na\nb\ny\nc\n"))
+
+    def finding(path: str, span: Span, message: str = "", *related: Location) -> Finding:
+        return Finding("DL201", "n", Severity.ERROR, message, path, span, related)
+
+    there = Location("b.py", _span(2, 2))
+    found = {
+        "a.py": [finding("a.py", _span(2, 2), "at a.py:2, not xa.py:2", there)],
+        "b.py": [finding("b.py", _span(2, 2), "", Location("a.py", _span(1, 2)), there)],
+    }
+    assert moved_output(found, {"a.py": lines}) == {
+        "a.py": [finding("a.py", _span(3, 3), "at a.py:3, not xa.py:2", there)],
+        "b.py": [finding("b.py", _span(2, 2), "", Location("a.py", _span(2, 3)), there)],
+    }
+    assert moved_output({"a.py": [finding("a.py", _span(2, 3))]}, {"a.py": lines}) is None
+    assert moved_output({"b.py": [finding("b.py", _span(2, 2), "a.py:1")]}, {"a.py": lines}) is None
+    unmoved = line_map(line_digests("a\nb\n"), line_digests("a\nB\n"))
+    assert moved_output(found, {"a.py": unmoved}) is found
