@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -50,11 +51,17 @@ def _project(root: Path) -> Path:
 
 
 def _check(root: Path, *args: str, env: dict | None = None) -> list[tuple[str, str, int]]:
+    found = _report(root, "--select", "DL201", *args, env=env)
+    return [(f["path"], f["code"], f["range"]["start"]["line"]) for f in found]
+
+
+def _report(root: Path, *args: str, env: dict | None = None) -> list[dict]:
+    """``distlint check`` in ``root``, its JSON report."""
     environment = {k: v for k, v in os.environ.items() if k != "DISTLINT_NO_CACHE"}
     environment["DISTLINT_CACHE_KEY"] = "test-key"
     environment.update(env or {})
     proc = subprocess.run(
-        [*DISTLINT, "--select", "DL201", "--format", "json", "--exit-zero", "--jobs", "1", *args],
+        [*DISTLINT, "--format", "json", "--exit-zero", "--jobs", "1", *args],
         cwd=root,
         capture_output=True,
         text=True,
@@ -62,7 +69,7 @@ def _check(root: Path, *args: str, env: dict | None = None) -> list[tuple[str, s
         env=environment,
     )
     assert proc.returncode == 0, proc.stderr
-    return [(f["path"], f["code"], f["range"]["start"]["line"]) for f in json.loads(proc.stdout)]
+    return json.loads(proc.stdout)
 
 
 def _entries(directory: Path) -> list[Path]:
@@ -396,6 +403,18 @@ def _lines_of(found: list[tuple]) -> list[tuple]:
     return [(f[2], f[5]) for f in found]
 
 
+def _reused_after(
+    path: Path, text: bytes, check: Callable[..., list[tuple]], ran: list[str]
+) -> list[tuple]:
+    """The findings once ``path`` holds ``text``: the project stage's output served (nothing
+    linked), and they are what a run without the cache gives."""
+    path.write_bytes(text)
+    found = check()
+    assert "link" not in ran
+    assert found == check(cold=True)
+    return found
+
+
 def test_a_line_inserted_above_the_branch_reuses_the_stage_and_moves_the_finding(
     tmp_path: Path, monkeypatch
 ) -> None:
@@ -408,10 +427,7 @@ def test_a_line_inserted_above_the_branch_reuses_the_stage_and_moves_the_finding
     ((_, _, line, _, message, related),) = check()
     assert line == 8 and "pkg/train.py:7" in message
     assert ("pkg/helpers.py", 5, 5) in related and ("pkg/train.py", 7, 8) in related
-    train.write_text("# a header\n" + TRAIN_LOGGED)
-    moved = check()
-    assert "link" not in ran
-    assert moved == check(cold=True)
+    moved = _reused_after(train, ("# a header\n" + TRAIN_LOGGED).encode(), check, ran)
     ((_, _, line, _, message, moved_related),) = moved
     assert line == 9 and "pkg/train.py:8" in message and "pkg/train.py:7" not in message
     assert moved_related == tuple(
@@ -423,11 +439,8 @@ def test_lines_deleted_reuse_the_stage_and_move_the_finding_up(tmp_path: Path, m
     root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
     train = root / "pkg" / "train.py"
     assert _lines_of(check())[0][0] == 8
-    train.write_text(TRAIN_LOGGED.replace("\n\n\ndef", "\ndef"))
-    found = check()
-    assert "link" not in ran
-    assert _lines_of(found)[0][0] == 6
-    assert found == check(cold=True)
+    deleted = TRAIN_LOGGED.replace("\n\n\ndef", "\ndef").encode()
+    assert _lines_of(_reused_after(train, deleted, check, ran))[0][0] == 6
 
 
 def test_an_inserted_line_that_changes_what_the_rank_test_reads_runs_the_stage(
@@ -448,19 +461,15 @@ def test_an_inserted_line_that_changes_what_the_rank_test_reads_runs_the_stage(
 
 
 def test_a_crlf_file_with_a_line_inserted_reuses_the_stage(tmp_path: Path, monkeypatch) -> None:
-    """Lines end in CRLF: they are told apart as positions count them; a file whose line
-    breaks all change (LF to CRLF) changes every line: the stage runs again."""
+    """Lines end in CRLF, counted as positions count them: two lines inserted at the top move
+    the finding down two lines."""
     root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
     train = root / "pkg" / "train.py"
     crlf = TRAIN_LOGGED.replace("\n", "\r\n").encode()
     train.write_bytes(crlf)
     assert _lines_of(check())[0][0] == 8
-    assert "link" in ran
-    train.write_bytes(b"# a header\r\n\r\n" + crlf)
-    found = check()
-    assert "link" not in ran
+    found = _reused_after(train, b"# a header\r\n\r\n" + crlf, check, ran)
     assert _lines_of(found)[0][0] == 10
-    assert found == check(cold=True)
 
 
 def test_an_edit_that_moves_a_staged_helper_moves_the_callers_related_place_there(
@@ -471,10 +480,7 @@ def test_an_edit_that_moves_a_staged_helper_moves_the_callers_related_place_ther
     root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/helpers.py", "pkg/train.py"))
     helpers = root / "pkg" / "helpers.py"
     ((_, _, line, _, _, related),) = check()
-    helpers.write_text("# a header\n" + HELPER_SYNC)
-    moved = check()
-    assert "link" not in ran
-    assert moved == check(cold=True)
+    moved = _reused_after(helpers, ("# a header\n" + HELPER_SYNC).encode(), check, ran)
     assert _lines_of(moved) == [
         (line, tuple((p, row + (p == "pkg/helpers.py"), column) for p, row, column in related))
     ]
@@ -486,22 +492,8 @@ def test_a_warm_hook_after_edits_that_move_lines_gives_what_no_cache_gives(tmp_p
     report, related places and messages included."""
     root = _project(tmp_path)
     train = root / "pkg" / "train.py"
-
-    def report(*args: str) -> list[dict]:
-        environment = {k: v for k, v in os.environ.items() if k != "DISTLINT_NO_CACHE"}
-        environment["DISTLINT_CACHE_KEY"] = "test-key"
-        proc = subprocess.run(
-            [*DISTLINT, "--format", "json", "--exit-zero", "--jobs", "1", *args],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=environment,
-        )
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout)
-
-    report(".")
+    _report(root, ".")
+    _report(root, "--force-exclude", "pkg/train.py")  # the hook's entry of the project stage
     edits = [
         "# a header\n\n" + TRAIN,
         TRAIN.replace("\n\n\ndef", "\ndef"),
@@ -509,11 +501,12 @@ def test_a_warm_hook_after_edits_that_move_lines_gives_what_no_cache_gives(tmp_p
         "# a header\n" + TRAIN.replace("(state, path)", "(state,\n path)"),
         "# a header\n" + TRAIN_RANKED.replace("get_rank()\n", "get_rank()\n    rank = 0\n"),
         "# a header\n" + TRAIN_RANKED,
+        "\n\n# a header\n" + TRAIN_RANKED,
     ]
     for text in edits:
         train.write_bytes(text.encode())
-        warm = report("--force-exclude", "pkg/train.py")
-        assert warm == report("--no-cache", "--force-exclude", "pkg/train.py")
+        warm = _report(root, "--force-exclude", "pkg/train.py")
+        assert warm == _report(root, "--no-cache", "--force-exclude", "pkg/train.py")
     assert warm and all(f["path"] == "pkg/train.py" for f in warm)
 
 
