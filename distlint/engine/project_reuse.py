@@ -228,7 +228,7 @@ def _moved_finding(
     if (
         finding.path not in moving
         and not any(location.path in moving for location in finding.related)
-        and not mentions.search(finding.message)
+        and not any(path in finding.message for path in moving)
     ):
         return finding  # nothing of it in a moved file
     span: Span | None = finding.span
