@@ -64,3 +64,64 @@ def test_the_buffer_is_parsed_once_for_every_stage(
     codes = sorted(str(d.code) for d in analysis.diagnostics)
     assert codes == ["DL201", "DL203", "DL502"]  # cross-file, second pass, first pass
     assert parsed.count(edited) == 1
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (tmp_path / "proj" / "helpers.py").write_text(HELPERS)
+    path = tmp_path / "proj" / "train.py"
+    path.write_text(TRAIN)
+    return path
+
+
+def _job(tmp_path: Path, path: Path, text: str, version: int) -> server.Job:
+    return server.Job(
+        uri=path.as_uri(),
+        version=version,
+        text=text,
+        generation=0,
+        resolver=ConfigResolver(),
+        features=server.ClientFeatures(),
+        root=tmp_path,
+    )
+
+
+def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The analysis process keeps the parsed pieces of a document's last text: after an
+    edit, the parser sees only the pieces around it, and the diagnostics are those of a
+    fresh analysis process (which parses all of it)."""
+    path = _project(tmp_path)
+    steps = "".join(
+        f"\n\n@torch.compile(backend='nvfuser')\ndef step_{i}(x, out):\n"
+        f"    dist.all_gather_object(out, x)\n    return x * {i}\n"
+        for i in range(120)
+    )
+    text = TRAIN + steps
+    parsed: list[str] = []
+    real = libcst.parse_module
+
+    def counting(text, *args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counting)
+    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
+    server.analyse(_job(tmp_path, path, text, 1))
+    middle = text.index("@torch.compile(backend='nvfuser')\ndef step_60")
+    edited = text[:middle] + "# a comment\nimport os\n\n" + text[middle:]
+    parsed.clear()
+    again = server.analyse(_job(tmp_path, path, edited, 2))
+    reparsed = sum(map(len, parsed))
+    assert 0 < reparsed < len(edited) // 5
+    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
+    parsed.clear()
+    fresh = server.analyse(_job(tmp_path, path, edited, 2))
+    assert sum(map(len, parsed)) >= len(edited)
+    assert again.crash is None and again.tool_errors == ()
+    assert len(again.diagnostics) > 240  # DL502 and DL203 in every step
+    assert again.diagnostics == fresh.diagnostics
+    assert again.safe_fixes == fresh.safe_fixes
