@@ -141,6 +141,10 @@ class ParsedTrees:
             self._kept[ctx.path] = _Kept(text, ctx.module, ctx.seen, ctx.columns, ctx.positions)
             self._room -= len(text)
 
+    def holds(self, path: str) -> bool:
+        """Whether the tree of ``path`` is kept (its second pass will not parse it)."""
+        return path in self._kept
+
     def take(self, path: str) -> _Kept | None:
         """What was kept of ``path`` (given once), or None."""
         return self._kept.pop(path, None)

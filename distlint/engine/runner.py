@@ -736,7 +736,10 @@ def process_context() -> StartContext:
 
 
 def _check(task: Task, second: SecondPass | None, trees: ParsedTrees | None = None) -> FileResult:
-    _collect_before_a_file()
+    if second is None or trees is None or not trees.holds(task.display):
+        # not before a second pass on a kept tree: the collection would walk that tree and
+        # the first pass's summary, which live on (a tenth of an editor's check)
+        _collect_before_a_file()
     if task.data is None and _may_crash_parser(task.path):
         return _check_isolated(task, second)
     return _check_unguarded(task, second, trees)

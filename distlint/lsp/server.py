@@ -323,16 +323,14 @@ def _diagnostic(
             }
     message = finding.message
     related = None
-    if job.features.related_information and headline(message) != message:
+    where = _span_range(lines, finding.span, encoding)
+    if job.features.related_information and (short := headline(message)) != message:
         # the problems list shows a line: the headline, and the whole message as the first
         # related entry (at the finding itself); hover shows it too
-        message = headline(finding.message)
+        message = short
         related = [
             types.DiagnosticRelatedInformation(
-                location=types.Location(
-                    uri=job.uri, range=_span_range(lines, finding.span, encoding)
-                ),
-                message=finding.message,
+                location=types.Location(uri=job.uri, range=where), message=finding.message
             )
         ]
     if finding.related:
@@ -358,7 +356,7 @@ def _diagnostic(
     if finding.code == "DL001" and job.features.unnecessary_tag:
         tags = [types.DiagnosticTag.Unnecessary]
     return types.Diagnostic(
-        range=_span_range(lines, finding.span, encoding),
+        range=where,
         message=message,
         severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
         code=finding.code,

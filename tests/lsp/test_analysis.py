@@ -125,3 +125,32 @@ def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
     assert len(again.diagnostics) > 240  # DL502 and DL203 in every step
     assert again.diagnostics == fresh.diagnostics
     assert again.safe_fixes == fresh.safe_fixes
+
+
+def test_no_collection_before_the_second_pass_of_the_kept_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The garbage collector runs before each file's first pass only: before the buffer's
+    second pass, on the tree its first pass kept, it would only walk that tree (which lives
+    on)."""
+    from distlint.engine import runner
+
+    path = _project(tmp_path)
+    collections: list[None] = []
+    passes: list[bool] = []
+    collect, analyze = runner._collect_before_a_file, runner.analyze_file
+
+    def counting_collect() -> None:
+        collections.append(None)
+        collect()
+
+    def counting_analyze(source, settings, second=None, *args):  # type: ignore[no-untyped-def]
+        passes.append(second is not None)
+        return analyze(source, settings, second, *args)
+
+    monkeypatch.setattr(runner, "_collect_before_a_file", counting_collect)
+    monkeypatch.setattr(runner, "analyze_file", counting_analyze)
+    analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
+    assert sorted(str(d.code) for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
+    assert passes.count(True) == 1  # the buffer's second pass
+    assert len(collections) == passes.count(False)  # one before each first pass
