@@ -29,44 +29,8 @@ def finish(path):
 HELPERS = "import torch.distributed as dist\n\n\ndef save(path):\n    dist.barrier()\n"
 
 
-def test_the_buffer_is_parsed_once_for_every_stage(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """First pass, linking with the project and the second pass over the compiled code all
-    use one tree of the buffer (the CLI's one-process run does the same): a second parse
-    cost the editor about a parse per keystroke."""
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-    (tmp_path / "proj").mkdir()
-    (tmp_path / "proj" / "__init__.py").write_text("")
-    (tmp_path / "proj" / "helpers.py").write_text(HELPERS)
-    path = tmp_path / "proj" / "train.py"
-    path.write_text(TRAIN)
-    parsed: list[str] = []
-    real = libcst.parse_module
-
-    def counting(text, *args, **kwargs):  # type: ignore[no-untyped-def]
-        parsed.append(text)
-        return real(text, *args, **kwargs)
-
-    monkeypatch.setattr(libcst, "parse_module", counting)
-    edited = TRAIN + "# edited, not saved\n"
-    job = server.Job(
-        uri=path.as_uri(),
-        version=2,
-        text=edited,
-        generation=0,
-        resolver=ConfigResolver(),
-        features=server.ClientFeatures(),
-        root=tmp_path,
-    )
-    analysis = server.analyse(job)
-    assert analysis.crash is None and analysis.tool_errors == ()
-    codes = sorted(str(d.code) for d in analysis.diagnostics)
-    assert codes == ["DL201", "DL203", "DL502"]  # cross-file, second pass, first pass
-    assert parsed.count(edited) == 1
-
-
 def _project(tmp_path: Path) -> Path:
+    """A project whose ``proj/train.py`` (the buffer) imports ``proj/helpers.py``."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "__init__.py").write_text("")
@@ -88,8 +52,35 @@ def _job(tmp_path: Path, path: Path, text: str, version: int) -> server.Job:
     )
 
 
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text given to LibCST's parser from now on."""
+    texts: list[str] = []
+    real = libcst.parse_module
+
+    def counting(text, *args, **kwargs):  # type: ignore[no-untyped-def]
+        texts.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counting)
+    return texts
+
+
+def test_the_buffer_is_parsed_once_for_every_stage(tmp_path: Path, parsed: list[str]) -> None:
+    """First pass, linking with the project and the second pass over the compiled code all
+    use one tree of the buffer (the CLI's one-process run does the same): a second parse
+    cost the editor about a parse per keystroke."""
+    path = _project(tmp_path)
+    edited = TRAIN + "# edited, not saved\n"
+    analysis = server.analyse(_job(tmp_path, path, edited, 2))
+    assert analysis.crash is None and analysis.tool_errors == ()
+    codes = sorted(str(d.code) for d in analysis.diagnostics)
+    assert codes == ["DL201", "DL203", "DL502"]  # cross-file, second pass, first pass
+    assert parsed.count(edited) == 1
+
+
 def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parsed: list[str]
 ) -> None:
     """The analysis process keeps the parsed pieces of a document's last text: after an
     edit, the parser sees only the pieces around it, and the diagnostics are those of a
@@ -101,14 +92,6 @@ def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
         for i in range(120)
     )
     text = TRAIN + steps
-    parsed: list[str] = []
-    real = libcst.parse_module
-
-    def counting(text, *args, **kwargs):  # type: ignore[no-untyped-def]
-        parsed.append(text)
-        return real(text, *args, **kwargs)
-
-    monkeypatch.setattr(libcst, "parse_module", counting)
     monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
     server.analyse(_job(tmp_path, path, text, 1))
     middle = text.index("@torch.compile(backend='nvfuser')\ndef step_60")
