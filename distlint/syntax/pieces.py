@@ -83,7 +83,7 @@ def _in_pieces(text: str, parse: Callable[[str], cst.Module], cuts: list[int]) -
 
 
 EDITOR_PIECE_CHARS = 2_000  # pieces of an editor's buffer (:class:`ReusedPieces`)
-_REUSED_MAX_CHARS = 4_000_000  # text whose pieces' trees a ReusedPieces keeps at most
+_REUSED_MAX_CHARS = 1_000_000  # text whose pieces' trees a ReusedPieces keeps at most
 
 
 class ReusedPieces:
