@@ -465,7 +465,9 @@ def _analyze_source(
             module, columns, positions = parsed.module, parsed.columns, parsed.positions
         else:
             check_nesting(text)
-            module, columns = parse_source(text, trees.reused if trees is not None else None)
+            reused = trees.reused if trees is not None else None
+            # one argument without reuse: a stand-in parser (tests) need not take the other
+            module, columns = parse_source(text, reused) if reused else parse_source(text)
     except SourceError as exc:
         return _unparsable(display_path, str(exc), exc.line, exc.column, text)
     except cst.ParserSyntaxError as exc:

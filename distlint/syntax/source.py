@@ -351,13 +351,13 @@ def parse_source(
     CPython rejects the file (a rewrite must never make "inconsistent use of tabs" readable).
     ``reused``: see :func:`parse_module`."""
     try:
-        return parse_module(text, reused), None
+        return (parse_module(text, reused) if reused else parse_module(text)), None
     except cst.ParserSyntaxError as error:
         expanded = expand_indentation(text)
         if expanded is None or python_ast(text) is None:
             raise
         rewritten, columns = expanded
         try:
-            return parse_module(rewritten, reused), columns
+            return (parse_module(rewritten, reused) if reused else parse_module(rewritten)), columns
         except cst.ParserSyntaxError:
             raise error from None
