@@ -80,6 +80,7 @@ from distlint.findings import Finding, ToolError
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.syntax.imports import module_name_for
+from distlint.syntax.pieces import ReusedPieces
 from distlint.syntax.regular_files import content_digest, read_regular_file
 from distlint.syntax.source import SourceError, decode_source, release_freed_memory
 from distlint.syntax.spans import SourceLookup
@@ -150,6 +151,7 @@ def run(
     cache: FirstPassCache | None = None,
     file_timeout: float | None = None,
     project_timeout: float | None = None,
+    reused: ReusedPieces | None = None,
 ) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
     files checked together as one project; tasks with ``report=False`` are summarised and
@@ -158,9 +160,12 @@ def run(
     ``file_timeout``: seconds one file's analysis (each pass) may take, in a worker process;
     past it the file is a DL000 "not checked" (None: no budget). ``project_timeout``:
     seconds linking and the project rules may take together; past it what did not finish is
-    reported as a tool error (None: no budget)."""
+    reported as a tool error (None: no budget). ``reused``: the pieces of the reported
+    file's earlier text, for a first pass in this process (an editor's buffer:
+    :class:`~distlint.syntax.pieces.ReusedPieces`)."""
     with _collector_paused():
-        results = _run_project(tasks, Jobs(jobs, file_timeout), native, cache, project_timeout)
+        run_jobs = Jobs(jobs, file_timeout)
+        results = _run_project(tasks, run_jobs, native, cache, project_timeout, reused)
     if cache is not None:
         cache.prune()
     return results
@@ -265,9 +270,10 @@ def _run_project(
     native: Sequence[NativeSource],
     cache: FirstPassCache | None,
     project_timeout: float | None = None,
+    reused: ReusedPieces | None = None,
 ) -> list[FileResult]:
     tasks = _with_module_names(tasks)
-    trees = ParsedTrees()
+    trees = ParsedTrees(reused=reused)
     wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
     native_sources = [(source.display, source.text, source.enabled) for source in native]
     project_key = kept = None
@@ -744,7 +750,10 @@ def process_context() -> StartContext:
 
 
 def _check(task: Task, second: SecondPass | None, trees: ParsedTrees | None = None) -> FileResult:
-    _collect_before_a_file()
+    if second is None or trees is None or not trees.holds(task.display):
+        # not before a second pass on a kept tree: the collection would walk that tree and
+        # the first pass's summary, which live on (a tenth of an editor's check)
+        _collect_before_a_file()
     if task.data is None and _may_crash_parser(task.path):
         return _check_isolated(task, second)
     return _check_unguarded(task, second, trees)
