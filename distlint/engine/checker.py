@@ -414,10 +414,13 @@ def analyze_file(
     second: SecondPass | None = None,
     trees: ParsedTrees | None = None,
     measure: Sequence[tuple] = (),
+    premeasure_chars: int | None = None,
 ) -> FileResult:
     """One pass over a file (see the module docstring): the first (``second`` is None) or the
     second. ``trees``: where the first pass keeps its tree for the second, and where the
-    second finds it (then the text is not loaded again).
+    second finds it (then the text is not loaded again). ``measure``: keys of lazily
+    located nodes to measure into ``FileResult.measured``; ``premeasure_chars``: a file of
+    at least this many characters measures all of its own there (see :func:`_finish`).
 
     It runs on a thread with a large stack and recursion limit (``source.on_large_stack``):
     LibCST's visitors recurse once per level of a tree.
@@ -432,8 +435,9 @@ def analyze_file(
         return loaded
     if len(loaded) > MAX_FILE_BYTES:  # characters: at least as many bytes
         return _too_large(display, len(loaded))
+    premeasure = second is None and premeasure_chars is not None and len(loaded) >= premeasure_chars
     fresh = (loaded, display, settings, module_name, is_package, second, None, trees, measure)
-    return on_large_stack(_analyze_source, *fresh)
+    return on_large_stack(_analyze_source, *fresh, premeasure)
 
 
 def _decoded(data: bytes, display_path: str) -> str | FileResult:
@@ -458,6 +462,7 @@ def _analyze_source(
     parsed: _Kept | None = None,
     trees: ParsedTrees | None = None,
     measure: Sequence[tuple] = (),
+    premeasure: bool = False,
 ) -> FileResult:
     positions = None
     try:
@@ -520,10 +525,11 @@ def _analyze_source(
                     f"internal error while summarising the file: {type(exc).__name__}: {exc}",
                 )
             )
-    result = _finish(ctx, text, errors, summary, first=second is None)
+    result = _finish(ctx, text, errors, summary, second is None, premeasure and walked)
     if measure and walked:
         entry = parsed_entry(text, ctx.module, ctx.seen, ctx.columns, ctx.positions)
-        result = replace(result, measured=tuple(measure_keys(entry, measure).items()))
+        measured = dict(result.measured) | measure_keys(entry, measure)
+        result = replace(result, measured=tuple(measured.items()))
     return result
 
 
@@ -633,18 +639,31 @@ def _finish(
     errors: list[ToolError],
     summary: ModuleSummary | None = None,
     first: bool = True,
+    premeasure: bool = False,
 ) -> FileResult:
     """The pass's findings, placed but not suppressed yet (:func:`settle` does that once for
-    every stage); the first pass also gives the file's suppressions, measured."""
+    every stage); the first pass also gives the file's suppressions, measured.
+
+    ``premeasure``: also measure every lazily located node, in the same partial codegen as
+    the findings, into ``FileResult.measured`` (their placeholders stay unmeasured, see
+    :class:`~distlint.syntax.spans.MeasuredSpans`): the parent of a parallel run then need
+    not parse the file again when a project finding points into it."""
     crashed = {e.rule for e in errors}
     reports = [r for r in ctx.reports if r.rule.code not in crashed]
     records = tuple((code, data) for code, data in ctx.records if code not in crashed)
-    eager = ctx.settle_located()
+    keyed: dict[tuple, cst.CSTNode] | None = {} if premeasure else None
+    eager = ctx.settle_located(keyed)
     index = scan(text, code_prefixes()) if first else None
-    if not reports and not eager and index is None:
+    if not reports and not eager and not keyed and index is None:
         return FileResult(ctx.path, errors=tuple(errors), summary=summary, records=records)
     lines = NEWLINES.split(text)
-    ranges = _report_ranges(ctx, reports, [node for _, node in eager])
+    nodes = [node for _, node in eager]
+    ranges = _report_ranges(ctx, reports, [*nodes, *keyed.values()]) if keyed else None
+    measured: tuple[tuple[tuple, Span], ...] = ()
+    if ranges and keyed:
+        measured = tuple((key, range_span(ranges.get(node), lines)) for key, node in keyed.items())
+    else:  # none wanted, or measuring them all failed (pathological nesting): the usual
+        ranges = _report_ranges(ctx, reports, nodes)
     for item, node in eager:
         item.span = range_span(ranges.get(node), lines)
     if index is not None:
@@ -654,7 +673,7 @@ def _finish(
                 make_position(lines, supp.line, supp.end_column),
             )
     findings = tuple(_finding(ctx.path, report, ranges, lines) for report in reports)
-    return FileResult(ctx.path, findings, tuple(errors), 0, summary, records, index)
+    return FileResult(ctx.path, findings, tuple(errors), 0, summary, records, index, measured)
 
 
 def _report_ranges(

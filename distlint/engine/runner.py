@@ -83,7 +83,7 @@ from distlint.syntax.imports import module_name_for
 from distlint.syntax.pieces import ReusedPieces
 from distlint.syntax.regular_files import content_digest, read_regular_file
 from distlint.syntax.source import SourceError, decode_source, release_freed_memory
-from distlint.syntax.spans import SourceLookup
+from distlint.syntax.spans import MeasuredSpans, SourceLookup
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
 FILE_TIMEOUT = 20.0  # seconds: the command line's default budget for one file's analysis
@@ -322,7 +322,7 @@ def _run_project(
             wrappers,
             sources,
             native_sources,
-            trees.for_spans(),
+            _spans_at_hand(first, trees),
             project_timeout,
         )
         facts, found, errors = stage.facts, stage.found, stage.errors
@@ -369,6 +369,16 @@ def _run_project(
         for i, result in enumerate(first)
     ]
     return _reported(tasks, final) + native_results
+
+
+def _spans_at_hand(first: Sequence[FileResult], trees: ParsedTrees) -> dict[str, object]:
+    """What linking measures lazy spans with, by path, so that it parses no file again where
+    it can: the trees kept in this process, else what first passes in workers measured."""
+    found: dict[str, object] = {
+        result.path: MeasuredSpans(dict(result.measured)) for result in first if result.measured
+    }
+    found.update(trees.for_spans())
+    return found
 
 
 def _share_rule_sets(results: Sequence[FileResult]) -> None:
@@ -760,11 +770,21 @@ def _check(task: Task, second: SecondPass | None, trees: ParsedTrees | None = No
 
 
 def _check_unguarded(
-    task: Task, second: SecondPass | None, trees: ParsedTrees | None = None
+    task: Task,
+    second: SecondPass | None,
+    trees: ParsedTrees | None = None,
+    premeasure_chars: int | None = None,
 ) -> FileResult:
     if task.second and second is None:
         raise RuntimeError(f"{task.display}: the second pass got no project facts")
-    return analyze_file(task.source, task.settings, second, trees, task.measure)
+    return analyze_file(task.source, task.settings, second, trees, task.measure, premeasure_chars)
+
+
+# In a worker, a first pass of a file this large (characters) measures every lazily located
+# node of it while its tree is at hand (``checker._finish``): the parent, which measures the
+# spans project findings point at, would otherwise parse it again, alone, while every worker
+# waits for the second pass (torch's 460 KB distributed_test.py: a third of its project stage).
+PREMEASURE_CHARS = 100_000
 
 
 _LONG_LINE = 5_000
@@ -789,7 +809,7 @@ def _may_crash_parser(path: Path) -> bool:
 def _check_in_worker(task: Task) -> FileResult:
     """A file in a supervised worker: a crash or a stall here costs only this file."""
     _collect_before_a_file()
-    return _check_unguarded(task, _worker_inputs.get(task.display))
+    return _check_unguarded(task, _worker_inputs.get(task.display), None, PREMEASURE_CHARS)
 
 
 ISOLATED_TIMEOUT = 60.0  # seconds for one file that may crash or stall the parser

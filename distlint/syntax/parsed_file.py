@@ -141,8 +141,12 @@ class ParsedFile:
         self.located.append(located)
         return located
 
-    def settle_located(self) -> list[tuple[NodeSpan, cst.CSTNode]]:
-        """Key the lazy placeholders; return the eager ones with the node to measure."""
+    def settle_located(
+        self, keyed: dict[tuple, cst.CSTNode] | None = None
+    ) -> list[tuple[NodeSpan, cst.CSTNode]]:
+        """Key the lazy placeholders; return the eager ones with the node to measure.
+        ``keyed``: where to put each lazy key with the node its span measures (to measure
+        them with the eager ones, their spans kept apart: see ``engine.checker``)."""
         eager: list[tuple[NodeSpan, cst.CSTNode]] = []
         indexes: dict[type, dict[int, int]] = {}
         for item in self.located:
@@ -162,5 +166,7 @@ class ParsedFile:
                     eager.append((item, target))
                 else:
                     item.key = (kind.__name__, ordinal, item.part)
+                    if keyed is not None:
+                        keyed[item.key] = target
             item.node = None
         return eager

@@ -79,16 +79,34 @@ def resolve_spans(
             pending.setdefault(item.path, []).append(item)
     for path, group in pending.items():
         parsed = cache.get(path) if cache is not None else None
-        if parsed is None:
+        keys = [item.key for item in group if item.key is not None]
+        spans: dict = {}
+        if isinstance(parsed, MeasuredSpans):
+            spans = {key: parsed.spans[key] for key in keys if key in parsed.spans}
+            keys = [key for key in keys if key not in spans]
+            parsed = None if keys else parsed
+        if parsed is None and keys:
             text = lookup(path) if lookup is not None else None
             parsed = _parse(text) if text is not None else None
             if cache is not None:
                 cache[path] = parsed
-        keys = [item.key for item in group if item.key is not None]
-        spans = measure_keys(parsed, keys) if parsed is not None else {}
+        if parsed is not None and not isinstance(parsed, MeasuredSpans):
+            spans.update(measure_keys(parsed, keys))
         for item in group:
             item.span = spans.get(item.key, NOWHERE)
     return [item for group in pending.values() for item in group]
+
+
+class MeasuredSpans:
+    """A file's lazily located nodes measured beforehand (by key), standing in for its
+    :func:`parsed_entry` where spans are resolved: the first pass of a large file measures
+    them all while its tree is at hand (``engine.checker``), so the parent of a parallel run
+    does not parse it again. A key it lacks is measured by parsing the file after all."""
+
+    __slots__ = ("spans",)
+
+    def __init__(self, spans: dict[tuple, Span]) -> None:
+        self.spans = spans
 
 
 def _parse(text: str) -> tuple | None:

@@ -459,6 +459,42 @@ def test_the_project_stage_finds_everything_within_its_budget(tmp_path: Path) ->
     assert _run_project_files(tmp_path, 60.0) == (EVERYTHING, [])
 
 
+def test_first_passes_in_workers_measure_large_files_for_the_parent(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A first pass in a worker of a file past ``PREMEASURE_CHARS`` measures its lazily
+    located nodes while its tree is at hand: the parent places the project findings and the
+    compile roots in it without parsing it again, and places them where it did before."""
+    from distlint.engine import runner
+    from distlint.syntax import spans
+    from tests.project_util import settings, write_tree
+
+    paths = write_tree(tmp_path, _PROJECT_FILES)
+    enabled = settings({"DL104", "DL201", "DL401", "DL502"})
+    tasks = [runner.Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+    parent, parsed = os.getpid(), []
+    real = spans._parse
+
+    def counted(text: str):  # type: ignore[no-untyped-def]
+        if os.getpid() == parent:
+            parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(spans, "_parse", counted)
+    found = {}
+    for chars in (10**9, 0):  # none measured beforehand; every file
+        monkeypatch.setattr(runner, "PREMEASURE_CHARS", chars)
+        parsed.clear()
+        results = runner.run(tasks, 2, file_timeout=60.0)
+        found[chars] = [(r.path, r.findings) for r in results]
+        assert bool(parsed) == bool(chars), chars
+    assert found[0] == found[10**9]
+    assert {(path, f.code) for path, findings in found[0] for f in findings} >= {
+        ("pkg/train.py", "DL201"),
+        ("pkg/ops.py", "DL401"),
+    }
+
+
 def test_a_crashing_project_rule_costs_its_findings_only(tmp_path: Path, monkeypatch) -> None:
     from distlint.rules.collectives.rank_divergent_collective import RankDivergentCollective
 
