@@ -380,3 +380,26 @@ def test_dl504_class_only_checked_by_assert_is_instance() -> None:
         """
     )
     assert where(found) == [(8, 31)]
+
+
+def test_dl504_an_import_alias_is_not_a_use() -> None:
+    """``import X as Y`` creates nothing (importing a deprecated class does not warn): only
+    Y's unguarded uses are reported, one finding per use, none on the import line. A use only
+    in a version guard's branches is the project's fallback (silent either way)."""
+    found = dl504(
+        """\
+        import torch
+        from torch.cuda.amp import GradScaler as TorchGradScaler
+        from torch.cuda.amp import autocast as old_autocast
+
+        def make_scaler():
+            return TorchGradScaler()
+
+        def enter():
+            if torch.__version__ < "2.4":
+                return old_autocast()
+            return torch.amp.autocast("cuda")
+        """
+    )
+    assert where(found) == [(6, 12)]  # the call; not the alias on line 2 or 3
+    assert found[0].message.startswith("`TorchGradScaler` is deprecated")
