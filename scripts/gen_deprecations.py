@@ -109,7 +109,6 @@ _DCP_STATE_DICT = "torch.distributed.checkpoint.state_dict.get_state_dict / set_
 REPLACEMENTS: dict[str, str | None] = {
     "torch.cuda.reset_max_memory_allocated": "torch.cuda.reset_peak_memory_stats",
     "torch.cuda.reset_max_memory_cached": "torch.cuda.reset_peak_memory_stats",
-    "torch.distributed._shard": "torch.distributed.tensor",
     "torch.distributed._sharded_tensor": "torch.distributed.tensor",
     "torch.distributed._sharding_spec": "torch.distributed.tensor",
     "torch.distributed._symmetric_memory.enable_symm_mem_for_group": None,
@@ -160,22 +159,84 @@ _TORCHAO_EAGER = "torchao.quantization.quantize_"
 _TORCHAO_PT2E = "torchao.quantization.pt2e (prepare_pt2e, convert_pt2e)"
 
 # Deprecations the scan cannot see under a user-facing name: (name, kind, code run on a
-# single-rank gloo group that must emit the warning, what the rule says triggers it, reference).
-SEEDS: tuple[dict[str, str], ...] = (
-    {
-        "name": "torch.distributed._shard",
-        "kind": "module",
+# single-rank gloo group that must emit the warning, what the rule says triggers it, reference,
+# other spellings). ShardedTensor warns from its methods (``__torch_function__``, ``reshard``)
+# and ``_init_from_local_tensor``, not on import: importing ``torch.distributed._shard``,
+# naming ShardedTensor, building a spec or ``sharded_tensor.empty`` /
+# ``init_from_local_shards`` (nothing applied to the tensor) emit nothing on torch 2.13, so the
+# seeds are the public calls that do warn, each observed on its own.
+_SHARD_SPEC = (
+    "from torch.distributed._shard.sharding_spec import ChunkShardingSpec\n"
+    "spec = ChunkShardingSpec(dim=0, placements=['rank:0/cpu'])\n"
+)
+_SHARDED_TENSOR_API = "torch/distributed/_shard/sharded_tensor/api.py"
+_SHARDED_TENSOR_WARNS = (
+    f"{_SHARDED_TENSOR_API}: @deprecated(DEPRECATE_MSG) on ShardedTensor.__torch_function__, "
+    "which the initializer applied to the new tensor calls"
+)
+
+
+def _sharded_tensor_creator(name: str, args: str) -> dict[str, str]:
+    return {
+        "name": f"torch.distributed._shard.sharded_tensor.{name}",
+        "kind": "function",
         "code": (
-            "from torch.distributed._shard import sharded_tensor\n"
-            "from torch.distributed._shard.sharding_spec import ChunkShardingSpec\n"
-            "sharded_tensor.zeros(ChunkShardingSpec(dim=0, placements=['rank:0/cpu']), 4)\n"
+            f"{_SHARD_SPEC}from torch.distributed._shard import sharded_tensor\n"
+            f"sharded_tensor.{name}(spec, {args})\n"
         ),
-        "when": "creating a ShardedTensor",
+        "when": "calling it",
+        "reference": _SHARDED_TENSOR_WARNS,
+    }
+
+
+def _shard_api(name: str, code: str) -> dict[str, str]:
+    return {
+        "name": f"torch.distributed._shard.{name}",
+        "aliases": f"torch.distributed._shard.api.{name}",
+        "kind": "function",
+        "code": f"{_SHARD_SPEC}from torch.distributed._shard import {name}\n{code}",
+        "when": "calling it",
         "reference": (
-            "torch/distributed/_shard/sharded_tensor/api.py: @deprecated(DEPRECATE_MSG) on "
-            "ShardedTensor.__torch_function__, reshard and _init_from_local_tensor"
+            "torch/distributed/_shard/api.py: the parameter it replaces with a ShardedTensor "
+            "is read through ShardedTensor.__torch_function__ (@deprecated(DEPRECATE_MSG))"
+        ),
+    }
+
+
+SEEDS: tuple[dict[str, str], ...] = (
+    *(
+        _sharded_tensor_creator(name, args)
+        for name, args in (
+            ("zeros", "4"),
+            ("ones", "4"),
+            ("full", "(4,), 1.0"),
+            ("rand", "4"),
+            ("randn", "4"),
+        )
+    ),
+    {
+        "name": "torch.distributed._shard.sharded_tensor.ShardedTensor._init_from_local_tensor",
+        "kind": "function",
+        "code": (
+            f"{_SHARD_SPEC}import torch\n"
+            "from torch.distributed._shard.sharded_tensor import ShardedTensor\n"
+            "ShardedTensor._init_from_local_tensor(torch.zeros(4), spec, 4)\n"
+        ),
+        "when": "calling it",
+        "reference": (
+            f"{_SHARDED_TENSOR_API}: @deprecated(DEPRECATE_MSG) on "
+            "ShardedTensor._init_from_local_tensor"
         ),
     },
+    _shard_api(
+        "shard_parameter", "import torch\nshard_parameter(torch.nn.Linear(4, 4), 'weight', spec)\n"
+    ),
+    _shard_api(
+        "shard_module",
+        "import torch\nfrom torch.distributed._shard.sharding_plan import ShardingPlan\n"
+        "shard_module(torch.nn.Sequential(torch.nn.Linear(4, 4)), "
+        "ShardingPlan(plan={'0.weight': spec}))\n",
+    ),
 )
 
 # Private module paths whose public home holds the very same objects; they emit no warning.
@@ -616,6 +677,8 @@ def replacement_for(name: str, message: str) -> tuple[str | None, bool]:
     """
     if name in REPLACEMENTS:
         return REPLACEMENTS[name], True
+    if "we are deprecating ShardedTensor" in message:  # "Please use DTensor instead"
+        return "torch.distributed.tensor", True
     if "torch.ao.quantization is deprecated" in message:
         return (_TORCHAO_PT2E if name.endswith("_fx") else _TORCHAO_EAGER), True
     for pattern in _REPLACEMENT_PATTERNS:
@@ -834,7 +897,7 @@ def build_deprecated(report: list[str] | None = None) -> dict[str, Any]:
         entries.append(
             {
                 "name": seed["name"],
-                "aliases": [],
+                "aliases": [seed["aliases"]] if "aliases" in seed else [],
                 "kind": seed["kind"],
                 "when": seed["when"],
                 "replacement": replacement,

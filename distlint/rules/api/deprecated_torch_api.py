@@ -386,7 +386,11 @@ class DeprecatedTorchApi(Rule):
     ) -> None:
         if isinstance(parent, cst.Attribute) and parent.attr is node:
             return
-        if isinstance(parent, (cst.ImportAlias, cst.Param, cst.FunctionDef, cst.ClassDef)):
+        # a name being bound is not a use: ``import ... as X`` (an AsName) creates nothing and
+        # does not warn; X's uses are checked where they run
+        if isinstance(
+            parent, (cst.ImportAlias, cst.AsName, cst.Param, cst.FunctionDef, cst.ClassDef)
+        ):
             return
         if isinstance(parent, cst.AssignTarget) or (
             isinstance(parent, cst.Arg) and parent.keyword is node

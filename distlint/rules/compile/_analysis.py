@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from distlint.semantic.regions import Resolver
-from distlint.syntax.imports import dotted_name, scope_statements, self_attribute
+from distlint.syntax.imports import ImportTable, dotted_name, scope_statements, self_attribute
 from distlint.syntax.walker import (
     descendants,
     evaluated,
@@ -30,6 +30,13 @@ from distlint.syntax.walker import (
 
 # ``_RegionRule.is_builtin``: whether ``func`` is the (unshadowed) builtin ``name``
 IsBuiltin = Callable[[cst.BaseExpression, str], bool]
+
+
+def builtin_in(table: ImportTable, func: cst.BaseExpression, name: str) -> bool:
+    """``func`` is the builtin ``name`` in the scope of ``table``: not shadowed by an import,
+    an assignment or a parameter there or in an enclosing scope (``zip = my_zip``)."""
+    return type(func) is cst.Name and func.value == name and not table.is_bound(name)
+
 
 # -- tensor guess --------------------------------------------------------------------------------
 
@@ -270,14 +277,17 @@ class TensorGuess:
     def __init__(
         self,
         resolve: Resolver,
+        is_builtin: IsBuiltin,
         func: cst.FunctionDef | None,
         module_guess: TensorGuess | None = None,
         module: cst.Module | None = None,
         bindings: Bindings | None = None,
     ) -> None:
-        """``bindings``: those another guess of the same scope, with the same ``resolve``,
-        found (:attr:`bindings`)."""
+        """``is_builtin``: whether a name is the builtin in ``func``'s scope (the one check the
+        region rules use, ``_RegionRule.is_builtin``). ``bindings``: those another guess of the
+        same scope, with the same ``resolve`` and ``is_builtin``, found (:attr:`bindings`)."""
         self.resolve = resolve
+        self.is_builtin = is_builtin
         self.func = func
         self.module_guess = module_guess
         self.assigned: dict[str, list[cst.BaseExpression | None]] = {}
@@ -346,24 +356,15 @@ class TensorGuess:
                 a.star for a in iterable.args
             )
             enumerated = len(elements) == 2 and len(args) == 1
-            if not starred and enumerated and self._is_builtin_call(iterable, "enumerate"):
+            if not starred and enumerated and self.is_builtin(iterable.func, "enumerate"):
                 self._bind(elements[0], None)
                 self._bind_iteration(elements[1], args[0])
                 return
-            if (
-                not starred
-                and len(args) == len(elements)
-                and self._is_builtin_call(iterable, "zip")
-            ):
+            if not starred and len(args) == len(elements) and self.is_builtin(iterable.func, "zip"):
                 for element, arg in zip(elements, args, strict=True):
                     self._bind_iteration(element, arg)
                 return
         self._bind(target, None)
-
-    def _is_builtin_call(self, call: cst.Call, name: str) -> bool:
-        """``call`` calls the builtin ``name`` (not an imported one of that name)."""
-        func = call.func
-        return isinstance(func, cst.Name) and func.value == name and self.resolve(func) is None
 
     # -- the guess -----------------------------------------------------------------------
 

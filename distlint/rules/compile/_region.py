@@ -5,10 +5,12 @@ Kept apart from the rules so that rule modules import it without importing each 
 
 from __future__ import annotations
 
+from functools import partial
+
 import libcst as cst
 
 from distlint.rules.base import RegionRule
-from distlint.rules.compile._analysis import Bindings, TensorGuess
+from distlint.rules.compile._analysis import Bindings, TensorGuess, builtin_in
 from distlint.rules.context import RuleContext
 from distlint.syntax.shapes import is_name
 from distlint.syntax.walker import descendants, keyword_arg
@@ -53,13 +55,18 @@ class _RegionRule(RegionRule):
             if self._module_guess is None:
                 self._module_guess = TensorGuess(
                     self.ctx.imports.resolve,
+                    partial(builtin_in, self.ctx.imports),
                     None,
                     module=self.ctx.module,
                     bindings=shared.get(_MODULE),
                 )
                 shared[_MODULE] = self._module_guess.bindings
             found = TensorGuess(
-                self.ctx.resolve, func, self._module_guess, bindings=shared.get(key)
+                self.ctx.resolve,
+                partial(builtin_in, self.ctx.scope_table()),  # func's scope
+                func,
+                self._module_guess,
+                bindings=shared.get(key),
             )
             shared[key] = found.bindings
             self._guesses[key] = found
@@ -67,9 +74,7 @@ class _RegionRule(RegionRule):
 
     def is_builtin(self, func: cst.BaseExpression, name: str) -> bool:
         """``func`` is the builtin ``name`` (not shadowed by an import or a local)."""
-        if not isinstance(func, cst.Name) or func.value != name:
-            return False
-        return not self.ctx.scope_table().is_bound(name)
+        return builtin_in(self.ctx.scope_table(), func, name)
 
     def spell(self, node: cst.CSTNode, limit: int = 60) -> str:
         return self.ctx.spellings.spell(node, limit)

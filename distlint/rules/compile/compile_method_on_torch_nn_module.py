@@ -9,12 +9,14 @@ Dynamo skips, so no graph is ever compiled and the module runs eagerly, silently
 
 from __future__ import annotations
 
+from functools import partial
+
 import libcst as cst
 
 from distlint.findings import Severity
 from distlint.knowledge.module_factories import the_module, torch_nn_layer
 from distlint.rules.base import Rule
-from distlint.rules.compile._analysis import TensorGuess
+from distlint.rules.compile._analysis import TensorGuess, builtin_in
 from distlint.rules.context import RuleContext
 from distlint.syntax.imports import scope_statements_nested, self_attribute
 from distlint.syntax.walker import descendants
@@ -65,7 +67,12 @@ class CompileMethodOnTorchNnModule(Rule):
             bindings = self._bindings.get(id(function))
             if bindings is None:
                 module = self.ctx.module if function is None else None
-                bindings = TensorGuess(self.ctx.imports.resolve, function, module=module)
+                bindings = TensorGuess(
+                    self.ctx.imports.resolve,
+                    partial(builtin_in, self.ctx.scope_table()),
+                    function,
+                    module=module,
+                )
                 self._bindings[id(function)] = bindings
             if receiver.value in bindings.params:
                 return None

@@ -217,14 +217,40 @@ def test_dl504_deprecated_modules_and_sharded_tensor() -> None:
         x = torch.distributed._shard.sharding_spec.ChunkShardingSpec
         """
     )
-    assert where(found) == [(2, 6), (3, 6), (4, 8), (5, 5)]
+    assert where(found) == [(2, 6), (4, 8)]
     assert found[0].message == (
         "`torch.distributed._shard.checkpoint` is deprecated since torch 2.4 or earlier (importing "
-        "it emits a "
-        "`DeprecationWarning`). Use `torch.distributed.checkpoint` instead."
+        "it emits a `DeprecationWarning`). Use `torch.distributed.checkpoint` instead."
     )
-    assert "(creating a ShardedTensor emits a `FutureWarning`)" in found[1].message
-    assert "Use `torch.distributed.tensor` instead." in found[1].message
+
+
+def test_dl504_sharded_tensor_only_where_torch_warns() -> None:
+    """torch 2.13 warns when a ShardedTensor is used (its ``__torch_function__``), not when
+    ``torch.distributed._shard`` is imported: the imports, the class named, a spec built and
+    ``sharded_tensor.empty`` are silent; the creators and calls that warn are reported."""
+    found = dl504(
+        """\
+        import torch
+        from torch.distributed._shard import sharded_tensor, shard_parameter
+        from torch.distributed._shard.metadata import ShardMetadata
+        from torch.distributed._shard.sharded_tensor import ShardedTensor
+        from torch.distributed._shard.sharding_spec import ChunkShardingSpec
+        from torch.distributed._shard.sharding_spec._internals import validate_non_overlapping
+
+        spec = ChunkShardingSpec(dim=0, placements=["rank:0/cpu"])
+        empty = sharded_tensor.empty(spec, 4)
+        isinstance(empty, ShardedTensor)
+        zeros = sharded_tensor.zeros(spec, 4)
+        shard_parameter(model, "weight", spec)
+        ShardedTensor._init_from_local_tensor(t, spec, 4)
+        torch.distributed._shard.sharded_tensor.randn(spec, 4)
+        """
+    )
+    assert where(found) == [(11, 9), (12, 1), (13, 1), (14, 1)]
+    assert found[0].message == (
+        "`sharded_tensor.zeros` is deprecated since torch 2.13 (calling it emits a "
+        "`FutureWarning`). Use `torch.distributed.tensor` instead."
+    )
 
 
 def test_dl504_entry_without_a_replacement_quotes_torch() -> None:
@@ -380,3 +406,26 @@ def test_dl504_class_only_checked_by_assert_is_instance() -> None:
         """
     )
     assert where(found) == [(8, 31)]
+
+
+def test_dl504_an_import_alias_is_not_a_use() -> None:
+    """``import X as Y`` creates nothing (importing a deprecated class does not warn): only
+    Y's unguarded uses are reported, one finding per use, none on the import line. A use only
+    in a version guard's branches is the project's fallback (silent either way)."""
+    found = dl504(
+        """\
+        import torch
+        from torch.cuda.amp import GradScaler as TorchGradScaler
+        from torch.cuda.amp import autocast as old_autocast
+
+        def make_scaler():
+            return TorchGradScaler()
+
+        def enter():
+            if torch.__version__ < "2.4":
+                return old_autocast()
+            return torch.amp.autocast("cuda")
+        """
+    )
+    assert where(found) == [(6, 12)]  # the call; not the alias on line 2 or 3
+    assert found[0].message.startswith("`TorchGradScaler` is deprecated")

@@ -222,3 +222,19 @@ def test_dl102_what_a_loop_binds_from_other_than_a_tensor_is_not_a_tensor() -> N
     )
     found = run(compiled(body, params="x: torch.Tensor, ys: list[torch.Tensor]"), "DL102")
     assert [(line, col) for _, line, col in where(found)] == [(9, 30)]  # x.tolist() itself
+
+
+def test_dl102_a_loop_over_a_locally_rebound_zip_binds_no_rows() -> None:
+    """``zip`` (or ``enumerate``) rebound in the function is not the builtin: the names it
+    binds are not rows of a tensor. The tensor guess asks the same scope-table check as the
+    region rules' ``is_builtin`` (a resolve-based check missed the local assignment)."""
+    body = (
+        "zip = pair_up\n"  # line 6
+        "for p, q in zip(x, x):\n"
+        "    d = p.tolist()\n"
+        "enumerate = numbered\n"
+        "for i, r in enumerate(x):\n"
+        "    e = r.tolist()\n"
+        "return d, e\n"
+    )
+    assert where(run(compiled(body), "DL102")) == []
