@@ -801,7 +801,8 @@ def _explain_command(
     render_text: Callable[[dict[str, Any]], str],
 ) -> None:
     """An ``explain-*`` command: the linked facts of the project view of ``check PATHS``,
-    explained for the files named; exit 2 on a bad path or configuration."""
+    explained for the files named. It is no lint: exit 0 whatever it shows, 2 on a bad
+    configuration or a path named that does not exist (or holds no Python file)."""
     from distlint.engine.runner import first_pass, link_results
     from distlint.engine.session import CheckSession
 
@@ -835,6 +836,8 @@ def _explain_command(
         click.echo(f"distlint: {notice}", err=True)
     for error in (e for r in results if r.path in reported for e in r.errors):
         click.echo(f"distlint: {error.path}: {error.message}", err=True)
+    if session.notices:  # a path named that does not exist or holds no Python file, as `check`
+        sys.exit(EXIT_ERROR)
 
 
 # -- language server (distlint/lsp) ----------------------------------------------------------------
