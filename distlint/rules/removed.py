@@ -26,8 +26,8 @@ class RemovedRule:
     def notice(self) -> str:
         """The one-line message shown wherever the code is still named."""
         return (
-            f"{self.code} ({self.name}) was removed in distlint {self.version} ({self.reason}); "
-            f"ignoring it: {self.instead}"
+            f"{self.code} ({self.name}) was removed in distlint {self.version} and is ignored: "
+            f"{self.instead}"
         )
 
 
