@@ -17,7 +17,8 @@ def codes(source: str) -> list[str]:
     return sorted(f.code for f in findings(source, "DL201", "DL209"))
 
 
-# -- a type test of an argument in the callee (class B) ------------------------------------------
+# -- a type test of an argument in the callee (class B), the caller's model sharded -------------
+# (with a model not known to be sharded: silent, see test_dl209.py)
 
 
 def test_collective_under_an_inline_type_test_in_the_callee_is_only_possible() -> None:
@@ -25,7 +26,7 @@ def test_collective_under_an_inline_type_test_in_the_callee_is_only_possible() -
         """
         import torch
         import torch.distributed as dist
-        from torch.distributed.fsdp import FSDPModule
+        from torch.distributed.fsdp import FSDPModule, fully_shard
 
         def save_checkpoint(path, models):
             if any(isinstance(m, FSDPModule) for m in models):
@@ -33,6 +34,7 @@ def test_collective_under_an_inline_type_test_in_the_callee_is_only_possible() -
             torch.save([m.state_dict() for m in models], path)
 
         def train(model, epoch):
+            fully_shard(model)
             if dist.get_rank() == 0 and epoch % 5 == 0:
                 save_checkpoint("c.pt", [model])
         """
@@ -52,7 +54,8 @@ def test_collective_under_a_type_test_flag_in_the_callee_is_only_possible() -> N
                 dist.barrier()
             torch.save(model.state_dict(), path)
 
-        def train(model):
+        def train(net):
+            model = FSDP(net)
             if dist.get_rank() == 0:
                 save_checkpoint("c.pt", model)
         """
