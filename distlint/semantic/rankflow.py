@@ -67,6 +67,10 @@ UNKNOWN_KIND = Kind(UNKNOWN)
 ONE_PROCESS_KIND = Kind(UNIFORM, Why("a one-process trainer (devices=1)"))
 _ONE_PROCESS_WHY = ONE_PROCESS_KIND.why
 _ONE_PROCESS_RUNNERS = frozenset({"Trainer", "Fabric"})
+# A sampler given the rank hands each rank its own indices (data: unknown, as any data) and
+# the same number of them on every rank: it pads or drops to ``len(dataset) / num_replicas``.
+# The length of it, or of a loader over it, and step counts from those do not differ.
+_SHARDING_SAMPLERS = frozenset({"DistributedSampler"})
 PLACEMENT_KIND = Kind(PLACEMENT)
 _EMPTY: frozenset[str] = frozenset()
 
@@ -887,6 +891,10 @@ class RankFlow:
             last = func.value
         if last in UNIFORM_NAMES:
             return UNIFORM_KIND
+        if last in _SHARDING_SAMPLERS:
+            for arg in call.args:  # evaluate arguments for walrus and nested tests
+                self.kind(arg.value, env)
+            return UNKNOWN_KIND
         if last in _ONE_PROCESS_RUNNERS and _one_process_run(call):
             return ONE_PROCESS_KIND
         if collective_kind(resolved) is not None or (

@@ -175,3 +175,37 @@ class Trainer:
             self.save(path)
 """
     ) == ["DL209"]
+
+
+# -- the length of a loader over a DistributedSampler (padded: the same on every rank) ---------
+
+_STEPS = """
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train(dataset, epochs, shard):
+    rank = dist.get_rank()
+    sampler = {sampler}
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+    total_steps = len(loader) * epochs
+    step = 0
+    for _ in range(epochs):
+        for batch in loader:
+            step += 1
+            if step >= total_steps:
+                break
+            dist.all_reduce(batch)
+    dist.barrier()
+"""
+
+
+def test_steps_counted_from_a_distributed_sampler_loader_are_the_same_on_every_rank() -> None:
+    sampler = "DistributedSampler(dataset, num_replicas=dist.get_world_size(), rank=rank)"
+    assert codes(_STEPS.format(sampler=sampler)) == []
+
+
+def test_steps_counted_from_another_rank_derived_loader_may_differ() -> None:
+    """A project's own split by rank may give ranks different lengths: still a note."""
+    assert codes(_STEPS.format(sampler="shard(dataset, rank)")) == ["DL209"]
