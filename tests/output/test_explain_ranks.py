@@ -158,12 +158,16 @@ def test_fixture_places_are_exactly_the_declared_ones(folder: Path) -> None:
         assert places == _declared(path), path.relative_to(FIXTURES)
 
 
-def test_the_seven_places_dl209_expected_are_still_declared() -> None:
+def test_the_places_dl209_expected_are_still_declared() -> None:
+    """fixtures/DL201 holds 5 of the 7 places DL209 expected there (the other 2, a helper that
+    synchronises only for sharded models called with an unsharded one, are no longer even
+    possible); fixtures/explain_ranks/bad.py holds 2 more."""
     declared = {
         (path.relative_to(FIXTURES).as_posix(), line)
         for path in FIXTURES.rglob("*.py")
         for kind, line, _ in _declared(path)
         if kind == "possible"
     }
-    assert len(declared) == 7
+    by_folder = sorted(path.split("/")[0] for path, _ in declared)
+    assert by_folder == ["DL201"] * 5 + ["explain_ranks"] * 2
     assert ("DL201/project/train_traps.py", 53) in declared

@@ -19,7 +19,8 @@ def codes(source: str) -> list[str]:
     return sorted(label for label, _ in rank_labels(source))
 
 
-# -- a type test of an argument in the callee (class B) ------------------------------------------
+# -- a type test of an argument in the callee (class B), the caller's model sharded -------------
+# (with a model not known to be sharded: silent, see test_dl209.py)
 
 
 def test_collective_under_an_inline_type_test_in_the_callee_is_only_possible() -> None:
@@ -27,7 +28,7 @@ def test_collective_under_an_inline_type_test_in_the_callee_is_only_possible() -
         """
         import torch
         import torch.distributed as dist
-        from torch.distributed.fsdp import FSDPModule
+        from torch.distributed.fsdp import FSDPModule, fully_shard
 
         def save_checkpoint(path, models):
             if any(isinstance(m, FSDPModule) for m in models):
@@ -35,6 +36,7 @@ def test_collective_under_an_inline_type_test_in_the_callee_is_only_possible() -
             torch.save([m.state_dict() for m in models], path)
 
         def train(model, epoch):
+            fully_shard(model)
             if dist.get_rank() == 0 and epoch % 5 == 0:
                 save_checkpoint("c.pt", [model])
         """
@@ -54,7 +56,8 @@ def test_collective_under_a_type_test_flag_in_the_callee_is_only_possible() -> N
                 dist.barrier()
             torch.save(model.state_dict(), path)
 
-        def train(model):
+        def train(net):
+            model = FSDP(net)
             if dist.get_rank() == 0:
                 save_checkpoint("c.pt", model)
         """

@@ -1,0 +1,214 @@
+"""The narrowings of the possible divergences (the rank review listing of ``distlint
+explain-ranks``, DL209's notes before it was removed): idioms of the real-code review (issue 14)
+where the collective behind a rank branch is not issued, or the condition is the same on every
+rank.
+
+The shapes as written in training code are in fixtures/explain_ranks (traps.py not listed,
+bad.py listed as possible); proven shapes (DL201) are in tests/rules/collectives/test_dl201.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.rules.conftest import rank_labels
+
+
+def codes(source: str) -> list[str]:
+    """The listing's label of each place: DL201/DL208 when proven, else "possible"."""
+    return sorted(label for label, _ in rank_labels(source))
+
+
+# -- a collective only for sharded models (physicsnemo's save_checkpoint) -----------------------
+
+_SAVE = """
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.tensor import DTensor
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def _is_distributed_model(model):
+    if isinstance(model, (FSDP, FSDPModule)):
+        return True
+    return any(isinstance(p, DTensor) for p in model.parameters())
+
+
+def save_checkpoint(path, models=None):
+    is_distributed = False
+    if models:
+        if not isinstance(models, list):
+            models = [models]
+        is_distributed = any(_is_distributed_model(m) for m in models)
+    if is_distributed:
+        dist.barrier()
+    torch.save([m.state_dict() for m in models], path)
+
+
+def train(path, net):
+    model = {wrap}
+    if dist.get_rank() == 0:
+        save_checkpoint(path, models={passed})
+"""
+
+
+@pytest.mark.parametrize(
+    ("wrap", "passed"),
+    [
+        ("net", "model"),  # a parameter: not known to be wrapped
+        ("DDP(net)", "model"),  # DDP does not shard
+        ("DDP(net)", "[model]"),
+        ("nn.Linear(2, 2)", "[model]"),
+    ],
+)
+def test_sharded_only_helper_on_rank_zero_with_an_unsharded_model_is_silent(
+    wrap: str, passed: str
+) -> None:
+    assert codes(_SAVE.format(wrap=wrap, passed=passed)) == []
+
+
+@pytest.mark.parametrize("passed", ["model", "[model]", "[net, model]"])
+def test_sharded_only_helper_on_rank_zero_with_an_fsdp_model_is_possible(passed: str) -> None:
+    assert codes(_SAVE.format(wrap="FSDP(net)", passed=passed)) == ["possible"]
+
+
+_FORMS = """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+def save(path, model):
+    is_sharded = isinstance(model, FSDPModule)
+    if {test}:
+        dist.barrier()
+    torch.save(model.state_dict(), path)
+
+
+def train(path, model):
+    {wrap}
+    if dist.get_rank() == 0:
+        save(path, model)
+"""
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "isinstance(model, FSDP)",
+        "isinstance(model, (FSDP, FSDPModule))",
+        "any(type(p).__name__ == 'DTensor' for p in model.parameters())",
+        "is_sharded",
+    ],
+)
+def test_the_forms_of_a_sharded_test(test: str) -> None:
+    assert codes(_FORMS.format(test=test, wrap="pass")) == []
+    assert codes(_FORMS.format(test=test, wrap="fully_shard(model)")) == ["possible"]
+
+
+def test_a_negated_sharded_test_takes_its_true_side_for_an_unsharded_model() -> None:
+    source = """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FSDPModule
+
+
+def save(path, model):
+    if not isinstance(model, FSDPModule):
+        torch.save(model.state_dict(), path)
+        return
+    dist.barrier()
+    torch.save(model.state_dict(), path)
+
+
+def train(path, model):
+    if dist.get_rank() == 0:
+        save(path, model)
+"""
+    assert codes(source) == []
+
+
+def test_a_type_test_that_also_accepts_ddp_is_not_a_sharded_test() -> None:
+    """``isinstance(m, (DDP, FSDP))`` holds for a DDP model too: the barrier may run."""
+    assert codes(
+        """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def save(path, model):
+    if isinstance(model, (DDP, FSDP)):
+        dist.barrier()
+    torch.save(model.state_dict(), path)
+
+
+def train(path, model):
+    if dist.get_rank() == 0:
+        save(path, model)
+"""
+    ) == ["possible"]
+
+
+def test_a_sharded_test_of_self_attributes_is_left_to_the_class_analysis() -> None:
+    """``self.model`` may be known to be wrapped by the class: not read as unsharded."""
+    assert codes(
+        """
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+class Trainer:
+    def __init__(self, net):
+        self.model = FSDP(net)
+
+    def save(self, path):
+        if isinstance(self.model, FSDP):
+            dist.barrier()
+        torch.save(self.model.state_dict(), path)
+
+    def fit(self, path):
+        if dist.get_rank() == 0:
+            self.save(path)
+"""
+    ) == ["possible"]
+
+
+# -- the length of a loader over a DistributedSampler (padded: the same on every rank) ---------
+
+_STEPS = """
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train(dataset, epochs, shard):
+    rank = dist.get_rank()
+    sampler = {sampler}
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+    total_steps = len(loader) * epochs
+    step = 0
+    for _ in range(epochs):
+        for batch in loader:
+            step += 1
+            if step >= total_steps:
+                break
+            dist.all_reduce(batch)
+    dist.barrier()
+"""
+
+
+def test_steps_counted_from_a_distributed_sampler_loader_are_the_same_on_every_rank() -> None:
+    sampler = "DistributedSampler(dataset, num_replicas=dist.get_world_size(), rank=rank)"
+    assert codes(_STEPS.format(sampler=sampler)) == []
+
+
+def test_steps_counted_from_another_rank_derived_loader_may_differ() -> None:
+    """A project's own split by rank may give ranks different lengths: still listed as possible."""
+    assert codes(_STEPS.format(sampler="shard(dataset, rank)")) == ["possible"]
