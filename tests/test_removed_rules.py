@@ -153,3 +153,13 @@ def test_rule_command_prints_the_removal_page(project: Path) -> None:
     assert "**Removed in distlint 0.2.0.**" in result.output
     assert "16 were right and 169 wrong (precision 0.09)" in result.output
     assert "distlint explain-ranks" in result.output
+
+
+def test_settings_built_from_overrides_that_name_it_select_nothing_for_it(project: Path) -> None:
+    """The library path (no command line to drop the code first): no error, nothing enabled."""
+    from distlint.config.settings import CliOverrides, Config, settings_for
+
+    settings = settings_for(
+        Config(), CliOverrides(select=("DL201", "DL209"), ignore=("DL209",)), project / "t.py"
+    )
+    assert settings.enabled == {"DL000", "DL201"}

@@ -24,6 +24,7 @@ from distlint.config.selection import (
     suggest_code,
 )
 from distlint.file_settings import FileSettings
+from distlint.rules.removed import removed_rule
 from distlint.syntax.regular_files import read_regular_text
 
 if sys.version_info >= (3, 11):
@@ -186,7 +187,8 @@ def _settings(
         ("--ignore", overrides.ignore),
     ):
         for selector in chosen:  # those of plugins could not be checked before loading them
-            if not is_valid_selector(selector, rules):
+            # a removed rule's code selects nothing (the command line warned and dropped it)
+            if not is_valid_selector(selector, rules) and removed_rule(selector) is None:
                 raise ConfigError(f"{option}: unknown rule selector '{selector}'")
     select = overrides.select if overrides.select is not None else config.select
     enabled = set(
@@ -362,8 +364,6 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
 def _drop_removed_codes(values: dict[str, Any], path: Path, prefix: str) -> tuple[str, ...]:
     """Take removed rules' codes out of the selector lists in ``values`` (in place), with a
     warning for each: the code selects nothing now (see distlint.rules.removed)."""
-    from distlint.rules.removed import removed_rule
-
     warnings = []
 
     def kept(where: str, selectors: tuple[str, ...]) -> tuple[str, ...]:
@@ -504,8 +504,6 @@ def _file_timeout(where: str, value: Any) -> float:
 
 
 def _check_selector(where: str, selector: str, known_codes: tuple[str, ...]) -> None:
-    from distlint.rules.removed import removed_rule
-
     normalized = normalize_selector(selector)
     if removed_rule(normalized) is None and not is_valid_selector(normalized, known_codes):
         hint = suggest_code(normalized, known_codes)
