@@ -20,7 +20,7 @@ def codes(source: str) -> list[str]:
 
 
 # -- a type test of an argument in the callee (class B), the caller's model sharded -------------
-# (with a model not known to be sharded: silent, see test_dl209.py)
+# (a model not known to be sharded: not listed, see tests/semantic/test_possible_divergences.py)
 
 
 def test_collective_under_an_inline_type_test_in_the_callee_is_only_possible() -> None:
