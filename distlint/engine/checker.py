@@ -47,6 +47,7 @@ from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
 from distlint.syntax.imports import module_name_for
 from distlint.syntax.indentation import IndentColumns
+from distlint.syntax.pieces import ReusedPieces
 from distlint.syntax.positions import NodeRange, Positions
 from distlint.syntax.regular_files import read_regular_file
 from distlint.syntax.source import (
@@ -122,11 +123,16 @@ class ParsedTrees:
     CUDA graph capture), up to ``max_chars`` of source in all: a kept tree costs about 16
     bytes per character of its text (tracemalloc, torch/distributed/fsdp). A file whose tree
     was not kept is parsed again.
+
+    ``reused``: the pieces of the reported file's earlier text (an editor's buffer, see
+    :class:`~distlint.syntax.pieces.ReusedPieces`): its first pass parses only those an edit
+    changed.
     """
 
-    def __init__(self, max_chars: int = 2_000_000) -> None:
+    def __init__(self, max_chars: int = 2_000_000, reused: ReusedPieces | None = None) -> None:
         self._kept: dict[str, _Kept] = {}
         self._room = max_chars
+        self.reused = reused
 
     def offer(self, ctx: RuleContext, summary: ModuleSummary) -> None:
         """Keep the tree of a file just summarised if it may get a second pass."""
@@ -134,6 +140,10 @@ class ParsedTrees:
         if (summary.compile_sites or summary.capture_sites) and len(text) <= self._room:
             self._kept[ctx.path] = _Kept(text, ctx.module, ctx.seen, ctx.columns, ctx.positions)
             self._room -= len(text)
+
+    def holds(self, path: str) -> bool:
+        """Whether the tree of ``path`` is kept (its second pass will not parse it)."""
+        return path in self._kept
 
     def take(self, path: str) -> _Kept | None:
         """What was kept of ``path`` (given once), or None."""
@@ -455,7 +465,9 @@ def _analyze_source(
             module, columns, positions = parsed.module, parsed.columns, parsed.positions
         else:
             check_nesting(text)
-            module, columns = parse_source(text)
+            reused = trees.reused if trees is not None else None
+            # one argument without reuse: a stand-in parser (tests) need not take the other
+            module, columns = parse_source(text, reused) if reused else parse_source(text)
     except SourceError as exc:
         return _unparsable(display_path, str(exc), exc.line, exc.column, text)
     except cst.ParserSyntaxError as exc:

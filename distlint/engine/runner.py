@@ -70,11 +70,17 @@ from distlint.engine.checker import (
     project_stage,
     settle,
 )
-from distlint.engine.project_reuse import ReadOfFile, read_of_file, still_read_the_same
+from distlint.engine.project_reuse import (
+    ReadOfFile,
+    moved_output,
+    read_of_file,
+    still_read_the_same,
+)
 from distlint.findings import Finding, ToolError
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
 from distlint.syntax.imports import module_name_for
+from distlint.syntax.pieces import ReusedPieces
 from distlint.syntax.regular_files import content_digest, read_regular_file
 from distlint.syntax.source import SourceError, decode_source, release_freed_memory
 from distlint.syntax.spans import SourceLookup
@@ -145,6 +151,7 @@ def run(
     cache: FirstPassCache | None = None,
     file_timeout: float | None = None,
     project_timeout: float | None = None,
+    reused: ReusedPieces | None = None,
 ) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
     files checked together as one project; tasks with ``report=False`` are summarised and
@@ -153,9 +160,12 @@ def run(
     ``file_timeout``: seconds one file's analysis (each pass) may take, in a worker process;
     past it the file is a DL000 "not checked" (None: no budget). ``project_timeout``:
     seconds linking and the project rules may take together; past it what did not finish is
-    reported as a tool error (None: no budget)."""
+    reported as a tool error (None: no budget). ``reused``: the pieces of the reported
+    file's earlier text, for a first pass in this process (an editor's buffer:
+    :class:`~distlint.syntax.pieces.ReusedPieces`)."""
     with _collector_paused():
-        results = _run_project(tasks, Jobs(jobs, file_timeout), native, cache, project_timeout)
+        run_jobs = Jobs(jobs, file_timeout)
+        results = _run_project(tasks, run_jobs, native, cache, project_timeout, reused)
     if cache is not None:
         cache.prune()
     return results
@@ -260,9 +270,10 @@ def _run_project(
     native: Sequence[NativeSource],
     cache: FirstPassCache | None,
     project_timeout: float | None = None,
+    reused: ReusedPieces | None = None,
 ) -> list[FileResult]:
     tasks = _with_module_names(tasks)
-    trees = ParsedTrees()
+    trees = ParsedTrees(reused=reused)
     wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
     native_sources = [(source.display, source.text, source.enabled) for source in native]
     project_key = kept = None
@@ -278,10 +289,13 @@ def _run_project(
         first = _first_pass_cached(
             tasks, jobs, cache, keys, trees, reported if isinstance(kept, ProjectResults) else None
         )
-        if isinstance(kept, ProjectResults) and not _still_holds(kept, tasks, keys, first, trees):
-            kept = None
-            rest = _first_pass_cached(tasks, jobs, cache, keys, trees, [not r for r in reported])
-            first = [r if t.report else o for t, r, o in zip(tasks, first, rest, strict=True)]
+        if isinstance(kept, ProjectResults):
+            kept = _still_holding(kept, tasks, keys, first, trees)
+            if kept is None:
+                rest = _first_pass_cached(
+                    tasks, jobs, cache, keys, trees, [not r for r in reported]
+                )
+                first = [r if t.report else o for t, r, o in zip(tasks, first, rest, strict=True)]
         if not all(map(_cacheable, first)):
             project_key = None
     else:
@@ -293,9 +307,10 @@ def _run_project(
             i: kept.second[t.display] for i, t in enumerate(tasks) if t.display in kept.second
         }
     else:
+        sources = source_lookup(tasks)
         reads = (
             {
-                t.display: read_of_file(key[0], r.summary, r.records)
+                t.display: read_of_file(key[0], r.summary, r.records, sources(t.display))
                 for t, key, r in zip(tasks, keys, first, strict=True)
                 if t.report and key is not None
             }
@@ -305,7 +320,7 @@ def _run_project(
         stage = project_stage(
             first,
             wrappers,
-            source_lookup(tasks),
+            sources,
             native_sources,
             trees.for_spans(),
             project_timeout,
@@ -330,8 +345,8 @@ def _run_project(
             read = None
             if reads is not None and facts is not None:
                 read = {
-                    display: ReadOfFile(key, linked, facts.measured.get(display, {}))
-                    for display, (key, linked) in reads.items()
+                    display: replace(before, measured=facts.measured.get(display, {}))
+                    for display, before in reads.items()
                 }
             cache.put(project_key, ProjectResults(PROJECT, found, by_display, read))
     native_results = [
@@ -494,43 +509,48 @@ def _identity(task: Task, settings: FileSettings) -> tuple:
     return identity_of(task.display, task.module_name, task.is_package, settings)
 
 
-def _still_holds(
+def _still_holding(
     kept: ProjectResults,
     tasks: Sequence[Task],
     keys: Sequence[tuple[str, ...] | None],
     first: Sequence[FileResult],
     trees: ParsedTrees,
-) -> bool:
-    """Whether an entry found under :func:`_project_key` gives what the project stage would
+) -> ProjectResults | None:
+    """An entry found under :func:`_project_key`, if it gives what the project stage would
     give now: each reported file is unchanged, or was edited in a way the stage does not see
-    (:func:`~distlint.engine.project_reuse.still_read_the_same`)."""
+    but for the lines it moved (:func:`~distlint.engine.project_reuse.still_read_the_same`),
+    its findings' positions in such files then moved; None when the stage must run."""
     if kept.read is None:
-        return True  # keyed by every file's contents
+        return kept  # keyed by every file's contents
     sources = source_lookup(tasks)
     parsed: dict | None = None
+    moved = {}
     for task, key, result in zip(tasks, keys, first, strict=True):
         if not task.report:
             continue
         read = kept.read.get(task.display)
         if read is None or key is None:
-            return False
+            return None
         if read.key == key[0]:
             continue
         if kept.second:
-            return False  # see project_reuse: a second pass may have read the edited text
+            return None  # see project_reuse: a second pass may have read the edited text
         if parsed is None:
             parsed = trees.for_spans()
         measured = dict(result.measured) if result.measured else None
-        if not still_read_the_same(
+        lines = still_read_the_same(
             read, result.summary, result.records, task.display, sources, parsed, measured
-        ):
-            return False
-    return True
+        )
+        if lines is None:
+            return None
+        moved[task.display] = lines
+    found = moved_output(kept.found, moved)
+    return None if found is None else replace(kept, found=found)
 
 
 def _measuring(tasks: Sequence[Task], read: dict[str, ReadOfFile]) -> list[Task]:
     """The tasks, the reported files' first passes measuring what the project stage
-    measured in them (when they run: an edited file), so that :func:`_still_holds` need
+    measured in them (when they run: an edited file), so that :func:`_still_holding` need
     not parse it again."""
     return [
         replace(task, measure=tuple(read[task.display].measured))
@@ -730,7 +750,10 @@ def process_context() -> StartContext:
 
 
 def _check(task: Task, second: SecondPass | None, trees: ParsedTrees | None = None) -> FileResult:
-    _collect_before_a_file()
+    if second is None or trees is None or not trees.holds(task.display):
+        # not before a second pass on a kept tree: the collection would walk that tree and
+        # the first pass's summary, which live on (a tenth of an editor's check)
+        _collect_before_a_file()
     if task.data is None and _may_crash_parser(task.path):
         return _check_isolated(task, second)
     return _check_unguarded(task, second, trees)

@@ -49,6 +49,7 @@ from distlint.findings import Applicability, Finding, Severity, Span, make_posit
 from distlint.lsp.worker import Analyses, Outcome
 from distlint.output.headline import headline
 from distlint.rules.registry import all_rules, docs_url, get_rule
+from distlint.syntax.pieces import ReusedPieces
 from distlint.syntax.suppressions import scan
 from distlint.syntax.text import (
     LineInfo,
@@ -197,6 +198,30 @@ def _analyse(job: Job, analysis: Analysis) -> None:
             analysis.safe_fixes.append([_code_point_edit(e.span, e.content) for e in fix.edits])
 
 
+class DocumentPieces:
+    """The parsed pieces of each document's last text, kept by the analysis process from one
+    job to the next (:class:`~distlint.syntax.pieces.ReusedPieces`): after an edit, only the
+    pieces it changed are parsed again. A few documents at most (the most recently checked);
+    a new analysis process starts with none, which costs one whole parse."""
+
+    def __init__(self, documents: int = 8) -> None:
+        self.documents = documents
+        self._by_uri: dict[str, ReusedPieces] = {}
+
+    def of(self, uri: str) -> ReusedPieces:
+        reused = self._by_uri.pop(uri, None) or ReusedPieces()
+        self._by_uri[uri] = reused  # the most recent last
+        while len(self._by_uri) > self.documents:
+            del self._by_uri[next(iter(self._by_uri))]
+        return reused
+
+
+# Read only by analyse() in the analysis process (the server process never parses): what a
+# long-lived worker keeps between the jobs of a document. Its content is a cache of trees
+# by text, so a job's result does not depend on it.
+_DOCUMENT_PIECES = DocumentPieces()
+
+
 def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings) -> FileResult:
     """The buffer as that file of its project: the files it imports and those importing it
     are linked with it (open buffers replacing their files), through the first-pass cache at
@@ -218,7 +243,7 @@ def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings
     context = context_tasks([path], [path], job.resolver, overrides, cwd, contents, True, cache)
     tasks = [Task(path, display, settings, data=data)]
     tasks += [replace(task, data=contents.get(task.path)) for task in context]
-    return run(tasks, 1, cache=cache)[0]
+    return run(tasks, 1, cache=cache, reused=_DOCUMENT_PIECES.of(job.uri))[0]
 
 
 def _excluded(config: Config, path: Path) -> bool:
@@ -298,16 +323,14 @@ def _diagnostic(
             }
     message = finding.message
     related = None
-    if job.features.related_information and headline(message) != message:
+    where = _span_range(lines, finding.span, encoding)
+    if job.features.related_information and (short := headline(message)) != message:
         # the problems list shows a line: the headline, and the whole message as the first
         # related entry (at the finding itself); hover shows it too
-        message = headline(finding.message)
+        message = short
         related = [
             types.DiagnosticRelatedInformation(
-                location=types.Location(
-                    uri=job.uri, range=_span_range(lines, finding.span, encoding)
-                ),
-                message=finding.message,
+                location=types.Location(uri=job.uri, range=where), message=finding.message
             )
         ]
     if finding.related:
@@ -333,7 +356,7 @@ def _diagnostic(
     if finding.code == "DL001" and job.features.unnecessary_tag:
         tags = [types.DiagnosticTag.Unnecessary]
     return types.Diagnostic(
-        range=_span_range(lines, finding.span, encoding),
+        range=where,
         message=message,
         severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
         code=finding.code,

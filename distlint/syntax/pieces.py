@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import zlib
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -45,13 +46,21 @@ _GOES_ON = re.compile(r"(?:else|elif|except|finally)\b")  # a clause of the stat
 _NOT_CODE = " \t\f\\#\r\n"  # a line starting with one of these is not code at column 0
 
 
-def parse_in_pieces(text: str, parse: Callable[[str], cst.Module]) -> cst.Module:
+Cuts = Callable[[str, int], list[int]]  # where a text is cut into pieces of about a size
+
+
+def parse_in_pieces(
+    text: str, parse: Callable[[str], cst.Module], size: int | None = None, cuts: Cuts | None = None
+) -> cst.Module:
     """The tree of ``text`` as ``parse`` (LibCST's ``parse_module``) gives it, computed piece
-    by piece when ``text`` is long (see the module docstring)."""
-    if len(text) <= 2 * PIECE_CHARS:
+    by piece when ``text`` is long (see the module docstring): longer than two pieces of
+    ``size`` characters (default :data:`PIECE_CHARS`), cut where ``cuts`` says (default
+    :func:`cut_points`)."""
+    size = PIECE_CHARS if size is None else size
+    if len(text) <= 2 * size:
         return parse(text)
     try:
-        return _in_pieces(text, parse)
+        return _in_pieces(text, parse, (cuts or cut_points)(text, size))
     except (cst.ParserSyntaxError, _NotJoined):
         return parse(text)  # an error as the whole file's parse reports it
 
@@ -60,8 +69,8 @@ class _NotJoined(Exception):
     """Pieces whose trees would not join into the whole parse's."""
 
 
-def _in_pieces(text: str, parse: Callable[[str], cst.Module]) -> cst.Module:
-    spans = list(itertools.pairwise([0, *cut_points(text, PIECE_CHARS), len(text)]))
+def _in_pieces(text: str, parse: Callable[[str], cst.Module], cuts: list[int]) -> cst.Module:
+    spans = list(itertools.pairwise([0, *cuts, len(text)]))
     parsed: dict[int, cst.Module] = {}
     # the largest first: its parse is the peak, with no tree of the others held yet
     for index in sorted(range(len(spans)), key=lambda i: spans[i][0] - spans[i][1]):
@@ -71,6 +80,76 @@ def _in_pieces(text: str, parse: Callable[[str], cst.Module]) -> cst.Module:
     if joined is None:
         raise _NotJoined
     return joined
+
+
+EDITOR_PIECE_CHARS = 2_000  # pieces of an editor's buffer (:class:`ReusedPieces`)
+_REUSED_MAX_CHARS = 1_000_000  # text whose pieces' trees a ReusedPieces keeps at most
+
+
+class ReusedPieces:
+    """The trees of the pieces of a text parsed before, by the piece's text, for the next
+    parse of the same buffer: an edit changes a piece or two of it, and only those reach the
+    parser (the language server parses a buffer again after every edit: the parse was a
+    third of a check). A piece's tree depends on its text alone, and the joined tree is the
+    whole parse's (the module docstring), so it is the tree a fresh parse gives; its nodes
+    are shared with the earlier tree, which nothing changes (LibCST's nodes are immutable).
+
+    Holds the pieces of the last text parsed (and, after a text that did not parse, those of
+    the one before too), cut every :data:`EDITOR_PIECE_CHARS` characters or so; ``parsed``
+    counts the pieces that went to the parser."""
+
+    def __init__(self, size: int = EDITOR_PIECE_CHARS) -> None:
+        self.size = size
+        self.parsed = 0
+        self._trees: dict[str, cst.Module] = {}
+
+    def parse(self, text: str) -> cst.Module:
+        """The tree of ``text`` as LibCST's ``parse_module`` gives it (or its error)."""
+        kept = self._trees
+        used: dict[str, cst.Module] = {}
+
+        def piece(part: str) -> cst.Module:
+            tree = used.get(part)
+            if tree is None:
+                tree = kept.get(part)
+            if tree is None:
+                self.parsed += 1
+                tree = cst.parse_module(part)
+            used[part] = tree
+            return tree
+
+        try:
+            module = parse_in_pieces(text, piece, self.size, content_cut_points)
+        except BaseException:  # keep both texts' pieces: the next edit may fix it
+            both = {**kept, **used}
+            self._trees = both if sum(map(len, both)) <= _REUSED_MAX_CHARS else used
+            raise
+        self._trees = used if sum(map(len, used)) <= _REUSED_MAX_CHARS else {}
+        return module
+
+
+_CUT_ODDS = 4  # content_cut_points: one place in this many (by its text) is a cut
+_CUT_WINDOW = 64  # characters either side of a place that decide whether it is a cut
+
+
+def content_cut_points(text: str, size: int) -> list[int]:
+    """Places of :func:`cut_points` chosen by the text around them (a hash), at least
+    ``size // 2`` characters apart, and where none was chosen for ``2 * size`` characters
+    the next place: an edit moves only the cuts near it, so the pieces before and after it
+    are the same texts as before the edit (:class:`ReusedPieces`). Cuts at every size
+    would all move after an insertion."""
+    chosen: list[int] = []
+    last = 0
+    for cut in cut_points(text, 0):
+        length = cut - last
+        if length < size // 2:
+            continue
+        window = text[max(0, cut - _CUT_WINDOW) : cut + _CUT_WINDOW]
+        odds = zlib.crc32(window.encode("utf-8", "surrogatepass")) % _CUT_ODDS
+        if odds == 0 or length >= 2 * size:
+            chosen.append(cut)
+            last = cut
+    return chosen
 
 
 def cut_points(text: str, size: int) -> list[int]:

@@ -27,7 +27,7 @@ import libcst as cst
 from distlint.syntax.indentation import IndentColumns, expand_indentation
 from distlint.syntax.lexing import NEWLINES as NEWLINES  # re-exported: where callers look
 from distlint.syntax.lexing import tokens
-from distlint.syntax.pieces import parse_in_pieces
+from distlint.syntax.pieces import ReusedPieces, parse_in_pieces
 
 T = TypeVar("T")
 
@@ -304,11 +304,15 @@ if hasattr(os, "register_at_fork"):  # not on Windows
     )
 
 
-def parse_module(text: str) -> cst.Module:
+def parse_module(text: str, reused: ReusedPieces | None = None) -> cst.Module:
     """``libcst.parse_module`` on a thread with a large stack (see above), a large text in
-    pieces (:mod:`distlint.syntax.pieces`: the parser's memory grows with what it parses)."""
+    pieces (:mod:`distlint.syntax.pieces`: the parser's memory grows with what it parses).
+    ``reused``: the pieces of the buffer's earlier text, of which only those an edit changed
+    are parsed again (an editor's buffer)."""
     if len(text) > _LARGE_PARSE:
         release_freed_memory()
+    if reused is not None:
+        return on_large_stack(reused.parse, text)
     return on_large_stack(parse_in_pieces, text, cst.parse_module)
 
 
@@ -337,20 +341,23 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-def parse_source(text: str) -> tuple[cst.Module, IndentColumns | None]:
+def parse_source(
+    text: str, reused: ReusedPieces | None = None
+) -> tuple[cst.Module, IndentColumns | None]:
     """The tree of ``text`` and, when LibCST could only read it with its indentation written
     as spaces (see :mod:`distlint.syntax.indentation`), the map back to the columns as written.
 
     Raises what :func:`parse_module` raises on ``text`` when that rewrite does not help or when
-    CPython rejects the file (a rewrite must never make "inconsistent use of tabs" readable)."""
+    CPython rejects the file (a rewrite must never make "inconsistent use of tabs" readable).
+    ``reused``: see :func:`parse_module`."""
     try:
-        return parse_module(text), None
+        return (parse_module(text, reused) if reused else parse_module(text)), None
     except cst.ParserSyntaxError as error:
         expanded = expand_indentation(text)
         if expanded is None or python_ast(text) is None:
             raise
         rewritten, columns = expanded
         try:
-            return parse_module(rewritten), columns
+            return (parse_module(rewritten, reused) if reused else parse_module(rewritten)), columns
         except cst.ParserSyntaxError:
             raise error from None

@@ -9,11 +9,13 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from distlint.engine.cache import FirstPassCache
+from distlint.findings import Position, Span
 
 DISTLINT = (sys.executable, "-m", "distlint", "check")
 
@@ -49,11 +51,17 @@ def _project(root: Path) -> Path:
 
 
 def _check(root: Path, *args: str, env: dict | None = None) -> list[tuple[str, str, int]]:
+    found = _report(root, "--select", "DL201", *args, env=env)
+    return [(f["path"], f["code"], f["range"]["start"]["line"]) for f in found]
+
+
+def _report(root: Path, *args: str, env: dict | None = None) -> list[dict]:
+    """``distlint check`` in ``root``, its JSON report."""
     environment = {k: v for k, v in os.environ.items() if k != "DISTLINT_NO_CACHE"}
     environment["DISTLINT_CACHE_KEY"] = "test-key"
     environment.update(env or {})
     proc = subprocess.run(
-        [*DISTLINT, "--select", "DL201", "--format", "json", "--exit-zero", "--jobs", "1", *args],
+        [*DISTLINT, "--format", "json", "--exit-zero", "--jobs", "1", *args],
         cwd=root,
         capture_output=True,
         text=True,
@@ -61,7 +69,7 @@ def _check(root: Path, *args: str, env: dict | None = None) -> list[tuple[str, s
         env=environment,
     )
     assert proc.returncode == 0, proc.stderr
-    return [(f["path"], f["code"], f["range"]["start"]["line"]) for f in json.loads(proc.stdout)]
+    return json.loads(proc.stdout)
 
 
 def _entries(directory: Path) -> list[Path]:
@@ -299,7 +307,9 @@ def _staged_check(tmp_path: Path, monkeypatch, staged: tuple[str, ...]):  # type
     monkeypatch.setattr(engine, "link", link)
     monkeypatch.setattr(cache, "get", get)
 
-    def check() -> list[tuple[str, str, int, int, str]]:
+    def check(cold: bool = False) -> list[tuple]:
+        """The findings: path, code, line, column, message, related places; ``cold``:
+        without the cache (what ``--no-cache`` gives)."""
         tasks = [
             Task(p, name, settings({"DL104", "DL201"}), report=name in staged)
             for p in paths
@@ -307,8 +317,15 @@ def _staged_check(tmp_path: Path, monkeypatch, staged: tuple[str, ...]):  # type
         ]
         ran.clear()
         return [
-            (f.path, f.code, f.span.start.line, f.span.start.column, f.message)
-            for r in run(tasks, 1, cache=cache)
+            (
+                f.path,
+                f.code,
+                f.span.start.line,
+                f.span.start.column,
+                f.message,
+                tuple((r.path, r.span.start.line, r.span.start.column) for r in f.related),
+            )
+            for r in run(tasks, 1, cache=None if cold else cache)
             for f in r.findings
         ]
 
@@ -322,8 +339,9 @@ def test_an_edit_of_the_staged_file_the_project_stage_does_not_see_reuses_its_ou
     project stage reads of it (a literal in a function body, a comment appended) reuses the
     stage's output (nothing linked, no other file's first pass read) with the findings a
     full run gives, also when the edited file's first pass is a cached one (it is parsed
-    again to measure); one that moves a node the stage reported on (a line inserted above
-    the branch) or changes what the file links (the call removed) runs the stage again."""
+    again to measure); so does one that only moves lines (a line inserted above the branch),
+    the finding moved with them; one that changes a node the stage reported on (the call's
+    text) or what the file links (the call removed) runs the stage again."""
     from distlint.engine.checker import PROJECT
 
     root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
@@ -337,6 +355,9 @@ def test_an_edit_of_the_staged_file_the_project_stage_does_not_see_reuses_its_ou
     assert sorted(ran) == sorted([PROJECT, "pkg/train.py"])  # the stage's output, reused
     moved = TRAIN_LOGGED.replace('    print("saving")\n', '    print("saving")\n\n')
     train.write_text(moved)
+    assert [f[:4] for f in check()] == [("pkg/train.py", "DL201", 9, 9)]
+    assert "link" not in ran
+    train.write_text(moved.replace("(state, path)", "(state,  path)"))
     assert [f[:4] for f in check()] == [("pkg/train.py", "DL201", 9, 9)]
     assert "link" in ran
     # first passes taken from the cache (they measured nothing): the file is parsed again
@@ -365,6 +386,130 @@ def test_an_edit_of_a_staged_helper_that_stops_issuing_a_collective_reaches_its_
     assert check() == found
 
 
+TRAIN_RANKED = """\
+import torch.distributed as dist
+from pkg.helpers import save_checkpoint
+
+
+def finish(state, path):
+    rank = dist.get_rank()
+    if rank == 0:
+        save_checkpoint(state, path)
+"""
+
+
+def _lines_of(found: list[tuple]) -> list[tuple]:
+    """Each finding's line and its related places (path, line, column)."""
+    return [(f[2], f[5]) for f in found]
+
+
+def _reused_after(
+    path: Path, text: bytes, check: Callable[..., list[tuple]], ran: list[str]
+) -> list[tuple]:
+    """The findings once ``path`` holds ``text``: the project stage's output served (nothing
+    linked), and they are what a run without the cache gives."""
+    path.write_bytes(text)
+    found = check()
+    assert "link" not in ran
+    assert found == check(cold=True)
+    return found
+
+
+def test_a_line_inserted_above_the_branch_reuses_the_stage_and_moves_the_finding(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Every position of the staged file moves down a line, nothing else changes: the stage's
+    output serves (nothing linked), the finding, its message's "path:line" and its related
+    places in the file move with the lines, the one in the helper stays; what a cold run
+    gives."""
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
+    train = root / "pkg" / "train.py"
+    ((_, _, line, _, message, related),) = check()
+    assert line == 8 and "pkg/train.py:7" in message
+    assert ("pkg/helpers.py", 5, 5) in related and ("pkg/train.py", 7, 8) in related
+    moved = _reused_after(train, ("# a header\n" + TRAIN_LOGGED).encode(), check, ran)
+    ((_, _, line, _, message, moved_related),) = moved
+    assert line == 9 and "pkg/train.py:8" in message and "pkg/train.py:7" not in message
+    assert moved_related == tuple(
+        (path, row + (path == "pkg/train.py"), column) for path, row, column in related
+    )
+
+
+def test_lines_deleted_reuse_the_stage_and_move_the_finding_up(tmp_path: Path, monkeypatch) -> None:
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
+    train = root / "pkg" / "train.py"
+    assert _lines_of(check())[0][0] == 8
+    deleted = TRAIN_LOGGED.replace("\n\n\ndef", "\ndef").encode()
+    assert _lines_of(_reused_after(train, deleted, check, ran))[0][0] == 6
+
+
+def test_an_inserted_line_that_changes_what_the_rank_test_reads_runs_the_stage(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``rank = 0`` inserted before ``if rank == 0:``: the lines move, and the test no longer
+    reads a rank: the summary differs modulo the moved lines, so the stage runs again and
+    the finding goes, as in a cold run."""
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
+    train = root / "pkg" / "train.py"
+    train.write_text(TRAIN_RANKED)
+    assert [f[:3] for f in check()] == [("pkg/train.py", "DL201", 8)]
+    pinned = TRAIN_RANKED.replace("get_rank()\n", "get_rank()\n    rank = 0\n")
+    train.write_text(pinned)
+    found = check()
+    assert "link" in ran
+    assert found == check(cold=True) == []
+
+
+def test_a_crlf_file_with_a_line_inserted_reuses_the_stage(tmp_path: Path, monkeypatch) -> None:
+    """Lines end in CRLF, counted as positions count them: two lines inserted at the top move
+    the finding down two lines."""
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
+    train = root / "pkg" / "train.py"
+    crlf = TRAIN_LOGGED.replace("\n", "\r\n").encode()
+    train.write_bytes(crlf)
+    assert _lines_of(check())[0][0] == 8
+    found = _reused_after(train, b"# a header\r\n\r\n" + crlf, check, ran)
+    assert _lines_of(found)[0][0] == 10
+
+
+def test_an_edit_that_moves_a_staged_helper_moves_the_callers_related_place_there(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Both files staged, a line inserted at the helper's top: the caller's finding stays,
+    its related place in the helper (the barrier) moves down a line; nothing is linked."""
+    root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/helpers.py", "pkg/train.py"))
+    helpers = root / "pkg" / "helpers.py"
+    ((_, _, line, _, _, related),) = check()
+    moved = _reused_after(helpers, ("# a header\n" + HELPER_SYNC).encode(), check, ran)
+    assert _lines_of(moved) == [
+        (line, tuple((p, row + (p == "pkg/helpers.py"), column) for p, row, column in related))
+    ]
+
+
+def test_a_warm_hook_after_edits_that_move_lines_gives_what_no_cache_gives(tmp_path) -> None:
+    """The command line: each edit of the staged file (lines inserted, deleted, CRLF, a
+    changed call, a rank pinned), checked warm and with ``--no-cache``, gives the same
+    report, related places and messages included."""
+    root = _project(tmp_path)
+    train = root / "pkg" / "train.py"
+    _report(root, ".")
+    _report(root, "--force-exclude", "pkg/train.py")  # the hook's entry of the project stage
+    edits = [
+        "# a header\n\n" + TRAIN,
+        TRAIN.replace("\n\n\ndef", "\ndef"),
+        ("# a header\n" + TRAIN).replace("\n", "\r\n"),
+        "# a header\n" + TRAIN.replace("(state, path)", "(state,\n path)"),
+        "# a header\n" + TRAIN_RANKED.replace("get_rank()\n", "get_rank()\n    rank = 0\n"),
+        "# a header\n" + TRAIN_RANKED,
+        "\n\n# a header\n" + TRAIN_RANKED,
+    ]
+    for text in edits:
+        train.write_bytes(text.encode())
+        warm = _report(root, "--force-exclude", "pkg/train.py")
+        assert warm == _report(root, "--no-cache", "--force-exclude", "pkg/train.py")
+    assert warm and all(f["path"] == "pkg/train.py" for f in warm)
+
+
 def test_summaries_compare_field_by_field_lazy_nodes_by_key_and_span_at_any_depth() -> None:
     """The comparison that decides a reuse: equal data, lazy nodes equal by file, key and
     span (they have no equality of their own), a chain nested past the recursion limit, and
@@ -390,3 +535,60 @@ def test_summaries_compare_field_by_field_lazy_nodes_by_key_and_span_at_any_dept
     assert not same_data(chain(5_000, 1), chain(5_000, 2))
     assert not same_data({"a": 1, "b": 2}, {"b": 2, "a": 1})  # order is part of a summary
     assert not same_data(object(), object())
+
+
+def _span(first: int, last: int) -> Span:
+    return Span(Position(first, 1, 1), Position(last, 2, 2))
+
+
+def test_the_line_map_moves_runs_of_lines_and_nothing_a_line_was_added_inside() -> None:
+    """Lines inserted at the top and between two lines, one replaced in place: each kept
+    line moves by its run's offset (the replaced one too), a span over the inserted line does
+    not move, nor the place of something not located once line 1 moved; a line appended moves
+    only the end; CRLF lines are lines, and one whose break changed is a line replaced."""
+    from distlint.engine.project_reuse import line_digests, line_map
+    from distlint.syntax.spans import NOWHERE
+
+    old = "a\nb\nc\nd\ne\n"
+    lines = line_map(line_digests(old), line_digests("x\na\nb\nC\nd\ny\ne\n"))
+    assert [lines.line(n) for n in range(1, 8)] == [2, 3, 4, 5, 7, 8, None]
+    assert lines.span(_span(1, 3)) == _span(2, 4)
+    assert lines.span(_span(4, 5)) is None
+    assert lines.span(NOWHERE) is None
+    assert not lines.moves_nothing
+    same = line_map(line_digests(old), line_digests(old + "# the end\n"))
+    assert [same.line(n) for n in range(1, 7)] == [1, 2, 3, 4, 5, 7]  # the end moved
+    assert same.span(NOWHERE) == NOWHERE
+    crlf = old.replace("\n", "\r\n")
+    moved = line_map(line_digests(crlf), line_digests("x\r\n" + crlf))
+    assert [moved.line(n) for n in range(1, 7)] == [2, 3, 4, 5, 6, 7]
+    lf = line_map(line_digests(crlf), line_digests("x\r\n" + old))  # each break replaced
+    assert [lf.line(n) for n in range(1, 7)] == [None] * 5 + [7]
+
+
+def test_moved_findings_move_in_their_file_and_where_they_point_into_it() -> None:
+    """The positions in the moved file move: a finding's span, its related place there and
+    "a.py:N" in its message; another file's place, and a path that only ends like it, stay;
+    a finding over a line added, or naming a line that moved from line 1, is not moved
+    (the stage runs again)."""
+    from distlint.engine.project_reuse import line_digests, line_map, moved_output
+    from distlint.findings import Finding, Location, Severity
+
+    lines = line_map(line_digests("a\nb\nc\n"), line_digests("x\na\nb\ny\nc\n"))
+
+    def finding(path: str, span: Span, message: str = "", *related: Location) -> Finding:
+        return Finding("DL201", "n", Severity.ERROR, message, path, span, related)
+
+    there = Location("b.py", _span(2, 2))
+    found = {
+        "a.py": [finding("a.py", _span(2, 2), "at a.py:2, not xa.py:2", there)],
+        "b.py": [finding("b.py", _span(2, 2), "", Location("a.py", _span(1, 2)), there)],
+    }
+    assert moved_output(found, {"a.py": lines}) == {
+        "a.py": [finding("a.py", _span(3, 3), "at a.py:3, not xa.py:2", there)],
+        "b.py": [finding("b.py", _span(2, 2), "", Location("a.py", _span(2, 3)), there)],
+    }
+    assert moved_output({"a.py": [finding("a.py", _span(2, 3))]}, {"a.py": lines}) is None
+    assert moved_output({"b.py": [finding("b.py", _span(2, 2), "a.py:1")]}, {"a.py": lines}) is None
+    unmoved = line_map(line_digests("a\nb\n"), line_digests("a\nB\n"))
+    assert moved_output(found, {"a.py": unmoved}) is found

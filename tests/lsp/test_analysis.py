@@ -29,38 +29,111 @@ def finish(path):
 HELPERS = "import torch.distributed as dist\n\n\ndef save(path):\n    dist.barrier()\n"
 
 
-def test_the_buffer_is_parsed_once_for_every_stage(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """First pass, linking with the project and the second pass over the compiled code all
-    use one tree of the buffer (the CLI's one-process run does the same): a second parse
-    cost the editor about a parse per keystroke."""
+def _project(tmp_path: Path) -> Path:
+    """A project whose ``proj/train.py`` (the buffer) imports ``proj/helpers.py``."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "__init__.py").write_text("")
     (tmp_path / "proj" / "helpers.py").write_text(HELPERS)
     path = tmp_path / "proj" / "train.py"
     path.write_text(TRAIN)
-    parsed: list[str] = []
-    real = libcst.parse_module
+    return path
 
-    def counting(text, *args, **kwargs):  # type: ignore[no-untyped-def]
-        parsed.append(text)
-        return real(text, *args, **kwargs)
 
-    monkeypatch.setattr(libcst, "parse_module", counting)
-    edited = TRAIN + "# edited, not saved\n"
-    job = server.Job(
+def _job(tmp_path: Path, path: Path, text: str, version: int) -> server.Job:
+    return server.Job(
         uri=path.as_uri(),
-        version=2,
-        text=edited,
+        version=version,
+        text=text,
         generation=0,
         resolver=ConfigResolver(),
         features=server.ClientFeatures(),
         root=tmp_path,
     )
-    analysis = server.analyse(job)
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text given to LibCST's parser from now on."""
+    texts: list[str] = []
+    real = libcst.parse_module
+
+    def counting(text, *args, **kwargs):  # type: ignore[no-untyped-def]
+        texts.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counting)
+    return texts
+
+
+def test_the_buffer_is_parsed_once_for_every_stage(tmp_path: Path, parsed: list[str]) -> None:
+    """First pass, linking with the project and the second pass over the compiled code all
+    use one tree of the buffer (the CLI's one-process run does the same): a second parse
+    cost the editor about a parse per keystroke."""
+    path = _project(tmp_path)
+    edited = TRAIN + "# edited, not saved\n"
+    analysis = server.analyse(_job(tmp_path, path, edited, 2))
     assert analysis.crash is None and analysis.tool_errors == ()
     codes = sorted(str(d.code) for d in analysis.diagnostics)
     assert codes == ["DL201", "DL203", "DL502"]  # cross-file, second pass, first pass
     assert parsed.count(edited) == 1
+
+
+def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parsed: list[str]
+) -> None:
+    """The analysis process keeps the parsed pieces of a document's last text: after an
+    edit, the parser sees only the pieces around it, and the diagnostics are those of a
+    fresh analysis process (which parses all of it)."""
+    path = _project(tmp_path)
+    steps = "".join(
+        f"\n\n@torch.compile(backend='nvfuser')\ndef step_{i}(x, out):\n"
+        f"    dist.all_gather_object(out, x)\n    return x * {i}\n"
+        for i in range(120)
+    )
+    text = TRAIN + steps
+    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
+    server.analyse(_job(tmp_path, path, text, 1))
+    middle = text.index("@torch.compile(backend='nvfuser')\ndef step_60")
+    edited = text[:middle] + "# a comment\nimport os\n\n" + text[middle:]
+    parsed.clear()
+    again = server.analyse(_job(tmp_path, path, edited, 2))
+    reparsed = sum(map(len, parsed))
+    assert 0 < reparsed < len(edited) // 5
+    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
+    parsed.clear()
+    fresh = server.analyse(_job(tmp_path, path, edited, 2))
+    assert sum(map(len, parsed)) >= len(edited)
+    assert again.crash is None and again.tool_errors == ()
+    assert len(again.diagnostics) > 240  # DL502 and DL203 in every step
+    assert again.diagnostics == fresh.diagnostics
+    assert again.safe_fixes == fresh.safe_fixes
+
+
+def test_no_collection_before_the_second_pass_of_the_kept_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The garbage collector runs before each file's first pass only: before the buffer's
+    second pass, on the tree its first pass kept, it would only walk that tree (which lives
+    on)."""
+    from distlint.engine import runner
+
+    path = _project(tmp_path)
+    collections: list[None] = []
+    passes: list[bool] = []
+    collect, analyze = runner._collect_before_a_file, runner.analyze_file
+
+    def counting_collect() -> None:
+        collections.append(None)
+        collect()
+
+    def counting_analyze(source, settings, second=None, *args):  # type: ignore[no-untyped-def]
+        passes.append(second is not None)
+        return analyze(source, settings, second, *args)
+
+    monkeypatch.setattr(runner, "_collect_before_a_file", counting_collect)
+    monkeypatch.setattr(runner, "analyze_file", counting_analyze)
+    analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
+    assert sorted(str(d.code) for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
+    assert passes.count(True) == 1  # the buffer's second pass
+    assert len(collections) == passes.count(False)  # one before each first pass

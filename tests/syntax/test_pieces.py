@@ -144,3 +144,52 @@ def test_a_large_text_reaches_the_parser_in_bounded_pieces() -> None:
     assert len(parsed) >= 4
     assert max(parsed) < 2 * pieces.PIECE_CHARS
     assert module.code == text
+
+
+def _blocks(count: int) -> str:
+    return "".join(
+        f"@dec({i})\ndef f{i}(x):\n    if x:\n        return [\n            {i},\n        ]\n"
+        f"    # c {i}\n\n\nclass C{i}:\n    y = {i}\n\n"
+        for i in range(count)
+    )
+
+
+def test_reused_pieces_give_the_tree_of_each_edited_text() -> None:
+    """An edit anywhere (top, middle, end, one that joins two statements, one that does not
+    parse) gives the tree a fresh parse of the new text gives, or its error."""
+    text = _blocks(60)
+    middle = text.index("class C30")
+    edits = [
+        text,
+        "import os\n" + text,
+        text[:middle] + "z = 1\n" + text[middle:],
+        text[:middle] + "    w = 2\n" + text[middle:],  # into the block above
+        text[:middle] + "x = (\n" + text[middle:],  # does not parse
+        text[:middle] + "x = ('''\n" + text[middle:] + "''')\n",  # the rest is a string
+        text + "# edit\n",
+        text.replace("\n", "\r\n"),
+    ]
+    reused = pieces.ReusedPieces(size=200)
+    for index, edited in enumerate(edits):
+        try:
+            whole = cst.parse_module(edited)
+        except cst.ParserSyntaxError as error:
+            with pytest.raises(cst.ParserSyntaxError) as raised:
+                reused.parse(edited)
+            assert str(raised.value) == str(error), index
+            continue
+        assert reused.parse(edited).deep_equals(whole), index
+
+
+def test_an_edit_reparses_only_the_pieces_it_changed() -> None:
+    text = _blocks(60)
+    reused = pieces.ReusedPieces(size=200)
+    reused.parse(text)
+    first = reused.parsed
+    assert first >= 20  # the text was cut into many pieces
+    middle = text.index("class C30")
+    reused.parse(text[:middle] + "z = 1\n" + text[middle:])
+    assert reused.parsed - first <= 3
+    before = reused.parsed
+    reused.parse(text + "# edit\n")  # the pieces of the text before the last are gone...
+    assert 1 <= reused.parsed - before <= 4  # ...but for the ones that edit did not change
