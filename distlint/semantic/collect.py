@@ -2198,16 +2198,14 @@ def _call_arguments(
             found.append((STARRED, "<expr>"))  # anything may be passed from here on
             break
         key = arg.keyword.value if arg.keyword is not None else f"#{position}"
-        # a parameter wrapped here (``fully_shard(model)``, ``model = DDP(model)``) passes
-        # the wrapped model, not what the caller gave
+        if isinstance(arg.value, cst.Name) and arg.value.value in params:
+            found.append((key, ("param", arg.value.value)))
+            continue
         label = _target_label(arg.value) if wrapped else None
         if label is None and wrapped and isinstance(arg.value, (cst.List, cst.Tuple)):
             label = _wrapped_element(arg.value, wrapped, ddp_models)  # ``models=[model]``
         if label is not None and label in wrapped:
             found.append((key, DDP_ARGUMENT + label if label in ddp_models else WRAPPED_ARGUMENT))
-            continue
-        if isinstance(arg.value, cst.Name) and arg.value.value in params:
-            found.append((key, ("param", arg.value.value)))
             continue
         member = dotted_name(arg.value) if members else None
         if member is not None and member in members:

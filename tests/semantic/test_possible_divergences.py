@@ -86,7 +86,7 @@ def test_a_negated_sharded_test_takes_its_true_side_for_an_unsharded_model(
 _FORMS = """
 import torch
 import torch.distributed as dist
-from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.fsdp import FSDPModule
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
 
@@ -97,8 +97,8 @@ def save(path, model):
     torch.save(model.state_dict(), path)
 
 
-def train(path, model):
-    {wrap}
+def train(path, net):
+    model = {wrap}
     if dist.get_rank() == 0:
         save(path, model)
 """
@@ -114,8 +114,8 @@ def train(path, model):
     ],
 )
 def test_the_forms_of_a_sharded_test(test: str) -> None:
-    assert codes(_FORMS.format(test=test, wrap="pass")) == []
-    assert codes(_FORMS.format(test=test, wrap="fully_shard(model)")) == ["possible"]
+    assert codes(_FORMS.format(test=test, wrap="net")) == []
+    assert codes(_FORMS.format(test=test, wrap="FSDP(net)")) == ["possible"]
 
 
 def test_a_type_test_that_also_accepts_ddp_is_not_a_sharded_test() -> None:

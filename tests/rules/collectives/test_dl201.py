@@ -35,8 +35,8 @@ def test_collective_under_an_inline_type_test_in_the_callee_is_only_possible() -
                 dist.barrier()
             torch.save([m.state_dict() for m in models], path)
 
-        def train(model, epoch):
-            fully_shard(model)
+        def train(net, epoch):
+            model = fully_shard(net)
             if dist.get_rank() == 0 and epoch % 5 == 0:
                 save_checkpoint("c.pt", [model])
         """
