@@ -39,11 +39,13 @@ from distlint.output.report import Report, source_reader
 from distlint.output.text import statistics_rows
 from distlint.rules.plugins import PluginError
 from distlint.rules.registry import all_rules, get_rule
+from distlint.rules.removed import removed_rule
 
 if TYPE_CHECKING:
     from distlint.engine.cache import FirstPassCache
     from distlint.engine.fixes import FixRun
     from distlint.engine.session import CheckSession
+    from distlint.semantic.link import ProjectFacts
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -54,13 +56,18 @@ class UsageFailure(click.UsageError):
 
 def _selectors(values: tuple[str, ...], option: str, problems: list[str]) -> tuple[str, ...]:
     """The valid selectors of a command-line option; each unknown one is added to ``problems``
-    (reported with the config files' problems, in one run)."""
+    (reported with the config files' problems, in one run). A removed rule's code is dropped
+    with a warning (:mod:`distlint.rules.removed`)."""
     codes = tuple(all_rules())
     selectors = []
     for value in values:
         for part in value.split(","):
             part = normalize_selector(part)
             if not part:
+                continue
+            removed = removed_rule(part)
+            if removed is not None:
+                click.echo(f"distlint: warning: {option}: {removed.notice()}", err=True)
                 continue
             # A plugin's prefix is known once the configuration loaded its plugins: those
             # selectors are checked then (config.settings.settings_for).
@@ -403,6 +410,8 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             "enabled-rules": sorted(settings.enabled),
         }
         click.echo(json.dumps(shown, indent=2))
+        for warning in resolver.warnings():
+            click.echo(f"distlint: warning: {warning}", err=True)
         return EXIT_CLEAN
 
     cache: FirstPassCache | None = opts["cache"]  # type: ignore[assignment]
@@ -508,7 +517,7 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
         click.echo(
             f"Would fix {_plural(total, 'finding')}." if total else "No fixes available.", err=True
         )
-    for warning in session.skipped:
+    for warning in (*resolver.warnings(), *session.skipped):
         click.echo(f"distlint: warning: {warning}", err=True)
     if fix_run is not None:
         for path, why in sorted(fix_run.rolled_back.items()):
@@ -741,9 +750,14 @@ def rules_command(fmt: str) -> None:
 @click.argument("code")
 def rule_command(code: str) -> None:
     """Print the documentation of rule CODE (e.g. DL201)."""
-    from distlint.output.docs import rule_doc
+    from distlint.output.docs import removed_rule_page, rule_doc
 
     rule = get_rule(code)
+    removed = removed_rule(code)
+    if rule is None and removed is not None:
+        page = removed_rule_page(removed.code)
+        click.echo(page.rstrip("\n") if page is not None else removed.notice())
+        return
     if rule is None:
         hint = suggest_code(code, list(all_rules()))
         suggestion = f"; did you mean {hint}?" if hint else ""
@@ -762,9 +776,35 @@ def rule_command(code: str) -> None:
 @_CONFIG_OPTION
 def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path | None) -> None:
     """Show the compiled roots, the functions they reach, and rank-divergent collectives."""
+    from distlint.output.explain import explain, render_text
+
+    _explain_command(paths, fmt, config_file, explain, render_text)
+
+
+@main.command("explain-ranks")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@_TEXT_OR_JSON
+@_CONFIG_OPTION
+def explain_ranks_command(paths: tuple[Path, ...], fmt: str, config_file: Path | None) -> None:
+    """List every rank-dependent decision around a collective, proven or only possible, for
+    review (not findings: exit 0 whatever it lists)."""
+    from distlint.output.explain import explain_ranks, render_ranks_text
+
+    _explain_command(paths, fmt, config_file, explain_ranks, render_ranks_text)
+
+
+def _explain_command(
+    paths: tuple[Path, ...],
+    fmt: str,
+    config_file: Path | None,
+    explain: Callable[[ProjectFacts, set[str]], dict[str, Any]],
+    render_text: Callable[[dict[str, Any]], str],
+) -> None:
+    """An ``explain-*`` command: the linked facts of the project view of ``check PATHS``,
+    explained for the files named. It is no lint: exit 0 whatever it shows, 2 on a bad
+    configuration or a path named that does not exist (or holds no Python file)."""
     from distlint.engine.runner import first_pass, link_results
     from distlint.engine.session import CheckSession
-    from distlint.output.explain import explain, render_text
 
     try:
         resolver = ConfigResolver(forced=config_file)
@@ -790,12 +830,14 @@ def explain_regions_command(paths: tuple[Path, ...], fmt: str, config_file: Path
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render_text(data))
-    for warning in session.skipped:
+    for warning in (*resolver.warnings(), *session.skipped):
         click.echo(f"distlint: warning: {warning}", err=True)
     for notice in session.notices:
         click.echo(f"distlint: {notice}", err=True)
     for error in (e for r in results if r.path in reported for e in r.errors):
         click.echo(f"distlint: {error.path}: {error.message}", err=True)
+    if session.notices:  # a path named that does not exist or holds no Python file, as `check`
+        sys.exit(EXIT_ERROR)
 
 
 # -- language server (distlint/lsp) ----------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 from distlint.engine.checker import FileResult
 from distlint.engine.runner import Task, first_pass, link_results, run
 from distlint.file_settings import FileSettings
+from distlint.rules.collectives.rank_review import RankPlace, rank_places
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts
 
@@ -50,3 +51,22 @@ def check_sources(
     paths = write_tree(root, files)
     results = run(_tasks(root, paths, settings(enabled, **extra)), jobs=1)
     return {r.path: r for r in results}
+
+
+def rank_review(root: Path, files: dict[str, str], **extra: object) -> dict[str, list[RankPlace]]:
+    """The places of the rank review listing (``distlint explain-ranks``) of a project, by
+    relative path, in line order."""
+    found: dict[str, list[RankPlace]] = {}
+    for place in rank_places(facts_of(root, files, **extra)):
+        found.setdefault(place.path, []).append(place)
+    return found
+
+
+def rank_labels(root: Path, files: dict[str, str], **extra: object) -> dict[str, list[tuple]]:
+    """(label, line) of each place of the rank review listing, by relative path, sorted: the
+    label is the rule that reports a proven place (DL201, DL208), "possible" for the others
+    (what DL209 reported before it was removed)."""
+    return {
+        path: sorted((place.label, place.line) for place in places)
+        for path, places in rank_review(root, files, **extra).items()
+    }

@@ -4,7 +4,8 @@
 
 ``CORPUS/<owner>+<name>/`` is a checkout of each repository of ``repos.txt`` (see
 ``export.py``). Each is checked as its own project; every finding of the selected rules is
-matched to ``labels.jsonl`` by (repository, path, line, code). Reports, per rule: findings,
+matched to ``labels.jsonl`` by (repository, path, line, code). A removed rule's code
+(distlint/rules/removed.py) is skipped: its labels stay as history. Reports, per rule: findings,
 true and false positives, findings nobody has reviewed yet (listed: review them and add a
 label), the same counts for error-severity findings alone (the ones that must be right nine
 times in ten), and labelled true positives that are no longer found (recall lost). Exits 1 when a
@@ -28,7 +29,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent.parent))
 from export import read_repos  # noqa: E402
+
+from distlint.rules.removed import REMOVED_RULES  # noqa: E402
 
 Key = tuple[str, str, int, str]
 
@@ -86,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     labels = read_labels(args.labels)
+    selected: list[str] = []
+    for code in (c.strip().upper() for c in args.codes.split(",")):
+        if code in REMOVED_RULES:  # its labels stay as history; it has no findings to score
+            print(f"skipped: {REMOVED_RULES[code].notice()}", file=sys.stderr)
+        else:
+            selected.append(code)
     repos = [repo for repo, _ in read_repos(args.repos)]
     checkouts = {repo: args.corpus / repo.replace("/", "+") for repo in repos}
     missing = [repo for repo, path in checkouts.items() if not path.is_dir()]
@@ -98,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         }
     else:
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            found = pool.map(lambda r: check_repo(checkouts[r], args.codes), repos)
+            codes = ",".join(selected)
+            found = pool.map(lambda r: check_repo(checkouts[r], codes), repos)
             results = dict(zip(repos, found, strict=True))
     counts: Counter[tuple[str, str]] = Counter()
     errors: Counter[tuple[str, str]] = Counter()  # the same, error-severity findings only
@@ -110,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             target = args.save / f"{repo.replace('/', '+')}.json"
             target.write_text(json.dumps(results[repo], indent=1), encoding="utf-8")
         for finding in results[repo]:
+            if finding["code"] in REMOVED_RULES:  # saved (--results) before it was removed
+                continue
             line = finding["range"]["start"]["line"]
             key = (repo, finding["path"], line, finding["code"])
             found_keys.add(key)
@@ -121,7 +134,6 @@ def main(argv: list[str] | None = None) -> int:
             if label is None:
                 message = " ".join(finding["message"].split())[:160]
                 unreviewed.append(f"  {repo} {finding['path']}:{line} {finding['code']} {message}")
-    selected = [c.strip() for c in args.codes.split(",")]
     lost = [
         key
         for key, item in labels.items()

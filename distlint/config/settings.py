@@ -24,6 +24,7 @@ from distlint.config.selection import (
     suggest_code,
 )
 from distlint.file_settings import FileSettings
+from distlint.rules.removed import removed_rule
 from distlint.syntax.regular_files import read_regular_text
 
 if sys.version_info >= (3, 11):
@@ -107,6 +108,8 @@ class Config:
     project_timeout: float | None = None  # seconds for linking and project rules (as above)
     has_table: bool = True  # False for a pyproject.toml without [tool.distlint]
     plugins: tuple[str, ...] = ()  # local plugins: absolute paths (see distlint.rules.plugins)
+    # what was dropped from it, and why (a removed rule's code): shown as warnings
+    warnings: tuple[str, ...] = ()
 
     @property
     def base(self) -> Path:
@@ -184,7 +187,8 @@ def _settings(
         ("--ignore", overrides.ignore),
     ):
         for selector in chosen:  # those of plugins could not be checked before loading them
-            if not is_valid_selector(selector, rules):
+            # a removed rule's code selects nothing (the command line warned and dropped it)
+            if not is_valid_selector(selector, rules) and removed_rule(selector) is None:
                 raise ConfigError(f"{option}: unknown rule selector '{selector}'")
     select = overrides.select if overrides.select is not None else config.select
     enabled = set(
@@ -324,6 +328,7 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
                 _check_selector(f"{path}: key '{key}' in {prefix}", selector, known_codes)
             except ConfigError as exc:
                 problems.extend(exc.problems)
+    warnings = _drop_removed_codes(values, path, prefix)
     globs = [
         (key, pattern) for key in ("exclude", "extend-exclude") for pattern in values.get(key, ())
     ]
@@ -352,7 +357,35 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
         file_timeout=values.get("file-timeout"),
         project_timeout=values.get("project-timeout"),
         plugins=values.get("plugins", ()),
+        warnings=warnings,
     )
+
+
+def _drop_removed_codes(values: dict[str, Any], path: Path, prefix: str) -> tuple[str, ...]:
+    """Take removed rules' codes out of the selector lists in ``values`` (in place), with a
+    warning for each: the code selects nothing now (see distlint.rules.removed)."""
+    warnings = []
+
+    def kept(where: str, selectors: tuple[str, ...]) -> tuple[str, ...]:
+        left = []
+        for selector in selectors:
+            removed = removed_rule(selector)
+            if removed is None:
+                left.append(selector)
+            else:
+                warnings.append(f"{where}: {removed.notice()}")
+        return tuple(left)
+
+    for key in ("select", "extend-select", "ignore"):
+        if key in values:
+            values[key] = kept(f"{path}: key '{key}' in {prefix}", values[key])
+    if "per-file-ignores" in values:
+        where = f"{path}: key 'per-file-ignores' in {prefix}"
+        values["per-file-ignores"] = tuple(
+            (glob, kept(f"{where}, entry '{glob}'", codes))
+            for glob, codes in values["per-file-ignores"]
+        )
+    return tuple(warnings)
 
 
 def _plugins(where: str, value: Any, path: Path) -> tuple[str, ...]:
@@ -472,7 +505,7 @@ def _file_timeout(where: str, value: Any) -> float:
 
 def _check_selector(where: str, selector: str, known_codes: tuple[str, ...]) -> None:
     normalized = normalize_selector(selector)
-    if not is_valid_selector(normalized, known_codes):
+    if removed_rule(normalized) is None and not is_valid_selector(normalized, known_codes):
         hint = suggest_code(normalized, known_codes)
         suggestion = f"; did you mean '{hint}'?" if hint else ""
         raise ConfigError(f"{where}: unknown rule selector '{selector}'{suggestion}")
@@ -584,6 +617,12 @@ class ConfigResolver:
                 if config.has_table:
                     return config
         return None
+
+    def warnings(self) -> list[str]:
+        """What the configuration files loaded so far had dropped, each once (a removed
+        rule's code in a selector list)."""
+        loaded = [*self._loaded.values(), *([self._forced] if self._forced is not None else [])]
+        return list(dict.fromkeys(w for config in loaded for w in config.warnings))
 
     def config_files(self) -> list[Path]:
         """Config files that were loaded (for reports and the LSP server's reloads)."""

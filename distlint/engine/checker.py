@@ -720,6 +720,7 @@ def _finding(
 def _unused_suppressions(
     path: str, index: SuppressionIndex, enabled: frozenset[str]
 ) -> list[Finding]:
+    from distlint.rules.removed import removed_rule
     from distlint.rules.tool.unused_suppression import UnusedSuppression
 
     known = all_rules()
@@ -734,7 +735,13 @@ def _unused_suppressions(
                 continue  # the rule is off here, so we cannot tell whether it is needed
             if "DL001".startswith(selector):
                 continue
-            reason = "suppressed nothing" if covers_known else "is not a distlint rule code"
+            removed = removed_rule(selector)
+            if removed is not None:
+                reason = f"names a rule removed in distlint {removed.version} ({removed.instead})"
+            elif covers_known:
+                reason = "suppressed nothing"
+            else:
+                reason = "is not a distlint rule code"
             unused.append((selector, reason))
         if supp.kind != "noqa":  # another tool's code in a `# distlint:` list silences nothing
             unused += [(code, "is not a distlint rule code") for code in supp.comment.foreign]

@@ -78,6 +78,16 @@ def rule_doc(code: str) -> RuleDoc | None:
     return parse_doc(render_page(rule, path.read_text(encoding="utf-8")))
 
 
+def removed_rule_page(code: str) -> str | None:
+    """The "Removed" page of a removed rule's code (what it did, why it went, what to use
+    instead), or None if the code names no removed rule or its page is missing."""
+    from distlint.rules.removed import removed_rule
+
+    removed = removed_rule(code)
+    path = docs_dir() / f"{removed.code}.md" if removed is not None else None
+    return path.read_text(encoding="utf-8") if path is not None and path.is_file() else None
+
+
 def metadata_table(rule: type[Rule]) -> str:
     """The table shown under a page's title, from the rule's class attributes."""
     rows = [

@@ -1,14 +1,18 @@
-"""``distlint explain-regions``: why a finding fired, in the analysis's own terms.
+"""``distlint explain-regions`` and ``explain-ranks``: why a finding fired, in the analysis's
+own terms.
 
-Prints the compile roots, the compile sites whose compiled code is not known (and why), every
-function they reach (with the roots that reach it), and the places where ranks stop issuing the
-same collectives, from the same linked facts the rules use.
+``explain-regions`` prints the compile roots, the compile sites whose compiled code is not known
+(and why), every function they reach (with the roots that reach it), and the places where ranks
+stop issuing the same collectives, from the same linked facts the rules use. ``explain-ranks``
+prints those places for review, with why each is proven or only possible and where the rank
+enters (:mod:`distlint.rules.collectives.rank_review`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from distlint.rules.collectives.rank_review import rank_places
 from distlint.semantic.effects import EffectAnalysis
 from distlint.semantic.link import ProjectFacts
 
@@ -139,3 +143,46 @@ def _path(facts: ProjectFacts, function_id: str) -> str:
 def _where(path: str, located: object) -> str:
     span = getattr(located, "span", None)
     return f"{path}:{span.start.line}" if span is not None else path
+
+
+def explain_ranks(facts: ProjectFacts, reported: set[str] | None = None) -> dict[str, Any]:
+    """``distlint explain-ranks`` as plain data (the JSON format): every rank-dependent
+    decision around a collective in the files ``reported`` (None: all), proven or possible."""
+    places = []
+    for place in rank_places(facts, reported):
+        places.append(
+            {
+                "path": place.path,
+                "line": place.line,
+                "column": place.column,
+                "function": place.function,
+                "kind": place.kind,
+                "reported_as": place.reported_as,
+                "doubt": place.doubt,
+                "what": place.what,
+                "why": place.why,
+                "related": [
+                    {"path": r.path, "line": r.span.start.line, "label": r.message}
+                    for r in place.related
+                ],
+            }
+        )
+    proven = sum(1 for place in places if place["kind"] == "proven")
+    return {"proven": proven, "possible": len(places) - proven, "places": places}
+
+
+def render_ranks_text(data: dict[str, Any]) -> str:
+    out = [
+        f"Rank-dependent decisions around collectives: {data['proven']} proven, "
+        f"{data['possible']} possible (a review listing, not findings)."
+    ]
+    for place in data["places"]:
+        tag = place["reported_as"] if place["kind"] == "proven" else f"possible, {place['doubt']}"
+        out.append("")
+        where = f"{place['path']}:{place['line']}:{place['column']}"
+        out.append(f"{where} in {place['function']} [{tag}]")
+        out.append(f"  {place['what']}.")
+        out.append(f"  {place['why']}")
+        for where in place["related"]:
+            out.append(f"  - {where['path']}:{where['line']}: {where['label']}")
+    return "\n".join(out)

@@ -67,6 +67,7 @@ from distlint.semantic.regions import (
     predicate_sides,
     reads_any,
 )
+from distlint.semantic.sharded import sharded_polarity, sharded_predicates
 from distlint.semantic.sharing import share_equal_parts
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
 from distlint.semantic.values import Options, Value
@@ -201,6 +202,8 @@ class Collector:
         self.collective_wrappers = frozenset(ctx.settings.collective_wrappers)
         self._rank_depth = 0  # > 0 inside a branch whose condition may depend on the rank
         self._class_wrapping: dict[str, _Scope] = {}  # class id -> its wrapped self attributes
+        # module-level functions that test whether a model is sharded (see ``_sharded_test``)
+        self._sharded_predicates: frozenset[str] | None = None
         self._capture: object | None = None  # (lazy) span where the capture being walked starts
         self._eager = 0  # > 0 on the eager side of ``is_compiling()``: calls there are not traced
         self._mentions_compiling = "compiling" in ctx.source  # cheap gate for _eager_calls
@@ -802,6 +805,8 @@ class Collector:
                 or self._raised_before(scope, node)
             ):
                 guard = "never"  # ``if False and ...``, or a check every rank already made
+            elif not guard:
+                guard = self._sharded_test(scope, node.test)
             effects.append(Effect("branch", name=guard, cond=condition, body=body, orelse=orelse))
 
     def _compiled_locals(self, scope: _Scope) -> frozenset[str]:
@@ -861,6 +866,21 @@ class Collector:
                     parts.append(self._test_key(item))
             return f" {operator} ".join(sorted(parts))
         return " ".join(self.ctx.module.code_for_node(test).split())
+
+    def _sharded_test(self, scope: _Scope, test: cst.BaseExpression) -> str:
+        """ "sharded" for a test that holds only if a model is sharded, "unsharded" for one
+        that fails only then (see :mod:`.sharded`), else ""."""
+        if self._sharded_predicates is None:
+            self._sharded_predicates = sharded_predicates(self.ctx.module, scope.table.resolve)
+
+        def assigned(name: str) -> list[cst.CSTNode] | None:
+            entries = scope.assigned.get(name)
+            if not entries or any(kind != "value" for kind, _ in entries):
+                return None
+            return [node for _, node in entries]
+
+        polarity = sharded_polarity(test, scope.table.resolve, self._sharded_predicates, assigned)
+        return "" if polarity is None else ("sharded" if polarity else "unsharded")
 
     def _distributed_guard(self, scope: _Scope, test: cst.BaseExpression) -> bool:
         """``distributed_guard``, except for a flag this function computes from something else:
@@ -2182,6 +2202,8 @@ def _call_arguments(
             found.append((key, ("param", arg.value.value)))
             continue
         label = _target_label(arg.value) if wrapped else None
+        if label is None and wrapped and isinstance(arg.value, (cst.List, cst.Tuple)):
+            label = _wrapped_element(arg.value, wrapped, ddp_models)  # ``models=[model]``
         if label is not None and label in wrapped:
             found.append((key, DDP_ARGUMENT + label if label in ddp_models else WRAPPED_ARGUMENT))
             continue
@@ -2196,6 +2218,16 @@ def _call_arguments(
             value = "<expr>"  # long strings decide nothing here; keep summaries small
         found.append((key, value))
     return tuple(found)
+
+
+def _wrapped_element(
+    value: cst.List | cst.Tuple, wrapped: Collection[str], ddp_models: Collection[str]
+) -> str | None:
+    """The label of a wrapped model in a list or tuple of models, one not wrapped by DDP
+    first (a list holding an FSDP model may be sharded), else None."""
+    labels = [_target_label(e.value) for e in value.elements]
+    held = [label for label in labels if label is not None and label in wrapped]
+    return min(held, key=lambda label: label in ddp_models, default=None)
 
 
 def _unwrap(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -29,6 +29,7 @@ from distlint.semantic.bindings import (
 from distlint.semantic.collectives import POINT_TO_POINT
 from distlint.semantic.link import ProjectFacts
 from distlint.semantic.model import (
+    BUFFERED_DDP_ARGUMENT,
     DDP_ARGUMENT,
     MEMBER_ARGUMENT,
     UNPROVEN_DDP_ARGUMENT,
@@ -302,7 +303,7 @@ class EffectAnalysis:
             issued.append(Issued(effect.name, effect, path, effect, doubt=doubt))
         elif kind == "forward":
             passed = bound.get(effect.name)
-            if passed in (WRAPPED_ARGUMENT, UNPROVEN_DDP_ARGUMENT):  # a wrapped model
+            if passed in _WRAPPED_MODELS:
                 what = f"forward of the distributed-wrapped model passed as `{effect.name}`"
                 doubt = "buffers" if passed == UNPROVEN_DDP_ARGUMENT else ""
                 issued.append(Issued(what, effect, path, effect, doubt=doubt))
@@ -364,6 +365,9 @@ class EffectAnalysis:
         ``if not x: barrier(); return`` then ``barrier()``, one barrier on every path)."""
         effect = effects[index]
         side = False if effect.name == "never" else decided_side(effect.cond, walk.bound)
+        if side is None and effect.name in _SHARDED_SIDES and not _passes_wrapped(walk.bound):
+            # a test of whether a model is sharded, and no model known to be wrapped passed
+            side = _SHARDED_SIDES[effect.name]
         if side is None and self._assumed and walk.compared:
             # in the function whose rank branch is compared (not in a callee, whose names
             # are its own): a branch on a flag that branch's test fixed
@@ -419,17 +423,19 @@ class EffectAnalysis:
         found = self._wrapped_attribute(effect.callee, effect.name, function)
         if found is None:
             return None
-        owner, doubt = found
+        owner, doubt, _ = found
         what = (
             f"forward of `{effect.text.split('(', 1)[0]}`, the distributed-wrapped model "
             f"`{owner}` keeps in `self.{effect.name}`"
         )
         return what, doubt
 
-    def _wrapped_attribute(self, obj: Value, name: str, function: str) -> tuple[str, str] | None:
-        """(the class's name, doubt) when the class of ``obj`` (or a base class, in any file)
-        keeps a distributed-wrapped model in ``name``; doubt "buffers" for a DDP model whose
-        buffers are not proven."""
+    def _wrapped_attribute(
+        self, obj: Value, name: str, function: str
+    ) -> tuple[str, str, bool] | None:
+        """(the class's name, doubt, whether DDP wraps it) when the class of ``obj`` (or a
+        base class, in any file) keeps a distributed-wrapped model in ``name``; doubt
+        "buffers" for a DDP model whose buffers are not proven."""
         facts = self.facts
         for item in sorted(facts.evaluate(obj, facts._class_of(function))):  # type: ignore[arg-type]
             if item[0] != "inst":
@@ -439,11 +445,12 @@ class EffectAnalysis:
                 if summary is None or name not in summary.wrapped_attributes:
                     continue
                 doubt = ""
-                if name in summary.ddp_attributes:
+                ddp = name in summary.ddp_attributes
+                if ddp:
                     context = next(iter(summary.methods.values()), function)
                     if not facts.has_buffers(summary.ddp_attributes[name], context):
                         doubt = "buffers"
-                return summary.name, doubt
+                return summary.name, doubt, ddp
         return None
 
     # -- divergences ---------------------------------------------------------------------------
@@ -747,14 +754,16 @@ class EffectAnalysis:
             if isinstance(value, str) and value.startswith(DDP_ARGUMENT):
                 module = summary.ddp_models.get(value[len(DDP_ARGUMENT) :])
                 proven = self.facts.has_buffers(module, function)
-                value = WRAPPED_ARGUMENT if proven else UNPROVEN_DDP_ARGUMENT
+                value = BUFFERED_DDP_ARGUMENT if proven else UNPROVEN_DDP_ARGUMENT
             elif is_member_argument(value):
                 obj, name = summary.passed_members[value[len(MEMBER_ARGUMENT) :]]
                 found = self._wrapped_attribute(obj, name, function)
                 if found is None:
                     value = "<expr>"
+                elif found[1]:
+                    value = UNPROVEN_DDP_ARGUMENT
                 else:
-                    value = UNPROVEN_DDP_ARGUMENT if found[1] else WRAPPED_ARGUMENT
+                    value = BUFFERED_DDP_ARGUMENT if found[2] else WRAPPED_ARGUMENT
             settled.append((key, value))
         return tuple(settled)
 
@@ -887,6 +896,20 @@ class EffectAnalysis:
                 test,
             ),
         )
+
+
+# Argument values that are a distributed-wrapped model: calling one is its forward.
+_WRAPPED_MODELS = frozenset({WRAPPED_ARGUMENT, UNPROVEN_DDP_ARGUMENT, BUFFERED_DDP_ARGUMENT})
+# The side a test of whether a model is sharded (``collect``'s "sharded"/"unsharded" branch
+# names) takes for an unsharded model.
+_SHARDED_SIDES = {"sharded": False, "unsharded": True}
+
+
+def _passes_wrapped(bound: dict[str, object]) -> bool:
+    """Whether a model known to be distributed-wrapped, other than a DDP one, is passed: an
+    FSDP or ``fully_shard`` model, or one whose wrapper is not known. Only then may a test of
+    whether a model is sharded hold (a DDP model is not sharded)."""
+    return WRAPPED_ARGUMENT in bound.values()
 
 
 def _assumed_side(cond: Condition | None, facts: dict[str, bool]) -> bool | None:
@@ -1056,7 +1079,7 @@ def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int 
 
 def project_divergences(facts: ProjectFacts) -> list[Divergence]:
     """Every divergence of the project, in function order, computed once for the rules that
-    report them (DL201 errors, DL208 aborts, DL209 possible ones) and measured."""
+    report them (DL201 errors, DL208 aborts) and for the explain-ranks listing, and measured."""
     found = facts.derived.get("divergences")
     if found is None:
         analysis = EffectAnalysis(facts)

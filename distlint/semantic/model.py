@@ -26,6 +26,7 @@ WRAPPED_ARGUMENT = "<wrapped>"  # an argument value: a DDP/FSDP-wrapped model
 # whose forward issues a collective only if the model has buffers
 DDP_ARGUMENT = "<ddp>"
 UNPROVEN_DDP_ARGUMENT = "<ddp?>"  # the same, once the buffers are known not to be proven
+BUFFERED_DDP_ARGUMENT = "<ddp!>"  # the same, once they are proven (a DDP model is not sharded)
 # an argument value: an object's attribute held by the caller's text that follows (see
 # ``passed_members``), a wrapped model if the object's class keeps one there
 MEMBER_ARGUMENT = "<member>"

@@ -10,7 +10,7 @@ arithmetic, comparisons and conversions, predicates such as ``is_main_process()`
 The analysis is flow-sensitive: statements are read in order, assignments replace what a
 name held (``rank = 0`` after ``rank = get_rank()`` kills the rank), tuple unpacking assigns
 element by element, branches join, loops run to a fixpoint. Only a test proven *rank* may
-make DL201 an error; a *maybe* test is a note (DL209), the other levels say nothing.
+make DL201 an error; a *maybe* test is only listed (explain-ranks), the others say nothing.
 
 Calls of project functions in other files are *deferred*: their dotted names travel with
 the value, and the linker decides whether they return a rank.
@@ -67,6 +67,10 @@ UNKNOWN_KIND = Kind(UNKNOWN)
 ONE_PROCESS_KIND = Kind(UNIFORM, Why("a one-process trainer (devices=1)"))
 _ONE_PROCESS_WHY = ONE_PROCESS_KIND.why
 _ONE_PROCESS_RUNNERS = frozenset({"Trainer", "Fabric"})
+# A sampler given the rank hands each rank its own indices (data: unknown, as any data) and
+# the same number of them on every rank: it pads or drops to ``len(dataset) / num_replicas``.
+# The length of it, or of a loader over it, and step counts from those do not differ.
+_SHARDING_SAMPLERS = frozenset({"DistributedSampler"})
 PLACEMENT_KIND = Kind(PLACEMENT)
 _EMPTY: frozenset[str] = frozenset()
 
@@ -887,6 +891,10 @@ class RankFlow:
             last = func.value
         if last in UNIFORM_NAMES:
             return UNIFORM_KIND
+        if last in _SHARDING_SAMPLERS:
+            for arg in call.args:  # evaluate arguments for walrus and nested tests
+                self.kind(arg.value, env)
+            return UNKNOWN_KIND
         if last in _ONE_PROCESS_RUNNERS and _one_process_run(call):
             return ONE_PROCESS_KIND
         if collective_kind(resolved) is not None or (

@@ -77,3 +77,22 @@ def test_counts_per_rule_and_for_error_severity(corpus: Path, capsys) -> None:
 def test_exit_status_follows_precision_and_strict(corpus: Path) -> None:
     assert _run(corpus, "--min-precision", "0.9") == 1
     assert _run(corpus, "--min-precision", "0.6", "--strict") == 1
+
+
+def test_a_removed_rules_code_is_skipped_and_its_labels_kept(corpus: Path, capsys) -> None:
+    """DL209's labels stay in labels.jsonl as history; scoring it reports nothing for it, not
+    its 1-in-2 precision, and its true positives are not "no longer found"."""
+    labels = corpus / "labels.jsonl"
+    old = [
+        {"repo": "acme/train", "path": "e.py", "line": 2, "code": "DL209", "verdict": "TP"},
+        {"repo": "acme/train", "path": "e.py", "line": 5, "code": "DL209", "verdict": "FP"},
+    ]
+    labels.write_text(labels.read_text() + "".join(json.dumps(x) + "\n" for x in old))
+    saved = corpus / "results" / "acme+train.json"
+    findings = [*json.loads(saved.read_text()), _finding("e.py", 5, "DL209", "note")]
+    saved.write_text(json.dumps(findings))
+    assert _run(corpus, "--min-precision", "0.6", "--codes", "DL201,dl209") == 0
+    captured = capsys.readouterr()
+    assert "DL209" not in captured.out
+    assert "DL201: 4 findings, 2 TP, 1 FP, 1 unreviewed" in captured.out
+    assert "skipped: DL209 (possibly-rank-divergent-collective) was removed" in captured.err

@@ -103,8 +103,9 @@ def chains_in_a_module(n: int) -> str:
 
 
 def elif_chain(n: int) -> str:
-    """An ``elif`` chain of rank tests, each compared by DL201/DL209 with the rest of the chain
-    (its else side): a collective in some branches, none in others, a nested ``if`` with a
+    """An ``elif`` chain of rank tests, each compared by the divergence walk (DL201, DL208 and
+    the possible places of ``explain-ranks``) with the rest of the chain (its else side): a
+    collective in some branches, none in others, a nested ``if`` with a
     collective on each side, an exit after a collective, an else at the end."""
     branches = (
         "        dist.all_reduce(t)\n",

@@ -79,7 +79,7 @@ def test_json_has_the_same_facts(project: Path) -> None:
         11,
         "barrier",
     )
-    assert divergence["proven"] is True  # a DL201 error, not a DL209 note
+    assert divergence["proven"] is True  # a DL201 error, not only possible
 
 
 def test_compile_sites_it_cannot_resolve_are_listed_with_the_reason(

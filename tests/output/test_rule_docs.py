@@ -12,6 +12,7 @@ from distlint.cli import main
 from distlint.output.docs import REQUIRED_SECTIONS, docs_dir, parse_doc, render_page, rule_doc
 from distlint.rules.base import Rule
 from distlint.rules.registry import all_rules
+from distlint.rules.removed import REMOVED_RULES
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "docs" / "rules"
 RULES = all_rules()
@@ -85,10 +86,22 @@ def test_what_it_does_fits_sarif_full_description(code: str) -> None:
 
 
 @pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])
-def test_every_page_belongs_to_a_registered_rule(path: Path) -> None:
+def test_every_page_belongs_to_a_registered_or_a_removed_rule(path: Path) -> None:
     doc = parse_doc(path.read_text(encoding="utf-8"))
     assert path.stem == doc.code
-    assert doc.code in RULES, f"{path.name} documents an unregistered rule"
+    assert doc.code in RULES or doc.code in REMOVED_RULES, f"{path.name}: an unknown rule"
+
+
+@pytest.mark.parametrize("code", sorted(REMOVED_RULES))
+def test_a_removed_rules_page_says_so_and_what_to_use_instead(code: str) -> None:
+    removed = REMOVED_RULES[code]
+    assert code not in RULES
+    doc = parse_doc(_page(code))
+    assert (doc.code, doc.name) == (code, removed.name)
+    assert f"**Removed in distlint {removed.version}.**" in _page(code)
+    assert list(doc.sections) == ["What it did", "Why it was removed", "Example", "Use instead"]
+    assert "distlint explain-ranks" in doc.sections["Use instead"]
+    assert rule_doc(code) is None  # not a rule's page: no metadata table to render
 
 
 def test_codes_and_names_are_unique() -> None:

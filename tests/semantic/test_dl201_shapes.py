@@ -128,7 +128,7 @@ TRAPS = [
     (
         "project/train_traps.py",
         "probe_head_on_main_process",
-        "DDP of a head looked up in heads.__dict__, one without buffers (DL209 only)",
+        "DDP of a head looked up in heads.__dict__, one without buffers (only possible)",
     ),
     ("project/train_traps.py", "EmaTrainer", "self.ema, kept unsharded by the base class"),
     (

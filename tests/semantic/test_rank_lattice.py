@@ -1,8 +1,10 @@
 """The rank lattice (distlint/semantic/rankflow.py) and path comparison, rule by rule.
 
-Each test is a small program with a collective behind one condition; what DL201 (proven rank,
-error), DL208 (rank-dependent raise) and DL209 (maybe rank, note) report there shows which level
-the condition got. The expected findings are written by hand.
+Each test is a small program with a collective behind one condition; what the rank review
+listing (``distlint explain-ranks``) says there shows which level the condition got: proven
+places are what DL201 (proven rank, error) and DL208 (rank-dependent raise) report, "possible"
+ones (maybe rank) what DL209 reported before it was removed. The expected places are written by
+hand.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from distlint.output.docs import parse_doc
-from tests.project_util import check_sources
+from distlint.rules.collectives.rank_review import RankPlace
+from tests.project_util import check_sources, rank_labels, rank_review
 
-RANK_RULES = ("DL201", "DL208", "DL209")
+RANK_RULES = ("DL201", "DL208")
 HEADER = """\
 import os
 import torch
@@ -24,12 +27,10 @@ import torch.distributed as dist
 
 
 def findings(tmp_path: Path, body: str, files: dict[str, str] | None = None) -> list[tuple]:
-    """(code, line) of DL201/DL208/DL209 in ``m.py`` = HEADER + body (line 1 is HEADER's)."""
+    """(label, line) of the review listing's places in ``m.py`` = HEADER + body (line 1 is
+    HEADER's): DL201/DL208 for proven places, "possible" for the others."""
     sources = {"m.py": HEADER + textwrap.dedent(body), **(files or {})}
-    results = check_sources(tmp_path, sources, enabled=RANK_RULES)
-    result = results["m.py"]
-    assert result.errors == (), result.errors
-    return sorted((f.code, f.span.start.line) for f in result.findings)
+    return rank_labels(tmp_path, sources).get("m.py", [])
 
 
 # -- rank: proven -> DL201 ---------------------------------------------------------------------
@@ -207,7 +208,7 @@ def test_a_value_the_other_ranks_receive_equals_the_sources(tmp_path: Path) -> N
                     break
     """
     # served loops are only possibly divergent: notes for review
-    assert findings(tmp_path, body) == [("DL209", 59), ("DL209", 76)]
+    assert findings(tmp_path, body) == [("possible", 59), ("possible", 76)]
 
 
 def test_tuple_unpacking_assigns_each_element(tmp_path: Path) -> None:
@@ -369,7 +370,7 @@ def test_collectives_make_their_argument_uniform(tmp_path: Path) -> None:
     assert findings(tmp_path, body) == []
 
 
-# -- maybe: DL209 only ---------------------------------------------------------------------------
+# -- maybe: possible only --------------------------------------------------------------------------
 
 
 def test_values_through_unknown_calls_are_maybe(tmp_path: Path) -> None:
@@ -381,7 +382,7 @@ def test_values_through_unknown_calls_are_maybe(tmp_path: Path) -> None:
         dist.barrier()
         return path
     """
-    assert findings(tmp_path, body) == [("DL209", 8)]
+    assert findings(tmp_path, body) == [("possible", 8)]
 
 
 # -- paths: compare what each side issues until they meet -----------------------------------------
@@ -528,7 +529,7 @@ def test_a_divergence_that_needs_a_particular_configuration_is_only_possible(
         if dist.get_world_size() > 1:
             dist.barrier()
     """
-    assert findings(tmp_path, body) == [("DL201", 18), ("DL209", 13)]
+    assert findings(tmp_path, body) == [("DL201", 18), ("possible", 13)]
 
 
 def test_groups_passed_positionally_or_through_parameters(tmp_path: Path) -> None:
@@ -667,9 +668,9 @@ def test_real_code_look_alikes_are_silent(tmp_path: Path) -> None:
     }
     # the entry picked by the rank may differ: a note for review, never an error
     assert findings(tmp_path, body, files) == [
-        ("DL209", 30),
-        ("DL209", 66),
-        ("DL209", 78),
+        ("possible", 30),
+        ("possible", 66),
+        ("possible", 78),
     ]
 
 
@@ -697,13 +698,23 @@ def test_message_names_where_the_rank_comes_from(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("code", RANK_RULES)
-def test_docs_example_triggers_the_rule(tmp_path: Path, code: str) -> None:
+def _docs_example(code: str) -> str:
     page = (Path(__file__).resolve().parents[2] / "docs" / "rules" / f"{code}.md").read_text()
     example = parse_doc(page).sections["Example"]
-    source = example.split("```python", 1)[1].split("```", 1)[0]
-    results = check_sources(tmp_path, {"example.py": source}, enabled=RANK_RULES)
+    return example.split("```python", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize("code", RANK_RULES)
+def test_docs_example_triggers_the_rule(tmp_path: Path, code: str) -> None:
+    results = check_sources(tmp_path, {"example.py": _docs_example(code)}, enabled=RANK_RULES)
     assert code in {f.code for f in results["example.py"].findings}
+
+
+def test_the_removed_dl209_pages_example_is_listed_as_possible(tmp_path: Path) -> None:
+    """The "Removed" page of DL209 shows what it reported: the listing has it, proven by none."""
+    assert rank_labels(tmp_path, {"example.py": _docs_example("DL209")}) == {
+        "example.py": [("possible", 11)]  # the `return` (line 1: the fence line's end)
+    }
 
 
 # -- wrapped models returned by project functions ------------------------------------------------
@@ -738,7 +749,7 @@ def plain(net):
     [
         # DDP's forward broadcasts buffers: proven for a BatchNorm, not for an unknown net
         ("model, opt = setup_normed(net)", [("DL201", 11)]),
-        ("model, opt = setup_model(net)", [("DL209", 11)]),
+        ("model, opt = setup_model(net)", [("possible", 11)]),
         ("model = setup_quiet(net)", []),
         ("model, opt = plain(net)", []),
         ("opt, model = setup_model(net)", []),  # element 1 is the optimizer
@@ -774,7 +785,7 @@ def test_a_raise_for_a_one_process_world_is_silent(tmp_path: Path) -> None:
     assert findings(tmp_path, body) == []
 
 
-# -- DL209 says why a divergence on a rank-varying condition is only possible ---------------------
+# -- the listing says why a divergence on a rank-varying condition is only possible ------------
 
 MAYBE_CASES = {
     "buffers": (
@@ -836,9 +847,9 @@ MAYBE_CASES = {
 def test_a_note_says_why_the_divergence_is_only_possible(tmp_path: Path, case: str) -> None:
     body, phrase = MAYBE_CASES[case]
     sources = {"m.py": HEADER + textwrap.dedent(body)}
-    result = check_sources(tmp_path, sources, enabled=RANK_RULES)["m.py"]
-    notes = [f.message for f in result.findings]
-    assert [f.code for f in result.findings] == ["DL209"], notes
+    places: list[RankPlace] = rank_review(tmp_path, sources).get("m.py", [])
+    notes = [place.why for place in places]
+    assert [(place.kind, place.doubt) for place in places] == [("possible", case)], notes
     assert phrase in notes[0]
     others = {p for c, (_, p) in MAYBE_CASES.items() if c != case}
     assert not any(p in notes[0] for p in others)
@@ -847,7 +858,7 @@ def test_a_note_says_why_the_divergence_is_only_possible(tmp_path: Path, case: s
 def test_a_wrapped_model_kept_on_an_object_of_another_module(tmp_path: Path) -> None:
     """``trainer.model(x)`` on rank 0, where ``Trainer`` (another module) keeps an FSDP model in
     ``self.model``: a certain all-gather. A DDP without proven buffers is only possible
-    (DL209); an attribute the class does not wrap is nothing."""
+    (listed as possible); an attribute the class does not wrap is nothing."""
     files = {
         "pkg/__init__.py": "",
         "pkg/trainer.py": """
@@ -876,8 +887,7 @@ def test_a_wrapped_model_kept_on_an_object_of_another_module(tmp_path: Path) -> 
                 trainer.replica(batch)
         """,
     }
-    results = check_sources(tmp_path, files, ["DL201", "DL209"])
-    found = [(f.code, f.span.start.line) for f in results["pkg/evaluate.py"].findings]
-    assert found == [("DL201", 8), ("DL209", 12)]
+    assert rank_labels(tmp_path, files)["pkg/evaluate.py"] == [("DL201", 8), ("possible", 12)]
+    results = check_sources(tmp_path, files, ["DL201"])
     message = results["pkg/evaluate.py"].findings[0].message
     assert "the distributed-wrapped model `Trainer` keeps in `self.model`" in message

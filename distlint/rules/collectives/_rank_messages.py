@@ -1,4 +1,5 @@
-"""Messages and related locations for findings about rank divergence (DL201, DL208, DL209).
+"""Messages and related locations for rank divergences: DL201 and DL208 findings, and the
+review listing of ``distlint explain-ranks`` (:mod:`.rank_review`).
 
 Each message says which collective is unmatched on which path and why the condition differs
 between ranks ("`rank` from `dist.get_rank()` at utils.py:12"), so that a finding can be
@@ -60,6 +61,74 @@ def what_runs(d: Divergence) -> str:
     via = "" if issued.origin is d.at else f" (it issues {collective_text(d)})"
     truth = "true" if d.taken else "false"
     return f"`{step}`{via} runs only on ranks where {condition_text(d)} is {truth}{evidence(d)}"
+
+
+def what_differs(d: Divergence) -> str:
+    """What runs (or is skipped) on the ranks where a rank-varying condition holds."""
+    if d.kind == "branch":
+        return what_runs(d)
+    truth = "true" if d.taken else "false"
+    return (
+        f"`{d.at.name}` on ranks where {condition_text(d)} is {truth}{evidence(d)} skips "
+        f"{collective_text(d)}, which the other ranks still issue"
+    )
+
+
+def doubt(d: Divergence) -> str:
+    """Why a divergence is only possible: a key of :data:`WHY_ONLY_POSSIBLY`, or "condition"
+    when the condition is derived from the rank through code the analysis cannot see through."""
+    found = d.test.doubt if d.test is not None else ""
+    if found == "issued":
+        found = d.issued.doubt or "issued"  # the doubtful collective is not the one shown
+    return found if found in WHY_ONLY_POSSIBLY else "condition"
+
+
+def why_only_possible(d: Divergence) -> str:
+    kind = doubt(d)
+    if kind in WHY_ONLY_POSSIBLY:
+        return WHY_ONLY_POSSIBLY[kind]
+    return (
+        f"{condition_text(d)} may differ between ranks, through code the analysis cannot see "
+        "through. If the value is the same on every rank (a shared file, a checkpoint field, a "
+        "padded loader), nothing is wrong; otherwise the other ranks hang in their next "
+        "collective. Broadcast the decision from one rank to make it uniform."
+    )
+
+
+# The condition does differ between ranks; why the collective itself is only possible.
+WHY_ONLY_POSSIBLY = {
+    "buffers": (
+        "DDP's forward broadcasts the model's buffers (BatchNorm statistics, registered "
+        "buffers) from rank 0 when it has any, and the analysis cannot prove that this model "
+        "has some: if it does, the other ranks hang in their next collective; if it has none, "
+        "nothing is wrong. Run the unwrapped module (`model.module`) on one rank."
+    ),
+    "cached": (
+        "The collective is in a memoised function (`functools.cache`/`lru_cache`): a cache "
+        "hit issues nothing, so the ranks diverge only when the call misses the cache on some "
+        "ranks and hits on others. Make sure every rank calls it with the same arguments."
+    ),
+    "issued": (
+        "What differs between the paths may not be issued at all (a memoised helper, the "
+        "forward of a DDP model not proven to own buffers): check whether it runs a "
+        "collective here."
+    ),
+    "configuration": (
+        "The collective is issued only in some configurations (a helper that synchronises "
+        "only for sharded models, one backend or one flag), so the ranks hang only in those. "
+        "Check the configurations that reach this line, or issue the collective on every rank."
+    ),
+    "callback": (
+        "The collectives run in a function handed to other code (a callback, a UI handler), "
+        "which the analysis cannot follow: check that the other ranks issue the matching "
+        "collectives while it runs."
+    ),
+    "served": (
+        "One side only receives broadcasts in a loop (a server and its workers): check that "
+        "the serving rank issues one matching broadcast per message and a final one that "
+        "ends the workers' loop."
+    ),
+}
 
 
 def related(d: Divergence) -> tuple[Location, ...]:

@@ -1,0 +1,166 @@
+"""Tests of whether a model is sharded (FSDP, FSDP2, DTensor parameters).
+
+A checkpoint helper often synchronises only for sharded models (``if isinstance(model,
+FSDP): dist.barrier()``, ``is_distributed = any(_is_distributed_model(m) for m in
+models)``) and writes locally otherwise, so calling it on rank 0 alone is fine with a plain
+or DDP model. Such a test is the same on every rank, but it is not a distributed-mode guard:
+it says which *models* were passed, not whether the job is distributed. The effect analysis
+takes its unsharded side unless a caller passes a model it knows to be wrapped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator, Sequence
+
+import libcst as cst
+
+from distlint.syntax.imports import dotted_name
+from distlint.syntax.walker import children, descendants
+
+# The types whose instances (or parameters) are sharded across ranks: FSDP1 (and its usual
+# alias), FSDP2's ``fully_shard`` class, DTensor and PhysicsNeMo's ShardTensor.
+SHARDED_TYPES = frozenset(
+    {"FullyShardedDataParallel", "FSDP", "FSDPModule", "DTensor", "ShardTensor"}
+)
+
+# What a local name is assigned, as written (None: not a local of the scope)
+Assigned = Callable[[str], Sequence[cst.CSTNode] | None]
+
+
+def sharded_polarity(
+    test: cst.BaseExpression,
+    resolve: Callable[[cst.BaseExpression], str | None],
+    predicates: Collection[str] = (),
+    assigned: Assigned | None = None,
+) -> bool | None:
+    """True when ``test`` can hold only if a model is sharded; False when it can fail only
+    then (``not is_fsdp``); None otherwise. ``predicates`` are functions of the file that
+    return such a test; ``assigned`` gives a local flag's values. A test of ``self``'s
+    attributes is left out: the class may be known to wrap them (see ``effects``)."""
+    if any(type(n) is cst.Name and n.value == "self" for n in descendants(test)):
+        return None
+    return _Polarity(resolve, predicates, assigned).of(test, 0)
+
+
+class _Polarity:
+    def __init__(
+        self,
+        resolve: Callable[[cst.BaseExpression], str | None],
+        predicates: Collection[str],
+        assigned: Assigned | None,
+    ) -> None:
+        self.resolve = resolve
+        self.predicates = predicates
+        self.assigned = assigned
+
+    def of(self, node: cst.BaseExpression, depth: int) -> bool | None:
+        if depth > 4:
+            return None
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            inner = self.of(node.expression, depth + 1)
+            return None if inner is None else not inner
+        if isinstance(node, cst.BooleanOperation):
+            sides = [self.of(side, depth + 1) for side in (node.left, node.right)]
+            if isinstance(node.operator, cst.And):  # true: both true; false: either false
+                return True if True in sides else (False if sides == [False, False] else None)
+            return False if False in sides else (True if sides == [True, True] else None)
+        if isinstance(node, cst.Call):
+            return True if self._sharded_call(node, depth) else None
+        if isinstance(node, cst.Comparison):
+            return True if _type_name_comparison(node) else None
+        if isinstance(node, cst.Name) and self.assigned is not None:
+            values = self.assigned(node.value)
+            if not values:
+                return None
+            kinds = [
+                "literal" if _bool_literal(value) else self.of(value, depth + 1)
+                for value in values
+                if isinstance(value, cst.BaseExpression)
+            ]
+            if len(kinds) == len(values) and True in kinds and set(kinds) <= {True, "literal"}:
+                return True
+        return None
+
+    def _sharded_call(self, call: cst.Call, depth: int) -> bool:
+        func = call.func
+        name = func.value if isinstance(func, cst.Name) else None
+        if name in ("isinstance", "issubclass") and len(call.args) == 2:
+            return self._sharded_types(call.args[1].value)
+        if name == "any" and len(call.args) == 1:
+            inner = call.args[0].value
+            if isinstance(inner, (cst.GeneratorExp, cst.ListComp)):
+                return self.of(inner.elt, depth + 1) is True
+        return name is not None and name in self.predicates
+
+    def _sharded_types(self, types: cst.BaseExpression) -> bool:
+        items = [e.value for e in types.elements] if isinstance(types, cst.Tuple) else [types]
+        for item in items:
+            written = dotted_name(item)
+            if written is None:
+                return False
+            resolved = self.resolve(item) or written
+            if resolved.rsplit(".", 1)[-1] not in SHARDED_TYPES:
+                return False
+        return bool(items)
+
+
+def sharded_predicates(
+    module: cst.Module, resolve: Callable[[cst.BaseExpression], str | None]
+) -> frozenset[str]:
+    """Module-level functions whose every ``return`` is a sharded test or a boolean literal
+    (``_is_distributed_model(m)``: ``isinstance(m, (FSDP, FSDPModule))`` or any DTensor
+    parameter), found again until no more are (one may call another)."""
+    defs = [stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)]
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in defs:
+            if node.name.value in found:
+                continue
+            values = [r.value for r in _returns(node)]
+            if not values or any(v is None for v in values):
+                continue
+            kinds = [
+                "literal" if _bool_literal(v) else sharded_polarity(v, resolve, found)
+                for v in values
+                if v is not None
+            ]
+            if True in kinds and set(kinds) <= {True, "literal"}:
+                found.add(node.name.value)
+                changed = True
+    return frozenset(found)
+
+
+def _returns(node: cst.FunctionDef) -> Iterator[cst.Return]:
+    """The ``return`` statements of a function, not of the functions nested in it."""
+    stack: list[cst.CSTNode] = list(children(node.body))
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Return):
+            yield item
+        elif not isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(item))
+
+
+def _bool_literal(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("True", "False")
+
+
+def _type_name_comparison(node: cst.Comparison) -> bool:
+    """``type(p).__name__ == "DTensor"`` / ``in ("DTensor", "ShardTensor")``."""
+    if len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    if not isinstance(target.operator, (cst.Equal, cst.In)):
+        return False
+    sides = (node.left, target.comparator)
+    named = [s for s in sides if isinstance(s, cst.Attribute) and s.attr.value == "__name__"]
+    literal = [s for s in sides if s not in named]
+    if len(named) != 1 or len(literal) != 1:
+        return False
+    value = literal[0]
+    items = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+    return bool(items) and all(
+        isinstance(i, cst.SimpleString) and i.evaluated_value in SHARDED_TYPES for i in items
+    )
