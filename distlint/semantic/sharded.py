@@ -10,12 +10,12 @@ takes its unsharded side unless a caller passes a model it knows to be wrapped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import libcst as cst
 
 from distlint.syntax.imports import dotted_name
-from distlint.syntax.walker import children, descendants
+from distlint.syntax.walker import descendants, scope_nodes
 
 # The types whose instances (or parameters) are sharded across ranks: FSDP1 (and its usual
 # alias), FSDP2's ``fully_shard`` class, DTensor and PhysicsNeMo's ShardTensor.
@@ -118,7 +118,7 @@ def sharded_predicates(
         for node in defs:
             if node.name.value in found:
                 continue
-            values = [r.value for r in _returns(node)]
+            values = [n.value for n in scope_nodes(node.body) if isinstance(n, cst.Return)]
             if not values or any(v is None for v in values):
                 continue
             kinds = [
@@ -130,17 +130,6 @@ def sharded_predicates(
                 found.add(node.name.value)
                 changed = True
     return frozenset(found)
-
-
-def _returns(node: cst.FunctionDef) -> Iterator[cst.Return]:
-    """The ``return`` statements of a function, not of the functions nested in it."""
-    stack: list[cst.CSTNode] = list(children(node.body))
-    while stack:
-        item = stack.pop()
-        if isinstance(item, cst.Return):
-            yield item
-        elif not isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(children(item))
 
 
 def _bool_literal(node: cst.CSTNode) -> bool:
