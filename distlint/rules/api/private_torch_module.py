@@ -87,7 +87,12 @@ def first_private(module: str) -> str | None:
 def _documented(module: str) -> bool:
     if module in _DOCUMENTED_EXACT:
         return True
-    return any(module == tree or module.startswith(tree + ".") for tree in _DOCUMENTED_TREES)
+    return any(_within(module, tree) for tree in _DOCUMENTED_TREES)
+
+
+def _within(module: str, package: str) -> bool:
+    """Whether ``module`` is ``package`` or one of its submodules."""
+    return module == package or module.startswith(package + ".")
 
 
 def _is_type_checking(test: cst.BaseExpression) -> bool:
@@ -115,7 +120,7 @@ class PrivateTorchModule(Rule):
         super().__init__(ctx)
         own = ctx.module_name or ""
         # torch's own code (or a vendored copy of it) may use its private modules
-        self.active = "torch" in ctx.source and not (own == "torch" or own.startswith("torch."))
+        self.active = "torch" in ctx.source and not _within(own, "torch")
         self._table = private_modules()
         # module paths DL504 reports for this project's torch range (it says more there); one
         # deprecated after the project's lowest torch is still a private module here
@@ -139,7 +144,7 @@ class PrivateTorchModule(Rule):
         if node.relative or node.module is None:
             return
         module = dotted_name(node.module)
-        if module is None or not (module == "torch" or module.startswith("torch.")):
+        if module is None or not _within(module, "torch"):
             return
         names = () if isinstance(node.names, cst.ImportStar) else node.names
         imported = tuple(n for n in (dotted_name(a.name) for a in names) if n is not None)
@@ -169,12 +174,12 @@ class PrivateTorchModule(Rule):
 
     def _home_since_for(self, module: str) -> str | None:
         for name, since in self._home_since:
-            if module == name or module.startswith(name + "."):
+            if _within(module, name):
                 return since
         return None
 
     def _deprecated_path(self, module: str) -> bool:
-        return any(module == d or module.startswith(d + ".") for d in self._deprecated)
+        return any(_within(module, d) for d in self._deprecated)
 
     @staticmethod
     def _excused(ancestors: Sequence[cst.CSTNode]) -> bool:
