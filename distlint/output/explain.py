@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from distlint.rules.collectives.rank_review import rank_places
-from distlint.semantic.effects import EffectAnalysis
+from distlint.semantic.effects import project_divergences
 from distlint.semantic.link import ProjectFacts
 
 _KINDS = {
@@ -60,18 +60,15 @@ def _explain(facts: ProjectFacts) -> dict[str, Any]:
                 "unresolved_calls": facts.unknown_calls.get(function_id, 0),
             }
         )
-    analysis = EffectAnalysis(facts)
     divergences = []
-    found = [(f, d) for f in sorted(facts.functions) for d in analysis.divergences(f)]
-    facts.resolve(span for _, d in found for span in (d.at.span, d.issued.origin.span))
-    for function_id, d in found:
+    for d in project_divergences(facts):
         span = getattr(d.at.span, "span", None)
         if span is not None:
             divergences.append(
                 {
                     "path": d.path,
                     "line": span.start.line,
-                    "function": _display(facts, function_id),
+                    "function": _display(facts, d.function),
                     "condition": d.condition.text,
                     "when": "true" if d.taken else "false",
                     "kind": d.kind,
