@@ -67,7 +67,11 @@ from distlint.semantic.regions import (
     predicate_sides,
     reads_any,
 )
-from distlint.semantic.sharded import sharded_polarity, sharded_predicates
+from distlint.semantic.sharded import (
+    may_hold_sharded_test,
+    sharded_polarity,
+    sharded_predicates,
+)
 from distlint.semantic.sharing import share_equal_parts
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
 from distlint.semantic.values import Options, Value
@@ -204,6 +208,7 @@ class Collector:
         self._class_wrapping: dict[str, _Scope] = {}  # class id -> its wrapped self attributes
         # module-level functions that test whether a model is sharded (see ``_sharded_test``)
         self._sharded_predicates: frozenset[str] | None = None
+        self._may_be_sharded = may_hold_sharded_test(ctx.source)  # else no test is sharded
         self._capture: object | None = None  # (lazy) span where the capture being walked starts
         self._eager = 0  # > 0 on the eager side of ``is_compiling()``: calls there are not traced
         self._mentions_compiling = "compiling" in ctx.source  # cheap gate for _eager_calls
@@ -842,10 +847,13 @@ class Collector:
         body = suite_body(node.body)
         if node.orelse is not None or not body or not _raises(body[-1]):
             return False
+        top = scope.node is not None and any(stmt is node for stmt in scope.node.body.body)
+        if not top and not scope.raised_on:
+            return False  # nothing to compare with, nor to remember: no need of the text
         text = self._test_key(node.test)
         if text in scope.raised_on:
             return True
-        if scope.node is not None and any(stmt is node for stmt in scope.node.body.body):
+        if top:
             scope.raised_on.add(text)
         return False
 
@@ -870,8 +878,12 @@ class Collector:
     def _sharded_test(self, scope: _Scope, test: cst.BaseExpression) -> str:
         """ "sharded" for a test that holds only if a model is sharded, "unsharded" for one
         that fails only then (see :mod:`.sharded`), else ""."""
+        if not self._may_be_sharded:
+            return ""
         if self._sharded_predicates is None:
-            self._sharded_predicates = sharded_predicates(self.ctx.module, scope.table.resolve)
+            self._sharded_predicates = sharded_predicates(
+                self._returning_functions(), scope.table.resolve
+            )
 
         def assigned(name: str) -> list[cst.CSTNode] | None:
             entries = scope.assigned.get(name)
@@ -881,6 +893,17 @@ class Collector:
 
         polarity = sharded_polarity(test, scope.table.resolve, self._sharded_predicates, assigned)
         return "" if polarity is None else ("sharded" if polarity else "unsharded")
+
+    def _returning_functions(self) -> list[tuple[str, Sequence[cst.BaseExpression]]]:
+        """The module-level functions that return a value on every ``return``, with those
+        values (from the scans the summary makes anyway)."""
+        found: list[tuple[str, Sequence[cst.BaseExpression]]] = []
+        for stmt in self.ctx.module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                scan = self.taint.scan(stmt)
+                if scan.returns and not scan.bare_return:
+                    found.append((stmt.name.value, scan.returns))
+        return found
 
     def _distributed_guard(self, scope: _Scope, test: cst.BaseExpression) -> bool:
         """``distributed_guard``, except for a flag this function computes from something else:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Sequence
 import libcst as cst
 
 from distlint.syntax.imports import dotted_name
-from distlint.syntax.walker import descendants, scope_nodes
+from distlint.syntax.walker import descendants
 
 # The types whose instances (or parameters) are sharded across ranks: FSDP1 (and its usual
 # alias), FSDP2's ``fully_shard`` class, DTensor and PhysicsNeMo's ShardTensor.
@@ -25,6 +25,19 @@ SHARDED_TYPES = frozenset(
 
 # What a local name is assigned, as written (None: not a local of the scope)
 Assigned = Callable[[str], Sequence[cst.CSTNode] | None]
+
+
+def may_hold_sharded_test(source: str) -> bool:
+    """Whether a file's text can hold a test that :func:`sharded_polarity` answers (False:
+    it answers None for every test of the file, and the file has no sharded predicate).
+
+    Every answer rests on a type test or a ``__name__`` comparison. A type test's types end
+    with a name written in the file (as resolved, an import names it; as written, the test
+    does). A ``__name__`` comparison holds a string whose value is a type's name: spelt out,
+    or spelt with an escape, which takes a backslash."""
+    return any(name in source for name in SHARDED_TYPES) or (
+        "__name__" in source and "\\" in source
+    )
 
 
 def sharded_polarity(
@@ -37,9 +50,12 @@ def sharded_polarity(
     then (``not is_fsdp``); None otherwise. ``predicates`` are functions of the file that
     return such a test; ``assigned`` gives a local flag's values. A test of ``self``'s
     attributes is left out: the class may be known to wrap them (see ``effects``)."""
+    polarity = _Polarity(resolve, predicates, assigned).of(test, 0)
+    if polarity is None:  # most tests: no need to look for ``self``
+        return None
     if any(type(n) is cst.Name and n.value == "self" for n in descendants(test)):
         return None
-    return _Polarity(resolve, predicates, assigned).of(test, 0)
+    return polarity
 
 
 class _Polarity:
@@ -105,29 +121,27 @@ class _Polarity:
 
 
 def sharded_predicates(
-    module: cst.Module, resolve: Callable[[cst.BaseExpression], str | None]
+    functions: Sequence[tuple[str, Sequence[cst.BaseExpression]]],
+    resolve: Callable[[cst.BaseExpression], str | None],
 ) -> frozenset[str]:
     """Module-level functions whose every ``return`` is a sharded test or a boolean literal
     (``_is_distributed_model(m)``: ``isinstance(m, (FSDP, FSDPModule))`` or any DTensor
-    parameter), found again until no more are (one may call another)."""
-    defs = [stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)]
+    parameter), found again until no more are (one may call another). ``functions``: the
+    name and returned values of each module-level function that returns a value on every
+    ``return`` (in the order of the module), read once, not once per round."""
     found: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for node in defs:
-            if node.name.value in found:
-                continue
-            values = [n.value for n in scope_nodes(node.body) if isinstance(n, cst.Return)]
-            if not values or any(v is None for v in values):
+        for name, values in functions:
+            if name in found:
                 continue
             kinds = [
                 "literal" if _bool_literal(v) else sharded_polarity(v, resolve, found)
                 for v in values
-                if v is not None
             ]
             if True in kinds and set(kinds) <= {True, "literal"}:
-                found.add(node.name.value)
+                found.add(name)
                 changed = True
     return frozenset(found)
 
