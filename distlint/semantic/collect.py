@@ -1291,7 +1291,7 @@ class Collector:
     def _text(self, call: cst.Call) -> str:
         """How a call is written, for messages (exact text only where findings may point)."""
         if self._rank_depth:
-            return _short(self.ctx.module.code_for_node(call))
+            return self.ctx.spellings.spell(call)
         return f"{dotted_name(call.func) or 'call'}(...)"
 
     def _maybe_locate(self, node: cst.CSTNode) -> NodeSpan | None:
@@ -1808,12 +1808,6 @@ def _names_code(value: Value) -> bool:
     if kind == "g":
         return not _external(value)
     return kind == "attr" and value[1] == ("self",)
-
-
-def _short(code: str, limit: int = 60) -> str:
-    """Code for messages: one line, at most ``limit`` characters."""
-    text = " ".join(code.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _calls_in(expr: cst.CSTNode) -> Iterator[cst.Call]:

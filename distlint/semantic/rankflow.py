@@ -194,11 +194,6 @@ _NEGATIVE_OK = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterTha
 _EQUALITY = (cst.Equal, cst.NotEqual)
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _int_literal(expr: cst.BaseExpression) -> int | None:
     """The value of ``3`` or ``-1``, else None."""
     negative = False
@@ -822,7 +817,7 @@ class RankFlow:
         """How a rank source is written, for messages."""
         if why.text or why.node is None:
             return why.text
-        return _short(self.ctx.module.code_for_node(why.node))
+        return self.ctx.spellings.spell(why.node)
 
     def _name(self, name: str, env: Env) -> Kind:
         found = env.get(name)
