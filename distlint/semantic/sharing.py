@@ -99,6 +99,7 @@ def _fields(instance: Any, shared: _Shared, names: tuple[str, ...]) -> None:
     for name in names:
         value = getattr(instance, name)
         kind = type(value)
+        new: Any
         if kind is str:
             new = strings.setdefault(value, value)
         elif kind is tuple:
