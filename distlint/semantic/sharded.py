@@ -72,19 +72,19 @@ class _Polarity:
     def of(self, node: cst.BaseExpression, depth: int) -> bool | None:
         if depth > 4:
             return None
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        if type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:
             inner = self.of(node.expression, depth + 1)
             return None if inner is None else not inner
-        if isinstance(node, cst.BooleanOperation):
+        if type(node) is cst.BooleanOperation:
             sides = [self.of(side, depth + 1) for side in (node.left, node.right)]
-            if isinstance(node.operator, cst.And):  # true: both true; false: either false
+            if type(node.operator) is cst.And:  # true: both true; false: either false
                 return True if True in sides else (False if sides == [False, False] else None)
             return False if False in sides else (True if sides == [True, True] else None)
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return True if self._sharded_call(node, depth) else None
-        if isinstance(node, cst.Comparison):
+        if type(node) is cst.Comparison:
             return True if _type_name_comparison(node) else None
-        if isinstance(node, cst.Name) and self.assigned is not None:
+        if type(node) is cst.Name and self.assigned is not None:
             values = self.assigned(node.value)
             if not values:
                 return None
@@ -99,7 +99,7 @@ class _Polarity:
 
     def _sharded_call(self, call: cst.Call, depth: int) -> bool:
         func = call.func
-        name = func.value if isinstance(func, cst.Name) else None
+        name = func.value if type(func) is cst.Name else None
         if name in ("isinstance", "issubclass") and len(call.args) == 2:
             return self._sharded_types(call.args[1].value)
         if name == "any" and len(call.args) == 1:
@@ -109,7 +109,7 @@ class _Polarity:
         return name is not None and name in self.predicates
 
     def _sharded_types(self, types: cst.BaseExpression) -> bool:
-        items = [e.value for e in types.elements] if isinstance(types, cst.Tuple) else [types]
+        items = [e.value for e in types.elements] if type(types) is cst.Tuple else [types]
         for item in items:
             written = dotted_name(item)
             if written is None:
@@ -147,7 +147,7 @@ def sharded_predicates(
 
 
 def _bool_literal(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Name) and node.value in ("True", "False")
+    return type(node) is cst.Name and node.value in ("True", "False")
 
 
 def _type_name_comparison(node: cst.Comparison) -> bool:
@@ -158,12 +158,12 @@ def _type_name_comparison(node: cst.Comparison) -> bool:
     if not isinstance(target.operator, (cst.Equal, cst.In)):
         return False
     sides = (node.left, target.comparator)
-    named = [s for s in sides if isinstance(s, cst.Attribute) and s.attr.value == "__name__"]
+    named = [s for s in sides if type(s) is cst.Attribute and s.attr.value == "__name__"]
     literal = [s for s in sides if s not in named]
     if len(named) != 1 or len(literal) != 1:
         return False
     value = literal[0]
-    items = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+    items = [e.value for e in value.elements] if type(value) is cst.Tuple else [value]
     return bool(items) and all(
-        isinstance(i, cst.SimpleString) and i.evaluated_value in SHARDED_TYPES for i in items
+        type(i) is cst.SimpleString and i.evaluated_value in SHARDED_TYPES for i in items
     )
