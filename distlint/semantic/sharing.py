@@ -38,26 +38,28 @@ class _Shared:
     def value(self, value: Any) -> Any:
         """``value`` with its strings and plain tuples the ones met first (any object: what
         is not a string or a tuple is kept as it is)."""
-        if type(value) is str:
+        kind = type(value)
+        if kind is str:
             return self.strings.setdefault(value, value)
-        if type(value) is not tuple:
+        if kind is not tuple:
             return value
+        plain = self.plain
         try:
-            known = self.plain.get(value)
+            known = plain.get(value)
         except TypeError:  # holds something unhashable: its parts are still shared
             known = None
         if known is not None:
             return known
         parts = tuple([self.value(part) for part in value])
-        if all(
-            part is None or type(part) is str or (type(part) is tuple and self._is_plain(part))
-            for part in parts
-        ):
-            self.plain[parts] = parts
+        for part in parts:
+            if not (
+                part is None
+                or type(part) is str
+                or (type(part) is tuple and plain.get(part) is part)
+            ):
+                return parts
+        plain[parts] = parts
         return parts
-
-    def _is_plain(self, part: tuple) -> bool:
-        return self.plain.get(part) is part
 
     def values(self, items: list) -> list:
         return [self.value(item) for item in items]
