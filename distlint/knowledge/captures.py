@@ -16,12 +16,12 @@ GRAPHED_CALLABLES = frozenset(
 
 def statement_method(stmt: cst.CSTNode) -> str | None:
     """``g.capture_begin()`` as a statement: the method's name (``capture_begin``), else None."""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+    if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1:
         small = stmt.body[0]
         if (
-            isinstance(small, cst.Expr)
-            and isinstance(small.value, cst.Call)
-            and isinstance(small.value.func, cst.Attribute)
+            type(small) is cst.Expr
+            and type(small.value) is cst.Call
+            and type(small.value.func) is cst.Attribute
         ):
             return small.value.func.attr.value
     return None

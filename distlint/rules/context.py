@@ -25,7 +25,6 @@ from distlint.syntax.imports import ImportTable
 from distlint.syntax.lexing import NEWLINES
 from distlint.syntax.parsed_file import ParsedFile
 from distlint.syntax.positions import Positions
-from distlint.syntax.spelling import Spellings
 from distlint.syntax.walker import walk
 
 if TYPE_CHECKING:
@@ -85,7 +84,6 @@ class RuleContext(ParsedFile):
         self._own_compile: OwnCompile | None = None
         self._taken_sides: dict[int, bool] | None = None  # id(if) -> the side compiled calls take
         self._after_exit: set[int] = set()  # statements after an ``if`` whose taken side exits
-        self.spellings = Spellings(self.module)  # short node texts for messages, linear in the file
         self._compiled_locals_of: dict[int, frozenset[str]] = {}
         self._block_exits: BlockExits = {}
 

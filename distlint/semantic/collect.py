@@ -67,7 +67,11 @@ from distlint.semantic.regions import (
     predicate_sides,
     reads_any,
 )
-from distlint.semantic.sharded import sharded_polarity, sharded_predicates
+from distlint.semantic.sharded import (
+    may_hold_sharded_test,
+    sharded_polarity,
+    sharded_predicates,
+)
 from distlint.semantic.sharing import share_equal_parts
 from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
 from distlint.semantic.values import Options, Value
@@ -130,16 +134,16 @@ def _escapes(body: Sequence[cst.CSTNode], name: str, site: cst.Call) -> bool:
     while stack:
         node, parent, grand = stack.pop()
         if type(node) is cst.Name and node.value == name:
-            if isinstance(parent, cst.AssignTarget):
+            if type(parent) is cst.AssignTarget:
                 continue  # the binding itself (its value was checked to be the construction)
-            if isinstance(parent, cst.Call) and parent.func is node:
+            if type(parent) is cst.Call and parent.func is node:
                 continue  # a forward call
-            if isinstance(parent, cst.Arg) and grand is site:
+            if type(parent) is cst.Arg and grand is site:
                 continue
-            if isinstance(parent, cst.Attribute) and parent.value is node:
+            if type(parent) is cst.Attribute and parent.value is node:
                 if isinstance(grand, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
                     return True  # ``model.flag = ...``
-                if isinstance(grand, cst.Call) and parent.attr.value in _HANDS_OUT_SELF:
+                if type(grand) is cst.Call and parent.attr.value in _HANDS_OUT_SELF:
                     return True
                 continue
             return True
@@ -204,6 +208,7 @@ class Collector:
         self._class_wrapping: dict[str, _Scope] = {}  # class id -> its wrapped self attributes
         # module-level functions that test whether a model is sharded (see ``_sharded_test``)
         self._sharded_predicates: frozenset[str] | None = None
+        self._may_be_sharded = may_hold_sharded_test(ctx.source)  # else no test is sharded
         self._capture: object | None = None  # (lazy) span where the capture being walked starts
         self._eager = 0  # > 0 on the eager side of ``is_compiling()``: calls there are not traced
         self._mentions_compiling = "compiling" in ctx.source  # cheap gate for _eager_calls
@@ -264,7 +269,7 @@ class Collector:
         decorators = []
         for decorator in node.decorators:
             expr = decorator.decorator
-            call = expr if isinstance(expr, cst.Call) else None
+            call = expr if type(expr) is cst.Call else None
             compiler = self._value(parent, call.func if call is not None else expr)
             if call is not None and compiler is not None and compiler == ("g", "functools.partial"):
                 compiler, call = self._value(parent, expr), None  # @partial(torch.compile, ...)
@@ -320,13 +325,13 @@ class Collector:
         summary.ddp_models = scope.ddp_models
         for value in self.taint.scan(node).returns:
             summary.returns.append(self._value(scope, value) or ("?",))
-            if isinstance(value, cst.Call) and value.args:
+            if type(value) is cst.Call and value.args:
                 compiler = self._value(scope, value.func)
                 first = value.args[0].value
                 if (
                     compiler is not None
                     and self._certainly_compile(compiler)
-                    and isinstance(first, cst.Name)
+                    and type(first) is cst.Name
                     and first.value in scope.params
                 ):
                     summary.compiles_param = True
@@ -360,11 +365,11 @@ class Collector:
         summary = ClassSummary(cid, node.name.value, self.ctx.path, None, bases)
         self.summary.classes[cid] = summary
         for stmt in suite_body(node.body):
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:
-                    if isinstance(small, cst.AnnAssign) and small.value is not None:
+                    if type(small) is cst.AnnAssign and small.value is not None:
                         self._note_field(parent, small.target, small.value)
-                    elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    elif type(small) is cst.Assign and len(small.targets) == 1:
                         self._note_field(parent, small.targets[0].target, small.value)
         wrapping = self._wrapped_attributes(node, parent, cid, qualname)
         self._class_wrapping[cid] = wrapping
@@ -376,14 +381,14 @@ class Collector:
         }
         for stmt in suite_body(node.body):
             for inner in _unwrap(stmt):
-                if isinstance(inner, cst.FunctionDef):
+                if type(inner) is cst.FunctionDef:
                     summary.methods[inner.name.value] = f"{cid}.{inner.name.value}"
                     self._function(inner, parent, f"{qualname}.", cid)
-                elif isinstance(inner, cst.ClassDef):
+                elif type(inner) is cst.ClassDef:
                     self._class(inner, parent, f"{qualname}.")
         # self.<attr> = value in any method (first assignment wins; __init__ first)
         methods = [
-            n for s in suite_body(node.body) for n in _unwrap(s) if isinstance(n, cst.FunctionDef)
+            n for s in suite_body(node.body) for n in _unwrap(s) if type(n) is cst.FunctionDef
         ]
         methods.sort(key=lambda f: f.name.value != "__init__")
         for method in methods:
@@ -398,7 +403,7 @@ class Collector:
                 if attr not in summary.attributes:
                     evaluated = self._value(scope, value)
                     if evaluated is None and _is_parameter(scope, value):
-                        assert isinstance(value, cst.Name)
+                        assert type(value) is cst.Name
                         evaluated = ("param", scope.summary.id, value.value)  # self.fn = fn
                     if evaluated is not None:
                         summary.attributes[attr] = evaluated
@@ -414,7 +419,7 @@ class Collector:
         other code could have changed its attributes)."""
         node: cst.BaseExpression = expr
         private = True
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             entries = scope.assigned.get(node.value, [])
             if len(entries) != 1 or entries[0][0] != "value":
                 return None, False
@@ -426,25 +431,25 @@ class Collector:
             )
             node = value
         node = the_module(node)
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             return None, False
         return _call_arguments(node, scope.params), private
 
     def _note_attribute_writes(self, scope: _Scope, target: cst.BaseExpression) -> None:
         """Count ``x.name = ...`` (also in tuple targets) for link._constructed_attributes."""
-        if isinstance(target, cst.Attribute):
+        if type(target) is cst.Attribute:
             self._count_write(scope, target.value, target.attr.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._note_attribute_writes(scope, element.value)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self._note_attribute_writes(scope, target.value)
 
     def _count_write(self, scope: _Scope, receiver: cst.BaseExpression, name: str) -> None:
         """A write on ``self`` in a method counts for its class ("<class id>.<name>"), any
         other for every object ("<name>")."""
         on_self = (
-            isinstance(receiver, cst.Name)
+            type(receiver) is cst.Name
             and receiver.value == scope.self_name
             and scope.class_id is not None
         )
@@ -459,17 +464,17 @@ class Collector:
         func = call.func
         receiver: cst.BaseExpression | None = None
         name: str | None = None
-        if isinstance(func, cst.Name) and func.value == "setattr" and len(call.args) >= 2:
+        if type(func) is cst.Name and func.value == "setattr" and len(call.args) >= 2:
             receiver = call.args[0].value
             literal = literal_value(call.args[1].value)
             name = literal if isinstance(literal, str) else None
-        elif isinstance(func, cst.Attribute) and func.attr.value in ("update", "__setitem__"):
+        elif type(func) is cst.Attribute and func.attr.value in ("update", "__setitem__"):
             holder = func.value
-            if isinstance(holder, cst.Attribute) and holder.attr.value == "__dict__":
+            if type(holder) is cst.Attribute and holder.attr.value == "__dict__":
                 receiver = holder.value
             elif (
-                isinstance(holder, cst.Call)
-                and isinstance(holder.func, cst.Name)
+                type(holder) is cst.Call
+                and type(holder.func) is cst.Name
                 and holder.func.value == "vars"
                 and holder.args
             ):
@@ -482,7 +487,7 @@ class Collector:
         if name is not None:
             self._count_write(scope, receiver, name)
         elif (
-            isinstance(receiver, cst.Name)
+            type(receiver) is cst.Name
             and receiver.value == scope.self_name
             and scope.class_id in self.summary.classes
         ):
@@ -495,7 +500,7 @@ class Collector:
     ) -> None:
         """Remember a reference (not a literal or a call) given to a class-valued field (one
         named ``*class``/``*cls``, as ``_call_value`` reads them)."""
-        if not isinstance(target, cst.Name) or not isinstance(value, (cst.Name, cst.Attribute)):
+        if type(target) is not cst.Name or not isinstance(value, (cst.Name, cst.Attribute)):
             return
         if not target.value.lower().endswith(("class", "cls")):
             return
@@ -515,7 +520,7 @@ class Collector:
                 counts[attr] = counts.get(attr, 0) + 1
         found: dict[str, tuple[str, object]] = {}
         for stmt in suite_body(init.body):
-            if not isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is not cst.SimpleStatementLine:
                 continue
             for small in stmt.body:
                 if not isinstance(small, (cst.Assign, cst.AnnAssign)) or small.value is None:
@@ -527,7 +532,7 @@ class Collector:
                 if attr is None or counts.get(attr) != 1:
                     continue
                 value = small.value
-                if isinstance(value, cst.Name) and value.value in scope.params:
+                if type(value) is cst.Name and value.value in scope.params:
                     found[attr] = ("param", value.value)
                 else:
                     literal = literal_value(value)
@@ -547,10 +552,10 @@ class Collector:
         pending = list(suite_body(init.body))
         while pending:
             stmt = pending.pop(0)
-            if isinstance(stmt, cst.With):
+            if type(stmt) is cst.With:
                 pending[:0] = suite_body(stmt.body)
                 continue
-            if not isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is not cst.SimpleStatementLine:
                 continue
             for small in stmt.body:
                 built: cst.BaseExpression | None = None
@@ -558,18 +563,18 @@ class Collector:
                     targets = assignment_targets(small)
                     if any(self_attribute(t) is not None for t in targets):
                         built = small.value
-                elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                elif type(small) is cst.Expr and type(small.value) is cst.Call:
                     call = small.value
-                    method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-                    on_self = isinstance(call.func, cst.Attribute) and (
-                        isinstance(call.func.value, cst.Name)
+                    method = call.func.attr.value if type(call.func) is cst.Attribute else ""
+                    on_self = type(call.func) is cst.Attribute and (
+                        type(call.func.value) is cst.Name
                         and call.func.value.value == scope.self_name
                     )
                     if on_self and method == "register_buffer":
                         registers = True
                     elif on_self and method == "add_module" and len(call.args) >= 2:
                         built = call.args[1].value
-                if isinstance(built, cst.Call) and not _untracked_statistics(built):
+                if type(built) is cst.Call and not _untracked_statistics(built):
                     value = self._value(scope, built)
                     if value is not None and value[0] in ("call", "seq"):
                         modules.append(value)
@@ -583,21 +588,21 @@ class Collector:
         attributes = FunctionSummary(f"{cid}.<attributes>", "", self.ctx.path, None)
         found = _Scope(attributes, None, parent.table, parent, cid)
         for method in (n for s in suite_body(node.body) for n in _unwrap(s)):
-            if not isinstance(method, cst.FunctionDef) or not any(
+            if type(method) is not cst.FunctionDef or not any(
                 self_attribute(target) is not None
                 for target, _, _ in self.taint.scan(method).assignments
             ):
                 continue
             locals_scope: _Scope | None = None  # the method's names, for what a DDP wraps
             for inner in descendants(method.body):
-                if isinstance(inner, cst.Assign) and any(
+                if type(inner) is cst.Assign and any(
                     self_attribute(t.target) is not None for t in inner.targets
                 ):
                     if locals_scope is None and is_wrapping_call(inner.value, found.table.resolve):
                         locals_scope = self._method_scope(method, parent, cid, qualname)
                     self._track_wrapping(found, inner, inner.value, locals_scope)
                 elif (
-                    isinstance(inner, cst.Call)
+                    type(inner) is cst.Call
                     and inner.args
                     and is_wrapping_call(inner, found.table.resolve) == "fully_shard"
                 ):
@@ -649,7 +654,7 @@ class Collector:
             elif method == "capture_end":
                 self._capture = saved
             self._statement(scope, stmt, prefix, effects)
-            if isinstance(stmt, cst.If) and exits_when_compiling(stmt, scope.table.resolve):
+            if type(stmt) is cst.If and exits_when_compiling(stmt, scope.table.resolve):
                 self._eager += 1  # after ``if is_compiling(): return``: eager only
         self._capture, self._eager = saved, saved_eager
         return tuple(effects)
@@ -657,38 +662,38 @@ class Collector:
     def _statement(
         self, scope: _Scope, stmt: cst.CSTNode, prefix: str, effects: list[Effect]
     ) -> None:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
                 self._small(scope, small, effects)
-        elif isinstance(stmt, cst.FunctionDef):
+        elif type(stmt) is cst.FunctionDef:
             self._function(stmt, scope, prefix, None)
             if scope.node is not None:  # a closure: a library may call it later (a callback)
                 fid = f"{self.key}:{prefix}{stmt.name.value}"
                 effects.append(Effect("def", callee=("f", fid)))
-        elif isinstance(stmt, cst.ClassDef):
+        elif type(stmt) is cst.ClassDef:
             self._class(stmt, scope, prefix)
-        elif isinstance(stmt, cst.If):
+        elif type(stmt) is cst.If:
             self._if(scope, stmt, prefix, effects)
         elif isinstance(stmt, (cst.For, cst.While)):
             self._calls(scope, stmt, effects)
             body = self._block(scope, suite_body(stmt.body), prefix)
             if body:
-                loop = "for" if isinstance(stmt, cst.For) else "while"
+                loop = "for" if type(stmt) is cst.For else "while"
                 effects.append(Effect("loop", name=loop, body=body))
             if stmt.orelse is not None:
                 effects.extend(self._block(scope, suite_body(stmt.orelse.body), prefix))
-        elif isinstance(stmt, cst.With):
+        elif type(stmt) is cst.With:
             self._calls(scope, stmt, effects)
             saved = self._capture
             for item in stmt.items:
                 if (
-                    isinstance(item.item, cst.Call)
+                    type(item.item) is cst.Call
                     and self.ctx.resolve_in(scope.table, item.item.func) in GRAPH_CONTEXTS
                 ):
                     self._capture = self.ctx.locate(item, lazy=True)
                 if (
                     item.asname is not None
-                    and isinstance(item.asname.name, cst.Name)
+                    and type(item.asname.name) is cst.Name
                     and (
                         _mentions_call_of(item.item, scope.wrapped)
                         or _mentions_name(item.item, scope.outputs)
@@ -706,11 +711,11 @@ class Collector:
                 effects.extend(self._block(scope, suite_body(stmt.orelse.body), prefix))
             if stmt.finalbody is not None:
                 effects.extend(self._block(scope, suite_body(stmt.finalbody.body), prefix))
-        elif isinstance(stmt, cst.Match):
+        elif type(stmt) is cst.Match:
             self._calls(scope, stmt, effects)
             for case in stmt.cases:
                 self._block(scope, suite_body(case.body), prefix)
-        elif isinstance(stmt, cst.SimpleStatementSuite):
+        elif type(stmt) is cst.SimpleStatementSuite:
             for small in stmt.body:
                 self._small(scope, small, effects)
 
@@ -778,7 +783,7 @@ class Collector:
         self._eager -= holds is False
         self._eager += fails is False  # ``if is_compiling(): ... else:`` eager only
         orelse: tuple[Effect, ...] = ()
-        if isinstance(node.orelse, cst.If):
+        if type(node.orelse) is cst.If:
             elif_effects: list[Effect] = []
             self._if(scope, node.orelse, prefix, elif_effects)
             orelse = tuple(elif_effects)
@@ -823,13 +828,13 @@ class Collector:
         flag: a function is always true, so the test is always false (a real bug we met:
         both halves of a first-process barrier pair were dead code)."""
         sides = [test]
-        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
             sides = [test.left, test.right]
         for side in sides:
             if (
-                isinstance(side, cst.UnaryOperation)
-                and isinstance(side.operator, cst.Not)
-                and isinstance(side.expression, cst.Name)
+                type(side) is cst.UnaryOperation
+                and type(side.operator) is cst.Not
+                and type(side.expression) is cst.Name
             ):
                 value = self._name_value(scope, side.expression.value)
                 if value is not None and value[0] == "f":
@@ -842,25 +847,25 @@ class Collector:
         body = suite_body(node.body)
         if node.orelse is not None or not body or not _raises(body[-1]):
             return False
+        top = scope.node is not None and any(stmt is node for stmt in scope.node.body.body)
+        if not top and not scope.raised_on:
+            return False  # nothing to compare with, nor to remember: no need of the text
         text = self._test_key(node.test)
         if text in scope.raised_on:
             return True
-        if scope.node is not None and any(stmt is node for stmt in scope.node.body.body):
+        if top:
             scope.raised_on.add(text)
         return False
 
     def _test_key(self, test: cst.BaseExpression) -> str:
         """A test's text with the operands of ``and``/``or`` sorted (``a and b`` == ``b and a``)."""
-        if isinstance(test, cst.BooleanOperation):
+        if type(test) is cst.BooleanOperation:
             operator = type(test.operator).__name__
             parts: list[str] = []
             pending: list[cst.BaseExpression] = [test]
             while pending:
                 item = pending.pop()
-                if (
-                    isinstance(item, cst.BooleanOperation)
-                    and type(item.operator).__name__ == operator
-                ):
+                if type(item) is cst.BooleanOperation and type(item.operator).__name__ == operator:
                     pending.extend((item.left, item.right))
                 else:
                     parts.append(self._test_key(item))
@@ -870,8 +875,12 @@ class Collector:
     def _sharded_test(self, scope: _Scope, test: cst.BaseExpression) -> str:
         """ "sharded" for a test that holds only if a model is sharded, "unsharded" for one
         that fails only then (see :mod:`.sharded`), else ""."""
+        if not self._may_be_sharded:
+            return ""
         if self._sharded_predicates is None:
-            self._sharded_predicates = sharded_predicates(self.ctx.module, scope.table.resolve)
+            self._sharded_predicates = sharded_predicates(
+                self._returning_functions(), scope.table.resolve
+            )
 
         def assigned(name: str) -> list[cst.CSTNode] | None:
             entries = scope.assigned.get(name)
@@ -882,6 +891,17 @@ class Collector:
         polarity = sharded_polarity(test, scope.table.resolve, self._sharded_predicates, assigned)
         return "" if polarity is None else ("sharded" if polarity else "unsharded")
 
+    def _returning_functions(self) -> list[tuple[str, Sequence[cst.BaseExpression]]]:
+        """The module-level functions that return a value on every ``return``, with those
+        values (from the scans the summary makes anyway)."""
+        found: list[tuple[str, Sequence[cst.BaseExpression]]] = []
+        for stmt in self.ctx.module.body:
+            if type(stmt) is cst.FunctionDef:
+                scan = self.taint.scan(stmt)
+                if scan.returns and not scan.bare_return:
+                    found.append((stmt.name.value, scan.returns))
+        return found
+
     def _distributed_guard(self, scope: _Scope, test: cst.BaseExpression) -> bool:
         """``distributed_guard``, except for a flag this function computes from something else:
         ``is_distributed = any(is_sharded(m) for m in models)`` says how a checkpoint is
@@ -889,8 +909,8 @@ class Collector:
         job is distributed."""
         if not distributed_guard(test):
             return False
-        inner = test.expression if isinstance(test, cst.UnaryOperation) else test
-        if not isinstance(inner, cst.Name) or inner.value not in scope.assigned:
+        inner = test.expression if type(test) is cst.UnaryOperation else test
+        if type(inner) is not cst.Name or inner.value not in scope.assigned:
             return True
         return any(
             isinstance(value, cst.BaseExpression) and reads_distributed_state(value)
@@ -901,7 +921,7 @@ class Collector:
         test = node.test
         negated = False
         inner = test
-        if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not):
+        if type(inner) is cst.UnaryOperation and type(inner.operator) is cst.Not:
             negated = True
             inner = inner.expression
         # ``self.flag`` tests as pseudo-parameters "self.flag": decided for a compiled
@@ -973,16 +993,16 @@ class Collector:
         facts: list[tuple[str, bool]] = []
         node = test
         while True:
-            while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            while type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:
                 node = node.expression
-            if not isinstance(node, cst.BooleanOperation):
+            if type(node) is not cst.BooleanOperation:
                 break
-            conjunction = isinstance(node.operator, cst.And)
+            conjunction = type(node.operator) is cst.And
             operands = _junction_operands(node, conjunction)
             varying: list[cst.BaseExpression] = []
             for operand in operands:
                 negated, flag = _negations(operand)
-                if isinstance(flag, cst.BooleanOperation) or (
+                if type(flag) is cst.BooleanOperation or (
                     self.taint.test_kind(flag).level >= MAYBE
                 ):
                     varying.append(flag)  # (a nested junction: its operands are recorded)
@@ -1136,7 +1156,7 @@ class Collector:
             first = call.args[0].value
             target = (
                 self._lambda_value(scope, first)
-                if isinstance(first, cst.Lambda)
+                if type(first) is cst.Lambda
                 else self._compiled_value(scope, first)
             )
             if target is None and self._certainly_compile(callee):
@@ -1156,12 +1176,12 @@ class Collector:
                     )
                 )
         elif (
-            isinstance(func, cst.Attribute)
+            type(func) is cst.Attribute
             and func.attr.value == "compile"
             and resolved is None
             and not call.args
         ) or (
-            isinstance(func, cst.Attribute)
+            type(func) is cst.Attribute
             and func.attr.value == "compile"
             and resolved is None
             and all(arg.keyword is not None for arg in call.args)
@@ -1187,7 +1207,7 @@ class Collector:
             if passes:  # ``queue.on_request(answer)``: a callback handed to unknown code
                 scope.summary.passes.append((_UNKNOWN, passes))
             if (
-                isinstance(func, cst.Name)
+                type(func) is cst.Name
                 and func.value in scope.params
                 and not _unwrapped_here(scope, func.value)
             ):
@@ -1268,7 +1288,7 @@ class Collector:
     def _text(self, call: cst.Call) -> str:
         """How a call is written, for messages (exact text only where findings may point)."""
         if self._rank_depth:
-            return _short(self.ctx.module.code_for_node(call))
+            return self.ctx.spellings.spell(call)
         return f"{dotted_name(call.func) or 'call'}(...)"
 
     def _maybe_locate(self, node: cst.CSTNode) -> NodeSpan | None:
@@ -1311,7 +1331,7 @@ class Collector:
                 engine = _target_label(target.elements[0].value) if target.elements else None
                 if engine is not None:
                     scope.engines.add(engine)
-                    assert isinstance(value, cst.Call)
+                    assert type(value) is cst.Call
                     if zero_stage(value, lambda name: _assigned(scope, name)) == 3:
                         scope.wrapped.add(engine)  # ZeRO-3: its forward all-gathers
                 continue
@@ -1329,7 +1349,7 @@ class Collector:
             if wrapping in ("wrapper", "fully_shard"):
                 scope.wrapped.add(label)
                 scope.ddp_models.pop(label, None)
-                if isinstance(value, cst.Call) and scope.table.resolve(value.func) in DDP:
+                if type(value) is cst.Call and scope.table.resolve(value.func) in DDP:
                     scope.ddp.add(label)
                     if _quiet_ddp(value):
                         scope.quiet.add(label)  # set (or computed): no proven forward sync
@@ -1338,7 +1358,7 @@ class Collector:
                         scope.ddp_models[label] = module
             elif from_wrapped:
                 scope.outputs.add(label)
-        if isinstance(value, cst.Call) and wrapping == "fully_shard" and value.args:
+        if type(value) is cst.Call and wrapping == "fully_shard" and value.args:
             label = _target_label(value.args[0].value)
             if label is not None:
                 scope.wrapped.add(label)
@@ -1350,7 +1370,7 @@ class Collector:
         made each name (the linker knows whether it returns a wrapped model); any other
         assignment forgets it."""
         callee = None
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             callee = self._value(scope, value.func)
             if callee is not None and (not _names_code(callee) or callee[0] == "param"):
                 callee = None
@@ -1388,10 +1408,10 @@ class Collector:
                 wrapping = is_wrapping_call(item, scope.table.resolve)
                 if wrapping in ("wrapper", "fully_shard") and not _quiet_ddp(item):
                     found.add(position)
-                    assert isinstance(item, cst.Call)
+                    assert type(item) is cst.Call
                     if scope.table.resolve(item.func) in DDP:
                         ddp[position] = self._wrapped_module(scope, item)
-                elif isinstance(item, cst.Name) and item.value in loud:
+                elif type(item) is cst.Name and item.value in loud:
                     found.add(position)
                     if item.value in scope.ddp_models:
                         ddp[position] = scope.ddp_models[item.value]
@@ -1411,7 +1431,7 @@ class Collector:
     def _callable_value(self, scope: _Scope, expr: cst.BaseExpression) -> Value | None:
         """What calling ``expr`` runs, as a value; a bare parameter is the callers' argument."""
         if _is_parameter(scope, expr):
-            assert isinstance(expr, cst.Name)
+            assert type(expr) is cst.Name
             return ("param", scope.summary.id, expr.value)
         return self._value(scope, expr)
 
@@ -1455,7 +1475,7 @@ class Collector:
         if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
             item = self._value(scope, expr.elt, depth + 1)
             return ("seq", (item,) if item is not None else ())
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             base = self._value(scope, expr.value, depth + 1)
             return ("elem", base) if base is not None else None
         return None
@@ -1466,13 +1486,13 @@ class Collector:
         (a call's result, here or at module level) or ``self``. Its class may keep a wrapped
         model in that attribute, decided when linked: the class, or the base class that wraps
         (``BaseTrainer.__init__``: ``self.model = FSDP(net)``), may be in another file."""
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             value = self._name_value(scope, expr.value)
             if value is None or value[0] != "attr" or _unwrapped_here(scope, expr.value):
                 return None
             base = value[1]
             return (base, value[2]) if base == ("self",) or base[0] == "call" else None
-        if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)):
+        if not (type(expr) is cst.Attribute and type(expr.value) is cst.Name):
             return None
         if expr.value.value == scope.self_name:
             # ``self.model(x)``: the wrapping this file shows is tracked as it is collected;
@@ -1487,7 +1507,7 @@ class Collector:
         torch.compile(model) elif ...: model = other_jit(model)``: not what a later branch
         assigns); anything else as its value (:meth:`_callable_value`)."""
         if (
-            isinstance(expr, cst.Name)
+            type(expr) is cst.Name
             and scope.node is not None
             and expr.value in scope.params
             and expr.value != scope.self_name
@@ -1501,7 +1521,7 @@ class Collector:
         comprehension's ``for`` binds holds, an element of what that ``for`` iterates
         (``_UNKNOWN`` when that is not known: the name shadows any outer one); None when no
         comprehension binds it."""
-        assert isinstance(call.func, cst.Name)
+        assert type(call.func) is cst.Name
         name = call.func.value
         for comprehension in self.ctx.comprehensions.get(id(call), ()):
             for_in: cst.CompFor | None = comprehension.for_in  # type: ignore[attr-defined]
@@ -1572,10 +1592,10 @@ class Collector:
 
     def _call_value(self, scope: _Scope, call: cst.Call, depth: int) -> Value | None:
         func = call.func
-        if isinstance(func, cst.Name) and func.value == "super" and scope.class_id is not None:
+        if type(func) is cst.Name and func.value == "super" and scope.class_id is not None:
             return ("super", scope.class_id)
         if (
-            isinstance(func, cst.Attribute)
+            type(func) is cst.Attribute
             and func.attr.value in RETURNS_THE_MODULE
             and self.ctx.resolve_in(scope.table, func) is None
         ):
@@ -1586,13 +1606,13 @@ class Collector:
         callee = self._value(scope, func, depth + 1)
         if (
             callee is None
-            and isinstance(func, cst.Attribute)
+            and type(func) is cst.Attribute
             and func.attr.value.lower().endswith(("class", "cls"))
         ):
             # ``config.mlp_class(config)``: one of the classes that field is given anywhere
             return ("call", ("field", func.attr.value))
         if callee is None:
-            if isinstance(func, cst.Name) and func.value in _BUILTIN_CONTAINERS and call.args:
+            if type(func) is cst.Name and func.value in _BUILTIN_CONTAINERS and call.args:
                 inner = self._value(scope, call.args[0].value, depth + 1)
                 return inner if inner is not None and inner[0] == "seq" else None
             return None
@@ -1682,9 +1702,9 @@ def _unwrapped_here(scope: _Scope, name: str) -> bool:
     somewhere in the function: the wrapper's forward may not be what ``model(x)`` runs
     (NeuralSpeech's ``test()``: ``if hasattr(model, "module"): model = model.module``)."""
     for _, value in scope.assigned.get(name, ()):
-        if isinstance(value, cst.Attribute) and value.attr.value in ("module", "_orig_mod"):
+        if type(value) is cst.Attribute and value.attr.value in ("module", "_orig_mod"):
             return True
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             callee = dotted_name(value.func) or ""
             if "unwrap" in callee.lower():
                 return True
@@ -1699,9 +1719,9 @@ def _unwrapped_here(scope: _Scope, name: str) -> bool:
 
 def _label_of(func: cst.BaseExpression) -> str | None:
     """``model`` or ``self.model`` as called (``model(x)``)."""
-    if isinstance(func, cst.Name):
+    if type(func) is cst.Name:
         return func.value
-    return _target_label(func) if isinstance(func, cst.Attribute) else None
+    return _target_label(func) if type(func) is cst.Attribute else None
 
 
 def _made_by(func: cst.BaseExpression, scope: _Scope) -> tuple[Value, int] | None:
@@ -1726,13 +1746,13 @@ _GROUP_STATE_CALLS = frozenset({"is_available", "is_initialized", "is_dist_avail
 def _not_distributed(test: cst.BaseExpression) -> bool:
     """``not dist.is_initialized()`` / ``not dist.is_available()``: never true on a rank of a
     distributed job (YOLOX's ``wait_for_the_master`` returns under it before its barrier)."""
-    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+    if not (type(test) is cst.UnaryOperation and type(test.operator) is cst.Not):
         return False
     call = test.expression
-    if not isinstance(call, cst.Call) or call.args:
+    if type(call) is not cst.Call or call.args:
         return False
     func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    name = func.attr.value if type(func) is cst.Attribute else getattr(func, "value", "")
     return name in _GROUP_STATE_CALLS
 
 
@@ -1754,13 +1774,13 @@ def _untracked_statistics(call: cst.Call) -> bool:
 
 def _quiet_ddp(call: cst.BaseExpression) -> bool:
     """``DDP(m, broadcast_buffers=<not True>)``: its forward syncs nothing we can prove."""
-    return isinstance(call, cst.Call) and _switched_off(call, "broadcast_buffers")
+    return type(call) is cst.Call and _switched_off(call, "broadcast_buffers")
 
 
 def _is_parameter(scope: _Scope, expr: cst.BaseExpression) -> bool:
     """A bare parameter of the function (not ``self``)."""
     return (
-        isinstance(expr, cst.Name)
+        type(expr) is cst.Name
         and scope.node is not None
         and expr.value in scope.params
         and expr.value != scope.self_name
@@ -1787,20 +1807,14 @@ def _names_code(value: Value) -> bool:
     return kind == "attr" and value[1] == ("self",)
 
 
-def _short(code: str, limit: int = 60) -> str:
-    """Code for messages: one line, at most ``limit`` characters."""
-    text = " ".join(code.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _calls_in(expr: cst.CSTNode) -> Iterator[cst.Call]:
     """Calls in ``expr``, outer before inner, skipping lambda bodies."""
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Lambda):
+        if type(node) is cst.Lambda:
             continue
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             yield node
         if isinstance(node, (cst.Name, cst.SimpleString, cst.Integer, cst.Float)):
             continue
@@ -1811,7 +1825,7 @@ def _calls_in(expr: cst.CSTNode) -> Iterator[cst.Call]:
 
 def _target_label(target: cst.BaseExpression) -> str | None:
     """``model`` or ``self.model``: the names wrapped models are tracked under."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return target.value
     attr = self_attribute(target)
     return f"self.{attr}" if attr is not None else None
@@ -1849,7 +1863,7 @@ def _mentions_name(expr: cst.BaseExpression, names: set[str]) -> bool:
     if not names:
         return False
     return any(
-        isinstance(node, cst.Name) and node.value in names for node in (expr, *descendants(expr))
+        type(node) is cst.Name and node.value in names for node in (expr, *descendants(expr))
     )
 
 
@@ -1875,14 +1889,14 @@ def _group_of(call: cst.Call, scope: _Scope) -> tuple[bool, str]:
         text = dotted_name(value) or ""
         if text.endswith("WORLD"):
             return False, ""
-        if isinstance(value, cst.Name) and value.value in scope.params:
+        if type(value) is cst.Name and value.value in scope.params:
             return False, value.value
         return True, ""
     return False, ""
 
 
 def _names_a_group(value: cst.BaseExpression) -> bool:
-    node = value.func if isinstance(value, cst.Call) else value
+    node = value.func if type(value) is cst.Call else value
     text = (dotted_name(node) or "").lower()
     last = text.rsplit(".", 1)[-1]
     return "group" in last or last == "pg" or last.endswith("_pg") or last.endswith("WORLD".lower())
@@ -1938,13 +1952,13 @@ def _operand_calls(test: cst.BaseExpression) -> list[cst.Call]:
     stack: list[cst.BaseExpression] = [test]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             found.append(node)
-        elif isinstance(node, cst.UnaryOperation):
+        elif type(node) is cst.UnaryOperation:
             stack.append(node.expression)
-        elif isinstance(node, cst.BooleanOperation):
+        elif type(node) is cst.BooleanOperation:
             stack.extend((node.left, node.right))
-        elif isinstance(node, cst.Comparison):
+        elif type(node) is cst.Comparison:
             stack.append(node.left)
             stack.extend(target.comparator for target in node.comparisons)
     return found
@@ -1955,7 +1969,7 @@ def _writes_attribute(function: cst.CSTNode, dotted: str) -> bool:
     (``info.strict = ...``, ``info.options = ...`` for ``info.options.strict``; also
     augmented, in a tuple target, or in a nested function)."""
     for node in descendants(function):
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             targets: list[cst.BaseExpression] = [t.target for t in node.targets]
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
             targets = [node.target]
@@ -1965,9 +1979,9 @@ def _writes_attribute(function: cst.CSTNode, dotted: str) -> bool:
             target = targets.pop()
             if isinstance(target, (cst.Tuple, cst.List)):
                 targets.extend(e.value for e in target.elements)
-            elif isinstance(target, cst.StarredElement):
+            elif type(target) is cst.StarredElement:
                 targets.append(target.value)
-            elif isinstance(target, cst.Attribute):
+            elif type(target) is cst.Attribute:
                 written = dotted_name(target)
                 if written is not None and (dotted + ".").startswith(written + "."):
                     return True  # the attribute, or an object it is read through
@@ -1980,7 +1994,7 @@ def _junction_operands(node: cst.BooleanOperation, conjunction: bool) -> list[cs
     pending: list[cst.BaseExpression] = [node]
     while pending:
         item = pending.pop()
-        if isinstance(item, cst.BooleanOperation) and isinstance(item.operator, cst.And) == (
+        if type(item) is cst.BooleanOperation and isinstance(item.operator, cst.And) == (
             conjunction
         ):
             pending.extend((item.right, item.left))
@@ -1992,7 +2006,7 @@ def _junction_operands(node: cst.BooleanOperation, conjunction: bool) -> list[cs
 def _negations(node: cst.BaseExpression) -> tuple[bool, cst.BaseExpression]:
     """Whether ``node`` is negated (an odd number of ``not``), and what is negated."""
     negated = False
-    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+    while type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:
         negated = not negated
         node = node.expression
     return negated, node
@@ -2000,18 +2014,18 @@ def _negations(node: cst.BaseExpression) -> tuple[bool, cst.BaseExpression]:
 
 def _tested_name(node: cst.BaseExpression, params: set[str], self_name: str | None) -> str | None:
     """A parameter, or ``self.<name>`` as "self.<name>" (in a method), else None."""
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         return node.value if node.value in params else None
     if (
         self_name is not None
-        and isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
+        and type(node) is cst.Attribute
+        and type(node.value) is cst.Name
         and node.value.value == self_name
     ):
         return f"self.{node.attr.value}"
     # ``info.strict``: an attribute of a parameter, as "info.strict" (no call site binds it;
     # a rank test's ``varies_when`` may)
-    dotted = dotted_name(node) if isinstance(node, cst.Attribute) else None
+    dotted = dotted_name(node) if type(node) is cst.Attribute else None
     if dotted is not None:
         root = dotted.split(".", 1)[0]
         if root in params and root not in (self_name, "self", "cls"):
@@ -2024,7 +2038,7 @@ def _parameter_comparison(
 ) -> tuple[str, str, tuple[object, ...]] | None:
     """``rank not in (-1, 0)`` on a parameter: (param, operator, literals), decidable at a call
     site that passes a literal (``create_dataloader(..., rank=-1)``)."""
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return None
     tested = _tested_name(test.left, params, self_name)
     if tested is None:
@@ -2052,15 +2066,15 @@ def _parameter_junction(
     one parameter test (a bare parameter or a comparison with literals), else ("", ()).
     Other operands are parts on the name "" (never known): one false parameter test still
     decides an ``and``, one true one an ``or``."""
-    if not isinstance(test, cst.BooleanOperation):
+    if type(test) is not cst.BooleanOperation:
         return "", ()
-    junction = "and" if isinstance(test.operator, cst.And) else "or"
+    junction = "and" if type(test.operator) is cst.And else "or"
     parts: list[tuple[str, str, tuple[object, ...]]] = []
     pending: list[cst.BaseExpression] = [test]
     while pending:
         node = pending.pop()
-        if isinstance(node, cst.BooleanOperation):
-            if ("and" if isinstance(node.operator, cst.And) else "or") != junction:
+        if type(node) is cst.BooleanOperation:
+            if ("and" if type(node.operator) is cst.And else "or") != junction:
                 return "", ()
             pending.extend((node.right, node.left))
         elif (tested := _tested_name(node, params, self_name)) is not None:
@@ -2090,7 +2104,7 @@ def _keyword_locals(func: cst.FunctionDef) -> dict[str, object]:
     holds what the call passed as ``flag=...``: a call site that passes a literal decides its
     tests (torchrl's ``reset(td, select_reset_only=True)``)."""
     star = func.params.star_kwarg
-    if not isinstance(star, cst.Param):
+    if type(star) is not cst.Param:
         return {}
     kwargs = star.name.value
     found: dict[str, object] = {}
@@ -2110,7 +2124,7 @@ def _keyword_locals(func: cst.FunctionDef) -> dict[str, object]:
         if isinstance(node, _TARGET_BINDINGS):
             for name in bound_names(node.target):
                 counts[name] = counts.get(name, 0) + 1
-        elif isinstance(node, cst.AsName):
+        elif type(node) is cst.AsName:
             for name in bound_names(node.name):
                 counts[name] = counts.get(name, 0) + 1
         elif isinstance(node, (cst.Global, cst.Nonlocal)):
@@ -2119,7 +2133,7 @@ def _keyword_locals(func: cst.FunctionDef) -> dict[str, object]:
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not func:
             counts[node.name.value] = counts.get(node.name.value, 0) + 1
             continue
-        if isinstance(node, cst.Lambda):
+        if type(node) is cst.Lambda:
             continue
         stack.extend(children(node))
     return {name: value for name, value in found.items() if counts.get(name) == 1}
@@ -2137,17 +2151,17 @@ _TARGET_BINDINGS = (
 
 def _keyword_pop(stmt: cst.CSTNode, kwargs: str) -> tuple[str, object] | None:
     """(name, default) of ``name = <kwargs>.pop("name", <literal>)`` / ``.get(...)``."""
-    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+    if type(stmt) is not cst.SimpleStatementLine or len(stmt.body) != 1:
         return None
     assign = stmt.body[0]
-    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+    if type(assign) is not cst.Assign or len(assign.targets) != 1:
         return None
     target, call = assign.targets[0].target, assign.value
     if not (
-        isinstance(target, cst.Name)
-        and isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Attribute)
-        and isinstance(call.func.value, cst.Name)
+        type(target) is cst.Name
+        and type(call) is cst.Call
+        and type(call.func) is cst.Attribute
+        and type(call.func.value) is cst.Name
         and call.func.value.value == kwargs
         and call.func.attr.value in ("pop", "get")
         and 1 <= len(call.args) <= 2
@@ -2167,15 +2181,15 @@ def _keyword_pop(stmt: cst.CSTNode, kwargs: str) -> tuple[str, object] | None:
 
 def _dict_values(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The values a dict display or comprehension holds, as written."""
-    if isinstance(node, cst.Dict):
-        return [e.value for e in node.elements if isinstance(e, cst.DictElement)]
-    if isinstance(node, cst.DictComp):
+    if type(node) is cst.Dict:
+        return [e.value for e in node.elements if type(e) is cst.DictElement]
+    if type(node) is cst.DictComp:
         return [node.value]
     return []
 
 
 def _reads_name(node: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, cst.Name) and n.value == name for n in descendants(node))
+    return any(type(n) is cst.Name and n.value == name for n in descendants(node))
 
 
 def _call_arguments(
@@ -2198,7 +2212,7 @@ def _call_arguments(
             found.append((STARRED, "<expr>"))  # anything may be passed from here on
             break
         key = arg.keyword.value if arg.keyword is not None else f"#{position}"
-        if isinstance(arg.value, cst.Name) and arg.value.value in params:
+        if type(arg.value) is cst.Name and arg.value.value in params:
             found.append((key, ("param", arg.value.value)))
             continue
         label = _target_label(arg.value) if wrapped else None
@@ -2240,7 +2254,7 @@ def _unwrap(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
                 block = child if isinstance(child, cst.IndentedBlock) else child.body
                 for inner in suite_body(block):
                     yield from _unwrap(inner)
-            elif isinstance(child, cst.If):
+            elif type(child) is cst.If:
                 yield from _unwrap(child)
 
 
@@ -2255,10 +2269,10 @@ def _accepts(
     return (
         tuple(p.name.value for p in positional),
         sum(1 for p in positional if p.default is None),
-        isinstance(params.star_arg, cst.Param),
+        type(params.star_arg) is cst.Param,
         tuple(p.name.value for p in params.kwonly_params),
         tuple(p.name.value for p in params.kwonly_params if p.default is None),
-        isinstance(params.star_kwarg, cst.Param),
+        type(params.star_kwarg) is cst.Param,
     )
 
 
@@ -2271,7 +2285,7 @@ def _open_namespace(module: cst.Module, source: str) -> bool:
     for stmt in scope_statements(module.body):
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef, cst.Import, cst.Expr, cst.Pass)):
             continue
-        if isinstance(stmt, cst.ImportFrom):
+        if type(stmt) is cst.ImportFrom:
             if stmt.module is not None and dotted_name(stmt.module) == "__future__":
                 continue
             return True
@@ -2302,14 +2316,14 @@ def _imported_names(body: Sequence[cst.CSTNode]) -> Iterator[str]:
     from distlint.syntax.imports import scope_statements
 
     for stmt in scope_statements(body):
-        if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+        if type(stmt) is cst.ImportFrom and not isinstance(stmt.names, cst.ImportStar):
             for alias in stmt.names:
                 local = alias.asname.name if alias.asname is not None else alias.name
-                if isinstance(local, cst.Name):
+                if type(local) is cst.Name:
                     yield local.value
-        elif isinstance(stmt, cst.Import):
+        elif type(stmt) is cst.Import:
             for alias in stmt.names:
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                if alias.asname is not None and type(alias.asname.name) is cst.Name:
                     yield alias.asname.name.value
                 else:
                     head = dotted_name(alias.name)
@@ -2336,7 +2350,7 @@ def dynamo_config(
 
     found: dict[str, object] = {}
     for stmt in scope_statements(body):
-        if not isinstance(stmt, cst.Assign):
+        if type(stmt) is not cst.Assign:
             continue
         value = literal_value(stmt.value)
         for target in stmt.targets:
@@ -2350,6 +2364,6 @@ __all__ = ["Collector", "dynamo_config"]
 
 
 def _raises(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and any(
-        isinstance(small, cst.Raise) for small in stmt.body
+    return type(stmt) is cst.SimpleStatementLine and any(
+        type(small) is cst.Raise for small in stmt.body
     )

@@ -128,7 +128,7 @@ def is_wrapping_call(
     """``wrapper`` (DDP/FSDP, ``accelerator.prepare``, ``fabric.setup``...), ``fully_shard``
     (wraps its argument in place: FSDP2, ``parallelize_module``) or ``deepspeed`` (an engine
     factory, ``deepspeed.initialize``), else None (framework ones: :mod:`.packs`)."""
-    if not isinstance(expr, cst.Call):
+    if type(expr) is not cst.Call:
         return None
     name = resolve(expr.func)
     pack = knowledge()
@@ -166,7 +166,7 @@ def implicit_collective(
         return f"forward of the ZeRO-3 DeepSpeed engine `{label}` (parameter all-gathers)"
     if label is not None and label in wrapped:
         return f"forward of the distributed-wrapped model `{label}` (parameter/buffer sync)"
-    if not isinstance(func, cst.Attribute):
+    if type(func) is not cst.Attribute:
         return None
     method = func.attr.value
     receiver = _label(func.value)
@@ -190,7 +190,7 @@ def implicit_collective(
 
 
 def _label(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         return expr.value
     attr = self_attribute(expr)
     return f"self.{attr}" if attr is not None else None
@@ -210,7 +210,7 @@ def zero_stage(
             continue
         value = arg.value
         candidates: Sequence[cst.CSTNode] = (value,)
-        if isinstance(value, cst.Name):
+        if type(value) is cst.Name:
             candidates = assigned(value.value)
         stages = {_literal_stage(node) for node in candidates}
         if len(stages) == 1:
@@ -221,18 +221,18 @@ def zero_stage(
 def _literal_stage(node: cst.CSTNode) -> int | None:
     zero = _dict_item(node, "zero_optimization")
     stage = _dict_item(zero, "stage") if zero is not None else None
-    if isinstance(stage, cst.Integer):
+    if type(stage) is cst.Integer:
         return int(stage.value)
     return None
 
 
 def _dict_item(node: cst.CSTNode, key: str) -> cst.BaseExpression | None:
-    if not isinstance(node, cst.Dict):
+    if type(node) is not cst.Dict:
         return None
     for element in node.elements:
         if (
-            isinstance(element, cst.DictElement)
-            and isinstance(element.key, cst.SimpleString)
+            type(element) is cst.DictElement
+            and type(element.key) is cst.SimpleString
             and evaluated(element.key) == key
         ):
             return element.value

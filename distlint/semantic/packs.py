@@ -238,7 +238,7 @@ class Names(Collection[str]):
 def receiver_word(receiver: cst.BaseExpression) -> str:
     """The last name of a method's receiver, lower-cased: ``self.accelerator`` ->
     ``accelerator``, ``PartialState()`` -> ``partialstate``, ``training_args`` as is."""
-    if isinstance(receiver, cst.Call):
+    if type(receiver) is cst.Call:
         receiver = receiver.func
     return (dotted_name(receiver) or "").rsplit(".", 1)[-1].lower()
 
@@ -246,7 +246,7 @@ def receiver_word(receiver: cst.BaseExpression) -> str:
 def method_on_receiver(func: cst.BaseExpression, table: dict[str, tuple[str, ...]]) -> str | None:
     """``func``'s method name when ``func`` is ``<receiver>.<method>`` with the method in
     ``table`` and the receiver's last name containing one of its receiver words."""
-    if not isinstance(func, cst.Attribute):
+    if type(func) is not cst.Attribute:
         return None
     method = func.attr.value
     hints = table.get(method)

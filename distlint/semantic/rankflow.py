@@ -194,17 +194,12 @@ _NEGATIVE_OK = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterTha
 _EQUALITY = (cst.Equal, cst.NotEqual)
 
 
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _int_literal(expr: cst.BaseExpression) -> int | None:
     """The value of ``3`` or ``-1``, else None."""
     negative = False
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+    if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Minus:
         negative, expr = True, expr.expression
-    if isinstance(expr, cst.Integer):
+    if type(expr) is cst.Integer:
         try:
             value = int(expr.value, 0)
         except ValueError:
@@ -215,20 +210,20 @@ def _int_literal(expr: cst.BaseExpression) -> int | None:
 
 def _device_string(expr: cst.BaseExpression) -> bool:
     """``f"cuda:{local_rank}"``, ``"cuda:%d" % r``, ``"cuda:" + str(r)``: a device name."""
-    if isinstance(expr, cst.FormattedString):
+    if type(expr) is cst.FormattedString:
         for part in expr.parts:
-            if isinstance(part, cst.FormattedStringText):
+            if type(part) is cst.FormattedStringText:
                 return part.value.lower().startswith(_DEVICE_PREFIXES)
             return False
         return False
-    if isinstance(expr, cst.SimpleString):
+    if type(expr) is cst.SimpleString:
         value = evaluated(expr)
         return isinstance(value, str) and value.lower().startswith(_DEVICE_PREFIXES)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
+    if type(expr) is cst.BinaryOperation and isinstance(expr.operator, (cst.Add, cst.Modulo)):
         return _device_string(expr.left)
     if (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
+        type(expr) is cst.Call
+        and type(expr.func) is cst.Attribute
         and expr.func.attr.value == "format"
     ):
         return _device_string(expr.func.value)
@@ -439,8 +434,8 @@ class RankFlow:
     def _elements(self, value: cst.BaseExpression, env: Env) -> tuple[Kind, ...] | None:
         """The kind of each element of a returned tuple literal (``return is_ddp, rank``),
         or None (not a tuple, or one with a starred element)."""
-        if not isinstance(value, cst.Tuple) or any(
-            isinstance(e, cst.StarredElement) for e in value.elements
+        if type(value) is not cst.Tuple or any(
+            type(e) is cst.StarredElement for e in value.elements
         ):
             return None
         return tuple(self.kind(e.value, env) for e in value.elements)
@@ -451,7 +446,7 @@ class RankFlow:
         """Per element, what a call of a local function unpacks to when every ``return`` of
         the function is a tuple of ``count`` elements (``is_ddp, rank = info()``: only
         ``rank`` is the rank), or None."""
-        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name):
+        if type(call) is not cst.Call or type(call.func) is not cst.Name:
             return None
         name = call.func.value
         local = [f for f in self.functions.get(name, ()) if f.class_name is None]
@@ -476,14 +471,14 @@ class RankFlow:
         if (
             node.orelse is None
             and test.level < MAYBE
-            and not isinstance(node.test, cst.UnaryOperation)
+            and type(node.test) is not cst.UnaryOperation
             and distributed_guard(node.test)
         ):
             # ``if world_size > 1: dist.broadcast(flag, 0)``: taken on every rank of a
             # distributed job, so what it makes uniform stays uniform
             return body if _EXITED not in body else env
         orelse_node = node.orelse
-        if isinstance(orelse_node, cst.If):
+        if type(orelse_node) is cst.If:
             orelse = self._if(orelse_node, env)
         elif orelse_node is not None:
             orelse = self._block(suite_body(orelse_node.body), dict(env))
@@ -555,7 +550,7 @@ class RankFlow:
                     names.update(bound_names(item.target))
                 if type(item) is cst.AsName:
                     names.update(bound_names(item.name))
-                if type(item) is cst.NamedExpr and isinstance(item.target, cst.Name):
+                if type(item) is cst.NamedExpr and type(item.target) is cst.Name:
                     names.add(item.target.value)
                 stack.extend(children(item))
             found = self._assigned_names[id(block)] = (frozenset(names), frozenset(literal))
@@ -653,7 +648,7 @@ class RankFlow:
                     self._assign_target(element, item.value, self.kind(item.value, env), env)
                 return
             unpacked = None
-            if not any(isinstance(e, cst.StarredElement) for e in target.elements):
+            if not any(type(e) is cst.StarredElement for e in target.elements):
                 unpacked = self._unpacked_call(value_node, len(elements), env)
             if unpacked is not None:
                 for element, kind in zip(elements, unpacked, strict=True):
@@ -701,7 +696,7 @@ class RankFlow:
     ) -> None:
         """``for i, batch in enumerate(loader)``: the index is uniform (every rank runs the same
         steps: a DistributedSampler pads), the elements are at most *maybe* rank-valued."""
-        if isinstance(iterable_node, cst.Call):
+        if type(iterable_node) is cst.Call:
             name = self._resolve(iterable_node.func) or dotted_name(iterable_node.func) or ""
             last = name.rsplit(".", 1)[-1]
             args = iterable_node.args
@@ -731,20 +726,20 @@ class RankFlow:
 
     def _unify(self, expr: cst.BaseExpression, env: Env) -> Env:
         """``dist.all_reduce(t)``, ``dist.broadcast(t, 0)``: ``t`` is the same everywhere now."""
-        if not isinstance(expr, cst.Call) or not expr.args:
+        if type(expr) is not cst.Call or not expr.args:
             return env
         resolved = self._resolve(expr.func)
         op = collective_kind(resolved)
         if op is None or op.rsplit(".", 1)[-1] not in _UNIFY_FIRST_ARGUMENT:
             return env
         first = expr.args[0].value
-        if isinstance(first, cst.Name) and first.value in env:
+        if type(first) is cst.Name and first.value in env:
             env = dict(env)
             env[first.value] = RECEIVED_KIND
-        elif isinstance(first, cst.List) and first.elements:
+        elif type(first) is cst.List and first.elements:
             env = dict(env)
             for element in first.elements:
-                if isinstance(element.value, cst.Name):
+                if type(element.value) is cst.Name:
                     env[element.value.value] = RECEIVED_KIND
         return env
 
@@ -784,7 +779,7 @@ class RankFlow:
             self._record(expr.test, self.kind(expr.test, env))
         if type(expr) is cst.NamedExpr:
             value = self.kind(expr.value, env)
-            if isinstance(expr.target, cst.Name):
+            if type(expr.target) is cst.Name:
                 env[expr.target.value] = value
             return value
         if t in _COMPREHENSIONS:
@@ -807,8 +802,8 @@ class RankFlow:
             return join(demote(index), Kind(min(container.level, MAYBE), container.why))
         if container.deferred or container.level >= MAYBE:
             only = expr.slice[0].slice if len(expr.slice) == 1 else None
-            key = only.value if isinstance(only, cst.Index) else None
-            if isinstance(key, cst.SimpleString):
+            key = only.value if type(only) is cst.Index else None
+            if type(key) is cst.SimpleString:
                 text = key.value.strip("'\"")
                 if text in RANK_ATTRIBUTES or text in RANK_PARAMETERS:
                     return container if container.level == RANK else self._source(expr)
@@ -822,7 +817,7 @@ class RankFlow:
         """How a rank source is written, for messages."""
         if why.text or why.node is None:
             return why.text
-        return _short(self.ctx.module.code_for_node(why.node))
+        return self.ctx.spellings.spell(why.node)
 
     def _name(self, name: str, env: Env) -> Kind:
         found = env.get(name)
@@ -886,8 +881,8 @@ class RankFlow:
             for arg in call.args:  # evaluate arguments for walrus and nested tests
                 self.kind(arg.value, env)
             return self._source(call)
-        last = func.attr.value if isinstance(func, cst.Attribute) else None
-        if isinstance(func, cst.Name):
+        last = func.attr.value if type(func) is cst.Attribute else None
+        if type(func) is cst.Name:
             last = func.value
         if last in UNIFORM_NAMES:
             return UNIFORM_KIND
@@ -910,7 +905,7 @@ class RankFlow:
         args = join_all(arguments)
         if resolved in _PLACEMENT_CALLS or (resolved is None and _device_string(call)):
             return PLACEMENT_KIND if args.level >= PLACEMENT else UNIFORM_KIND
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             receiver_node = func.value
             if last in _PLACEMENT_METHODS:
                 return self.kind(receiver_node, env)  # model.to(device): the model's kind
@@ -933,10 +928,10 @@ class RankFlow:
                     return join(receiver, _maybe_from_deferred(args))  # rank.item(), str(r).zfill
                 return _maybe_from_deferred(args)
         if resolved in _PRESERVING or (
-            isinstance(func, cst.Name) and func.value in _PRESERVING_NAMES and resolved is None
+            type(func) is cst.Name and func.value in _PRESERVING_NAMES and resolved is None
         ):
             return args
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             local = self.functions.get(func.value)
             if local and func.value not in env:
                 self._note(("f", func.value))
@@ -1043,9 +1038,9 @@ def distributed_guard(test: cst.BaseExpression) -> bool:
     ``dist.is_initialized()``, ``local_rank != -1``): true on every rank of a distributed job,
     so never the branch that is skipped there. In ``a and b`` both sides must read so (``if
     is_distributed and isinstance(t, torch.Tensor)`` may still be false)."""
-    if isinstance(test, cst.BooleanOperation):
+    if type(test) is cst.BooleanOperation:
         sides = (distributed_guard(test.left), distributed_guard(test.right))
-        return all(sides) if isinstance(test.operator, cst.And) else any(sides)
+        return all(sides) if type(test.operator) is cst.And else any(sides)
     stack: list[cst.CSTNode] = [test]
     while stack:
         node = stack.pop()
@@ -1060,8 +1055,8 @@ def distributed_guard(test: cst.BaseExpression) -> bool:
                 continue
         elif (
             type(node) is cst.UnaryOperation
-            and isinstance(node.operator, cst.Minus)
-            and isinstance(node.expression, cst.Integer)
+            and type(node.operator) is cst.Minus
+            and type(node.expression) is cst.Integer
             and node.expression.value == "1"
         ):
             return True
@@ -1076,7 +1071,7 @@ def _type_test(call: cst.Call) -> bool:
     distributed wrapper's type is the same on every rank, but may be false in a distributed
     job, so it does not read as "running distributed"."""
     func = call.func
-    return isinstance(func, cst.Name) and func.value in ("isinstance", "issubclass")
+    return type(func) is cst.Name and func.value in ("isinstance", "issubclass")
 
 
 # What says a job runs distributed when a value is computed from it: the world size, the
@@ -1094,7 +1089,7 @@ def reads_distributed_state(value: cst.BaseExpression) -> bool:
         if id(node) in typed:
             typed.update(id(child) for child in children(node))
             continue
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             called.add(id(node.func))
             if _type_test(node):
                 typed.update(id(child) for child in children(node))
@@ -1129,23 +1124,23 @@ def single_process_test(test: cst.BaseExpression) -> bool:
     on every rank of a distributed job, so its body runs in single-process runs only; likewise
     ``world_size == 1`` (``n_gpus == 1``). So does ``<such a test> and <anything>``: the
     conjunction is false wherever the test is."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return single_process_test(test.left) or single_process_test(test.right)
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+    if not (type(test) is cst.Comparison and len(test.comparisons) == 1):
         return False
     target = test.comparisons[0]
     number = _int_literal(target.comparator)
     operator = target.operator
     left = test.left
-    name = left.attr.value if isinstance(left, cst.Attribute) else getattr(left, "value", "")
+    name = left.attr.value if type(left) is cst.Attribute else getattr(left, "value", "")
     if not isinstance(name, str):
         return False
-    if number == 1 and isinstance(operator, cst.Equal):
+    if number == 1 and type(operator) is cst.Equal:
         # ``world_size == 1`` / ``n_gpus == 1``: one process, nobody to wait (waveglow)
         return name.lower().endswith(_ONE_PROCESS_NAMES)
     if number is None or not (
-        (number == -1 and isinstance(operator, cst.Equal))
-        or (number == 0 and isinstance(operator, cst.LessThan))
+        (number == -1 and type(operator) is cst.Equal)
+        or (number == 0 and type(operator) is cst.LessThan)
     ):
         return False
     return name.lower().endswith("rank")
@@ -1153,26 +1148,26 @@ def single_process_test(test: cst.BaseExpression) -> bool:
 
 def _constant_false(expr: cst.BooleanOperation) -> bool:
     """``False and ...``: a branch switched off in the source."""
-    return isinstance(expr.operator, cst.And) and any(
+    return type(expr.operator) is cst.And and any(
         is_name(side, "False") for side in (expr.left, expr.right)
     )
 
 
 def switched_off(test: cst.BaseExpression) -> bool:
     """Whether an ``if`` test is ``False`` or ``False and ...`` (its body never runs)."""
-    if isinstance(test, cst.Name):
+    if type(test) is cst.Name:
         return test.value == "False"
-    return isinstance(test, cst.BooleanOperation) and _constant_false(test)
+    return type(test) is cst.BooleanOperation and _constant_false(test)
 
 
 def _single_stage_test(expr: cst.BooleanOperation) -> bool:
     """``is_first_stage() and is_last_stage()``: true on every rank exactly when there is one
     pipeline stage, so the same everywhere."""
-    if not isinstance(expr.operator, cst.And):
+    if type(expr.operator) is not cst.And:
         return False
     names = []
     for side in (expr.left, expr.right):
-        if not isinstance(side, cst.Call):
+        if type(side) is not cst.Call:
             return False
         names.append((dotted_name(side.func) or "").rsplit(".", 1)[-1])
     return (
@@ -1194,8 +1189,8 @@ def _unpacked(target: cst.BaseExpression, value: Kind) -> Kind:
     (``world_size, rank = get_world_size_and_rank()``)."""
     if value.level < MAYBE and not value.deferred:
         return value
-    name = target.value if isinstance(target, cst.Name) else ""
-    if isinstance(target, cst.Attribute):
+    name = target.value if type(target) is cst.Name else ""
+    if type(target) is cst.Attribute:
         name = target.attr.value
     lowered = name.lower()
     if name in UNIFORM_NAMES or "world" in lowered or lowered.endswith(("size", "count", "num")):
@@ -1213,11 +1208,11 @@ _NONE: frozenset[str] = frozenset()
 def _is_literal(expr: cst.BaseExpression) -> bool:
     if type(expr) in _LITERALS:
         return True
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         return expr.value in _CONSTANT_NAMES
     return (
-        isinstance(expr, cst.UnaryOperation)
-        and isinstance(expr.operator, cst.Minus)
+        type(expr) is cst.UnaryOperation
+        and type(expr.operator) is cst.Minus
         and type(expr.expression) in _LITERALS
     )
 
@@ -1326,7 +1321,7 @@ def _expressions(node: cst.CSTNode) -> Iterable[cst.BaseExpression]:
 
 def is_static(node: cst.FunctionDef) -> bool:
     return any(
-        isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+        type(d.decorator) is cst.Name and d.decorator.value == "staticmethod"
         for d in node.decorators
     )
 
@@ -1336,11 +1331,11 @@ def junction_flags(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     ``distributed``, ``info.strict``, and its rank tests)."""
     found: list[cst.BaseExpression] = []
     pending = [_without_not(test)]
-    if not isinstance(pending[0], cst.BooleanOperation):
+    if type(pending[0]) is not cst.BooleanOperation:
         return found
     while pending:
         node = _without_not(pending.pop())
-        if isinstance(node, cst.BooleanOperation):
+        if type(node) is cst.BooleanOperation:
             pending.extend((node.right, node.left))
         else:
             found.append(node)
@@ -1348,6 +1343,6 @@ def junction_flags(test: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _without_not(node: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+    while type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:
         node = node.expression
     return node

@@ -95,7 +95,7 @@ def is_matrix_rank(expr: cst.Attribute) -> bool:
 
 
 def _string(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.SimpleString):
+    if type(expr) is cst.SimpleString:
         value = evaluated(expr)
         return value if isinstance(value, str) else None
     return None
@@ -109,13 +109,13 @@ def direct_rank_source(
     ``resolved`` is the canonical name of a call's function or of the expression (for
     attributes rooted at an import), as the caller's import table resolved it.
     """
-    if isinstance(expr, cst.Call):
+    if type(expr) is cst.Call:
         target = resolved
         if target is not None and (target in RANK_FUNCTIONS or target in predicates):
             return True
         func = expr.func
-        last = func.attr.value if isinstance(func, cst.Attribute) else None
-        if isinstance(func, cst.Name):
+        last = func.attr.value if type(func) is cst.Attribute else None
+        if type(func) is cst.Name:
             last = func.value
         if target is not None and target in _ENV_READERS and expr.args:
             return _string(expr.args[0].value) in RANK_ENV_VARS
@@ -124,16 +124,16 @@ def direct_rank_source(
         if dotted_name(func) in predicates or last in predicates:
             return True  # a configured predicate: dotted, or a bare name (any receiver)
         return is_rank_call_name(last)
-    if isinstance(expr, cst.Subscript):
+    if type(expr) is cst.Subscript:
         # os.environ["RANK"]
         if resolved == "os.environ" and len(expr.slice) == 1:
             index = expr.slice[0].slice
-            return isinstance(index, cst.Index) and _string(index.value) in RANK_ENV_VARS
+            return type(index) is cst.Index and _string(index.value) in RANK_ENV_VARS
         return False
-    if isinstance(expr, cst.Attribute):
+    if type(expr) is cst.Attribute:
         if (resolved is not None and resolved in predicates) or expr.attr.value in predicates:
             return True
         return expr.attr.value in RANK_ATTRIBUTES and not is_matrix_rank(expr)
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         return expr.value in predicates
     return False

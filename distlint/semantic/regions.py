@@ -47,7 +47,7 @@ def is_compile_disabled(func: cst.FunctionDef, resolve: Resolver) -> bool:
     """Whether ``func`` is cut out of compiled regions (``@torch.compiler.disable``)."""
     for decorator in func.decorators:
         expr = decorator.decorator
-        target = expr.func if isinstance(expr, cst.Call) else expr
+        target = expr.func if type(expr) is cst.Call else expr
         if resolve(target) in DISABLE_FUNCTIONS:
             return True
     return False
@@ -72,13 +72,13 @@ _IS_COMPILING_NAMES = frozenset({"is_compiling", "is_dynamo_compiling", "is_torc
 def is_compiling_test(expr: cst.BaseExpression, resolve: Resolver) -> bool | None:
     """True for ``is_compiling()`` (also a project or library wrapper of that name), False for
     ``not is_compiling()``, None for any other test."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+    if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
         inner = is_compiling_test(expr.expression, resolve)
         return None if inner is None else not inner
-    if not isinstance(expr, cst.Call) or expr.args:
+    if type(expr) is not cst.Call or expr.args:
         return None
     func = expr.func
-    last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+    last = func.attr.value if type(func) is cst.Attribute else getattr(func, "value", None)
     if resolve(func) in IS_COMPILING or last in _IS_COMPILING_NAMES:
         return True
     return None
@@ -98,13 +98,13 @@ def compiling_sides(
     or x`` fails only in eager mode. With ``predicates``, a call of a project function that
     returns such a test (``def is_exporting(): return not is_compiling() and ...``) counts
     as that test."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+    if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
         holds, fails = compiling_sides(expr.expression, resolve, predicates)
         return fails, holds
-    if isinstance(expr, cst.BooleanOperation):
+    if type(expr) is cst.BooleanOperation:
         left = compiling_sides(expr.left, resolve, predicates)
         right = compiling_sides(expr.right, resolve, predicates)
-        side = 0 if isinstance(expr.operator, cst.And) else 1  # the side every operand shares
+        side = 0 if type(expr.operator) is cst.And else 1  # the side every operand shares
         known = left[side] if left[side] is not None else right[side]
         return (known, None) if side == 0 else (None, known)
     test = is_compiling_test(expr, resolve)
@@ -279,7 +279,7 @@ _LEAVING = (cst.Return, cst.Raise, cst.Break, cst.Continue)
 
 def _may_leave(statement: cst.CSTNode) -> bool:
     """Whether a statement may end its block early (outside nested functions and classes)."""
-    if isinstance(statement, cst.SimpleStatementLine):
+    if type(statement) is cst.SimpleStatementLine:
         return any(isinstance(small, _LEAVING) for small in statement.body)
     stack: list[tuple[cst.CSTNode, bool]] = [(statement, False)]
     while stack:
@@ -301,9 +301,9 @@ def eager_operands(expr: cst.CSTNode, resolve: Resolver) -> list[cst.BaseExpress
     safe_is_current_stream_capturing():`` calls its helper only in eager mode)."""
     found = []
     for node in descendants(expr):
-        if isinstance(node, cst.BooleanOperation):
+        if type(node) is cst.BooleanOperation:
             holds, fails = compiling_sides(node.left, resolve)
-            if (holds if isinstance(node.operator, cst.And) else fails) is False:
+            if (holds if type(node.operator) is cst.And else fails) is False:
                 found.append(node.right)
     return found
 
@@ -340,10 +340,10 @@ def own_compile(module: cst.Module, resolve: Resolver) -> OwnCompile:
     outside torch, open_clip's ``TrainingTask.compile(target=...)``), and the names bound to
     their instances."""
     classes: dict[str, cst.ClassDef] = {}
-    defined = [node for node in descendants(module) if isinstance(node, cst.ClassDef)]
+    defined = [node for node in descendants(module) if type(node) is cst.ClassDef]
     for node in defined:
         if any(
-            isinstance(item, cst.FunctionDef) and item.name.value == "compile"
+            type(item) is cst.FunctionDef and item.name.value == "compile"
             for item in node.body.body
         ) or any(_foreign_base(arg.value, resolve) for arg in node.bases if arg.keyword is None):
             classes[node.name.value] = node
@@ -352,22 +352,22 @@ def own_compile(module: cst.Module, resolve: Resolver) -> OwnCompile:
         grown = False
         for node in defined:
             if node.name.value not in classes and any(
-                isinstance(arg.value, cst.Name) and arg.value.value in classes for arg in node.bases
+                type(arg.value) is cst.Name and arg.value.value in classes for arg in node.bases
             ):
                 classes[node.name.value] = node
                 grown = True
     self_calls: set[int] = set()
     for cls in classes.values():
         for descendant in descendants(cls):
-            if isinstance(descendant, cst.Call) and self_attribute(descendant.func) == "compile":
+            if type(descendant) is cst.Call and self_attribute(descendant.func) == "compile":
                 self_calls.add(id(descendant))
     names: set[str] = set()
     for statement in descendants(module):
-        if not (isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call)):
+        if not (type(statement) is cst.Assign and type(statement.value) is cst.Call):
             continue
         func = statement.value.func
         if not (
-            (isinstance(func, cst.Name) and func.value in classes)
+            (type(func) is cst.Name and func.value in classes)
             or resolve(func) in OWN_COMPILE_FACTORIES
         ):
             continue
@@ -375,7 +375,7 @@ def own_compile(module: cst.Module, resolve: Resolver) -> OwnCompile:
             inner = target.target
             elements = inner.elements if isinstance(inner, (cst.Tuple, cst.List)) else ()
             for item in (inner, *(e.value for e in elements)):
-                if isinstance(item, cst.Name):
+                if type(item) is cst.Name:
                     names.add(item.value)
     return OwnCompile(frozenset(names), frozenset(self_calls))
 
@@ -395,12 +395,12 @@ def module_compile_receiver(
     Not one: a receiver that is an import (``re.compile``), a file without torch, an instance of
     a class defining its own ``compile`` or of a factory in ``OWN_COMPILE_FACTORIES``."""
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "compile" and torch_bound):
+    if not (type(func) is cst.Attribute and func.attr.value == "compile" and torch_bound):
         return None
     if resolve(func) is not None or id(call) in own.self_calls:
         return None
     receiver = func.value
-    if isinstance(receiver, cst.Name) and receiver.value in own.names:
+    if type(receiver) is cst.Name and receiver.value in own.names:
         return None
     return receiver
 
@@ -410,7 +410,7 @@ _NO_VALUE = object()
 
 def literal_value(expr: cst.BaseExpression) -> object:
     """The Python value of a simple literal (str, number, bool, None), else a sentinel."""
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+    if type(expr) is cst.Name and expr.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[expr.value]
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
         value = evaluated(expr)
@@ -418,7 +418,7 @@ def literal_value(expr: cst.BaseExpression) -> object:
     if isinstance(expr, (cst.Integer, cst.Float)):
         value = evaluated(expr)
         return value if isinstance(value, (int, float)) else _NO_VALUE
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+    if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Minus:
         inner = literal_value(expr.expression)
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
             return -inner

@@ -19,6 +19,7 @@ from typing import Any
 from distlint.semantic.model import (
     Condition,
     Effect,
+    FunctionSummary,
     ModuleSummary,
 )
 from distlint.syntax.spans import NodeSpan
@@ -37,26 +38,28 @@ class _Shared:
     def value(self, value: Any) -> Any:
         """``value`` with its strings and plain tuples the ones met first (any object: what
         is not a string or a tuple is kept as it is)."""
-        if type(value) is str:
+        kind = type(value)
+        if kind is str:
             return self.strings.setdefault(value, value)
-        if type(value) is not tuple:
+        if kind is not tuple:
             return value
+        plain = self.plain
         try:
-            known = self.plain.get(value)
+            known = plain.get(value)
         except TypeError:  # holds something unhashable: its parts are still shared
             known = None
         if known is not None:
             return known
         parts = tuple([self.value(part) for part in value])
-        if all(
-            part is None or type(part) is str or (type(part) is tuple and self._is_plain(part))
-            for part in parts
-        ):
-            self.plain[parts] = parts
+        for part in parts:
+            if not (
+                part is None
+                or type(part) is str
+                or (type(part) is tuple and plain.get(part) is part)
+            ):
+                return parts
+        plain[parts] = parts
         return parts
-
-    def _is_plain(self, part: tuple) -> bool:
-        return self.plain.get(part) is part
 
     def values(self, items: list) -> list:
         return [self.value(item) for item in items]
@@ -68,37 +71,49 @@ class _Shared:
 def share_equal_parts(summary: ModuleSummary) -> None:
     """Make the equal strings and plain tuples of ``summary`` one object each (in place)."""
     shared = _Shared()
-    _fields(summary, shared)
+    _fields(summary, shared, _names(summary))
     for _, site in summary.compile_sites:
-        _fields(site, shared)
+        _fields(site, shared, _names(site))
     for function in summary.functions.values():
-        _fields(function, shared, skip=("effects", "param_tests"))
+        _fields(function, shared, _FUNCTION_FIELDS)
         for _, condition in function.param_tests:
             _condition(condition, shared)
         _effects(function.effects, shared)
     for cls in summary.classes.values():
-        _fields(cls, shared)
+        _fields(cls, shared, _names(cls))
 
 
-def _fields(instance: Any, shared: _Shared, skip: tuple[str, ...] = ()) -> None:
-    """The fields of a dataclass instance (frozen or not) that hold strings, values, lists and
-    dicts of them: ``skip`` those that hold effects or conditions (kept, walked apart)."""
-    for name in instance.__dataclass_fields__:  # dataclasses.fields, without building it
-        if name in skip:
-            continue
+def _names(instance: Any, skip: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The fields of a dataclass instance or class, in order (``dataclasses.fields``, without
+    building it), but ``skip``: those that hold effects or conditions (kept, walked apart)."""
+    return tuple(name for name in instance.__dataclass_fields__ if name not in skip)
+
+
+_FUNCTION_FIELDS = _names(FunctionSummary, ("effects", "param_tests"))
+_EFFECT_FIELDS = _names(Effect, ("span", "cond", "body", "orelse"))
+_CONDITION_FIELDS = _names(Condition, ("span", "why_span"))
+
+
+def _fields(instance: Any, shared: _Shared, names: tuple[str, ...]) -> None:
+    """The fields ``names`` of a dataclass instance (frozen or not) that hold strings, values,
+    lists and dicts of them (each set again only when its value was replaced)."""
+    strings = shared.strings
+    for name in names:
         value = getattr(instance, name)
         kind = type(value)
+        new: Any
         if kind is str:
-            value = shared.strings.setdefault(value, value)
+            new = strings.setdefault(value, value)
         elif kind is tuple:
-            value = shared.value(value)
+            new = shared.value(value)
         elif kind is list:
-            value = shared.values(value)
+            new = shared.values(value)
         elif kind is dict:
-            value = shared.mapping(value)
+            new = shared.mapping(value)
         else:
             continue  # a number, a flag, None, an object of its own
-        object.__setattr__(instance, name, value)
+        if new is not value:
+            object.__setattr__(instance, name, new)
 
 
 def _effects(effects: tuple[Effect, ...], shared: _Shared) -> None:
@@ -107,7 +122,7 @@ def _effects(effects: tuple[Effect, ...], shared: _Shared) -> None:
     pending = list(effects)
     while pending:
         effect = pending.pop()
-        _fields(effect, shared, skip=("span", "cond", "body", "orelse"))
+        _fields(effect, shared, _EFFECT_FIELDS)
         _span(effect.span, shared)
         if effect.cond is not None:
             _condition(effect.cond, shared)
@@ -116,7 +131,7 @@ def _effects(effects: tuple[Effect, ...], shared: _Shared) -> None:
 
 
 def _condition(condition: Condition, shared: _Shared) -> None:
-    _fields(condition, shared, skip=("span", "why_span"))
+    _fields(condition, shared, _CONDITION_FIELDS)
     _span(condition.span, shared)
     _span(condition.why_span, shared)
 

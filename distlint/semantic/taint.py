@@ -51,6 +51,7 @@ class ScopeScan:
     functions: list[cst.FunctionDef]  # defs directly in this scope (also inside blocks)
     classes: list[cst.ClassDef]
     declared_global: set[str] = field(default_factory=set)  # ``global f``: not locals
+    bare_return: bool = False  # a ``return`` without a value (not in ``returns``)
 
 
 def scan_scope(body: Iterable[cst.CSTNode]) -> ScopeScan:
@@ -81,6 +82,8 @@ def scan_scope(body: Iterable[cst.CSTNode]) -> ScopeScan:
         if type(node) is cst.Return:
             if node.value is not None:
                 scan.returns.append(node.value)
+            else:
+                scan.bare_return = True
             continue
         if type(node) is cst.Global:
             scan.declared_global.update(item.name.value for item in node.names)

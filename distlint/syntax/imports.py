@@ -49,11 +49,7 @@ def dotted_name(expr: cst.BaseExpression) -> str | None:
 
 def self_attribute(expr: cst.BaseExpression) -> str | None:
     """``self.x`` -> "x"; None for anything else."""
-    if (
-        isinstance(expr, cst.Attribute)
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value == "self"
-    ):
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
         return expr.attr.value
     return None
 
@@ -168,7 +164,7 @@ class ImportTable:
             elif type(stmt) is cst.Assign or type(stmt) is cst.AnnAssign:
                 targets = assignment_targets(stmt)
                 for target in targets:
-                    if isinstance(target, cst.Name):
+                    if type(target) is cst.Name:
                         aliases.append((target.value, stmt.value, nested))
             elif (type(stmt) is cst.FunctionDef or type(stmt) is cst.ClassDef) and not (
                 # ``except ImportError: def disable(fn): return fn``: a fallback for an import
@@ -195,7 +191,7 @@ class ImportTable:
                 self._bindings[name] = None
 
     def _bind_target(self, target: cst.BaseExpression, full: str) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             earlier = self._bindings.get(target.value)
             if earlier is not None and earlier.split(".", 1)[0] != full.split(".", 1)[0]:
                 self._several.add(target.value)

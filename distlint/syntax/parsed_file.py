@@ -18,6 +18,7 @@ from distlint.syntax.imports import ImportTable
 from distlint.syntax.indentation import IndentColumns
 from distlint.syntax.positions import Positions
 from distlint.syntax.spans import ORDINAL_TYPES, NodeSpan
+from distlint.syntax.spelling import Spellings
 from distlint.syntax.walker import subclasses_of, walk
 
 FileT = TypeVar("FileT", bound="ParsedFile")
@@ -64,6 +65,7 @@ class ParsedFile:
         # scanning ahead from module level) must not fix what its own scope resolves it to
         self._resolved: dict[tuple[int, int], str | None] = {}
         self._memo: dict[Callable[..., object], object] = {}
+        self.spellings = Spellings(self.module)  # short node texts for messages, linear in the file
 
     def note_call(self, call: cst.Call) -> None:
         """Remember ``call`` under its innermost statement (first pass; the summary reads it).

@@ -11,7 +11,7 @@ from distlint.syntax.walker import keyword_arg
 
 def is_name(node: cst.CSTNode | None, name: str) -> bool:
     """Whether ``node`` is the bare name ``name`` (``True``, ``None``, ``x``...)."""
-    return isinstance(node, cst.Name) and node.value == name
+    return type(node) is cst.Name and node.value == name
 
 
 def is_true(node: cst.CSTNode | None) -> bool:
@@ -38,7 +38,7 @@ def none_on_other_side(ifexp: cst.IfExp, node: cst.CSTNode) -> bool:
 def assignment_targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
     """What an ``=`` / annotated / augmented assignment writes (``a = b = v``: both); nothing
     for another node."""
-    if isinstance(statement, cst.Assign):
+    if type(statement) is cst.Assign:
         return [t.target for t in statement.targets]
     if isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
         return [statement.target]
@@ -49,16 +49,16 @@ def assigned_name(statement: cst.CSTNode, value: cst.CSTNode) -> str | None:
     """``x`` for ``x = value`` / ``x: T = value`` (one plain name, ``value`` itself), else
     None."""
     if (
-        isinstance(statement, cst.Assign)
+        type(statement) is cst.Assign
         and statement.value is value
         and len(statement.targets) == 1
-        and isinstance(statement.targets[0].target, cst.Name)
+        and type(statement.targets[0].target) is cst.Name
     ):
         return statement.targets[0].target.value
     if (
-        isinstance(statement, cst.AnnAssign)
+        type(statement) is cst.AnnAssign
         and statement.value is value
-        and isinstance(statement.target, cst.Name)
+        and type(statement.target) is cst.Name
     ):
         return statement.target.value
     return None
@@ -67,10 +67,10 @@ def assigned_name(statement: cst.CSTNode, value: cst.CSTNode) -> str | None:
 def bound_names(target: cst.CSTNode) -> list[str]:
     """The plain names an assignment target binds (``a``, ``a, (b, *c)``); attributes and
     subscripts bind none."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return [target.value]
     if isinstance(target, (cst.Tuple, cst.List)):
         return [name for element in target.elements for name in bound_names(element.value)]
-    if isinstance(target, cst.StarredElement):
+    if type(target) is cst.StarredElement:
         return bound_names(target.value)
     return []

@@ -68,23 +68,26 @@ class Spellings:
     def spell(self, node: cst.CSTNode, limit: int = 60) -> str:
         """The node's code, whitespace runs made one space, cut to ``limit`` characters
         (``...`` at the end when cut)."""
-        prefix = self._prefix(node)
-        if prefix is not None:
+        prefix, code = self._prefix(node)
+        if code is None:  # a long node: its first _RAW characters
             text = " ".join(prefix.split())
             if len(text) > limit:
                 return text[: limit - 3] + "..."
-        text = " ".join(self.module.code_for_node(node).split())  # short, or mostly blanks
+            code = self.module.code_for_node(node)  # mostly blanks
+        text = " ".join(code.split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
-    def _prefix(self, node: cst.CSTNode) -> str | None:
-        """The first ``_RAW`` characters of the node's code; None if it is shorter."""
+    def _prefix(self, node: cst.CSTNode) -> tuple[str, str | None]:
+        """The first ``_RAW`` characters of the node's code and None; or, for a node that is
+        shorter, its whole code twice (the stopped codegen ran to its end: it is the code)."""
         known = self._memo.get(node)
         if known is not None:
-            return known
+            return known, None
         state = _PrefixState(self.module, self._memo)
         try:
             node._codegen(state)
         except _Enough:
             state.remember()
-            return "".join(state.tokens)[:_RAW]
-        return None
+            return "".join(state.tokens)[:_RAW], None
+        code = "".join(state.tokens)
+        return code, code
