@@ -74,7 +74,7 @@ def test_the_buffer_is_parsed_once_for_every_stage(tmp_path: Path, parsed: list[
     edited = TRAIN + "# edited, not saved\n"
     analysis = server.analyse(_job(tmp_path, path, edited, 2))
     assert analysis.crash is None and analysis.tool_errors == ()
-    codes = sorted(str(d.code) for d in analysis.diagnostics)
+    codes = sorted(d["code"] for d in analysis.diagnostics)
     assert codes == ["DL201", "DL203", "DL502"]  # cross-file, second pass, first pass
     assert parsed.count(edited) == 1
 
@@ -134,6 +134,6 @@ def test_no_collection_before_the_second_pass_of_the_kept_tree(
     monkeypatch.setattr(runner, "_collect_before_a_file", counting_collect)
     monkeypatch.setattr(runner, "analyze_file", counting_analyze)
     analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
-    assert sorted(str(d.code) for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
+    assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
     assert passes.count(True) == 1  # the buffer's second pass
     assert len(collections) == passes.count(False)  # one before each first pass
