@@ -137,3 +137,27 @@ def test_no_collection_before_the_second_pass_of_the_kept_tree(
     assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
     assert passes.count(True) == 1  # the buffer's second pass
     assert len(collections) == passes.count(False)  # one before each first pass
+
+
+def test_the_heap_is_trimmed_only_when_workers_are_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Giving freed pages back to the system before the second pass is for the workers it
+    forks; an editor's check runs that pass in this process, where it only cost time."""
+    from distlint.config.settings import CliOverrides
+    from distlint.engine import runner
+
+    trims: list[None] = []
+    monkeypatch.setattr(runner, "release_freed_memory", lambda: trims.append(None))
+    path = _project(tmp_path)
+    analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
+    assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
+    assert trims == []
+    resolver = ConfigResolver()
+    tasks = [
+        runner.Task(p, str(p), resolver.file_settings(p, CliOverrides()))
+        for p in (path, tmp_path / "proj" / "helpers.py")
+    ]
+    results = runner.run(tasks, 2, file_timeout=20.0)
+    assert sorted(f.code for f in results[0].findings) == ["DL201", "DL203", "DL502"]
+    assert trims == [None]
