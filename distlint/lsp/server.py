@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import logging
 import os
@@ -43,6 +44,7 @@ from distlint.config.settings import (
     FileSettings,
     settings_for,
 )
+from distlint.engine.cache import FirstPassCache, default_directory
 from distlint.engine.checker import FileResult, FileSource, check_file
 from distlint.engine.runner import file_budget
 from distlint.findings import Applicability, Finding, Severity, Span, make_position
@@ -102,6 +104,9 @@ class Job:
     features: ClientFeatures
     root: Path | None = None  # the workspace root: config of buffers without a file path
     other_texts: dict[str, str] = field(default_factory=dict)  # other open docs, by fs path
+    # the analysis process runs after_reply() once this job's reply went out: the check's
+    # cache entries are written then
+    after_reply: bool = False
 
 
 @dataclass
@@ -150,6 +155,8 @@ def analyse(job: Job) -> Analysis:
     """Check one buffer and build its diagnostics; never raises (runs in the analysis
     process, with nothing but ``job``)."""
     analysis = Analysis()
+    if job.after_reply:
+        gc.disable()  # until after_reply()
     try:
         _analyse(job, analysis)
     except Exception:  # a bug of ours: the server shows it as a DL000 and logs it
@@ -225,12 +232,48 @@ class DocumentPieces:
 _DOCUMENT_PIECES = DocumentPieces()
 
 
+class AfterReply:
+    """What the analysis process leaves until a job's reply went out (:func:`after_reply`,
+    which the worker runs right behind it), so that the editor gets its diagnostics first:
+    writing the check's cache entries (and pruning the cache, which lists all of it), and
+    collecting the check's garbage.
+
+    The automatic collector is paused from the start of such a job (:attr:`Job.after_reply`)
+    until then. The runner pauses it during a check and resumes it after; the first
+    collection, of the youngest generation, then walked everything the check made (trees,
+    summaries, findings) between the check and the reply: 30-80 ms of an edit of a 3,000-line
+    buffer. It is the same collection here, after the reply."""
+
+    def __init__(self) -> None:
+        self.caches: list[FirstPassCache] = []
+
+    def defer_writes(self, cache: FirstPassCache) -> None:
+        cache.defer_writes()
+        self.caches.append(cache)
+
+    def run(self) -> None:
+        caches, self.caches = self.caches, []
+        for cache in caches:
+            cache.flush()
+        gc.enable()
+        gc.collect(0)
+
+
+# Used only in the analysis process, like _DOCUMENT_PIECES: cache writes held back until the
+# reply went out (they change no job's result: a job reads its own from memory).
+_AFTER_REPLY = AfterReply()
+
+
+def after_reply() -> None:
+    """Run in the analysis process once a job's reply went out (see :class:`AfterReply`)."""
+    _AFTER_REPLY.run()
+
+
 def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings) -> FileResult:
     """The buffer as that file of its project: the files it imports and those importing it
     are linked with it (open buffers replacing their files), through the first-pass cache at
     the project root, so cross-file findings reach the editor as they reach ``check .``."""
     from distlint.config.project_files import project_root
-    from distlint.engine.cache import FirstPassCache, default_directory
     from distlint.engine.runner import Task, context_tasks, run
 
     data = job.text.encode("utf-8", "surrogatepass")
@@ -242,6 +285,8 @@ def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings
         root = project_root(path)
         if root is not None:  # a file outside any project leaves no cache behind
             cache = FirstPassCache.open(default_directory(root))
+    if cache is not None and job.after_reply:
+        _AFTER_REPLY.defer_writes(cache)
     overrides = CliOverrides()
     context = context_tasks([path], [path], job.resolver, overrides, cwd, contents, True, cache)
     tasks = [Task(path, display, settings, data=data)]
@@ -423,7 +468,7 @@ class DistlintSession:
         # the check of a document's text in progress: its text, generation, and the check
         # (None when a newer text superseded it)
         self.inflight: dict[str, tuple[str, int, asyncio.Future[Checked | None]]] = {}
-        self.analyses = Analyses()
+        self.analyses = Analyses(after=after_reply)
         self.shut_down = False
         self.shown_config_errors: set[str] = set()
         self.logged: set[str] = set()
@@ -611,6 +656,7 @@ class DistlintSession:
             features=self.features,
             root=self._root(),
             other_texts=self._other_open_documents(uri),
+            after_reply=self.analyses.after is not None,
         )
         outcome = self.analyses.submit(uri, analyse, (job,), self._budget(uri))
         entry = (text, self.generation, asyncio.get_running_loop().create_future())

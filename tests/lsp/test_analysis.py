@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import libcst
@@ -161,3 +162,27 @@ def test_the_heap_is_trimmed_only_when_workers_are_forked(
     results = runner.run(tasks, 2, file_timeout=20.0)
     assert sorted(f.code for f in results[0].findings) == ["DL201", "DL203", "DL502"]
     assert trims == [None]
+
+
+def test_cache_entries_are_written_after_the_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An analysis process writes a check's cache entries once its reply went out
+    (``after_reply``, which the worker runs next), not before."""
+    import gc
+
+    monkeypatch.delenv("DISTLINT_NO_CACHE", raising=False)
+    path = _project(tmp_path)
+    job = replace(_job(tmp_path, path, TRAIN + "# edited\n", 2), after_reply=True)
+    cache = tmp_path / ".distlint_cache"
+    try:
+        analysis = server.analyse(job)
+        assert not gc.isenabled()  # paused until the reply went out
+        assert list(cache.glob("??/*.entry")) == []
+    finally:
+        server.after_reply()
+    assert gc.isenabled()
+    assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
+    assert len(list(cache.glob("??/*.entry"))) >= 2  # the first passes and the project stage
+    again = server.analyse(replace(job, after_reply=False))  # from those entries
+    assert again.diagnostics == analysis.diagnostics
