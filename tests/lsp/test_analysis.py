@@ -111,6 +111,45 @@ def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
     assert again.safe_fixes == fresh.safe_fixes
 
 
+def test_every_edit_of_a_buffer_gives_a_fresh_analysis_diagnostics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edits one after the other (lines added or removed above, in and below the compiled
+    steps, a line's text changed, one that does not parse, then its fix), each analysed with
+    what the analysis process kept of the texts before: the diagnostics of a fresh analysis
+    process, positions included."""
+    path = _project(tmp_path)
+    steps = "".join(
+        f"\n\n@torch.compile(backend='nvfuser')\ndef step_{i}(x, out):\n"
+        f"    dist.all_gather_object(out, x)  # é\n    return x * {i}\n"
+        for i in range(80)
+    )
+    text = TRAIN + steps
+    middle = text.index("@torch.compile(backend='nvfuser')\ndef step_40")
+    edits = [
+        text,
+        "import os\n\n" + text,
+        "import os\n\n" + text[:middle] + "y = 1\n\n" + text[middle:],
+        text[:middle] + "y = 1\n\n" + text[middle:],
+        text.replace("return x * 40", "return x * 40000"),
+        text.replace("def step_41(x, out):\n", "def step_41(x, out):\n    x = (\n"),
+        text.replace("def step_41(x, out):\n", "def step_41(x, out):\n    x = (x)\n"),
+        text.replace("    dist.all_gather_object(out, x)  # é\n    return x * 7", "    pass"),
+        text + "# edit\n",
+    ]
+    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
+    kept = server._DOCUMENT_PIECES
+    for version, edited in enumerate(edits, 1):
+        monkeypatch.setattr(server, "_DOCUMENT_PIECES", kept)
+        again = server.analyse(_job(tmp_path, path, edited, version))
+        monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
+        fresh = server.analyse(_job(tmp_path, path, edited, version))
+        assert again.crash is None and again.tool_errors == ()
+        assert again.diagnostics == fresh.diagnostics, version
+        assert again.safe_fixes == fresh.safe_fixes, version
+        assert len(again.diagnostics) > 100 or "x = (\n" in edited
+
+
 def test_no_collection_before_the_second_pass_of_the_kept_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
