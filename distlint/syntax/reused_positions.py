@@ -37,7 +37,7 @@ class _Statement:
     def __init__(self, node: cst.CSTNode) -> None:
         self.node = node  # held, so that the ids below stay its nodes'
         self.lines: int | None = None
-        self.nodes: frozenset[int] | None = None
+        self.nodes: tuple[int, ...] | None = None  # listed once: the ids of its nodes
         self.ranges: dict[int, tuple[cst.CSTNode, NodeRange]] = {}
 
 
@@ -47,40 +47,51 @@ class StatementPositions:
 
     def __init__(self) -> None:
         self._defaults: tuple[str, str] | None = None
-        self._known: dict[int, _Statement] = {}
+        self._known: dict[int, _Statement] = {}  # id(statement) -> what is known of it
+        # id(node) -> the known statement that holds it (those whose nodes were listed)
+        self._homes: dict[int, _Statement] = {}
 
     def positions(self, module: cst.Module, columns: IndentColumns | None) -> Positions:
         """The positions of ``module``, reusing those of the statements it shares with the
         trees measured before."""
-        if columns is not None:
-            self._known = {}
-            return Positions(module, columns)
         defaults = (module.default_indent, module.default_newline)
-        if defaults != self._defaults:
-            self._defaults = defaults
+        if columns is not None or defaults != self._defaults:
+            self._defaults = defaults if columns is None else None
             self._known = {}
+            self._homes = {}
+            if columns is not None:
+                return Positions(module, columns)
         known = self._known
         self._known = {id(stmt): known.get(id(stmt)) or _Statement(stmt) for stmt in module.body}
-        return _ReusingPositions(module, [self._known[id(stmt)] for stmt in module.body])
+        for key, gone in known.items():
+            if key not in self._known and gone.nodes is not None:
+                for node in gone.nodes:
+                    self._homes.pop(node, None)
+        statements = [self._known[id(stmt)] for stmt in module.body]
+        return _ReusingPositions(module, statements, self._homes)
 
 
 class _ReusingPositions(Positions):
     """:class:`Positions` of one tree whose statements' measures outlive it."""
 
-    def __init__(self, module: cst.Module, statements: list[_Statement]) -> None:
+    def __init__(
+        self, module: cst.Module, statements: list[_Statement], homes: dict[int, _Statement]
+    ) -> None:
         super().__init__(module, None)
         self._statements = statements
+        self._statement_of = homes
         self._first_lines: list[int] = []  # the line each statement starts on, so far
-        self._home_of: dict[int, int] | None = None  # id(node) -> index of its statement
+        self._index: dict[int, int] | None = None  # id(statement) -> its index, the first
 
     def _measure(self, wanted: set[cst.CSTNode]) -> dict[cst.CSTNode, NodeRange]:
         by_statement: dict[int, list[cst.CSTNode]] = {}
-        homes = self._homes_of()
+        index_of = self._indexes()
+        homes = self._statement_of
         for node in wanted:
-            index = homes.get(id(node))
-            if index is None:  # the module or its header or footer: the usual way
+            home = homes.get(id(node))
+            if home is None:  # the module or its header or footer: the usual way
                 return super()._measure(wanted)
-            by_statement.setdefault(index, []).append(node)
+            by_statement.setdefault(index_of[id(home)], []).append(node)
         self._learn_first_lines(max(by_statement), by_statement)
         found: dict[cst.CSTNode, NodeRange] = {}
         for index, nodes in by_statement.items():
@@ -93,17 +104,17 @@ class _ReusingPositions(Positions):
                 found[node] = _moved(statement.ranges[id(node)][1], first)
         return found
 
-    def _homes_of(self) -> dict[int, int]:
-        if self._home_of is None:
-            homes: dict[int, int] = {}
-            # the first statement holding a node is its home, as in Positions (last wins)
-            for index in range(len(self._statements) - 1, -1, -1):
-                statement = self._statements[index]
+    def _indexes(self) -> dict[int, int]:
+        """Where each statement is in this tree (the first place of one that is there twice,
+        as :class:`Positions` has it), once the nodes of every statement are listed."""
+        if self._index is None:
+            self._index = {}
+            for index, statement in enumerate(self._statements):
+                self._index.setdefault(id(statement), index)
                 if statement.nodes is None:
-                    statement.nodes = frozenset(map(id, descendants(statement.node)))
-                homes.update(dict.fromkeys(statement.nodes, index))
-            self._home_of = homes
-        return self._home_of
+                    statement.nodes = tuple(map(id, descendants(statement.node)))
+                    self._statement_of.update(dict.fromkeys(statement.nodes, statement))
+        return self._index
 
     def _learn_first_lines(self, last: int, wanted: dict[int, list[cst.CSTNode]]) -> None:
         """Where the statements up to ``last`` start: each one's lines, known or learnt by
