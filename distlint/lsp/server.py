@@ -253,10 +253,12 @@ class AfterReply:
 
     def run(self) -> None:
         caches, self.caches = self.caches, []
-        for cache in caches:
-            cache.flush()
-        gc.enable()
-        gc.collect(0)
+        try:
+            for cache in caches:
+                cache.flush()
+        finally:
+            gc.enable()
+            gc.collect(0)
 
 
 # Used only in the analysis process, like _DOCUMENT_PIECES: cache writes held back until the
