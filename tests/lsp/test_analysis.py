@@ -41,6 +41,15 @@ def _project(tmp_path: Path) -> Path:
     return path
 
 
+def _with_steps(count: int, comment: str = "") -> str:
+    """TRAIN and ``count`` compiled steps (a DL502 and a DL203 in each)."""
+    return TRAIN + "".join(
+        f"\n\n@torch.compile(backend='nvfuser')\ndef step_{i}(x, out):\n"
+        f"    dist.all_gather_object(out, x){comment}\n    return x * {i}\n"
+        for i in range(count)
+    )
+
+
 def _job(tmp_path: Path, path: Path, text: str, version: int) -> server.Job:
     return server.Job(
         uri=path.as_uri(),
@@ -87,12 +96,7 @@ def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
     edit, the parser sees only the pieces around it, and the diagnostics are those of a
     fresh analysis process (which parses all of it)."""
     path = _project(tmp_path)
-    steps = "".join(
-        f"\n\n@torch.compile(backend='nvfuser')\ndef step_{i}(x, out):\n"
-        f"    dist.all_gather_object(out, x)\n    return x * {i}\n"
-        for i in range(120)
-    )
-    text = TRAIN + steps
+    text = _with_steps(120)
     monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
     server.analyse(_job(tmp_path, path, text, 1))
     middle = text.index("@torch.compile(backend='nvfuser')\ndef step_60")
@@ -119,12 +123,7 @@ def test_every_edit_of_a_buffer_gives_a_fresh_analysis_diagnostics(
     what the analysis process kept of the texts before: the diagnostics of a fresh analysis
     process, positions included."""
     path = _project(tmp_path)
-    steps = "".join(
-        f"\n\n@torch.compile(backend='nvfuser')\ndef step_{i}(x, out):\n"
-        f"    dist.all_gather_object(out, x)  # é\n    return x * {i}\n"
-        for i in range(80)
-    )
-    text = TRAIN + steps
+    text = _with_steps(80, "  # é")
     middle = text.index("@torch.compile(backend='nvfuser')\ndef step_40")
     edits = [
         text,
