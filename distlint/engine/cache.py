@@ -54,6 +54,8 @@ class FirstPassCache:
         self._secret = secret
         self._max_bytes = max_bytes
         self._written = 0
+        # entries put but not written yet (see defer_writes): key -> signed entry
+        self._deferred: dict[str, bytes] | None = None
 
     @classmethod
     def open(cls, directory: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> FirstPassCache | None:
@@ -85,9 +87,10 @@ class FirstPassCache:
         return combined.hexdigest()
 
     def get(self, key: str, display: str) -> object | None:
-        path = self._entry(key)
+        blob = self._deferred.get(key) if self._deferred is not None else None
         try:
-            blob = path.read_bytes()
+            if blob is None:
+                blob = self._entry(key).read_bytes()
         except OSError:
             return None
         signature, payload = blob[:_SIGNATURE_BYTES], blob[_SIGNATURE_BYTES:]
@@ -104,17 +107,41 @@ class FirstPassCache:
             payload = transport.dumps(result)
         except Exception:  # pragma: no cover - results are picklable (workers send them)
             return
+        blob = self._sign(key, payload) + payload
+        if self._deferred is not None:
+            self._deferred[key] = blob
+            return
+        self._write(key, blob)
+
+    def _write(self, key: str, blob: bytes) -> None:
         path = self._entry(key)
         try:
             path.parent.mkdir(exist_ok=True)
-            _write_atomic(path, self._sign(key, payload) + payload)
+            _write_atomic(path, blob)
         except OSError:
             return  # a read-only or full disk: the run goes on without caching
-        self._written += len(payload) + _SIGNATURE_BYTES
+        self._written += len(blob)
+
+    def defer_writes(self) -> None:
+        """From now on, entries are written (and the cache pruned) by :meth:`flush` only, an
+        entry put meanwhile read from memory: the language server answers an edit first and
+        writes its entries after (the result is pickled when it is put, as it is then)."""
+        if self._deferred is None:
+            self._deferred = {}
+
+    def flush(self) -> None:
+        """Write the entries :meth:`defer_writes` held back, then prune."""
+        deferred, self._deferred = self._deferred, None
+        for key, blob in (deferred or {}).items():
+            self._write(key, blob)
+        self.prune()
+        if deferred is not None:
+            self._deferred = {}
 
     def prune(self) -> None:
-        """Remove the oldest entries while the cache is over its size bound."""
-        if not self._written:
+        """Remove the oldest entries while the cache is over its size bound (with writes
+        deferred, once they are written)."""
+        if not self._written or self._deferred is not None:
             return
         entries = []
         for path in self.directory.glob("??/*.entry"):

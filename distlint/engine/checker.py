@@ -473,6 +473,8 @@ def _analyze_source(
             reused = trees.reused if trees is not None else None
             # one argument without reuse: a stand-in parser (tests) need not take the other
             module, columns = parse_source(text, reused) if reused else parse_source(text)
+            if reused:
+                positions = reused.positions(module, columns)
     except SourceError as exc:
         return _unparsable(display_path, str(exc), exc.line, exc.column, text)
     except cst.ParserSyntaxError as exc:

@@ -335,10 +335,13 @@ def _run_project(
             and needs_second_pass(facts, r.summary.key)
         ]
         inputs = {tasks[i].display: SecondPass(facts) for i in again if facts is not None}
-        # what the project stage's parses freed is not held on by the second pass's workers
-        # (forked, they start with the pages this process holds)
-        release_freed_memory()
-        checked = _run_pass([_second(tasks[i]) for i in again], jobs, inputs, trees)
+        second_tasks = [_second(tasks[i]) for i in again]
+        if not _in_process(second_tasks, jobs):
+            # what the project stage's parses freed is not held on by the second pass's
+            # workers (forked, they start with the pages this process holds); in this
+            # process it would only cost the time (an editor's check: 10-20 ms an edit)
+            release_freed_memory()
+        checked = _run_pass(second_tasks, jobs, inputs, trees)
         second = dict(zip(again, checked, strict=True))
         if cache is not None and project_key and not errors and all(map(_cacheable, checked)):
             by_display = {tasks[i].display: result for i, result in second.items()}
@@ -708,7 +711,7 @@ def _run_pass(
         return []
     # here, not in workers: a spawned worker knows a plugin's rules only once it checks a file
     tasks = [t if t.report else replace(t, settings=linked_only(t.settings)) for t in tasks]
-    if jobs.file_timeout is None and (jobs.count <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES):
+    if _in_process(tasks, jobs):
         return [
             _check(task, inputs.get(task.display), trees if task.report else None) for task in tasks
         ]
@@ -718,6 +721,11 @@ def _run_pass(
     sizes = [_size(task) for task in tasks] if jobs.count > 1 else None
     with _Pool(min(jobs.count, len(tasks)), inputs) as pool:
         return pool.map(calls, jobs.file_timeout, sizes)
+
+
+def _in_process(tasks: Sequence[Task], jobs: Jobs) -> bool:
+    """Whether :func:`_run_pass` checks ``tasks`` in this process rather than in workers."""
+    return jobs.file_timeout is None and (jobs.count <= 1 or len(tasks) <= _IN_PROCESS_MAX_FILES)
 
 
 def _size(task: Task) -> int:

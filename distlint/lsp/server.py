@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import logging
 import os
@@ -43,9 +44,11 @@ from distlint.config.settings import (
     FileSettings,
     settings_for,
 )
+from distlint.engine.cache import FirstPassCache, default_directory
 from distlint.engine.checker import FileResult, FileSource, check_file
 from distlint.engine.runner import file_budget
 from distlint.findings import Applicability, Finding, Severity, Span, make_position
+from distlint.lsp.wire import WireDiagnostic, as_sent, converter, range_json, range_object
 from distlint.lsp.worker import Analyses, Outcome
 from distlint.output.headline import headline
 from distlint.rules.registry import all_rules, docs_url, get_rule
@@ -101,13 +104,16 @@ class Job:
     features: ClientFeatures
     root: Path | None = None  # the workspace root: config of buffers without a file path
     other_texts: dict[str, str] = field(default_factory=dict)  # other open docs, by fs path
+    # the analysis process runs after_reply() once this job's reply went out: the check's
+    # cache entries are written then
+    after_reply: bool = False
 
 
 @dataclass
 class Analysis:
     """What the analysis process computes for one version of one document (sent back)."""
 
-    diagnostics: list[types.Diagnostic] = field(default_factory=list)
+    diagnostics: list[WireDiagnostic] = field(default_factory=list)
     safe_fixes: list[list[TextEdit]] = field(default_factory=list)
     config_error: str | None = None
     tool_errors: tuple[str, ...] = ()
@@ -123,7 +129,7 @@ class Checked:
     text: str
     generation: int
     result_id: str
-    diagnostics: list[types.Diagnostic] = field(default_factory=list)
+    diagnostics: list[WireDiagnostic] = field(default_factory=list)
     safe_fixes: list[list[TextEdit]] = field(default_factory=list)
 
     @cached_property
@@ -132,9 +138,11 @@ class Checked:
 
     def payload_for(self, diagnostic: types.Diagnostic) -> dict[str, Any] | None:
         """The ``data`` of our diagnostic with this code and range (clients that drop it)."""
+        where = range_json(diagnostic.range)
         for mine in self.diagnostics:
-            if mine.code == diagnostic.code and mine.range == diagnostic.range:
-                return mine.data
+            if mine["code"] == diagnostic.code and mine["range"] == where:
+                data: dict[str, Any] = mine["data"]
+                return data
         return None
 
 
@@ -147,6 +155,8 @@ def analyse(job: Job) -> Analysis:
     """Check one buffer and build its diagnostics; never raises (runs in the analysis
     process, with nothing but ``job``)."""
     analysis = Analysis()
+    if job.after_reply:
+        gc.disable()  # until after_reply()
     try:
         _analyse(job, analysis)
     except Exception:  # a bug of ours: the server shows it as a DL000 and logs it
@@ -222,12 +232,50 @@ class DocumentPieces:
 _DOCUMENT_PIECES = DocumentPieces()
 
 
+class AfterReply:
+    """What the analysis process leaves until a job's reply went out (:func:`after_reply`,
+    which the worker runs right behind it), so that the editor gets its diagnostics first:
+    writing the check's cache entries (and pruning the cache, which lists all of it), and
+    collecting the check's garbage.
+
+    The automatic collector is paused from the start of such a job (:attr:`Job.after_reply`)
+    until then. The runner pauses it during a check and resumes it after; the first
+    collection, of the youngest generation, then walked everything the check made (trees,
+    summaries, findings) between the check and the reply: 30-80 ms of an edit of a 3,000-line
+    buffer. It is the same collection here, after the reply."""
+
+    def __init__(self) -> None:
+        self.caches: list[FirstPassCache] = []
+
+    def defer_writes(self, cache: FirstPassCache) -> None:
+        cache.defer_writes()
+        self.caches.append(cache)
+
+    def run(self) -> None:
+        caches, self.caches = self.caches, []
+        try:
+            for cache in caches:
+                cache.flush()
+        finally:
+            gc.enable()
+            gc.collect(0)
+
+
+# Used only in the analysis process, like _DOCUMENT_PIECES: cache writes held back until the
+# reply went out (they change no job's result: a job reads its own from memory).
+_AFTER_REPLY = AfterReply()
+
+
+def after_reply() -> None:
+    """Run in the analysis process once a job's reply went out (see :class:`AfterReply`)."""
+    _AFTER_REPLY.run()
+
+
 def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings) -> FileResult:
     """The buffer as that file of its project: the files it imports and those importing it
     are linked with it (open buffers replacing their files), through the first-pass cache at
     the project root, so cross-file findings reach the editor as they reach ``check .``."""
     from distlint.config.project_files import project_root
-    from distlint.engine.cache import FirstPassCache, default_directory
     from distlint.engine.runner import Task, context_tasks, run
 
     data = job.text.encode("utf-8", "surrogatepass")
@@ -239,6 +287,8 @@ def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings
         root = project_root(path)
         if root is not None:  # a file outside any project leaves no cache behind
             cache = FirstPassCache.open(default_directory(root))
+    if cache is not None and job.after_reply:
+        _AFTER_REPLY.defer_writes(cache)
     overrides = CliOverrides()
     context = context_tasks([path], [path], job.resolver, overrides, cwd, contents, True, cache)
     tasks = [Task(path, display, settings, data=data)]
@@ -268,35 +318,34 @@ def _code_point_edit(span: Span, content: str) -> TextEdit:
     )
 
 
-def _position(lines: list[str], row: int, column: int, encoding: str) -> types.Position:
+def _point(lines: list[str], row: int, column: int, encoding: str) -> dict[str, int]:
+    """A position's JSON form, in the client's units."""
     line = lines[row] if 0 <= row < len(lines) else ""
-    return types.Position(line=max(row, 0), character=to_client_units(line, column, encoding))
+    return {"line": max(row, 0), "character": to_client_units(line, column, encoding)}
 
 
-def _span_range(lines: list[str], span: Span, encoding: str) -> types.Range:
-    return types.Range(
-        start=_position(lines, span.start.line - 1, span.start.column - 1, encoding),
-        end=_position(lines, span.end.line - 1, span.end.column - 1, encoding),
-    )
+def _position(lines: list[str], row: int, column: int, encoding: str) -> types.Position:
+    return types.Position(**_point(lines, row, column, encoding))
 
 
-def _edit_range(lines: list[str], edit: TextEdit, encoding: str) -> types.Range:
-    return types.Range(
-        start=_position(lines, *edit.start, encoding),
-        end=_position(lines, *edit.end, encoding),
-    )
-
-
-def _range_dict(rng: types.Range) -> dict[str, Any]:
+def _span_range(lines: list[str], span: Span, encoding: str) -> dict[str, Any]:
     return {
-        "start": {"line": rng.start.line, "character": rng.start.character},
-        "end": {"line": rng.end.line, "character": rng.end.character},
+        "start": _point(lines, span.start.line - 1, span.start.column - 1, encoding),
+        "end": _point(lines, span.end.line - 1, span.end.column - 1, encoding),
+    }
+
+
+def _edit_range(lines: list[str], edit: TextEdit, encoding: str) -> dict[str, Any]:
+    return {
+        "start": _point(lines, *edit.start, encoding),
+        "end": _point(lines, *edit.end, encoding),
     }
 
 
 def _diagnostic(
     job: Job, lines: list[str], display: str, finding: Finding, info: LineInfo | None
-) -> types.Diagnostic:
+) -> WireDiagnostic:
+    """The finding as the client receives it (:mod:`distlint.lsp.wire`)."""
     encoding = job.features.encoding
     fix_data = None
     if finding.fix is not None and finding.fix.edits:
@@ -305,9 +354,7 @@ def _diagnostic(
             "applicability": finding.fix.applicability.value,
             "edits": [
                 {
-                    "range": _range_dict(
-                        _edit_range(lines, _code_point_edit(e.span, e.content), encoding)
-                    ),
+                    "range": _edit_range(lines, _code_point_edit(e.span, e.content), encoding),
                     "newText": e.content,
                 }
                 for e in finding.fix.edits
@@ -317,10 +364,7 @@ def _diagnostic(
     if info is not None and finding.code not in _NOT_SUPPRESSIBLE:
         edit = noqa_edit(info, finding.span.start.line - 1, finding.code)
         if edit is not None:
-            noqa_data = {
-                "range": _range_dict(_edit_range(lines, edit, encoding)),
-                "newText": edit.new_text,
-            }
+            noqa_data = {"range": _edit_range(lines, edit, encoding), "newText": edit.new_text}
     message = finding.message
     related = None
     where = _span_range(lines, finding.span, encoding)
@@ -328,23 +372,19 @@ def _diagnostic(
         # the problems list shows a line: the headline, and the whole message as the first
         # related entry (at the finding itself); hover shows it too
         message = short
-        related = [
-            types.DiagnosticRelatedInformation(
-                location=types.Location(uri=job.uri, range=where), message=finding.message
-            )
-        ]
+        related = [{"location": {"uri": job.uri, "range": where}, "message": finding.message}]
     if finding.related:
         if job.features.related_information:
             related = (related or []) + [
-                types.DiagnosticRelatedInformation(
-                    location=types.Location(
-                        uri=_location_uri(job, display, loc.path),
-                        range=_span_range(
+                {
+                    "location": {
+                        "uri": _location_uri(job, display, loc.path),
+                        "range": _span_range(
                             _lines_of(job, display, lines, loc.path), loc.span, encoding
                         ),
-                    ),
-                    message=loc.message or "related location",
-                )
+                    },
+                    "message": loc.message or "related location",
+                }
                 for loc in finding.related
             ]
         else:  # the client cannot show related locations: name them in the message
@@ -352,25 +392,26 @@ def _diagnostic(
                 f"{loc.message or 'see'}: line {loc.span.start.line}" for loc in finding.related
             )
             message = f"{message} ({places})"
-    tags = None
+    severity = _SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning)
+    wire: WireDiagnostic = {
+        "range": where,
+        "message": message,
+        "severity": severity.value,
+        "code": finding.code,
+    }
+    url = docs_url(finding.code)
+    if url:
+        wire["codeDescription"] = {"href": url}
+    wire["source"] = SOURCE
     if finding.code == "DL001" and job.features.unnecessary_tag:
-        tags = [types.DiagnosticTag.Unnecessary]
-    return types.Diagnostic(
-        range=where,
-        message=message,
-        severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
-        code=finding.code,
-        code_description=types.CodeDescription(href=url)
-        if (url := docs_url(finding.code))
-        else None,
-        source=SOURCE,
-        related_information=related,
-        tags=tags,
-        data={"code": finding.code, "name": finding.name, "fix": fix_data, "noqa": noqa_data},
-    )
+        wire["tags"] = [types.DiagnosticTag.Unnecessary.value]
+    if related:
+        wire["relatedInformation"] = related
+    wire["data"] = {"code": finding.code, "name": finding.name, "fix": fix_data, "noqa": noqa_data}
+    return wire
 
 
-def _notice(job: Job, message: str, severity: Severity) -> types.Diagnostic:
+def _notice(job: Job, message: str, severity: Severity) -> WireDiagnostic:
     """A DL000 at the top of the document: distlint could not check it (or not all of it)."""
     from distlint.rules.tool.syntax_error import SyntaxErrorRule
 
@@ -429,7 +470,7 @@ class DistlintSession:
         # the check of a document's text in progress: its text, generation, and the check
         # (None when a newer text superseded it)
         self.inflight: dict[str, tuple[str, int, asyncio.Future[Checked | None]]] = {}
-        self.analyses = Analyses()
+        self.analyses = Analyses(after=after_reply)
         self.shut_down = False
         self.shown_config_errors: set[str] = set()
         self.logged: set[str] = set()
@@ -583,7 +624,7 @@ class DistlintSession:
             return  # stale: a newer check of this document is on its way
         self.ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=checked.uri, version=checked.version, diagnostics=checked.diagnostics
+                uri=checked.uri, version=checked.version, diagnostics=as_sent(checked.diagnostics)
             )
         )
 
@@ -617,6 +658,7 @@ class DistlintSession:
             features=self.features,
             root=self._root(),
             other_texts=self._other_open_documents(uri),
+            after_reply=self.analyses.after is not None,
         )
         outcome = self.analyses.submit(uri, analyse, (job,), self._budget(uri))
         entry = (text, self.generation, asyncio.get_running_loop().create_future())
@@ -742,7 +784,7 @@ class DistlintSession:
         if params.previous_result_id == checked.result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=checked.result_id)
         return types.RelatedFullDocumentDiagnosticReport(
-            items=checked.diagnostics, result_id=checked.result_id
+            items=as_sent(checked.diagnostics), result_id=checked.result_id
         )
 
     # -- code actions ------------------------------------------------------------------------
@@ -783,7 +825,9 @@ class DistlintSession:
                             changes={
                                 uri: [
                                     types.TextEdit(
-                                        range=_edit_range(state.lines, edit, encoding),
+                                        range=range_object(
+                                            _edit_range(state.lines, edit, encoding)
+                                        ),
                                         new_text=edit.new_text,
                                     )
                                     for edit in edits
@@ -846,23 +890,24 @@ class DistlintSession:
         hits = [
             d
             for d in state.diagnostics
-            if d.source == SOURCE
-            and (d.range.start.line, d.range.start.character)
+            if d["source"] == SOURCE
+            and (d["range"]["start"]["line"], d["range"]["start"]["character"])
             <= point
-            <= (d.range.end.line, d.range.end.character)
+            <= (d["range"]["end"]["line"], d["range"]["end"]["character"])
         ]
         if not hits:
             return None
         parts = []
         for diagnostic in hits:
-            code = str(diagnostic.code)
+            code = str(diagnostic["code"])
             rule = get_rule(code)
             title = f"**{code} {rule.name}**: {rule.summary}" if rule else f"**{code}**"
             url = docs_url(code)
             link = f"\n\n[{code} documentation]({url})" if url else ""
-            parts.append(f"{title}\n\n{diagnostic.message}{link}")
+            parts.append(f"{title}\n\n{diagnostic['message']}{link}")
         contents = _markup(self.ls.client_capabilities, "\n\n---\n\n".join(parts))
-        return types.Hover(contents=contents, range=hits[0].range if len(hits) == 1 else None)
+        where = range_object(hits[0]["range"]) if len(hits) == 1 else None
+        return types.Hover(contents=contents, range=where)
 
 
 def _is_python(uri: str, language_id: str | None) -> bool:
@@ -879,13 +924,7 @@ def _wanted(only: Sequence[str] | None, kind: str) -> bool:
 
 def _text_edits(edits: list[dict[str, Any]]) -> list[types.TextEdit]:
     return [
-        types.TextEdit(
-            range=types.Range(
-                start=types.Position(**edit["range"]["start"]),
-                end=types.Position(**edit["range"]["end"]),
-            ),
-            new_text=edit["newText"],
-        )
+        types.TextEdit(range=range_object(edit["range"]), new_text=edit["newText"])
         for edit in edits
     ]
 
@@ -955,7 +994,7 @@ def _markup(caps: types.ClientCapabilities, markdown: str) -> types.MarkupConten
 
 def create_server() -> LanguageServer:
     """A configured server; call ``start_io()`` or ``start_tcp(host, port)`` on it."""
-    ls = LanguageServer("distlint", __version__)
+    ls = LanguageServer("distlint", __version__, converter_factory=converter)
     session = DistlintSession(ls)
     ls.distlint = session  # type: ignore[attr-defined]  # for tests and debugging
 

@@ -23,6 +23,12 @@ Every blocking step (waiting for the reply, reading it, killing and reaping the 
 on a helper thread per job, so the server's event loop keeps answering requests. Workers are
 started from the event loop's thread. The job's function and arguments are all it gets: the
 worker reads no state of the server.
+
+``after``: a call the worker runs once a job's reply came back (housekeeping that would
+otherwise delay the reply: the language server's cache writes and garbage collection). It is
+sent right behind the reply, so it runs while the editor shows the diagnostics; a job that
+comes meanwhile waits for it in the pipe (its budget starts when it starts), and its reply is
+never taken for the job's.
 """
 
 from __future__ import annotations
@@ -57,6 +63,9 @@ class Outcome:
     superseded: bool = False  # a newer job for the same document replaced it (no result)
 
 
+_AFTER = -1  # the index of the ``after`` call (a job's is 0)
+
+
 @dataclass(eq=False)
 class _Job:
     key: str  # the document
@@ -70,7 +79,8 @@ class _Job:
 class Analyses:
     """A queue of analysis jobs, one per document at most, run by one supervised worker."""
 
-    def __init__(self) -> None:
+    def __init__(self, after: Callable[[], Any] | None = None) -> None:
+        self.after = after  # run by the worker after each reply (see the module docstring)
         self.queue: dict[str, _Job] = {}  # document -> its newest job, in arrival order
         self.running: _Job | None = None
         self.worker: Worker | None = None
@@ -192,7 +202,7 @@ class Analyses:
             return Outcome(superseded=True)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[_Reply] = loop.create_future()
-        args = (worker, fresh, self.idle_size, job, self._cancel_reader, loop, done)
+        args = (worker, fresh, self.idle_size, job, self.after, self._cancel_reader, loop, done)
         threading.Thread(
             target=_supervise, args=args, name="distlint-analysis", daemon=True
         ).start()
@@ -229,13 +239,14 @@ def _supervise(
     fresh: bool,
     idle_size: int | None,
     job: _Job,
+    after: Callable[[], Any] | None,
     cancel: multiprocessing.connection.Connection,
     loop: asyncio.AbstractEventLoop,
     done: asyncio.Future[_Reply],
 ) -> None:
     """Run ``job`` on ``worker`` and hand the reply to the event loop (a helper thread)."""
     try:
-        reply = _serve_job(worker, fresh, idle_size, job, cancel)
+        reply = _serve_job(worker, fresh, idle_size, job, after, cancel)
     except Exception as exc:  # a bug of ours: that job's failure, never a stuck dispatcher
         _stop(worker)
         reply = _Reply(Outcome(failure=f"internal error: {type(exc).__name__}: {exc}"), True)
@@ -253,6 +264,7 @@ def _serve_job(
     fresh: bool,
     idle_size: int | None,
     job: _Job,
+    after: Callable[[], Any] | None,
     cancel: multiprocessing.connection.Connection,
 ) -> _Reply:
     if fresh:  # its own process group, and (Linux) death with the server
@@ -265,6 +277,8 @@ def _serve_job(
     if outcome.failure is not None or outcome.superseded:
         _stop(worker)
         return _Reply(outcome, True, idle_size)
+    if after is not None:  # not waited for; a worker that dies of it is found on the next job
+        worker.give(_AFTER, (after, (), job.key))
     return _Reply(outcome, False, idle_size)
 
 
@@ -287,10 +301,12 @@ def _call(
             return Outcome(superseded=True)
         if worker.conn in ready:
             try:
-                _, value = transport.receive(worker.conn)
+                index, value = transport.receive(worker.conn)
             except (EOFError, OSError):
                 return Outcome(failure=death_reason(worker))
             worker.finished()
+            if index == _AFTER:  # the previous job's housekeeping: this job runs from now
+                continue
             if isinstance(value, FileResult):  # the function raised (see runner._serve)
                 return Outcome(failure="; ".join(e.message for e in value.errors))
             return Outcome(value)

@@ -39,7 +39,10 @@ from typing import cast
 
 import libcst as cst
 
+from distlint.syntax.indentation import IndentColumns
 from distlint.syntax.lexing import tokens
+from distlint.syntax.positions import Positions
+from distlint.syntax.reused_positions import StatementPositions
 
 PIECE_CHARS = 64 * 1024  # a text longer than two of these is parsed in pieces about this long
 _GOES_ON = re.compile(r"(?:else|elif|except|finally)\b")  # a clause of the statement above
@@ -49,18 +52,27 @@ _NOT_CODE = " \t\f\\#\r\n"  # a line starting with one of these is not code at c
 Cuts = Callable[[str, int], list[int]]  # where a text is cut into pieces of about a size
 
 
+Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement  # of a module's body
+Lead = Callable[[cst.Module], Statement]
+
+
 def parse_in_pieces(
-    text: str, parse: Callable[[str], cst.Module], size: int | None = None, cuts: Cuts | None = None
+    text: str,
+    parse: Callable[[str], cst.Module],
+    size: int | None = None,
+    cuts: Cuts | None = None,
+    lead: Lead | None = None,
 ) -> cst.Module:
     """The tree of ``text`` as ``parse`` (LibCST's ``parse_module``) gives it, computed piece
     by piece when ``text`` is long (see the module docstring): longer than two pieces of
     ``size`` characters (default :data:`PIECE_CHARS`), cut where ``cuts`` says (default
-    :func:`cut_points`)."""
+    :func:`cut_points`). ``lead``: a piece's first statement in the joined tree, its header
+    lines its own (default :func:`lead_statement`)."""
     size = PIECE_CHARS if size is None else size
     if len(text) <= 2 * size:
         return parse(text)
     try:
-        return _in_pieces(text, parse, (cuts or cut_points)(text, size))
+        return _in_pieces(text, parse, (cuts or cut_points)(text, size), lead or lead_statement)
     except (cst.ParserSyntaxError, _NotJoined):
         return parse(text)  # an error as the whole file's parse reports it
 
@@ -69,14 +81,16 @@ class _NotJoined(Exception):
     """Pieces whose trees would not join into the whole parse's."""
 
 
-def _in_pieces(text: str, parse: Callable[[str], cst.Module], cuts: list[int]) -> cst.Module:
+def _in_pieces(
+    text: str, parse: Callable[[str], cst.Module], cuts: list[int], lead: Lead
+) -> cst.Module:
     spans = list(itertools.pairwise([0, *cuts, len(text)]))
     parsed: dict[int, cst.Module] = {}
     # the largest first: its parse is the peak, with no tree of the others held yet
     for index in sorted(range(len(spans)), key=lambda i: spans[i][0] - spans[i][1]):
         start, end = spans[index]
         parsed[index] = _piece(text[start:end], parse)
-    joined = _joined([parsed[i] for i in range(len(spans))])
+    joined = _joined([parsed[i] for i in range(len(spans))], lead)
     if joined is None:
         raise _NotJoined
     return joined
@@ -102,6 +116,15 @@ class ReusedPieces:
         self.size = size
         self.parsed = 0
         self._trees: dict[str, cst.Module] = {}
+        # id(piece's tree) -> (that tree, its first statement as joined): the same object
+        # from one text to the next, as the piece's other statements are
+        self._leads: dict[int, tuple[cst.Module, Statement]] = {}
+        self._statements = StatementPositions()
+
+    def positions(self, module: cst.Module, columns: IndentColumns | None) -> Positions:
+        """The positions of the tree :meth:`parse` gave last, measuring again only what
+        is new in its statements (:mod:`distlint.syntax.reused_positions`)."""
+        return self._statements.positions(module, columns)
 
     def parse(self, text: str) -> cst.Module:
         """The tree of ``text`` as LibCST's ``parse_module`` gives it (or its error)."""
@@ -119,13 +142,25 @@ class ReusedPieces:
             return tree
 
         try:
-            module = parse_in_pieces(text, piece, self.size, content_cut_points)
+            module = parse_in_pieces(text, piece, self.size, content_cut_points, self._lead)
         except BaseException:  # keep both texts' pieces: the next edit may fix it
             both = {**kept, **used}
-            self._trees = both if sum(map(len, both)) <= _REUSED_MAX_CHARS else used
+            self._keep(both if sum(map(len, both)) <= _REUSED_MAX_CHARS else used)
             raise
-        self._trees = used if sum(map(len, used)) <= _REUSED_MAX_CHARS else {}
+        self._keep(used if sum(map(len, used)) <= _REUSED_MAX_CHARS else {})
         return module
+
+    def _keep(self, trees: dict[str, cst.Module]) -> None:
+        self._trees = trees
+        kept = {id(tree) for tree in trees.values()}
+        self._leads = {key: lead for key, lead in self._leads.items() if key in kept}
+
+    def _lead(self, piece: cst.Module) -> Statement:
+        """:func:`lead_statement`, one object per piece's tree."""
+        known = self._leads.get(id(piece))
+        if known is None:
+            known = self._leads[id(piece)] = (piece, lead_statement(piece))
+        return known[1]
 
 
 _CUT_ODDS = 4  # content_cut_points: one place in this many (by its text) is a cut
@@ -201,7 +236,7 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
-def _joined(pieces: Sequence[cst.Module]) -> cst.Module | None:
+def _joined(pieces: Sequence[cst.Module], lead: Lead) -> cst.Module | None:
     """One module of the pieces' statements, as the whole text's parse gives it; None when
     the pieces' parses took different defaults (a newline, an indentation), which their nodes
     are written relative to."""
@@ -210,12 +245,9 @@ def _joined(pieces: Sequence[cst.Module]) -> cst.Module | None:
     newlines = {p.default_newline for p in pieces}
     if len(indents) > 1 or len(newlines) > 1:
         return None
-    body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = list(first.body)
+    body: list[Statement] = list(first.body)
     for piece in pieces[1:]:
-        lead, *rest = piece.body
-        if piece.header:
-            lead = lead.with_changes(leading_lines=(*piece.header, *lead.leading_lines))
-        body += (lead, *rest)
+        body += (lead(piece), *piece.body[1:])
     return cst.Module(
         body=tuple(body),
         header=first.header,
@@ -225,6 +257,15 @@ def _joined(pieces: Sequence[cst.Module]) -> cst.Module | None:
         default_newline=first.default_newline,
         has_trailing_newline=last.has_trailing_newline,
     )
+
+
+def lead_statement(piece: cst.Module) -> Statement:
+    """The first statement of a piece (not the first) as the joined tree has it: what the
+    piece's parse put in its module's header are that statement's leading lines."""
+    first = piece.body[0]
+    if not piece.header:
+        return first
+    return first.with_changes(leading_lines=(*piece.header, *first.leading_lines))
 
 
 def _has_indented_block(module: cst.Module) -> bool:

@@ -156,6 +156,28 @@ def test_the_cache_is_pruned_to_its_bound(tmp_path) -> None:
     assert 0 < total <= 8_000
 
 
+def test_deferred_writes_are_read_from_memory_until_flushed(tmp_path) -> None:
+    """The language server's cache: entries put during a check are written (and the cache
+    pruned) after its reply went out; meanwhile they serve from memory, as signed entries."""
+    from distlint.findings import ToolError
+
+    cache = FirstPassCache.open(tmp_path / "c", max_bytes=10_000)
+    assert cache is not None
+    cache.defer_writes()
+    for i in range(20):
+        cache.put(f"{i:02d}" + "0" * 38, ToolError("x", "y" * 2_000))
+    cache.prune()
+    assert _entries(tmp_path / "c") == []
+    entry = cache.get("00" + "0" * 38, "x")
+    assert isinstance(entry, ToolError) and entry.message == "y" * 2_000
+    assert cache.get("00" + "0" * 38, "elsewhere") is None
+    cache.flush()
+    total = sum(p.stat().st_size for p in _entries(tmp_path / "c"))
+    assert 0 < total <= 8_000
+    cache.put("99" + "0" * 38, ToolError("x", "z"))  # still deferred after a flush
+    assert not (tmp_path / "c" / "99").exists()
+
+
 STAGED = {
     "pkg/__init__.py": "",
     "pkg/helpers.py": HELPER_SYNC,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import libcst
@@ -40,6 +41,15 @@ def _project(tmp_path: Path) -> Path:
     return path
 
 
+def _with_steps(count: int, comment: str = "") -> str:
+    """TRAIN and ``count`` compiled steps (a DL502 and a DL203 in each)."""
+    return TRAIN + "".join(
+        f"\n\n@torch.compile(backend='nvfuser')\ndef step_{i}(x, out):\n"
+        f"    dist.all_gather_object(out, x){comment}\n    return x * {i}\n"
+        for i in range(count)
+    )
+
+
 def _job(tmp_path: Path, path: Path, text: str, version: int) -> server.Job:
     return server.Job(
         uri=path.as_uri(),
@@ -74,7 +84,7 @@ def test_the_buffer_is_parsed_once_for_every_stage(tmp_path: Path, parsed: list[
     edited = TRAIN + "# edited, not saved\n"
     analysis = server.analyse(_job(tmp_path, path, edited, 2))
     assert analysis.crash is None and analysis.tool_errors == ()
-    codes = sorted(str(d.code) for d in analysis.diagnostics)
+    codes = sorted(d["code"] for d in analysis.diagnostics)
     assert codes == ["DL201", "DL203", "DL502"]  # cross-file, second pass, first pass
     assert parsed.count(edited) == 1
 
@@ -86,12 +96,7 @@ def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
     edit, the parser sees only the pieces around it, and the diagnostics are those of a
     fresh analysis process (which parses all of it)."""
     path = _project(tmp_path)
-    steps = "".join(
-        f"\n\n@torch.compile(backend='nvfuser')\ndef step_{i}(x, out):\n"
-        f"    dist.all_gather_object(out, x)\n    return x * {i}\n"
-        for i in range(120)
-    )
-    text = TRAIN + steps
+    text = _with_steps(120)
     monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
     server.analyse(_job(tmp_path, path, text, 1))
     middle = text.index("@torch.compile(backend='nvfuser')\ndef step_60")
@@ -108,6 +113,40 @@ def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
     assert len(again.diagnostics) > 240  # DL502 and DL203 in every step
     assert again.diagnostics == fresh.diagnostics
     assert again.safe_fixes == fresh.safe_fixes
+
+
+def test_every_edit_of_a_buffer_gives_a_fresh_analysis_diagnostics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edits one after the other (lines added or removed above, in and below the compiled
+    steps, a line's text changed, one that does not parse, then its fix), each analysed with
+    what the analysis process kept of the texts before: the diagnostics of a fresh analysis
+    process, positions included."""
+    path = _project(tmp_path)
+    text = _with_steps(80, "  # é")
+    middle = text.index("@torch.compile(backend='nvfuser')\ndef step_40")
+    edits = [
+        text,
+        "import os\n\n" + text,
+        "import os\n\n" + text[:middle] + "y = 1\n\n" + text[middle:],
+        text[:middle] + "y = 1\n\n" + text[middle:],
+        text.replace("return x * 40", "return x * 40000"),
+        text.replace("def step_41(x, out):\n", "def step_41(x, out):\n    x = (\n"),
+        text.replace("def step_41(x, out):\n", "def step_41(x, out):\n    x = (x)\n"),
+        text.replace("    dist.all_gather_object(out, x)  # é\n    return x * 7", "    pass"),
+        text + "# edit\n",
+    ]
+    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
+    kept = server._DOCUMENT_PIECES
+    for version, edited in enumerate(edits, 1):
+        monkeypatch.setattr(server, "_DOCUMENT_PIECES", kept)
+        again = server.analyse(_job(tmp_path, path, edited, version))
+        monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
+        fresh = server.analyse(_job(tmp_path, path, edited, version))
+        assert again.crash is None and again.tool_errors == ()
+        assert again.diagnostics == fresh.diagnostics, version
+        assert again.safe_fixes == fresh.safe_fixes, version
+        assert len(again.diagnostics) > 100 or "x = (\n" in edited
 
 
 def test_no_collection_before_the_second_pass_of_the_kept_tree(
@@ -134,6 +173,54 @@ def test_no_collection_before_the_second_pass_of_the_kept_tree(
     monkeypatch.setattr(runner, "_collect_before_a_file", counting_collect)
     monkeypatch.setattr(runner, "analyze_file", counting_analyze)
     analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
-    assert sorted(str(d.code) for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
+    assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
     assert passes.count(True) == 1  # the buffer's second pass
     assert len(collections) == passes.count(False)  # one before each first pass
+
+
+def test_the_heap_is_trimmed_only_when_workers_are_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Giving freed pages back to the system before the second pass is for the workers it
+    forks; an editor's check runs that pass in this process, where it only cost time."""
+    from distlint.config.settings import CliOverrides
+    from distlint.engine import runner
+
+    trims: list[None] = []
+    monkeypatch.setattr(runner, "release_freed_memory", lambda: trims.append(None))
+    path = _project(tmp_path)
+    analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
+    assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
+    assert trims == []
+    resolver = ConfigResolver()
+    tasks = [
+        runner.Task(p, str(p), resolver.file_settings(p, CliOverrides()))
+        for p in (path, tmp_path / "proj" / "helpers.py")
+    ]
+    results = runner.run(tasks, 2, file_timeout=20.0)
+    assert sorted(f.code for f in results[0].findings) == ["DL201", "DL203", "DL502"]
+    assert trims == [None]
+
+
+def test_cache_entries_are_written_after_the_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An analysis process writes a check's cache entries once its reply went out
+    (``after_reply``, which the worker runs next), not before."""
+    import gc
+
+    monkeypatch.delenv("DISTLINT_NO_CACHE", raising=False)
+    path = _project(tmp_path)
+    job = replace(_job(tmp_path, path, TRAIN + "# edited\n", 2), after_reply=True)
+    cache = tmp_path / ".distlint_cache"
+    try:
+        analysis = server.analyse(job)
+        assert not gc.isenabled()  # paused until the reply went out
+        assert list(cache.glob("??/*.entry")) == []
+    finally:
+        server.after_reply()
+    assert gc.isenabled()
+    assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
+    assert len(list(cache.glob("??/*.entry"))) >= 2  # the first passes and the project stage
+    again = server.analyse(replace(job, after_reply=False))  # from those entries
+    assert again.diagnostics == analysis.diagnostics
