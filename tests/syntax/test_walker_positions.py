@@ -12,6 +12,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from distlint.syntax import positions as positions_module
+from distlint.syntax import walker as walker_module
 from distlint.syntax.positions import Positions, node_ranges
 from distlint.syntax.walker import children, walk
 
@@ -279,6 +280,48 @@ def test_visit_returning_false_skips_children_and_leave_is_called() -> None:
 
     walk(module, {cst.Call: [visit_call], cst.Name: [visit_name]}, {cst.Call: [leave_call]}, [])
     assert events == ["visit f", "leave f", "y"]
+
+
+def test_leave_of_a_node_without_children_comes_right_after_its_visit() -> None:
+    module = cst.parse_module("f(x, g(y))\n")
+    parents: list[cst.CSTNode] = []
+    events: list[tuple[str, str, int]] = []
+
+    def visit_name(node: cst.Name) -> None:
+        events.append(("visit", node.value, len(parents)))
+
+    def leave_name(node: cst.Name) -> None:
+        events.append(("leave", node.value, len(parents)))
+
+    def leave_call(node: cst.Call) -> None:
+        events.append(("leave call", cst.Module([]).code_for_node(node.func), len(parents)))
+
+    on_leave = {cst.Name: [leave_name], cst.Call: [leave_call]}
+    walk(module, {cst.Name: [visit_name]}, on_leave, parents)
+    assert events == [
+        ("visit", "f", 4),  # Module, SimpleStatementLine, Expr, Call
+        ("leave", "f", 4),
+        ("visit", "x", 5),  # ..., Call, Arg
+        ("leave", "x", 5),
+        ("visit", "g", 6),
+        ("leave", "g", 6),
+        ("visit", "y", 7),
+        ("leave", "y", 7),
+        ("leave call", "g", 5),
+        ("leave call", "f", 3),
+    ]
+
+
+def test_classes_walked_as_childless_have_no_children(parsed) -> None:
+    """The walk calls no children function for a class whose fields cannot hold a node."""
+    childless = set()
+    for _, module, _ in parsed:
+        for node in walk_order(module):
+            if walker_module._walk_getters[type(node)] is None:
+                childless.add(type(node))
+                assert children(node) == [], type(node).__name__
+    assert {cst.Name, cst.Integer, cst.SimpleString} <= childless
+    assert cst.Call not in childless and cst.Attribute not in childless
 
 
 def test_walk_is_iterative_on_deep_trees() -> None:
