@@ -427,13 +427,11 @@ def test_positions_measured_again_match_position_provider(parsed) -> None:
                 assert got == (want or _expected(positions, node)), (name, type(node))
 
 
-def test_a_later_measurement_generates_only_the_statements_that_hold_its_nodes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    module = cst.parse_module("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(50)))
-    measured = Positions(module)
-    last = module.body[-1]
-    assert measured.ranges([last])[last].start_line == 148  # the last statement only
+FIFTY_FUNCTIONS = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(50))
+
+
+def _generated_nodes(monkeypatch: pytest.MonkeyPatch) -> list[cst.CSTNode]:
+    """The nodes code generation goes through from now on, in order."""
     generated: list[cst.CSTNode] = []
     real = positions_module._TrackingState.before_codegen
 
@@ -442,6 +440,17 @@ def test_a_later_measurement_generates_only_the_statements_that_hold_its_nodes(
         real(self, node)
 
     monkeypatch.setattr(positions_module._TrackingState, "before_codegen", noting)
+    return generated
+
+
+def test_a_later_measurement_generates_only_the_statements_that_hold_its_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = cst.parse_module(FIFTY_FUNCTIONS)
+    measured = Positions(module)
+    last = module.body[-1]
+    assert measured.ranges([last])[last].start_line == 148  # the last statement only
+    generated = _generated_nodes(monkeypatch)
     inner = module.body[30].body
     assert measured.ranges([inner])[inner].start_line == 92  # the line after the def's
     assert generated[0] is module.body[30]
@@ -456,14 +465,7 @@ def test_a_node_measured_once_is_not_measured_again(monkeypatch: pytest.MonkeyPa
     measured = Positions(module)
     decorator = module.body[-1].decorators[0]  # type: ignore[attr-defined]
     first = measured.ranges([decorator])
-    generated: list[cst.CSTNode] = []
-    real = positions_module._TrackingState.before_codegen
-
-    def noting(self, node):  # type: ignore[no-untyped-def]
-        generated.append(node)
-        real(self, node)
-
-    monkeypatch.setattr(positions_module._TrackingState, "before_codegen", noting)
+    generated = _generated_nodes(monkeypatch)
     assert measured.ranges([decorator]) == first
     assert generated == []
 
@@ -564,15 +566,8 @@ def test_an_empty_indented_block_is_counted_as_the_pass_line_it_is_written_with(
 def test_a_first_measurement_generates_only_the_statements_that_hold_its_nodes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    module = cst.parse_module("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(50)))
-    generated: list[cst.CSTNode] = []
-    real = positions_module._TrackingState.before_codegen
-
-    def noting(self, node):  # type: ignore[no-untyped-def]
-        generated.append(node)
-        real(self, node)
-
-    monkeypatch.setattr(positions_module._TrackingState, "before_codegen", noting)
+    module = cst.parse_module(FIFTY_FUNCTIONS)
+    generated = _generated_nodes(monkeypatch)
     inner, later = module.body[30].body, module.body[40].body  # type: ignore[attr-defined]
     ranges = Positions(module).ranges([later, inner])
     assert (ranges[inner].start_line, ranges[later].start_line) == (92, 122)
