@@ -119,16 +119,40 @@ class _Getters(dict[type, Any]):
 _getters = _Getters()
 
 
+def _has_no_children(cls: type) -> bool:
+    """Whether no node of ``cls`` can have children: every field :func:`children` reads is
+    declared a ``str`` (a name's, a number's, a string's value) or there is none (``pass``,
+    an operator). A third of a tree's nodes are of such a class (names, mostly)."""
+    if not dataclasses.is_dataclass(cls):
+        return False
+    read = set(_child_fields(cls))
+    return all(f.type is str for f in dataclasses.fields(cls) if f.name in read)
+
+
+class _WalkGetters(dict[type, Any]):
+    """Node class -> its children function, or None for a class whose nodes never have
+    children (:func:`_has_no_children`: the walk then calls nothing for them)."""
+
+    def __missing__(self, cls: type) -> Any:
+        getter = self[cls] = None if _has_no_children(cls) else _getters[cls]
+        return getter
+
+
+_walk_getters = _WalkGetters()
+
+
 def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and every node below it, in source order."""
     stack = [node]
-    getters = _getters
+    getters = _walk_getters
     while stack:
         current = stack.pop()
         yield current
-        kids = getters[type(current)](current)  # children(current), inlined (as in walk)
-        if kids:
-            stack.extend(reversed(kids))
+        get = getters[type(current)]
+        if get is not None:
+            kids = get(current)  # children(current), inlined (as in walk)
+            if kids:
+                stack.extend(reversed(kids))
 
 
 def _make_getter(cls: type) -> Any:
@@ -153,9 +177,6 @@ def _make_getter(cls: type) -> Any:
     return namespace["get"]
 
 
-_LEAVE = object()
-
-
 def walk(
     root: cst.CSTNode,
     on_visit: Mapping[type, Sequence[Handler]],
@@ -167,32 +188,47 @@ def walk(
     ``parents`` is updated in place so that, inside a handler, it holds the node's ancestors
     (outermost first, the node itself excluded). A visit handler returning ``False`` skips
     the node's children.
+
+    The stack holds, per level of the tree being visited, the nodes of that level still to
+    visit (last first), and ``parents`` the node whose children they are: a node with
+    children pushes a level and becomes a parent, and a level done pops both and leaves its
+    parent. Nothing is allocated per node but the lists of children (a stack of (node,
+    depth, event) tuples, each popped with ``parents`` cut to its depth, cost a third more).
     """
-    stack: list[tuple[Any, int, Any]] = [(root, 0, None)]
-    getters = _getters
-    while stack:
-        node, depth, marker = stack.pop()
-        del parents[depth:]
-        cls = type(node)
-        if marker is _LEAVE:
-            for handler in on_leave[cls]:
+    del parents[:]
+    get_visits = on_visit.get
+    get_leaves = on_leave.get
+    getters = _walk_getters
+    levels: list[list[Any]] = []  # the pending nodes of the levels above
+    pending: list[Any] = [root]  # the nodes of this level still to visit, last first
+    while True:
+        if pending:
+            node = pending.pop()
+            cls = type(node)
+            enter = True
+            handlers = get_visits(cls)
+            if handlers:
+                for handler in handlers:
+                    if handler(node) is False:
+                        enter = False
+            get = getters[cls] if enter else None
+            kids = get(node) if get is not None else None  # children(node), inlined
+            if kids:
+                parents.append(node)
+                levels.append(pending)
+                kids.reverse()
+                pending = kids
+                continue
+            leaves = get_leaves(cls)  # no children (or not entered): left at once
+        elif levels:
+            pending = levels.pop()
+            node = parents.pop()
+            leaves = get_leaves(type(node))
+        else:
+            return
+        if leaves:
+            for handler in leaves:
                 handler(node)
-            continue
-        descend = True
-        handlers = on_visit.get(cls)
-        if handlers:
-            for handler in handlers:
-                if handler(node) is False:
-                    descend = False
-        if cls in on_leave:
-            stack.append((node, depth, _LEAVE))
-        if not descend:
-            continue
-        parents.append(node)
-        kids = getters[cls](node)  # children(node), inlined: this loop runs for every node
-        if kids:
-            child_depth = depth + 1
-            stack.extend([(child, child_depth, None) for child in reversed(kids)])
 
 
 def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
@@ -273,6 +309,7 @@ def call_argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpres
 
 # Nodes that open a scope of their own: a walk of one scope does not enter them.
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPE_TYPES = subclasses_of(*SCOPES)  # what ``isinstance(x, SCOPES)`` is true of (faster)
 
 
 def nodes_with_parents(
@@ -289,21 +326,36 @@ def nodes_with_parents(
     """
     parents: list[cst.CSTNode] = []
     stack: list[tuple[cst.CSTNode, int]] = [(node, 0)]
+    getters, scopes = _walk_getters, frozenset() if into_scopes else _SCOPE_TYPES
     while stack:
         current, depth = stack.pop()
         del parents[depth:]
         yield current, parents
-        if not into_scopes and current is not node and isinstance(current, SCOPES):
+        kind = type(current)
+        if kind in scopes and current is not node:
             continue
-        parents.append(current)
-        child_depth = depth + 1
-        for child in reversed(children(current)):
-            stack.append((child, child_depth))
+        get = getters[kind]
+        kids = get(current) if get is not None else None  # children(current), inlined
+        if kids:
+            parents.append(current)
+            child_depth = depth + 1
+            stack.extend([(child, child_depth) for child in reversed(kids)])
 
 
 def scope_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node below ``node`` in source order, leaving out nested functions, classes and
     lambdas whole (the nodes of one scope)."""
-    for current, _ in nodes_with_parents(node):
-        if current is not node and not isinstance(current, SCOPES):
-            yield current
+    getters, scopes = _walk_getters, _SCOPE_TYPES
+    stack = list(children(node))
+    stack.reverse()
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind in scopes:
+            continue
+        yield current
+        get = getters[kind]
+        kids = get(current) if get is not None else None  # children(current), inlined
+        if kids:
+            kids.reverse()
+            stack += kids

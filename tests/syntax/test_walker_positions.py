@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import textwrap
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from distlint.syntax import positions as positions_module
+from distlint.syntax import walker as walker_module
 from distlint.syntax.positions import Positions, node_ranges
 from distlint.syntax.walker import children, walk
 
@@ -280,6 +282,48 @@ def test_visit_returning_false_skips_children_and_leave_is_called() -> None:
     assert events == ["visit f", "leave f", "y"]
 
 
+def test_leave_of_a_node_without_children_comes_right_after_its_visit() -> None:
+    module = cst.parse_module("f(x, g(y))\n")
+    parents: list[cst.CSTNode] = []
+    events: list[tuple[str, str, int]] = []
+
+    def visit_name(node: cst.Name) -> None:
+        events.append(("visit", node.value, len(parents)))
+
+    def leave_name(node: cst.Name) -> None:
+        events.append(("leave", node.value, len(parents)))
+
+    def leave_call(node: cst.Call) -> None:
+        events.append(("leave call", cst.Module([]).code_for_node(node.func), len(parents)))
+
+    on_leave = {cst.Name: [leave_name], cst.Call: [leave_call]}
+    walk(module, {cst.Name: [visit_name]}, on_leave, parents)
+    assert events == [
+        ("visit", "f", 4),  # Module, SimpleStatementLine, Expr, Call
+        ("leave", "f", 4),
+        ("visit", "x", 5),  # ..., Call, Arg
+        ("leave", "x", 5),
+        ("visit", "g", 6),
+        ("leave", "g", 6),
+        ("visit", "y", 7),
+        ("leave", "y", 7),
+        ("leave call", "g", 5),
+        ("leave call", "f", 3),
+    ]
+
+
+def test_classes_walked_as_childless_have_no_children(parsed) -> None:
+    """The walk calls no children function for a class whose fields cannot hold a node."""
+    childless = set()
+    for _, module, _ in parsed:
+        for node in walk_order(module):
+            if walker_module._walk_getters[type(node)] is None:
+                childless.add(type(node))
+                assert children(node) == [], type(node).__name__
+    assert {cst.Name, cst.Integer, cst.SimpleString} <= childless
+    assert cst.Call not in childless and cst.Attribute not in childless
+
+
 def test_walk_is_iterative_on_deep_trees() -> None:
     source = "x = " + "-" * 1200 + "1\n"  # deeper than the recursion limit allows a recursive walk
     module = cst.parse_module(source)
@@ -383,13 +427,11 @@ def test_positions_measured_again_match_position_provider(parsed) -> None:
                 assert got == (want or _expected(positions, node)), (name, type(node))
 
 
-def test_a_later_measurement_generates_only_the_statements_that_hold_its_nodes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    module = cst.parse_module("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(50)))
-    measured = Positions(module)
-    last = module.body[-1]
-    assert measured.ranges([last])[last].start_line == 148  # the whole module, once
+FIFTY_FUNCTIONS = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(50))
+
+
+def _generated_nodes(monkeypatch: pytest.MonkeyPatch) -> list[cst.CSTNode]:
+    """The nodes code generation goes through from now on, in order."""
     generated: list[cst.CSTNode] = []
     real = positions_module._TrackingState.before_codegen
 
@@ -398,6 +440,17 @@ def test_a_later_measurement_generates_only_the_statements_that_hold_its_nodes(
         real(self, node)
 
     monkeypatch.setattr(positions_module._TrackingState, "before_codegen", noting)
+    return generated
+
+
+def test_a_later_measurement_generates_only_the_statements_that_hold_its_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = cst.parse_module(FIFTY_FUNCTIONS)
+    measured = Positions(module)
+    last = module.body[-1]
+    assert measured.ranges([last])[last].start_line == 148  # the last statement only
+    generated = _generated_nodes(monkeypatch)
     inner = module.body[30].body
     assert measured.ranges([inner])[inner].start_line == 92  # the line after the def's
     assert generated[0] is module.body[30]
@@ -412,17 +465,124 @@ def test_a_node_measured_once_is_not_measured_again(monkeypatch: pytest.MonkeyPa
     measured = Positions(module)
     decorator = module.body[-1].decorators[0]  # type: ignore[attr-defined]
     first = measured.ranges([decorator])
-    generated: list[cst.CSTNode] = []
-    real = positions_module._TrackingState.before_codegen
-
-    def noting(self, node):  # type: ignore[no-untyped-def]
-        generated.append(node)
-        real(self, node)
-
-    monkeypatch.setattr(positions_module._TrackingState, "before_codegen", noting)
+    generated = _generated_nodes(monkeypatch)
     assert measured.ranges([decorator]) == first
     assert generated == []
 
 
 def test_node_ranges_of_nothing_is_empty() -> None:
     assert node_ranges(cst.parse_module("x = 1\n"), []) == {}
+
+
+# -- measuring a statement where it starts, without generating the code before it -----------------
+
+TRICKY = {
+    "crlf": (
+        "import os\r\n\r\n# lead\r\ndef f(a,\r\n      b):\r\n    return a\r\n\r\n"
+        "x = f(1,\r\n  2)\r\n"
+    ),
+    "cr": "x = 1\ry = f(\r2)\rz = 3\r",
+    "tabs": "if x:\n\ty = 1\n\tif y:\n\t\tz = g(y)\n\t# tail\nw = [\n\t1]\n",
+    "form feeds": "x = 1\n\f\ny = 2\n\fz = 3\n\f# c\nw = 4\n",
+    "decorators": (
+        "@a\n# between\n@b(\n  1)\n\ndef f():\n    pass\n@c\nclass K:\n    x = 1\ny = 2\n"
+    ),
+    "comments before statements": (
+        "# header\n\n# lead\nx = 1\n  # indented\n# c\n\ndef f():\n    pass\n"
+        "    # footer\n\n# lead of y\ny = 2\n# footer of the module\n"
+    ),
+    "semicolons": "a = 1; b = g(2); c = 3\nd = 4;\ne = h(5) ;  f = 6 # c\n",
+    "no trailing newline": "x = 1\ndef f():\n    return g(x)\ny = f(\n 1)",
+    "wide characters": "s = '日本語🎉'; t = f('é', k='😀')\nu = '''日本\n語''' + v\nw = 1\n",
+    "continuations": (
+        'x = 1 + \\\n    2\nif a and \\\n   b:\n    c = """multi\nline""" \\\n        + d\n'
+        "e = f(\n    1,  # c\n\n    2,\n)\ng = f'{x!r}\\\n{y}'\nh = 3\n"
+    ),
+    "strings with line breaks": 'doc = """one\r\ntwo\rthree\nfour"""\nx = 1\n',
+    "one statement": "x = f(1)\n",
+    "only comments": "# a\n\n# b\n",
+}
+
+
+def _every_node(module: cst.Module) -> list[cst.CSTNode]:
+    """Every node of ``module`` (whitespace and punctuation too), the module excluded."""
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = list(module.children)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(node.children)
+    return found
+
+
+def _whole_module_ranges(module: cst.Module, nodes: list[cst.CSTNode]) -> dict:
+    """The ranges one codegen of the whole module gives (what a first measurement did)."""
+    state = positions_module._TrackingState(module, set(nodes))
+    with contextlib.suppress(positions_module._Done):
+        positions_module.Positions(module)._whole(state)
+    return {node: state.ranges[node] for node in nodes if node in state.ranges}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_statements_measured_alone_match_the_whole_module_measuring(name: str) -> None:
+    module = cst.parse_module(TRICKY[name])
+    nodes = _every_node(module)
+    expected = _whole_module_ranges(module, nodes)
+    assert len(expected) == len(nodes)
+    for node in nodes:  # each the first measurement of its tree
+        assert Positions(module).ranges([node]) == {node: expected[node]}, (name, node)
+    rng = random.Random(name)
+    for _ in range(5):  # a tree measured in batches
+        measured = Positions(module)
+        for _ in range(4):
+            batch = rng.sample(nodes, min(len(nodes), rng.randint(1, 6)))
+            assert measured.ranges(batch) == {node: expected[node] for node in batch}, name
+
+
+def test_statement_starts_counted_match_the_codegen_on_the_corpus(parsed) -> None:
+    for name, module, _ in parsed:
+        generated = Positions(module)
+        with contextlib.suppress(positions_module._Done):
+            generated._whole(positions_module._TrackingState(module, set()))
+        last = module.body[-1]
+        counted = Positions(module)
+        counted.ranges([last])  # counts the line breaks of every statement before it
+        assert counted._starts == generated._starts, name
+
+
+def test_an_empty_indented_block_is_counted_as_the_pass_line_it_is_written_with() -> None:
+    module = cst.Module(
+        body=[
+            cst.FunctionDef(cst.Name("f"), cst.Parameters(), cst.IndentedBlock([])),
+            cst.SimpleStatementLine([cst.Expr(cst.Name("x"))]),
+        ]
+    )
+    name = module.body[1].body[0].value  # type: ignore[attr-defined]
+    assert module.code == "def f():\n    pass\nx\n"
+    assert Positions(module).ranges([name]) == _whole_module_ranges(module, [name])
+    assert Positions(module).ranges([name])[name].start_line == 3
+
+
+def test_a_first_measurement_generates_only_the_statements_that_hold_its_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = cst.parse_module(FIFTY_FUNCTIONS)
+    generated = _generated_nodes(monkeypatch)
+    inner, later = module.body[30].body, module.body[40].body  # type: ignore[attr-defined]
+    ranges = Positions(module).ranges([later, inner])
+    assert (ranges[inner].start_line, ranges[later].start_line) == (92, 122)
+    holders = [module.body[30], module.body[40]]
+    assert generated[0] is holders[0]
+    assert {id(node) for node in generated} <= {
+        id(node) for stmt in holders for node in [stmt, *_every_node(stmt)]
+    }
+
+
+def test_a_node_outside_every_statement_is_measured_in_the_whole_module() -> None:
+    module = cst.parse_module("# header\nx = 1\n# footer\n")
+    header, footer = module.header[0], module.footer[0]
+    ranges = Positions(module).ranges([header, footer, module])
+    assert ranges == _whole_module_ranges(module, [header, footer, module])
+    assert ranges[footer].start_line == 3
+    foreign = cst.Name("y")  # not in the tree: not measured
+    assert Positions(module).ranges([foreign, module.body[0]]).keys() == {module.body[0]}
