@@ -8,12 +8,12 @@ statements, and resolve on demand.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import libcst as cst
 
+from distlint.syntax.regular_files import resolved
 from distlint.syntax.shapes import assignment_targets
 from distlint.syntax.walker import blocks_of, parameters, suite_body
 
@@ -85,13 +85,8 @@ class PackageFolders:
         self._packages: dict[Path, list[str]] = {}
 
     def resolve(self, path: Path) -> Path:
-        """``path.resolve()``: its folder's real path and its name, unless it is a link."""
-        if os.path.islink(path):
-            return path.resolve()
-        folder = self._real.get(path.parent)
-        if folder is None:
-            folder = self._real[path.parent] = path.parent.resolve()
-        return folder / path.name
+        """``path.resolve()``, each folder's real path made once (:func:`resolved`)."""
+        return resolved(path, self._real)
 
     def packages(self, directory: Path) -> list[str]:
         """The names of ``directory`` and of its parents up to the first that is no package

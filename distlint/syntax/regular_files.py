@@ -157,6 +157,18 @@ class FileDigests:
         return FileDigests(dict(self.used))
 
 
+def resolved(path: Path, folders: dict[Path, Path]) -> Path:
+    """``path.resolve()`` by way of its folder's real path, kept in ``folders`` (the files
+    and folders of one folder share it, and it is made from its own folder's): a link is
+    looked for in each name once, where ``resolve`` looks at every name of every path."""
+    if not path.is_absolute() or path.name in ("", "..") or os.path.islink(path):
+        return path.resolve()
+    folder = folders.get(path.parent)
+    if folder is None:
+        folder = folders[path.parent] = resolved(path.parent, folders)
+    return folder / path.name
+
+
 def read_regular_text(path: Path, encoding: str = "utf-8") -> str:
     """:func:`read_regular_file` decoded (UnicodeDecodeError as ``Path.read_text`` raises it)."""
     return read_regular_file(path).decode(encoding)
