@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from distlint.config.gitignore import GitIgnore, find_repo_root, holds_git
+from distlint.config.globs import PathPatterns
 from distlint.config.settings import Config, ConfigResolver
 from distlint.syntax.regular_files import printable, what_is
 
@@ -55,6 +56,7 @@ class Discovery:
         self._gitignore_of_dir: dict[Path, GitIgnore] = {}  # by directory, saves stat calls
         # by directory: the resolver resolves the path (a system call per component) each time
         self._config_of_dir: dict[Path, Config] = {}
+        self._patterns: dict[int, tuple[Config, PathPatterns]] = {}  # by config (see _patterns_of)
         # C/C++/CUDA files met, by path (their order kept): most are never shown (the context
         # of a hook's check does not ask), so their DiscoveredFile is made when asked for
         self._native: dict[str, None] = {}
@@ -149,8 +151,8 @@ class Discovery:
         walking is excluded, told its name and kind (its parents were let through): the
         directory's exclude patterns and ignore files are compiled once for all its entries.
         A virtualenv below is left out when it is listed (:meth:`_walk`)."""
-        by_pattern = (
-            self._config_for(directory).exclude_patterns().in_directory(directory.as_posix())
+        by_pattern = self._patterns_of(self._config_for(directory)).in_directory(
+            directory.as_posix()
         )
         ignored = self._gitignore_of(directory, ".git" in names).in_directory(directory, names)
 
@@ -166,6 +168,13 @@ class Discovery:
         if is_dir and _is_file(path / VENV_MARKER):
             return True
         return self._ignored_with_parents(path, is_dir)
+
+    def _patterns_of(self, config: Config) -> PathPatterns:
+        """``config``'s exclude patterns, one object (compiled once) per configuration."""
+        known = self._patterns.get(id(config))
+        if known is None or known[0] is not config:
+            known = self._patterns[id(config)] = (config, config.exclude_patterns())
+        return known[1]
 
     def _config_for(self, directory: Path) -> Config:
         config = self._config_of_dir.get(directory)

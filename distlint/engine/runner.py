@@ -279,10 +279,13 @@ def _run_project(
     wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
     native_sources = [(source.display, source.text, source.enabled) for source in native]
     project_key = kept = None
+    keeping = None  # the project stage's output to cache, once the files are settled
     if cache is not None:
         keys = _keys(tasks, cache)
         project_key = _project_key(cache, tasks, keys, native_sources, wrappers)
         kept = cache.get(project_key, PROJECT) if project_key else None
+        if isinstance(kept, ProjectResults) and _nothing_changed(kept, tasks, keys):
+            return list(kept.settled or ())  # the output of the check that made the entry
         if isinstance(kept, ProjectResults):
             if kept.read:
                 tasks = _measuring(tasks, kept.read)
@@ -358,7 +361,7 @@ def _run_project(
                     display: replace(before, measured=facts.measured.get(display, {}))
                     for display, before in reads.items()
                 }
-            cache.put(project_key, ProjectResults(PROJECT, found, by_display, read))
+            keeping = ProjectResults(PROJECT, found, by_display, read)
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native
@@ -378,7 +381,10 @@ def _run_project(
         else result
         for i, result in enumerate(first)
     ]
-    return _reported(tasks, final) + native_results
+    results = _reported(tasks, final) + native_results
+    if keeping is not None and cache is not None and project_key:
+        cache.put(project_key, replace(keeping, settled=tuple(results)))
+    return results
 
 
 def _spans_at_hand(first: Sequence[FileResult], trees: ParsedTrees) -> dict[str, object]:
@@ -525,6 +531,9 @@ class ProjectResults:
     found: dict[str, list[Finding]]  # project findings by file
     second: dict[str, FileResult]  # second-pass results by display path
     read: dict[str, ReadOfFile] | None = None  # by display path: the reported files
+    # the results of the check that made the entry: a re-check where nothing changed (no
+    # reported file either) reads this entry alone
+    settled: tuple[FileResult, ...] | None = None
 
 
 # The most reported files whose summaries and records an entry keeps (pickled before the
@@ -656,6 +665,22 @@ class Need(enum.Enum):
     NOTHING = "nothing"  # neither read nor run: an empty result
     REPORT = "report"  # its findings, errors and suppressions: the project stage's output serves
     ALL = "all"  # with its summary and records, for linking
+
+
+def _nothing_changed(
+    kept: ProjectResults, tasks: Sequence[Task], keys: Sequence[tuple[str, ...] | None]
+) -> bool:
+    """Whether the check that made ``kept`` checked exactly what this one checks: its key
+    holds every file's contents, or each reported file's is the one the stage read."""
+    if kept.settled is None:
+        return False
+    if kept.read is None:
+        return True
+    for task, key in zip(tasks, keys, strict=True):
+        read = kept.read.get(task.display) if task.report else None
+        if task.report and (read is None or key is None or read.key != key[0]):
+            return False
+    return True
 
 
 def _need_when_kept(kept: ProjectResults, task: Task, key: tuple[str, ...] | None) -> Need:

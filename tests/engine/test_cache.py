@@ -189,9 +189,15 @@ def test_the_entries_are_listed_only_when_what_runs_wrote_may_reach_the_bound(
     assert (tmp_path / "c" / "written").read_text() == f"{total}\n"
 
 
-def test_a_re_check_with_nothing_changed_unpickles_no_summary(tmp_path: Path, monkeypatch) -> None:
-    """The project stage's output serves: of each file's cached first pass only what is
-    reported is read, its summary and records (most of an entry) stay pickled."""
+def test_a_re_check_reads_the_project_entry_alone_and_no_summary_it_need_not(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Two files staged. Nothing changed: the project stage's entry holds the whole output,
+    no other entry is read. A comment appended to one: the stage's output serves, and of the
+    other's cached first pass only what is reported is read, its summary and records (most
+    of an entry) stay pickled. The other changed so that its caller's finding goes: the
+    stage runs, each unchanged file's summary is read once."""
+    from distlint.engine.checker import PROJECT
     from distlint.engine.runner import StoredPass, Task, run
     from tests.project_util import settings, write_tree
 
@@ -199,23 +205,40 @@ def test_a_re_check_with_nothing_changed_unpickles_no_summary(tmp_path: Path, mo
     paths = write_tree(root, STAGED)
     (tmp_path / "cache").mkdir()
     cache = FirstPassCache(tmp_path / "cache", b"key")
-    tasks = [Task(p, p.relative_to(root).as_posix(), settings({"DL104", "DL201"})) for p in paths]
+    staged = ("pkg/helpers.py", "pkg/train.py")
+    tasks = [
+        Task(p, name, settings({"DL104", "DL201"}), report=name in staged)
+        for p in paths
+        if (name := p.relative_to(root).as_posix())
+    ]
     cold = run(tasks, 1, cache=cache)
+    assert [(f.path, f.code) for r in cold for f in r.findings] == [("pkg/train.py", "DL201")]
+    asked: list[str] = []
     read: list[bool] = []
-    real_result = StoredPass.result
+    real_get, real_result = cache.get, StoredPass.result
+
+    def get(key: str, display: str) -> object | None:
+        asked.append(display)
+        return real_get(key, display)
 
     def result(self: StoredPass, linked: bool = True):  # type: ignore[no-untyped-def]
         read.append(linked)
         return real_result(self, linked)
 
+    monkeypatch.setattr(cache, "get", get)
     monkeypatch.setattr(StoredPass, "result", result)
     assert run(tasks, 1, cache=cache) == cold
-    assert read == [False] * len(paths)
+    assert asked == [PROJECT] and read == []
+    (root / "pkg" / "train.py").write_text(TRAIN + "# the end\n")
+    assert [f for r in run(tasks, 1, cache=cache) for f in r.findings] == [
+        f for r in cold for f in r.findings
+    ]
+    assert read == [False]  # helpers.py's findings; train.py itself is analysed again
     read.clear()
     (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
-    run(tasks, 1, cache=cache)
+    assert [f for r in run(tasks, 1, cache=cache) for f in r.findings] == []
     # linked again: each unchanged file's summary is read (once), the edited file is analysed
-    assert read.count(True) == len(paths) - 1
+    assert read == [True] * (len(paths) - 1)
 
 
 def test_an_edit_that_keeps_a_files_size_and_modification_time_reaches_the_findings(
@@ -400,7 +423,7 @@ def test_a_re_check_of_one_file_in_an_unchanged_project_reads_only_its_own_entry
     assert check() == [("pkg/train.py", "DL201", 7)]
     asked.clear()
     assert check() == [("pkg/train.py", "DL201", 7)]
-    assert sorted(asked) == sorted([PROJECT, "pkg/train.py"])
+    assert asked == [PROJECT]  # it holds the output of the check that made it
     (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
     asked.clear()
     assert check() == []
