@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 
 from distlint.engine import transport
-from distlint.syntax.regular_files import DIGESTS, FileDigests, content_digest
+from distlint.syntax.regular_files import DIGESTS, DIGESTS_FORMAT, FileDigests, content_digest
 
 CACHE_DIR_VARIABLE = "DISTLINT_CACHE_DIR"
 CACHE_KEY_VARIABLE = "DISTLINT_CACHE_KEY"
@@ -81,7 +81,7 @@ class FirstPassCache:
         bytes are hashed once for all the keys they are part of); ``identity``: a tuple, or
         its repr (:class:`Identities`)."""
         combined = hashlib.blake2b(digest_size=20)
-        combined.update(code_fingerprint().encode())
+        combined.update(self._code.encode())
         combined.update((identity if isinstance(identity, str) else repr(identity)).encode())
         combined.update(b"\0")
         combined.update(digest)
@@ -124,8 +124,15 @@ class FirstPassCache:
 
     @property
     def digests_key(self) -> str:
-        """The entry of :attr:`digests` (one for every run, whatever it checks)."""
-        return self.key(b"", ("file digests",))
+        """The entry of :attr:`digests`: one for every run, whatever it checks, and for every
+        version of distlint (whose fingerprint is made with it: :data:`DIGESTS_FORMAT`)."""
+        name = repr(("file digests", DIGESTS_FORMAT)).encode()
+        return hashlib.blake2b(name, digest_size=20).hexdigest()
+
+    @functools.cached_property
+    def _code(self) -> str:
+        """:func:`code_fingerprint`, distlint's own files read only where their status changed."""
+        return code_fingerprint(self.digests)
 
     def finish(self) -> None:
         """The end of a run: keep the digests it learnt (for the next run of this process
@@ -213,15 +220,16 @@ def _fields(settings: object) -> tuple:
     return tuple(fields)
 
 
-@functools.cache
-def code_fingerprint() -> str:
-    """A hash of distlint's own code and data files."""
+def code_fingerprint(digests: FileDigests | None = None) -> str:
+    """A hash of distlint's own code and data files (of their digests: ``digests`` knows the
+    files whose status is unchanged since they were hashed)."""
+    digests = digests if digests is not None else FileDigests()
     package = Path(__file__).resolve().parents[1]  # distlint/
     digest = hashlib.blake2b(digest_size=16)
     for path in sorted(package.rglob("*")):
         if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
             digest.update(path.relative_to(package).as_posix().encode())
-            digest.update(path.read_bytes())
+            digest.update(digests.digest(path))
     return digest.hexdigest()
 
 

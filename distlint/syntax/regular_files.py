@@ -78,6 +78,10 @@ def _read_with_status(path: Path) -> tuple[bytes, os.stat_result]:
 # its status as it was: its digest is not kept (coarse clocks tick every 1-10 ms; FAT's, 2 s).
 SETTLED_NS = 3_000_000_000
 DIGESTS = "(digests)"
+# Every version of distlint reads the same cache entry of digests (distlint's own files'
+# digests make its fingerprint): a change of what FileDigests holds, or of content_digest,
+# must change this.
+DIGESTS_FORMAT = 1
 
 Status = tuple[int, int, int, int, int, int]  # device, inode, mode, size, mtime_ns, ctime_ns
 
