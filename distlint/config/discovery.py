@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from distlint.config.gitignore import GitIgnore, find_repo_root, holds_git
+from distlint.config.globs import PathPatterns
 from distlint.config.settings import Config, ConfigResolver
 from distlint.syntax.regular_files import printable, what_is
 
@@ -23,6 +24,7 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 # C/C++/CUDA sources: scanned (never parsed as Python) for TORCH_LIBRARY op registrations.
 NATIVE_SUFFIXES = (".cpp", ".cc", ".cxx", ".cu", ".cuh", ".h", ".hpp")
 CHECKED_SUFFIXES = PYTHON_SUFFIXES + NATIVE_SUFFIXES
+VENV_MARKER = "pyvenv.cfg"  # a directory holding it is a virtualenv, whatever its name
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Discovery:
         self._gitignore_of_dir: dict[Path, GitIgnore] = {}  # by directory, saves stat calls
         # by directory: the resolver resolves the path (a system call per component) each time
         self._config_of_dir: dict[Path, Config] = {}
+        self._patterns: dict[int, tuple[Config, PathPatterns]] = {}  # by config (see _patterns_of)
         # C/C++/CUDA files met, by path (their order kept): most are never shown (the context
         # of a hook's check does not ask), so their DiscoveredFile is made when asked for
         self._native: dict[str, None] = {}
@@ -110,6 +113,9 @@ class Discovery:
                 shown = display_path(directory, self._cwd)
                 self.skipped.append(f"{shown}: cannot read the directory ({reason}); skipped")
                 continue
+            names = {entry.name for entry in entries}
+            if directory != top and VENV_MARKER in names and _is_file(directory / VENV_MARKER):
+                continue  # a virtualenv, whatever its name: found by its own listing
             excluded = None  # made on the first entry that needs it
             for entry in entries:
                 name = entry.name
@@ -121,7 +127,7 @@ class Discovery:
                     is_dir = is_file = False
                 if not is_dir and not checked:
                     continue  # most entries of a source tree: nothing more to learn
-                excluded = excluded or self._excluder(directory)
+                excluded = excluded or self._excluder(directory, names)
                 if (
                     not is_dir
                     and not is_file
@@ -140,21 +146,18 @@ class Discovery:
                         self._native.setdefault(entry.path)
         return files
 
-    def _excluder(self, directory: Path) -> Callable[[str, bool], bool]:
-        """Whether an entry of ``directory`` met while walking is excluded, told its name and
-        kind (its parents were let through): the directory's exclude patterns and ignore files
-        are compiled once for all its entries."""
-        by_pattern = (
-            self._config_for(directory).exclude_patterns().in_directory(directory.as_posix())
+    def _excluder(self, directory: Path, names: set[str]) -> Callable[[str, bool], bool]:
+        """Whether an entry of ``directory`` (whose ``names`` the walk listed) met while
+        walking is excluded, told its name and kind (its parents were let through): the
+        directory's exclude patterns and ignore files are compiled once for all its entries.
+        A virtualenv below is left out when it is listed (:meth:`_walk`)."""
+        by_pattern = self._patterns_of(self._config_for(directory)).in_directory(
+            directory.as_posix()
         )
-        ignored = self._gitignore_of(directory).in_directory(directory)
+        ignored = self._gitignore_of(directory, ".git" in names).in_directory(directory, names)
 
         def excluded(name: str, is_dir: bool) -> bool:
-            return (
-                by_pattern(name)
-                or (is_dir and _is_file(directory / name / "pyvenv.cfg"))
-                or ignored(name, is_dir)
-            )
+            return by_pattern(name) or ignored(name, is_dir)
 
         return excluded
 
@@ -162,9 +165,16 @@ class Discovery:
         """Whether a path named (``--force-exclude``) is excluded: it or one of its parents."""
         if self._config_for(path.parent).exclude_patterns().matches(path.as_posix()) is not None:
             return True
-        if is_dir and _is_file(path / "pyvenv.cfg"):
+        if is_dir and _is_file(path / VENV_MARKER):
             return True
         return self._ignored_with_parents(path, is_dir)
+
+    def _patterns_of(self, config: Config) -> PathPatterns:
+        """``config``'s exclude patterns, one object (compiled once) per configuration."""
+        known = self._patterns.get(id(config))
+        if known is None or known[0] is not config:
+            known = self._patterns[id(config)] = (config, config.exclude_patterns())
+        return known[1]
 
     def _config_for(self, directory: Path) -> Config:
         config = self._config_of_dir.get(directory)
@@ -172,12 +182,18 @@ class Discovery:
             config = self._config_of_dir[directory] = self._resolver.for_path(directory)
         return config
 
-    def _gitignore_of(self, directory: Path) -> GitIgnore:
+    def _gitignore_of(self, directory: Path, may_hold_git: bool = True) -> GitIgnore:
+        """The ignore files of ``directory``'s repository; ``may_hold_git``: False when its
+        listing shows no ``.git``."""
         cached = self._gitignore_of_dir.get(directory)
         if cached is not None:
             return cached
         parent = self._gitignore_of_dir.get(directory.parent)
-        if parent is not None and directory.parent != directory and not holds_git(directory):
+        if (
+            parent is not None
+            and directory.parent != directory
+            and not (may_hold_git and holds_git(directory))
+        ):
             ignore = parent  # the repository of its parent, known while walking down
         else:
             root = find_repo_root(directory) or self._cwd

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,10 +111,14 @@ class GitIgnore:
             return self._is_excluded_dir(parts)
         return self._is_excluded_dir(parts[:-1]) or self._last_match_ignores(parts, is_dir)
 
-    def in_directory(self, directory: Path) -> Callable[[str, bool], bool]:
+    def in_directory(
+        self, directory: Path, names: Collection[str] | None = None
+    ) -> Callable[[str, bool], bool]:
         """:meth:`is_ignored` for the entries of ``directory`` (absolute), told their name and
         kind: a walk asks this for every entry, so what depends on the directory alone (where
-        it is below root, whether git skips it, which ignore files apply) is worked out once."""
+        it is below root, whether git skips it, which ignore files apply) is worked out once.
+        ``names``: the names in the directory, when the caller listed it (an ignore file that
+        is not among them is not looked for)."""
         absolute = os.path.abspath(directory)
         if absolute == str(self._root):
             dir_parts: tuple[str, ...] = ()
@@ -122,6 +126,8 @@ class GitIgnore:
             dir_parts = tuple(absolute[len(self._root_prefix) :].split(os.sep))
         else:  # reached through a symlink, or outside root: entry by entry, as is_ignored does
             return lambda name, is_dir: self.is_ignored(Path(absolute, name), is_dir)
+        if names is not None and IGNORE_FILE_NAME not in names:
+            self._patterns_by_dir.setdefault(dir_parts, [])
         if self._is_excluded_dir(dir_parts):
             return lambda name, is_dir: True
         layers = self._layers(dir_parts)

@@ -11,7 +11,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
 _GLOB_CHARS = frozenset("*?[")
@@ -75,11 +75,10 @@ class PathPatterns:
                 return pattern
         return None
 
-    def in_directory(self, directory: str) -> Callable[[str], bool]:
-        """Whether :meth:`matches_name` matches an entry of ``directory`` (posix, absolute),
-        told its name: a walk asks this for every entry, so the patterns are compiled once per
-        directory, literal names are looked up in a set, and the entry's relative path is
-        built only when a pattern holds a ``/``."""
+    @cached_property
+    def _compiled(self) -> tuple[set[str], list[re.Pattern[str]], list[re.Pattern[str]]] | None:
+        """The patterns for :meth:`in_directory`, compiled once: literal names, the regexes
+        of the other names, those of the patterns that hold a ``/`` (None: a broken glob)."""
         names: set[str] = set()
         by_name: list[re.Pattern[str]] = []
         by_path: list[re.Pattern[str]] = []
@@ -92,8 +91,19 @@ class PathPatterns:
                     names.add(cleaned)  # its regex matches this name alone
                 else:
                     by_name.append(glob_regex(cleaned))
-        except re.error:  # a broken glob raises where matches_name reaches it, not before
+        except re.error:
+            return None
+        return names, by_name, by_path
+
+    def in_directory(self, directory: str) -> Callable[[str], bool]:
+        """Whether :meth:`matches_name` matches an entry of ``directory`` (posix, absolute),
+        told its name: a walk asks this for every entry, so the patterns are compiled once,
+        literal names are looked up in a set, and the entry's relative path is built only
+        when a pattern holds a ``/``."""
+        compiled = self._compiled
+        if compiled is None:  # a broken glob raises where matches_name reaches it, not before
             return lambda name: self.matches_name(name, posixpath.join(directory, name)) is not None
+        names, by_name, by_path = compiled
         relative = _relative(PurePosixPath(directory), self.base)
         prefix = None if relative is None else relative.as_posix()
 

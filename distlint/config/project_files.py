@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from distlint.config.gitignore import find_repo_root
-from distlint.syntax.regular_files import content_digest, read_regular_file
+from distlint.syntax.regular_files import FileDigests, content_digest, read_regular_file
 from distlint.syntax.source import SourceError, decode_source
 
 ROOT_MARKERS = ("pyproject.toml", "distlint.toml")
@@ -57,16 +57,19 @@ class ImportScans:
     used: dict[bytes, ImportScan] = field(default_factory=dict)
     path: str = IMPORT_SCANS  # the cache's check that an entry is what was asked for
 
-    def scan(self, data: bytes) -> ImportScan:
-        digest = content_digest(data)
-        found = self.used.get(digest) or self.known.get(digest)
+    def scan(self, data: bytes, digest: bytes | None = None) -> ImportScan:
+        """The scan of ``data`` (whose :func:`content_digest` is ``digest`` when given)."""
+        digest = digest if digest is not None else content_digest(data)
+        found = self.known_scan(digest)
         if found is None:
-            try:
-                text = decode_source(data)
-            except SourceError:
-                text = ""
-            found = scan_imports(text)
-        self.used[digest] = found
+            found = self.used[digest] = scan_bytes(data)
+        return found
+
+    def known_scan(self, digest: bytes) -> ImportScan | None:
+        """The scan of the bytes whose digest is ``digest``, if known (None: not scanned)."""
+        found = self.used.get(digest) or self.known.get(digest)
+        if found is not None:
+            self.used[digest] = found
         return found
 
     def kept(self) -> ImportScans:
@@ -79,13 +82,17 @@ def related_files(
     candidates: Iterable[Path],
     contents: dict[Path, bytes] | None = None,
     scans: ImportScans | None = None,
+    digests: FileDigests | None = None,
 ) -> list[Path]:
     """The candidates (files of the project, absolute) that the named files import,
     transitively, or that import a named file; sorted, the named files left out.
     ``contents`` overrides what is on disk (an editor's buffer, stdin); ``scans`` holds the
-    scans of an earlier run and gets this run's."""
+    scans of an earlier run and gets this run's; ``digests``: the files' digests (those of
+    an earlier run serve a file whose status is unchanged), which scans are known by."""
     named_set = {p for p in named}
-    index = _ModuleIndex(candidates, contents or {}, scans if scans is not None else ImportScans())
+    index = _ModuleIndex(
+        candidates, contents or {}, scans if scans is not None else ImportScans(), digests
+    )
     wanted: set[Path] = set()
     pending = list(named_set)
     while pending:
@@ -109,11 +116,18 @@ def related_files(
 class _ModuleIndex:
     """Project files by the dotted names they may be imported under (any path suffix)."""
 
-    def __init__(self, files: Iterable[Path], contents: dict[Path, bytes], scans: ImportScans):
+    def __init__(
+        self,
+        files: Iterable[Path],
+        contents: dict[Path, bytes],
+        scans: ImportScans,
+        digests: FileDigests | None = None,
+    ):
         self.files = sorted(set(files))
         self._by_text = {str(file): file for file in self.files}
         self._contents = contents
         self._scans = scans
+        self._digests = digests if digests is not None else FileDigests()
         self._by_suffix: dict[str, list[Path]] = {}
         for file in self.files:
             parts = list(file.with_suffix("").parts)
@@ -141,10 +155,7 @@ class _ModuleIndex:
         if cached is not None:
             return cached
         try:
-            data = self._contents.get(file)
-            names, relative_imports = self._scans.scan(
-                data if data is not None else read_regular_file(file)
-            )
+            names, relative_imports = self._scan(file)
         except OSError:
             names, relative_imports = frozenset(), ()
         absolute = names
@@ -161,6 +172,52 @@ class _ModuleIndex:
         self._imports[file] = found
         return found
 
+    def _scan(self, file: Path) -> ImportScan:
+        """What ``file`` imports: read, hashed and scanned only when its digest (a file
+        whose status is unchanged is not read for it) is not one of a known scan."""
+        data = self._contents.get(file)
+        if data is not None:
+            return self._scans.scan(data)
+        digest = self._digests.unchanged(file)
+        found = self._scans.known_scan(digest) if digest is not None else None
+        if found is None:
+            found = self._scans.scan(*self._digests.read(file))
+        return found
+
+
+def related_inputs(
+    named: Iterable[Path],
+    candidates: Iterable[Path],
+    contents: dict[Path, bytes],
+    digests: FileDigests,
+    scans: ImportScans,
+) -> tuple:
+    """All that :func:`related_files` answers from (for a cache of its answers): each named
+    file's path and what it imports (scanned into ``scans``), each other candidate's path and
+    the digest of its bytes (None: unreadable). The candidates' absolute paths, since
+    imports are matched with their folders' names."""
+    named_set = set(named)
+    imports: list[tuple[str, object, object]] = []
+    for path in sorted(named_set):
+        try:
+            data = contents.get(path)
+            if data is not None:
+                names, relative = scans.scan(data)
+            else:
+                names, relative = scans.scan(*digests.read(path))
+            imports.append((str(path), tuple(sorted(names)), relative))
+        except OSError:
+            imports.append((str(path), None, None))
+    others = []
+    for path in sorted(set(candidates) - named_set):
+        data = contents.get(path)
+        try:
+            digest = content_digest(data) if data is not None else digests.digest(path)
+        except OSError:
+            digest = None
+        others.append((str(path), digest))
+    return tuple(imports), tuple(others)
+
 
 def _spellings(named: Iterable[Path]) -> list[bytes] | None:
     """What any import of one of ``named`` spells, but for a relative one of a package by its
@@ -174,6 +231,15 @@ def _spellings(named: Iterable[Path]) -> list[bytes] | None:
             return None
         found.append(word.encode("ascii"))
     return found
+
+
+def scan_bytes(data: bytes) -> ImportScan:
+    """:func:`scan_imports` of a file's bytes (nothing for bytes that are not source)."""
+    try:
+        text = decode_source(data)
+    except SourceError:
+        text = ""
+    return scan_imports(text)
 
 
 def scan_imports(text: str) -> ImportScan:

@@ -25,7 +25,7 @@ from distlint.config.selection import (
 )
 from distlint.file_settings import FileSettings
 from distlint.rules.removed import removed_rule
-from distlint.syntax.regular_files import read_regular_text
+from distlint.syntax.regular_files import read_regular_text, resolved
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -544,6 +544,7 @@ class ConfigResolver:
         self._forced = load_config_file(forced) if forced is not None else None
         self._by_dir: dict[Path, Config] = {}
         self._loaded: dict[Path, Config] = {}
+        self._real: dict[Path, Path] = {}  # folders' real paths (see resolved)
         self._collect = collect
         self.problems: list[str] = []
 
@@ -560,7 +561,7 @@ class ConfigResolver:
         if self._forced is not None:
             return self._forced
         directory = path if path.is_dir() else path.parent
-        return self._for_dir(directory.resolve())
+        return self._for_dir(resolved(directory, self._real))
 
     def file_settings(
         self, path: Path, overrides: CliOverrides, folders: FolderMemo | None = None

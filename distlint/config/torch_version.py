@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -279,12 +280,31 @@ def _environment(root: Path) -> list[tuple[str, str]]:
 
 
 SOURCES = (_pyproject, _requirements_files, _setup_cfg, _setup_py, _environment)
+# the names of the files SOURCES read (the requirement files: any name that starts so)
+_METADATA = ("pyproject.toml", "setup.cfg", "setup.py", "environment.yml", "environment.yaml")
+
+
+def _may_declare(root: Path) -> bool:
+    """Whether the folder holds a file one of :data:`SOURCES` reads: one listing of it, where
+    each source would look for its own (most folders of a project hold none). Names compare
+    case-insensitively: a case-insensitive file system opens ``Setup.py`` as ``setup.py``."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return True  # each source finds out on its own
+    for name in names:
+        folded = name.casefold()
+        if folded in _METADATA or folded.startswith("requirements"):
+            return True
+    return False
 
 
 @lru_cache(maxsize=256)
 def infer_requirement(root: Path) -> TorchRequirement | None:
     """The torch range declared in the folder ``root`` (see the module docstring): None when
     none of its sources names torch."""
+    if not _may_declare(root):
+        return None
     # (requirement, source, lowest, highest) of each requirement that bounds torch
     stated: list[tuple[str, str, str | None, str | None]] = []
     first: tuple[str, str] | None = None  # the first one naming torch, bounded or not

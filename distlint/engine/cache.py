@@ -33,13 +33,15 @@ import tempfile
 from pathlib import Path
 
 from distlint.engine import transport
-from distlint.syntax.regular_files import content_digest
+from distlint.syntax.regular_files import DIGESTS, DIGESTS_FORMAT, FileDigests, content_digest
 
 CACHE_DIR_VARIABLE = "DISTLINT_CACHE_DIR"
 CACHE_KEY_VARIABLE = "DISTLINT_CACHE_KEY"
 DEFAULT_DIR_NAME = ".distlint_cache"
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _SIGNATURE_BYTES = 32
+_LEDGER = "written"  # bytes written since the entries were last listed, a line a run
+_LEDGER_LINES = 1000
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# distlint's cache (see distlint/engine/cache.py)\n"
@@ -72,16 +74,17 @@ class FirstPassCache:
         except OSError:
             return None
 
-    def key(self, data: bytes, identity: tuple) -> str:
+    def key(self, data: bytes, identity: tuple | str) -> str:
         """The entry name for a file's bytes and what else its first pass depends on."""
         return self.key_of(content_digest(data), identity)
 
-    def key_of(self, digest: bytes, identity: tuple) -> str:
+    def key_of(self, digest: bytes, identity: tuple | str) -> str:
         """:meth:`key` of the bytes whose :func:`content_digest` is ``digest`` (a file's
-        bytes are hashed once for all the keys they are part of)."""
+        bytes are hashed once for all the keys they are part of); ``identity``: a tuple, or
+        its repr (:class:`Identities`)."""
         combined = hashlib.blake2b(digest_size=20)
-        combined.update(code_fingerprint().encode())
-        combined.update(repr(identity).encode())
+        combined.update(self._code.encode())
+        combined.update((identity if isinstance(identity, str) else repr(identity)).encode())
         combined.update(b"\0")
         combined.update(digest)
         return combined.hexdigest()
@@ -138,10 +141,55 @@ class FirstPassCache:
         if deferred is not None:
             self._deferred = {}
 
+    @functools.cached_property
+    def digests(self) -> FileDigests:
+        """The digests of the files the last run read (a status pre-check, see
+        :class:`~distlint.syntax.regular_files.FileDigests`); :meth:`finish` keeps this run's."""
+        kept = self.get(self.digests_key, DIGESTS)
+        return kept if isinstance(kept, FileDigests) else FileDigests()
+
+    @property
+    def digests_key(self) -> str:
+        """The entry of :attr:`digests`: one for every run, whatever it checks, and for every
+        version of distlint (whose fingerprint is made with it: :data:`DIGESTS_FORMAT`)."""
+        name = repr(("file digests", DIGESTS_FORMAT)).encode()
+        return hashlib.blake2b(name, digest_size=20).hexdigest()
+
+    @functools.cached_property
+    def _code(self) -> str:
+        """:func:`code_fingerprint`, distlint's own files read only where their status changed."""
+        return code_fingerprint(self.digests)
+
+    def finish(self) -> None:
+        """The end of a run: keep the digests it learnt (for the next run of this process
+        too), and prune."""
+        if "digests" in self.__dict__:
+            kept = self.digests.kept()
+            if self.digests.changed():
+                self.put(self.digests_key, kept)
+            self.__dict__["digests"] = kept
+        self.prune()
+
     def prune(self) -> None:
         """Remove the oldest entries while the cache is over its size bound (with writes
-        deferred, once they are written)."""
+        deferred, once they are written). The bytes each run wrote are added up in a ledger
+        (appended to, so concurrent runs lose nothing), so that the entries are listed only
+        when the ledger says the bound may be near."""
         if not self._written or self._deferred is not None:
+            return
+        ledger = self.directory / _LEDGER
+        try:
+            with open(ledger, "a", encoding="ascii") as handle:
+                handle.write(f"{self._written}\n")
+            lines = ledger.read_text(encoding="ascii").split()
+            estimate = sum(int(line) for line in lines)
+        except (OSError, ValueError):
+            lines, estimate = [], self._max_bytes  # unreadable: list the entries
+        self._written = 0
+        if estimate <= self._max_bytes * 0.8:
+            if len(lines) > _LEDGER_LINES:  # one line for many (what a race loses: a run's)
+                with contextlib.suppress(OSError):
+                    _write_atomic(ledger, f"{estimate}\n".encode())
             return
         entries = []
         for path in self.directory.glob("??/*.entry"):
@@ -159,6 +207,8 @@ class FirstPassCache:
             except OSError:
                 continue
             total -= size
+        with contextlib.suppress(OSError):
+            _write_atomic(ledger, f"{total}\n".encode())
 
     def _entry(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.entry"
@@ -167,26 +217,46 @@ class FirstPassCache:
         return hmac.new(self._secret, key.encode() + payload, hashlib.sha256).digest()
 
 
-def identity_of(display: str, module_name: str | None, is_package: bool, settings: object) -> tuple:
+def identity_of(display: str, module_name: str | None, is_package: bool, settings: object) -> str:
     """What a first pass depends on besides the bytes, in a stable form (sets sorted)."""
+    return Identities().of(display, module_name, is_package, settings)
+
+
+class Identities:
+    """:func:`identity_of` for the files of one run: the repr of (display path, module name,
+    whether a package, the settings' fields), each settings object's fields rendered once (a
+    project's files share a few); each is held while known, so that its id stays its own."""
+
+    def __init__(self) -> None:
+        self._rendered: dict[int, tuple[object, str]] = {}
+
+    def of(self, display: str, module_name: str | None, is_package: bool, settings: object) -> str:
+        known = self._rendered.get(id(settings))
+        if known is None or known[0] is not settings:
+            known = self._rendered[id(settings)] = (settings, repr(_fields(settings)))
+        return f"({display!r}, {module_name!r}, {is_package!r}, {known[1]})"
+
+
+def _fields(settings: object) -> tuple:
     fields = []
     for field in dataclasses.fields(settings):  # type: ignore[arg-type]
         value = getattr(settings, field.name)
         if isinstance(value, (set, frozenset)):
             value = tuple(sorted(value))
         fields.append((field.name, value))
-    return (display, module_name, is_package, tuple(fields))
+    return tuple(fields)
 
 
-@functools.cache
-def code_fingerprint() -> str:
-    """A hash of distlint's own code and data files."""
+def code_fingerprint(digests: FileDigests | None = None) -> str:
+    """A hash of distlint's own code and data files (of their digests: ``digests`` knows the
+    files whose status is unchanged since they were hashed)."""
+    digests = digests if digests is not None else FileDigests()
     package = Path(__file__).resolve().parents[1]  # distlint/
     digest = hashlib.blake2b(digest_size=16)
     for path in sorted(package.rglob("*")):
         if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
             digest.update(path.relative_to(package).as_posix().encode())
-            digest.update(path.read_bytes())
+            digest.update(digests.digest(path))
     return digest.hexdigest()
 
 

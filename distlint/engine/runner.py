@@ -25,6 +25,7 @@ crash the parser are checked in a process of their own.
 from __future__ import annotations
 
 import contextlib
+import enum
 import gc
 import multiprocessing
 import multiprocessing.connection
@@ -45,6 +46,7 @@ from distlint.config.project_files import (
     ImportScans,
     project_root,
     related_files,
+    related_inputs,
 )
 from distlint.config.settings import (
     CliOverrides,
@@ -55,7 +57,7 @@ from distlint.config.settings import (
     FolderMemo,
 )
 from distlint.engine import transport
-from distlint.engine.cache import FirstPassCache, identity_of
+from distlint.engine.cache import FirstPassCache, Identities, identity_of
 from distlint.engine.checker import (
     PROJECT,
     PROJECT_TIMEOUT,
@@ -79,7 +81,7 @@ from distlint.engine.project_reuse import (
 from distlint.findings import Finding, ToolError
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
-from distlint.syntax.imports import module_name_for
+from distlint.syntax.imports import PackageFolders, module_name_for
 from distlint.syntax.pieces import ReusedPieces
 from distlint.syntax.regular_files import content_digest, read_regular_file
 from distlint.syntax.source import SourceError, decode_source, release_freed_memory
@@ -167,7 +169,7 @@ def run(
         run_jobs = Jobs(jobs, file_timeout)
         results = _run_project(tasks, run_jobs, native, cache, project_timeout, reused)
     if cache is not None:
-        cache.prune()
+        cache.finish()
     return results
 
 
@@ -281,25 +283,36 @@ def _run_project(
     wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
     native_sources = [(source.display, source.text, source.enabled) for source in native]
     project_key = kept = None
+    keeping = None  # the project stage's output to cache, once the files are settled
     if cache is not None:
         keys = _keys(tasks, cache)
         project_key = _project_key(cache, tasks, keys, native_sources, wrappers)
         kept = cache.get(project_key, PROJECT) if project_key else None
-        if isinstance(kept, ProjectResults) and kept.read:
-            tasks = _measuring(tasks, kept.read)
-        # the project stage's output serves: the files linked for context are not needed
-        # (not unpickled), unless a reported file's edit turns out to matter
-        reported = [t.report for t in tasks]
-        first = _first_pass_cached(
-            tasks, jobs, cache, keys, trees, reported if isinstance(kept, ProjectResults) else None
-        )
+        if isinstance(kept, ProjectResults) and _nothing_changed(kept, tasks, keys):
+            return list(kept.settled or ())  # the output of the check that made the entry
         if isinstance(kept, ProjectResults):
+            if kept.read:
+                tasks = _measuring(tasks, kept.read)
+            # the project stage's output serves: of the reported files only what is reported
+            # is read, of the files linked for context nothing, unless a reported file's edit
+            # turns out to matter
+            needs = [
+                _need_when_kept(kept, task, key) for task, key in zip(tasks, keys, strict=True)
+            ]
+            first, partial = _first_pass_cached(tasks, jobs, cache, keys, trees, needs)
             kept = _still_holding(kept, tasks, keys, first, trees)
             if kept is None:
-                rest = _first_pass_cached(
-                    tasks, jobs, cache, keys, trees, [not r for r in reported]
-                )
-                first = [r if t.report else o for t, r, o in zip(tasks, first, rest, strict=True)]
+                needs = [
+                    Need.ALL if not task.report or i in partial else Need.NOTHING
+                    for i, task in enumerate(tasks)
+                ]
+                rest, _ = _first_pass_cached(tasks, jobs, cache, keys, trees, needs)
+                first = [
+                    again if need is Need.ALL else result
+                    for result, again, need in zip(first, rest, needs, strict=True)
+                ]
+        else:
+            first, _ = _first_pass_cached(tasks, jobs, cache, keys, trees)
         if not all(map(_cacheable, first)):
             project_key = None
     else:
@@ -355,7 +368,7 @@ def _run_project(
                     display: replace(before, measured=facts.measured.get(display, {}))
                     for display, before in reads.items()
                 }
-            cache.put(project_key, ProjectResults(PROJECT, found, by_display, read))
+            keeping = ProjectResults(PROJECT, found, by_display, read)
     native_results = [
         FileResult(source.display, tuple(sorted(found[source.display], key=lambda f: f.sort_key)))
         for source in native
@@ -375,7 +388,10 @@ def _run_project(
         else result
         for i, result in enumerate(first)
     ]
-    return _reported(tasks, final) + native_results
+    results = _reported(tasks, final) + native_results
+    if keeping is not None and cache is not None and project_key:
+        cache.put(project_key, replace(keeping, settled=tuple(results)))
+    return results
 
 
 def _spans_at_hand(first: Sequence[FileResult], trees: ParsedTrees) -> dict[str, object]:
@@ -448,12 +464,10 @@ def _context_tasks(
         return []
     candidates, _ = Discovery(resolver, cwd).files(roots)
     by_path = {c.path: c for c in candidates}
-    scans_key = cache.key(b"", ("import scans",)) if cache is not None else ""
-    kept = cache.get(scans_key, IMPORT_SCANS) if cache is not None else None
-    scans = ImportScans(kept.known) if isinstance(kept, ImportScans) else ImportScans()
-    related = related_files(set(named), by_path, contents, scans)
-    if cache is not None and scans.used.keys() != scans.known.keys():
-        cache.put(scans_key, scans.kept())
+    if cache is None:
+        related = related_files(set(named), by_path, contents)
+    else:
+        related = _related_cached(set(named), by_path, contents or {}, cache)
     tasks = []
     memo = FolderMemo()
     for path in related:
@@ -464,6 +478,44 @@ def _context_tasks(
         display = path.as_posix() if absolute else by_path[path].display
         tasks.append(Task(path, display, settings, report=False))
     return tasks
+
+
+RELATED = "(related files)"
+
+
+@dataclass(frozen=True)
+class RelatedFiles:
+    """:func:`related_files`'s answer as the cache keeps it (:func:`_related_cached`)."""
+
+    path: str  # RELATED: the cache checks that an entry is what was asked for
+    files: tuple[str, ...]
+
+
+def _related_cached(
+    named: set[Path],
+    candidates: dict[Path, DiscoveredFile],
+    contents: dict[Path, bytes],
+    cache: FirstPassCache,
+) -> list[Path]:
+    """:func:`related_files`, its answer cached under all it answers from
+    (:func:`related_inputs`: what the named files import, the other files' digests), so that
+    a hook on a staged file edited but for its imports (the usual commit) scans nothing;
+    else the import scans of an earlier run serve the files whose bytes did not change."""
+    named_scans = ImportScans()
+    inputs = related_inputs(named, candidates, contents, cache.digests, named_scans)
+    key = cache.key(b"", ("related files", inputs))
+    kept = cache.get(key, RELATED)
+    if isinstance(kept, RelatedFiles):
+        return [Path(path) for path in kept.files]
+    scans_key = cache.key(b"", ("import scans",))
+    known = cache.get(scans_key, IMPORT_SCANS)
+    scans = ImportScans(known.known if isinstance(known, ImportScans) else {})
+    scans.used.update(named_scans.used)
+    related = related_files(named, candidates, contents, scans, cache.digests)
+    if scans.used.keys() != scans.known.keys():
+        cache.put(scans_key, scans.kept())
+    cache.put(key, RelatedFiles(RELATED, tuple(str(path) for path in related)))
+    return related
 
 
 def linked_only(settings: FileSettings) -> FileSettings:
@@ -486,6 +538,9 @@ class ProjectResults:
     found: dict[str, list[Finding]]  # project findings by file
     second: dict[str, FileResult]  # second-pass results by display path
     read: dict[str, ReadOfFile] | None = None  # by display path: the reported files
+    # the results of the check that made the entry: a re-check where nothing changed (no
+    # reported file either) reads this entry alone
+    settled: tuple[FileResult, ...] | None = None
 
 
 # The most reported files whose summaries and records an entry keeps (pickled before the
@@ -522,7 +577,7 @@ def _keeps_reads(tasks: Sequence[Task]) -> bool:
     return sum(task.report for task in tasks) <= REUSE_MAX_REPORTED
 
 
-def _identity(task: Task, settings: FileSettings) -> tuple:
+def _identity(task: Task, settings: FileSettings) -> str:
     return identity_of(task.display, task.module_name, task.is_package, settings)
 
 
@@ -582,17 +637,68 @@ def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] 
     key of its settings; for a file linked for context, then the key of the pass that runs
     on it (:func:`linked_only`), so that the full pass ``check .`` cached serves it first."""
     found: list[tuple[str, ...] | None] = []
+    identities = Identities()
+    narrowed: dict[int, tuple[FileSettings, FileSettings]] = {}  # by id: linked_only's, once
     for task in tasks:
         try:
-            data = task.data if task.data is not None else read_regular_file(task.path)
+            digest = (
+                content_digest(task.data)
+                if task.data is not None
+                else cache.digests.digest(task.path)
+            )
         except OSError:
             found.append(None)  # the pass reports the unreadable file
             continue
-        digest = content_digest(data)
-        chosen = [task.settings] if task.report else [task.settings, linked_only(task.settings)]
-        identities = (_identity(task, s) for s in chosen)
-        found.append(tuple(cache.key_of(digest, identity) for identity in identities))
+        chosen = [task.settings]
+        if not task.report:
+            pair = narrowed.get(id(task.settings))
+            if pair is None or pair[0] is not task.settings:
+                pair = narrowed[id(task.settings)] = (task.settings, linked_only(task.settings))
+            chosen.append(pair[1])
+        found.append(
+            tuple(
+                cache.key_of(
+                    digest, identities.of(task.display, task.module_name, task.is_package, s)
+                )
+                for s in chosen
+            )
+        )
     return found
+
+
+class Need(enum.Enum):
+    """What a re-check reads of a file's cached first pass (:func:`_first_pass_cached`)."""
+
+    NOTHING = "nothing"  # neither read nor run: an empty result
+    REPORT = "report"  # its findings, errors and suppressions: the project stage's output serves
+    ALL = "all"  # with its summary and records, for linking
+
+
+def _nothing_changed(
+    kept: ProjectResults, tasks: Sequence[Task], keys: Sequence[tuple[str, ...] | None]
+) -> bool:
+    """Whether the check that made ``kept`` checked exactly what this one checks: its key
+    holds every file's contents, or each reported file's is the one the stage read."""
+    if kept.settled is None:
+        return False
+    if kept.read is None:
+        return True
+    for task, key in zip(tasks, keys, strict=True):
+        read = kept.read.get(task.display) if task.report else None
+        if task.report and (read is None or key is None or read.key != key[0]):
+            return False
+    return True
+
+
+def _need_when_kept(kept: ProjectResults, task: Task, key: tuple[str, ...] | None) -> Need:
+    """What of a file's first pass a re-check reads when the project stage's output was
+    found: of a file linked for context nothing; of a reported file what is reported, and
+    its summary and records too when :func:`_still_holding` compares them with what the
+    stage read (the file changed since)."""
+    if not task.report:
+        return Need.NOTHING
+    read = kept.read.get(task.display) if kept.read is not None else None
+    return Need.ALL if read is not None and key is not None and read.key != key[0] else Need.REPORT
 
 
 def _first_pass_cached(
@@ -601,20 +707,25 @@ def _first_pass_cached(
     cache: FirstPassCache,
     keys: Sequence[tuple[str, ...] | None],
     trees: ParsedTrees | None = None,
-    wanted: Sequence[bool] | None = None,
-) -> list[FileResult]:
+    needs: Sequence[Need] | None = None,
+) -> tuple[list[FileResult], set[int]]:
     """The first pass, reusing cached results of files whose key (:func:`_keys`) is
-    unchanged, a miss run and cached under the last of its keys. ``wanted``: which files'
-    results are needed (the others get an empty result: neither read nor run)."""
+    unchanged, a miss run and cached under the last of its keys; and the indices of the
+    results read without their summary and records (:attr:`Need.REPORT`). ``needs``: what
+    is needed of each file (default: all of every file's)."""
     results: dict[int, FileResult] = {}
+    partial: set[int] = set()
     for index, task in enumerate(tasks):
-        if wanted is not None and not wanted[index]:
+        need = needs[index] if needs is not None else Need.ALL
+        if need is Need.NOTHING:
             results[index] = FileResult(task.display)
             continue
         for key in keys[index] or ():
             hit = cache.get(key, task.display)
-            if isinstance(hit, FileResult):
-                results[index] = hit
+            if isinstance(hit, StoredPass):
+                results[index] = hit.result(linked=need is Need.ALL)
+                if need is Need.REPORT:
+                    partial.add(index)
                 break
     missing = [i for i in range(len(tasks)) if i not in results]
     checked = _run_pass([tasks[i] for i in missing], jobs, trees=trees)
@@ -622,8 +733,32 @@ def _first_pass_cached(
         results[index] = result
         file_keys = keys[index]
         if file_keys and _cacheable(result):
-            cache.put(file_keys[-1], replace(result, measured=()) if result.measured else result)
-    return [results[i] for i in range(len(tasks))]
+            cache.put(file_keys[-1], StoredPass.of(result))
+    return [results[i] for i in range(len(tasks))], partial
+
+
+@dataclass(frozen=True)
+class StoredPass:
+    """A first pass as the cache keeps it: what every re-check reads of it (its findings,
+    errors and suppressions) apart from what only linking reads (its summary and records,
+    pickled on their own: nine tenths of the bytes), so that a re-check that reuses the
+    project stage's output unpickles no summary."""
+
+    path: str  # the cache checks that an entry is what was asked for
+    head: FileResult  # without summary, records and measured spans
+    linked: bytes  # the summary and records, pickled (transport.dumps)
+
+    @classmethod
+    def of(cls, result: FileResult) -> StoredPass:
+        head = replace(result, summary=None, records=(), measured=())
+        return cls(result.path, head, transport.dumps((result.summary, result.records)))
+
+    def result(self, linked: bool = True) -> FileResult:
+        """The first pass; ``linked=False``: without its summary and records."""
+        if not linked:
+            return self.head
+        summary, records = transport.loads(self.linked)
+        return replace(self.head, summary=summary, records=records)
 
 
 GAVE_UP = ("the parser ", "not checked:")  # how DL000 messages of files given up on start
@@ -685,8 +820,9 @@ def _second(task: Task) -> Task:
 def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
     """Give each task its module name; files whose names collide are keyed by path instead."""
     named = []
+    folders = PackageFolders()
     for task in tasks:
-        module_name, is_package = module_name_for(task.path)
+        module_name, is_package = module_name_for(task.path, folders)
         named.append((task, module_name, is_package))
     counts: dict[str | None, int] = {}
     for _, module_name, _ in named:

@@ -13,6 +13,9 @@ import errno
 import hashlib
 import os
 import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -45,6 +48,11 @@ def content_digest(data: bytes) -> bytes:
 def read_regular_file(path: Path) -> bytes:
     """The bytes of ``path``; :class:`NotRegularFile` (an OSError) for a pipe, a socket, a
     device or a directory, without waiting on it; other OSErrors as ``open`` raises them."""
+    return _read_with_status(path)[0]
+
+
+def _read_with_status(path: Path) -> tuple[bytes, os.stat_result]:
+    """:func:`read_regular_file`, and the file's status taken before it was read."""
     try:
         handle = os.open(path, _OPEN_FLAGS)  # a named pipe opens at once without a writer
     except OSError as exc:
@@ -53,15 +61,116 @@ def read_regular_file(path: Path) -> bytes:
             raise NotRegularFile(exc.errno, what, str(path)) from None
         raise
     try:
-        mode = os.fstat(handle).st_mode
+        status = os.fstat(handle)
     except OSError:
         os.close(handle)
         raise
-    if not stat.S_ISREG(mode):
+    if not stat.S_ISREG(status.st_mode):
         os.close(handle)
-        raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind_of(mode)})", str(path))
+        kind = kind_of(status.st_mode)
+        raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
     with os.fdopen(handle, "rb") as file:
-        return file.read()
+        return file.read(), status
+
+
+# A file whose modification or status change is more recent than this (nanoseconds) when its
+# bytes are read may change again within the same tick of the file system's clock, leaving
+# its status as it was: its digest is not kept (coarse clocks tick every 1-10 ms; FAT's, 2 s).
+SETTLED_NS = 3_000_000_000
+DIGESTS = "(digests)"
+# Every version of distlint reads the same cache entry of digests (distlint's own files'
+# digests make its fingerprint): a change of what FileDigests holds, or of content_digest,
+# must change this.
+DIGESTS_FORMAT = 1
+
+Status = tuple[int, int, int, int, int, int]  # device, inode, mode, size, mtime_ns, ctime_ns
+
+
+def status_of(status: os.stat_result) -> Status:
+    return (
+        status.st_dev,
+        status.st_ino,
+        status.st_mode,
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ctime_ns,
+    )
+
+
+@dataclass
+class FileDigests:
+    """:func:`content_digest` of files by path: a file whose status is what it was when its
+    bytes were hashed (in this run, or in an earlier one: the engine caches ``known``) is not
+    read again.
+
+    Why a status that is the same means bytes that are the same: every write to a file sets
+    its modification and status-change times to the file system's clock, and nothing but the
+    clock sets the status-change time (``touch -d`` and ``os.utime`` set the modification time
+    back, and the change time to now); a file replaced (an editor's save, ``git checkout``)
+    is another inode, or one created now. So an edit keeps the status only when it lands in
+    the same tick of that clock as the write before it, after that write was read: a digest
+    is kept only for a file whose last change is older than :data:`SETTLED_NS` when it is
+    read (the racy case git's index knows), so any later write stamps a later time. This
+    holds where the file system's clock is this machine's, give or take that margin (local
+    file systems; a network one whose server's clock lags by more could be fooled); and
+    the status must be the same to the nanosecond, size, inode and device included.
+    ``clock``: the current time in nanoseconds (tests set it)."""
+
+    known: dict[str, tuple[Status, bytes]] = field(default_factory=dict)
+    used: dict[str, tuple[Status, bytes]] = field(default_factory=dict)
+    path: str = DIGESTS  # the cache's check that an entry is what was asked for
+    clock: Callable[[], int] = time.time_ns
+
+    def digest(self, path: Path) -> bytes:
+        """The digest of ``path``'s bytes; OSError as :func:`read_regular_file` raises it."""
+        known = self.unchanged(path)
+        return known if known is not None else self.read(path)[1]
+
+    def unchanged(self, path: Path) -> bytes | None:
+        """The digest of ``path``'s bytes if known without reading them: the file's status
+        is the one it had when they were hashed (None: not known)."""
+        name = str(path)
+        kept = self.used.get(name) or self.known.get(name)
+        if kept is None:
+            return None
+        try:
+            now = status_of(os.stat(path))
+        except OSError:
+            return None
+        if now != kept[0]:
+            return None
+        self.used[name] = kept
+        return kept[1]
+
+    def read(self, path: Path) -> tuple[bytes, bytes]:
+        """``path``'s bytes and their digest, kept for the next :meth:`digest` when the file
+        has settled (see the class docstring)."""
+        data, status = _read_with_status(path)
+        digest = content_digest(data)
+        changed = max(status.st_mtime_ns, status.st_ctime_ns)
+        if changed < self.clock() - SETTLED_NS:
+            self.used[str(path)] = (status_of(status), digest)
+        return data, digest
+
+    def changed(self) -> bool:
+        """Whether this run learnt something the next should know (or forgot a file)."""
+        return self.used != self.known
+
+    def kept(self) -> FileDigests:
+        """What to keep for the next run: this run's digests."""
+        return FileDigests(dict(self.used))
+
+
+def resolved(path: Path, folders: dict[Path, Path]) -> Path:
+    """``path.resolve()`` by way of its folder's real path, kept in ``folders`` (the files
+    and folders of one folder share it, and it is made from its own folder's): a link is
+    looked for in each name once, where ``resolve`` looks at every name of every path."""
+    if not path.is_absolute() or path.name in ("", "..") or os.path.islink(path):
+        return path.resolve()
+    folder = folders.get(path.parent)
+    if folder is None:
+        folder = folders[path.parent] = resolved(path.parent, folders)
+    return folder / path.name
 
 
 def read_regular_text(path: Path, encoding: str = "utf-8") -> str:

@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -73,7 +74,10 @@ def _report(root: Path, *args: str, env: dict | None = None) -> list[dict]:
 
 
 def _entries(directory: Path) -> list[Path]:
-    return sorted(directory.glob("??/*.entry"))
+    """The entries of results (not the one of the files' digests, written once files are a
+    few seconds old: see FileDigests)."""
+    digests = FirstPassCache(directory, b"test-key").digests_key
+    return sorted(p for p in directory.glob("??/*.entry") if p.stem != digests)
 
 
 def test_a_warm_run_reuses_entries_and_an_edit_elsewhere_changes_the_finding(tmp_path) -> None:
@@ -178,6 +182,161 @@ def test_deferred_writes_are_read_from_memory_until_flushed(tmp_path) -> None:
     assert not (tmp_path / "c" / "99").exists()
 
 
+def test_the_entries_are_listed_only_when_what_runs_wrote_may_reach_the_bound(
+    tmp_path, monkeypatch
+) -> None:
+    """Each run adds what it wrote to a ledger; the entries are listed (and the oldest
+    removed) only once the ledger's sum nears the bound, and the ledger then holds what is
+    left."""
+    listed: list[str] = []
+    real_glob = Path.glob
+
+    def glob(self: Path, pattern: str):  # type: ignore[no-untyped-def]
+        listed.append(pattern)
+        return real_glob(self, pattern)
+
+    monkeypatch.setattr(Path, "glob", glob)
+    listed_in = []
+    for run in range(5):  # each writes an entry of 2 KB
+        cache = FirstPassCache.open(tmp_path / "c", max_bytes=10_000)
+        assert cache is not None
+        cache.put(f"{run:02d}" + "0" * 38, {"path": "x", "pad": "y" * 2_000})
+        cache.prune()
+        if listed:
+            listed_in.append(run)
+        listed.clear()
+    assert listed_in == [3, 4]  # 4 x 2 KB: over 80% of 10 KB, the oldest removed
+    total = sum(p.stat().st_size for p in _entries(tmp_path / "c"))
+    assert 0 < total <= 8_000
+    assert (tmp_path / "c" / "written").read_text() == f"{total}\n"
+
+
+def test_a_re_check_reads_the_project_entry_alone_and_no_summary_it_need_not(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Two files staged. Nothing changed: the project stage's entry holds the whole output,
+    no other entry is read. A comment appended to one: the stage's output serves, and of the
+    other's cached first pass only what is reported is read, its summary and records (most
+    of an entry) stay pickled. The other changed so that its caller's finding goes: the
+    stage runs, each unchanged file's summary is read once."""
+    from distlint.engine.checker import PROJECT
+    from distlint.engine.runner import StoredPass, Task, run
+    from tests.project_util import settings, write_tree
+
+    root = tmp_path / "project"
+    paths = write_tree(root, STAGED)
+    (tmp_path / "cache").mkdir()
+    cache = FirstPassCache(tmp_path / "cache", b"key")
+    staged = ("pkg/helpers.py", "pkg/train.py")
+    tasks = [
+        Task(p, name, settings({"DL104", "DL201"}), report=name in staged)
+        for p in paths
+        if (name := p.relative_to(root).as_posix())
+    ]
+    cold = run(tasks, 1, cache=cache)
+    assert [(f.path, f.code) for r in cold for f in r.findings] == [("pkg/train.py", "DL201")]
+    asked: list[str] = []
+    read: list[bool] = []
+    real_get, real_result = cache.get, StoredPass.result
+
+    def get(key: str, display: str) -> object | None:
+        asked.append(display)
+        return real_get(key, display)
+
+    def result(self: StoredPass, linked: bool = True):  # type: ignore[no-untyped-def]
+        read.append(linked)
+        return real_result(self, linked)
+
+    monkeypatch.setattr(cache, "get", get)
+    monkeypatch.setattr(StoredPass, "result", result)
+    assert run(tasks, 1, cache=cache) == cold
+    assert asked == [PROJECT] and read == []
+    (root / "pkg" / "train.py").write_text(TRAIN + "# the end\n")
+    assert [f for r in run(tasks, 1, cache=cache) for f in r.findings] == [
+        f for r in cold for f in r.findings
+    ]
+    assert read == [False]  # helpers.py's findings; train.py itself is analysed again
+    read.clear()
+    (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
+    assert [f for r in run(tasks, 1, cache=cache) for f in r.findings] == []
+    # linked again: each unchanged file's summary is read (once), the edited file is analysed
+    assert read == [True] * (len(paths) - 1)
+
+
+def test_an_edit_that_keeps_a_files_size_and_modification_time_reaches_the_findings(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The files' digests are kept across runs and taken from their status: a helper edited
+    so that it no longer synchronises, its size and modification time kept, still changes
+    the caller's finding (its status-change time moved)."""
+    import distlint.syntax.regular_files as regular_files
+    from distlint.engine.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    monkeypatch.setattr(regular_files, "SETTLED_NS", -60 * 10**9)  # every file has settled
+    root = tmp_path / "project"
+    paths = write_tree(root, STAGED)
+    helpers = root / "pkg" / "helpers.py"
+    (tmp_path / "cache").mkdir()
+
+    def check() -> list[tuple[str, str]]:
+        cache = FirstPassCache(tmp_path / "cache", b"key")  # a run of its own, as each CLI's
+        tasks = [Task(p, p.relative_to(root).as_posix(), settings({"DL201"})) for p in paths]
+        return [(f.path, f.code) for r in run(tasks, 1, cache=cache) for f in r.findings]
+
+    assert check() == [("pkg/train.py", "DL201")]
+    assert check() == [("pkg/train.py", "DL201")]
+    stamp = helpers.stat()
+    quiet = HELPER_SYNC.replace("dist.barrier()", "print(path)   ")
+    assert len(quiet) == len(HELPER_SYNC)
+    time.sleep(0.05)  # a later tick of the file system's clock
+    helpers.write_text(quiet)
+    os.utime(helpers, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert (helpers.stat().st_size, helpers.stat().st_mtime_ns) == (
+        stamp.st_size,
+        stamp.st_mtime_ns,
+    )
+    assert check() == []
+
+
+def test_a_hook_on_a_file_edited_but_for_its_imports_reuses_the_files_linked_last_time(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """What is linked with the named file is cached under what it is found from: a comment
+    appended to the named file finds it again without scanning the project; an import added
+    to it links the module it imports."""
+    import distlint.engine.runner as runner
+    from distlint.config.settings import CliOverrides, ConfigResolver
+
+    root = _project(tmp_path)
+    (root / "pkg" / "ops.py").write_text("def op():\n    return 1\n")
+    (tmp_path / "cache").mkdir()
+    cache = FirstPassCache(tmp_path / "cache", b"key")
+    scanned: list[int] = []
+    real_related = runner.related_files
+
+    def related_files(*args, **kwargs):  # type: ignore[no-untyped-def]
+        scanned.append(1)
+        return real_related(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "related_files", related_files)
+    train = root / "pkg" / "train.py"
+
+    def linked() -> list[str]:
+        scanned.clear()
+        tasks = runner.context_tasks(
+            [train], [train], ConfigResolver(), CliOverrides(), root, cache=cache
+        )
+        return [task.display for task in tasks]
+
+    first = linked()
+    assert first == ["pkg/__init__.py", "pkg/helpers.py"] and scanned
+    train.write_text(TRAIN + "# the end\n")
+    assert linked() == first and not scanned
+    train.write_text(TRAIN + "from pkg import ops\n")
+    assert linked() == [*first, "pkg/ops.py"] and scanned
+
+
 STAGED = {
     "pkg/__init__.py": "",
     "pkg/helpers.py": HELPER_SYNC,
@@ -237,14 +396,15 @@ def test_a_re_check_of_unchanged_files_skips_linking_and_the_later_stages(
 def test_a_check_of_one_file_right_after_the_project_check_is_warm(tmp_path) -> None:
     """The hook's first run after ``check .``: the files linked for context take the full
     check's entries, though only project rules would run on them; nothing is analysed again:
-    the new entries are the project stage's for this set of files and the import scans."""
+    the new entries are the project stage's for this set of files, the import scans and the
+    files linked with the named one."""
     root = _project(tmp_path)
     cache = root / ".distlint_cache"
     more = ("--extend-select", "DL104")  # a file rule: the full selection is not project-only
     whole = _check(root, *more, ".")
     before = set(_entries(cache))
     assert _check(root, *more, "pkg/train.py") == [f for f in whole if f[0] == "pkg/train.py"]
-    assert len(set(_entries(cache)) - before) == 2
+    assert len(set(_entries(cache)) - before) == 3
 
 
 def test_a_re_check_of_one_file_in_an_unchanged_project_reads_only_its_own_entry(
@@ -285,7 +445,7 @@ def test_a_re_check_of_one_file_in_an_unchanged_project_reads_only_its_own_entry
     assert check() == [("pkg/train.py", "DL201", 7)]
     asked.clear()
     assert check() == [("pkg/train.py", "DL201", 7)]
-    assert sorted(asked) == sorted([PROJECT, "pkg/train.py"])
+    assert asked == [PROJECT]  # it holds the output of the check that made it
     (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
     asked.clear()
     assert check() == []

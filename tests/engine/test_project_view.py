@@ -264,8 +264,9 @@ def test_a_file_linked_for_context_summarises_as_in_a_full_pass() -> None:
 
 
 def test_a_warm_run_scans_the_imports_of_changed_files_only(tmp_path: Path, monkeypatch) -> None:
-    """What each file imports is cached by the digest of its bytes: a warm run scans
-    nothing again, an edited file alone is scanned, and what it imports now is linked."""
+    """What each file imports is cached by the digest of its bytes: a warm run scans only
+    the named file (what it imports decides what is linked), an edited file is scanned, and
+    what it imports now is linked."""
     import distlint.config.project_files as project_files
     from distlint.config.settings import CliOverrides, ConfigResolver
     from distlint.engine.cache import FirstPassCache
@@ -295,13 +296,14 @@ def test_a_warm_run_scans_the_imports_of_changed_files_only(tmp_path: Path, monk
     assert len(scanned) == 3
     scanned.clear()
     assert linked() == cold
-    assert scanned == []
+    assert scanned == [train.read_text()]
+    scanned.clear()
     comm = root / "pkg" / "utils" / "comm.py"
     comm.write_text(comm.read_text() + "\nfrom pkg import ops\n")
     assert linked() == sorted([*cold, "pkg/ops.py"])
-    # comm.py, changed, and ops.py, which it imports now (never scanned: it does not spell
-    # an import of train.py)
-    assert len(scanned) == 2 and "from pkg import ops" in scanned[0]
+    # the named file; comm.py, changed, and ops.py, which it imports now (never scanned: it
+    # does not spell an import of train.py)
+    assert len(scanned) == 3 and "from pkg import ops" in scanned[1]
 
 
 def test_only_files_that_spell_a_named_module_are_read_for_their_imports(
