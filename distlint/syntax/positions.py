@@ -173,12 +173,14 @@ class Positions:
 
     def _measure(self, wanted: set[cst.CSTNode]) -> dict[cst.CSTNode, NodeRange]:
         state = _TrackingState(self.module, set(wanted))
-        with suppress(_Done):
-            homes = self._homes(wanted)
-            if homes is None:
+        homes = self._homes(wanted)
+        if homes is None:
+            with suppress(_Done):
                 self._whole(state)
-            else:
-                for index in homes:
+        else:
+            for index, held in homes.items():
+                state.pending = held  # the statement's generation stops after its last one
+                with suppress(_Done):
                     self._statement(state, index)
         found = {node: state.ranges[node] for node in wanted if node in state.ranges}
         columns = self.columns
@@ -194,10 +196,10 @@ class Positions:
             for node, found_range in found.items()
         }
 
-    def _homes(self, wanted: set[cst.CSTNode]) -> list[int] | None:
-        """The top-level statements that hold ``wanted``, in order, their starts known; None:
-        measure the whole module (a node outside every statement: the module, its header or
-        footer, a node of another tree)."""
+    def _homes(self, wanted: set[cst.CSTNode]) -> dict[int, int] | None:
+        """The top-level statements that hold ``wanted``, in order, their starts known, with
+        how many of ``wanted`` each holds; None: measure the whole module (a node outside every
+        statement: the module, its header or footer, a node of another tree)."""
         if self.module in wanted:
             return None
         if not self._starts:
@@ -207,12 +209,15 @@ class Positions:
             for index, stmt in enumerate(self.module.body):
                 for node in descendants(stmt):
                     self._home.setdefault(id(node), index)
-        homes = {self._home.get(id(node)) for node in wanted}
-        if None in homes:
-            return None
-        return sorted(homes)  # type: ignore[arg-type]  # None is not in it
+        homes: dict[int, int] = {}
+        for node in wanted:
+            home = self._home.get(id(node))
+            if home is None:
+                return None
+            homes[home] = homes.get(home, 0) + 1
+        return dict(sorted(homes.items()))
 
-    def _first_homes(self, left: set[int]) -> list[int] | None:
+    def _first_homes(self, left: set[int]) -> dict[int, int] | None:
         """The first measurement's :meth:`_homes`: the statements are scanned in order for the
         nodes of ``left`` (ids, removed as they are found), counting their line breaks, until
         the last one is found; the starts of the statements scanned are noted."""
@@ -221,13 +226,13 @@ class Positions:
         line = 1
         for header in module.header:
             line += _line_breaks(header, set())
-        homes: list[int] = []
+        homes: dict[int, int] = {}
         for index, stmt in enumerate(module.body):
             starts.append((line, 0))
             before = len(left)
             breaks = _line_breaks(stmt, left)
             if len(left) < before:
-                homes.append(index)
+                homes[index] = before - len(left)
             if not left:
                 return homes
             line += breaks
@@ -259,6 +264,7 @@ class Positions:
             line, column = starts[-1]
             starts.append((line + _line_breaks(body[len(starts) - 1], set()), column))
         state.line, state.column = starts[index]
+        state.indent_tokens.clear()  # what a generation stopped inside a block left behind
         body[index]._codegen(state)
         if len(starts) == index + 1 and index + 1 < len(body):
             starts.append((state.line, state.column))

@@ -586,3 +586,20 @@ def test_a_node_outside_every_statement_is_measured_in_the_whole_module() -> Non
     assert ranges[footer].start_line == 3
     foreign = cst.Name("y")  # not in the tree: not measured
     assert Positions(module).ranges([foreign, module.body[0]]).keys() == {module.body[0]}
+
+
+def test_a_statement_is_generated_only_up_to_the_last_node_it_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stopped inside an indented block, a statement's generation leaves no indentation
+    behind for the next statement measured."""
+    module = cst.parse_module(
+        "def f():\n    if x:\n        a = 1\n        b = 2\n\n\n"
+        "def g():\n    if y:\n        c = 3\n"
+    )
+    names = {n.value: n for n in _every_node(module) if isinstance(n, cst.Name)}
+    expected = _whole_module_ranges(module, [names["a"], names["c"]])
+    generated = _generated_nodes(monkeypatch)
+    assert Positions(module).ranges([names["c"], names["a"]]) == expected
+    assert (expected[names["a"]].start_column, expected[names["c"]].start_column) == (8, 8)
+    assert names["a"] in generated and names["b"] not in generated
