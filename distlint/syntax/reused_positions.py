@@ -6,9 +6,10 @@ node objects). A node's range within a statement is a function of that statement
 (LibCST's code generation, given the module's default indentation and newline); only the line
 the statement starts on moves. So each statement measured once keeps how many lines it spans
 and the ranges of its nodes measured so far, relative to its first line, and a measurement of
-a later tree generates only the statements that are new (to learn where the next ones start)
-and those holding nodes not measured yet. Measuring the findings of a 3,000-line buffer cost
-about a fifth of each edit's check, most of it generating statements the edit did not touch.
+a later tree counts the line breaks of the statements that are new (to learn where the next
+ones start) and generates only those holding nodes not measured yet. Measuring the findings
+of a 3,000-line buffer cost about a fifth of each edit's check, most of it generating
+statements the edit did not touch.
 
 A statement object is kept only while the latest tree holds it (its id stays its own);
 a tree with another default indentation or newline, or read with rewritten indentation (a
@@ -22,7 +23,13 @@ from contextlib import suppress
 import libcst as cst
 
 from distlint.syntax.indentation import IndentColumns
-from distlint.syntax.positions import NodeRange, Positions, _Done, _TrackingState
+from distlint.syntax.positions import (
+    NodeRange,
+    Positions,
+    _Done,
+    _line_breaks,
+    _TrackingState,
+)
 from distlint.syntax.walker import descendants
 
 _NEVER = 1 << 40  # more nodes than a tree has: a count of pending nodes that never ends at 0
@@ -117,24 +124,22 @@ class _ReusingPositions(Positions):
         return self._index
 
     def _learn_first_lines(self, last: int, wanted: dict[int, list[cst.CSTNode]]) -> None:
-        """Where the statements up to ``last`` start: each one's lines, known or learnt by
-        generating it whole (measuring the nodes wanted in it on the way)."""
+        """Where the statements up to ``last`` start: each one's lines, known, or learnt by
+        generating it whole where nodes are wanted in it (measuring them on the way), else
+        by counting its line breaks (as :class:`Positions` counts them)."""
         starts = self._first_lines
         if not starts:
-            starts.append(1 + self._header_lines())
+            starts.append(1 + sum(_line_breaks(line, set()) for line in self.module.header))
         while len(starts) <= last:
             index = len(starts) - 1
             statement = self._statements[index]
             if statement.lines is None:
-                self._generate(index, wanted.get(index, []), whole=True)
+                if index in wanted:
+                    self._generate(index, wanted[index], whole=True)
+                else:
+                    statement.lines = _line_breaks(statement.node, set())
             assert statement.lines is not None
             starts.append(starts[index] + statement.lines)
-
-    def _header_lines(self) -> int:
-        state = _TrackingState(self.module, set())
-        for line in self.module.header:
-            line._codegen(state)
-        return state.line - 1
 
     def _generate(self, index: int, nodes: list[cst.CSTNode], whole: bool) -> None:
         """Generate statement ``index`` from its first line (0), noting the ranges of
