@@ -1101,8 +1101,16 @@ class Worker:
             return now - self.started
         return cpu - self.cpu_started
 
+    def left(self, budget: float, now: float) -> float:
+        """Seconds before the call it runs may pass ``budget`` (:meth:`used`). Its CPU time
+        is read only once its wall time has passed the budget: one thread runs a call, so
+        its CPU time cannot pass the budget sooner, and the parent, woken by each result,
+        would otherwise read every busy worker's /proc entry twice a result."""
+        wall = now - self.started
+        return budget - wall if wall < budget else budget - self.used(now)
+
     def over(self, budget: float, now: float) -> bool:
-        return self.used(now) >= budget or now - self.started >= _WALL_FACTOR * budget
+        return self.left(budget, now) <= 0 or now - self.started >= _WALL_FACTOR * budget
 
     def stop(self, kill: bool = False) -> None:
         if not kill:
@@ -1119,6 +1127,12 @@ class Worker:
 # it without blocking the parent, which must stay free to read the result being written.
 # A task (path, settings) is about 1 KB; one carrying a file's text may be far larger.
 _AHEAD_BYTES = 4096
+# ... and only behind a call whose file is this small (bytes), when sizes are known: one sent
+# behind a large file waits as long as that file takes, while the other workers may run out
+# of files (torch's second largest file waited 13 s behind the largest, then ran 3.4 s alone
+# at the end of a 16-job check). A file this large takes some 100 ms, against the fraction of
+# a millisecond a worker waits on the parent for its next call when none was sent ahead.
+_AHEAD_BEHIND_BYTES = 16_384
 
 
 class _Pool:
@@ -1169,12 +1183,13 @@ class _Pool:
         results: dict[int, FileResult] = {}
         self.workers = [Worker(self.inputs) for _ in range(min(self.size, len(calls)))]
 
-        def feed(worker: Worker) -> None:
-            """Keep ``worker`` running a call, with one more waiting when it is small."""
-            while pending and len(worker.held) < 2:
+        def feed(worker: Worker, ahead: bool = True) -> None:
+            """Keep ``worker`` running a call, with one more waiting when both are small
+            (``ahead``: one may wait)."""
+            while pending and len(worker.held) < (2 if ahead else 1):
                 index = pending[0]
                 message = transport.dumps((index, *calls[index]))
-                if worker.held and len(message) > _AHEAD_BYTES:
+                if worker.held and not may_wait(worker.held[0], message):
                     return  # sent when the worker is idle
                 pending.popleft()
                 if worker.send(index, message):
@@ -1191,6 +1206,14 @@ class _Pool:
             pending.extendleft(reversed(ahead))
             feed(self._replace(worker))
 
+        def may_wait(running: int, message: bytes) -> bool:
+            """Whether a call (pickled: ``message``) may wait in the pipe of a worker that
+            runs call ``running``."""
+            small = sizes is None or sizes[running] <= _AHEAD_BEHIND_BYTES
+            return small and len(message) <= _AHEAD_BYTES
+
+        for worker in list(self.workers):  # one call each, then one ahead where it may wait
+            feed(worker, ahead=False)
         for worker in list(self.workers):
             feed(worker)
         while len(results) < len(calls):
@@ -1198,21 +1221,22 @@ class _Pool:
             wait = None
             if timeout is not None and busy:
                 now = time.monotonic()
-                wait = max(0.01, min(timeout - w.used(now) for w in busy))
+                wait = max(0.01, min(w.left(timeout, now) for w in busy))
             handles: list[Any] = [w.conn for w in busy] + [w.process.sentinel for w in busy]
             ready = set(multiprocessing.connection.wait(handles, wait))
             now = time.monotonic()
             for worker in busy:
                 if worker.conn in ready:
                     try:
-                        got, result = transport.receive(worker.conn)
+                        message = worker.conn.recv_bytes()
                     except (EOFError, OSError):
                         give_up(worker, death_reason(worker))
                         continue
-                    results[got] = result
                     worker.finished()
                     self.fresh_deaths = 0
-                    feed(worker)
+                    feed(worker)  # before unpickling the result: the worker need not wait
+                    got, result = transport.loads(message)
+                    results[got] = result
                 elif worker.process.sentinel in ready:
                     give_up(worker, death_reason(worker))
                 elif timeout is not None and worker.over(timeout, now):

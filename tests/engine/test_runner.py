@@ -363,6 +363,26 @@ def test_the_pool_hands_out_large_files_first_and_returns_results_in_order(monke
     assert [r.path for r in results] == ["f0.py", "f1.py", "f2.py", "f3.py"]
 
 
+def _pid_after(name: str, seconds: float):
+    time.sleep(seconds)
+    return _pid_of(name)
+
+
+def test_no_call_waits_behind_a_large_file() -> None:
+    """Calls are sent ahead only behind small files: one queued behind the largest file
+    would wait as long as that file takes while the other worker runs out of work (the
+    second largest file of torch ran alone at the end of a 16-job check)."""
+    from distlint.engine.runner import _Pool
+
+    calls = [(_pid_after, ("large.py", 2.0), "large.py")]
+    calls += [(_pid_of, (f"f{i}.py",), f"f{i}.py") for i in range(4)]
+    with _Pool(2, {}) as pool:
+        large, *small = pool.map(calls, None, sizes=[1_000_000, 10, 10, 10, 10])
+    pids = {result.errors[0].message for result in small}
+    assert len(pids) == 1  # the other worker checked every small file meanwhile
+    assert large.errors[0].message not in pids
+
+
 def _echo(name: str, payload: str):
     from distlint.engine.checker import FileResult
     from distlint.findings import ToolError
