@@ -501,6 +501,7 @@ def test_first_passes_in_workers_measure_large_files_for_the_parent(
         return real(text)
 
     monkeypatch.setattr(spans, "_parse", counted)
+    monkeypatch.setattr(runner, "_rules_alongside", lambda second, jobs: False)  # here, then
     found = {}
     for chars in (10**9, 0):  # none measured beforehand; every file
         monkeypatch.setattr(runner, "PREMEASURE_CHARS", chars)
@@ -513,6 +514,51 @@ def test_first_passes_in_workers_measure_large_files_for_the_parent(
         ("pkg/train.py", "DL201"),
         ("pkg/ops.py", "DL401"),
     }
+
+
+def test_project_rules_alongside_the_second_pass_find_what_they_find_before_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """With several forked workers, the project rules run in a process of their own while
+    the second pass runs: the same findings as when they run in the parent before it."""
+    from distlint.engine import runner
+    from tests.project_util import settings, write_tree
+
+    paths = write_tree(tmp_path, _PROJECT_FILES)
+    enabled = settings({"DL104", "DL201", "DL401", "DL502"})
+    tasks = [runner.Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+    started = []
+    real = runner._RulesAlongside.__init__
+
+    def spy(self, *args):  # type: ignore[no-untyped-def]
+        started.append(args)
+        real(self, *args)
+
+    monkeypatch.setattr(runner._RulesAlongside, "__init__", spy)
+    alongside = [(r.path, r.findings, r.errors) for r in runner.run(tasks, 2, file_timeout=60.0)]
+    assert len(started) == 1
+    monkeypatch.setattr(runner, "_rules_alongside", lambda second, jobs: False)
+    before = [(r.path, r.findings, r.errors) for r in runner.run(tasks, 2, file_timeout=60.0)]
+    assert alongside == before
+    assert sorted((path, f.code) for path, found, _ in before for f in found) == EVERYTHING
+
+
+def test_project_rules_whose_process_dies_are_an_error_and_the_rest_stands(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from distlint.engine import runner
+    from tests.project_util import settings, write_tree
+
+    paths = write_tree(tmp_path, _PROJECT_FILES)
+    enabled = settings({"DL104", "DL201", "DL401", "DL502"})
+    tasks = [runner.Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+    monkeypatch.setattr(runner, "project_rules_stage", lambda *args: os._exit(3))
+    results = runner.run(tasks, 2, file_timeout=60.0)
+    found = sorted((f.path, f.code) for r in results for f in r.findings)
+    assert found == [("pkg/train.py", "DL104"), ("pkg/train.py", "DL502")]
+    assert [e.message for r in results for e in r.errors] == [
+        "internal error: the process running the project rules died; their findings are missing"
+    ]
 
 
 def test_a_crashing_project_rule_costs_its_findings_only(tmp_path: Path, monkeypatch) -> None:
