@@ -184,7 +184,8 @@ def main() -> None:
         )
     print(
         f"parent CPU {own.ru_utime + own.ru_stime:.2f} s (peak {own.ru_maxrss / 1024:.0f} MiB),"
-        f" workers {workers.ru_utime + workers.ru_stime:.2f} s, wall {wall:.2f} s",
+        f" workers {workers.ru_utime + workers.ru_stime:.2f} s (the largest's peak"
+        f" {workers.ru_maxrss / 1024:.0f} MiB), wall {wall:.2f} s",
         file=sys.stderr,
     )
     timeline.report()
