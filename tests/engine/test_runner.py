@@ -455,14 +455,20 @@ _PROJECT_FILES = {
 }
 
 
-def _run_project_files(tmp_path: Path, project_timeout: float | None = None):
-    from distlint.engine.runner import Task, run
+def _project_tasks(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The tasks of :data:`_PROJECT_FILES` written under ``tmp_path``."""
+    from distlint.engine.runner import Task
     from tests.project_util import settings, write_tree
 
     paths = write_tree(tmp_path, _PROJECT_FILES)
     enabled = settings({"DL104", "DL201", "DL401", "DL502"})
-    tasks = [Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
-    results = run(tasks, 1, project_timeout=project_timeout)
+    return [Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+
+
+def _run_project_files(tmp_path: Path, project_timeout: float | None = None):
+    from distlint.engine.runner import run
+
+    results = run(_project_tasks(tmp_path), 1, project_timeout=project_timeout)
     found = sorted((f.path, f.code) for r in results for f in r.findings)
     return found, [e.message for r in results for e in r.errors]
 
@@ -487,11 +493,8 @@ def test_first_passes_in_workers_measure_large_files_for_the_parent(
     compile roots in it without parsing it again, and places them where it did before."""
     from distlint.engine import runner
     from distlint.syntax import spans
-    from tests.project_util import settings, write_tree
 
-    paths = write_tree(tmp_path, _PROJECT_FILES)
-    enabled = settings({"DL104", "DL201", "DL401", "DL502"})
-    tasks = [runner.Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+    tasks = _project_tasks(tmp_path)
     parent, parsed = os.getpid(), []
     real = spans._parse
 
@@ -522,11 +525,8 @@ def test_project_rules_alongside_the_second_pass_find_what_they_find_before_it(
     """With several forked workers, the project rules run in a process of their own while
     the second pass runs: the same findings as when they run in the parent before it."""
     from distlint.engine import runner
-    from tests.project_util import settings, write_tree
 
-    paths = write_tree(tmp_path, _PROJECT_FILES)
-    enabled = settings({"DL104", "DL201", "DL401", "DL502"})
-    tasks = [runner.Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+    tasks = _project_tasks(tmp_path)
     started = []
     real = runner._RulesAlongside.__init__
 
@@ -547,11 +547,8 @@ def test_project_rules_whose_process_dies_are_an_error_and_the_rest_stands(
     tmp_path: Path, monkeypatch
 ) -> None:
     from distlint.engine import runner
-    from tests.project_util import settings, write_tree
 
-    paths = write_tree(tmp_path, _PROJECT_FILES)
-    enabled = settings({"DL104", "DL201", "DL401", "DL502"})
-    tasks = [runner.Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+    tasks = _project_tasks(tmp_path)
     monkeypatch.setattr(runner, "project_rules_stage", lambda *args: os._exit(3))
     results = runner.run(tasks, 2, file_timeout=60.0)
     found = sorted((f.path, f.code) for r in results for f in r.findings)
