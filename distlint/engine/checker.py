@@ -226,11 +226,14 @@ PROJECT = "(project)"  # where errors of the project stage are said to be
 @dataclass
 class ProjectStage:
     """What linking and the project rules gave: the facts (None when linking failed), the
-    project findings by file, and the stage's errors (a crash or an overrun names itself)."""
+    project findings by file, and the stage's errors (a crash or an overrun names itself);
+    after linking alone, the stage's budget (seconds, None: none) and when it started."""
 
     facts: ProjectFacts | None
     found: dict[str, list[Finding]]
     errors: list[ToolError]
+    budget: float | None = None
+    started: float = 0.0
 
 
 def project_stage(
@@ -246,11 +249,24 @@ def project_stage(
     rules and the second pass, one of a project rule costs that rule's findings; each is
     reported as a tool error, and the file-scope findings stand. ``native``: (path, text,
     rules enabled) of C/C++ sources."""
-    from distlint.rules.project import FileRecords, Project
+    linked = link_stage(results, wrappers, sources, parsed, budget)
+    if linked.facts is None:
+        return linked
+    return project_rules_stage(linked, results, native)
 
+
+def link_stage(
+    results: Sequence[FileResult],
+    wrappers: Sequence[str],
+    sources: SourceLookup,
+    parsed: dict | None = None,
+    budget: float | None = None,
+) -> ProjectStage:
+    """The first step of :func:`project_stage`: the facts (no findings yet), or the error
+    that linking gave; ``budget`` goes on to :func:`project_rules_stage` less what linking
+    took."""
     started = time.monotonic()
-    linked = [r for r in results if r.summary is not None]
-    summaries = [r.summary for r in linked]
+    summaries = [r.summary for r in results if r.summary is not None]
     try:
         facts = on_large_stack(link, summaries, wrappers, sources, parsed, timeout=budget)
     except StageTimeout:
@@ -259,17 +275,35 @@ def project_stage(
     except Exception as exc:  # a bug of ours: the file-scope findings still stand
         why = f"internal error while linking the project: {type(exc).__name__}: {exc}"
         return ProjectStage(None, {}, [ToolError(PROJECT, _not_run(why))])
+    return ProjectStage(facts, {}, [], budget, started)
+
+
+def project_rules_stage(
+    linked: ProjectStage,
+    results: Sequence[FileResult],
+    native: Sequence[tuple[str, str, frozenset[str]]] = (),
+) -> ProjectStage:
+    """The second step of :func:`project_stage`: the project rules' findings with the facts
+    of ``linked`` (:func:`link_stage`), within what is left of its budget."""
+    from distlint.rules.project import FileRecords, Project
+
+    linked_results = [r for r in results if r.summary is not None]
     project = Project(
-        [FileRecords(r.path, r.summary.key, r.records) for r in linked if r.summary is not None],
-        facts,
+        [
+            FileRecords(r.path, r.summary.key, r.records)
+            for r in linked_results
+            if r.summary is not None
+        ],
+        linked.facts,
         [(path, text) for path, text, _ in native],
     )
-    enabled = {r.path: r.summary.enabled for r in linked if r.summary is not None}
+    enabled = {r.path: r.summary.enabled for r in linked_results if r.summary is not None}
     enabled.update((path, codes) for path, _, codes in native)
-    left = None if budget is None else max(0.0, budget - (time.monotonic() - started))
+    budget = linked.budget
+    left = None if budget is None else max(0.0, budget - (time.monotonic() - linked.started))
     errors: list[ToolError] = []
     found = project_findings(project, enabled, errors, left, budget)
-    return ProjectStage(facts, found, errors)
+    return ProjectStage(linked.facts, found, errors)
 
 
 def _budget(budget: float | None) -> str:

@@ -363,6 +363,26 @@ def test_the_pool_hands_out_large_files_first_and_returns_results_in_order(monke
     assert [r.path for r in results] == ["f0.py", "f1.py", "f2.py", "f3.py"]
 
 
+def _pid_after(name: str, seconds: float):
+    time.sleep(seconds)
+    return _pid_of(name)
+
+
+def test_no_call_waits_behind_a_large_file() -> None:
+    """Calls are sent ahead only behind small files: one queued behind the largest file
+    would wait as long as that file takes while the other worker runs out of work (the
+    second largest file of torch ran alone at the end of a 16-job check)."""
+    from distlint.engine.runner import _Pool
+
+    calls = [(_pid_after, ("large.py", 2.0), "large.py")]
+    calls += [(_pid_of, (f"f{i}.py",), f"f{i}.py") for i in range(4)]
+    with _Pool(2, {}) as pool:
+        large, *small = pool.map(calls, None, sizes=[1_000_000, 10, 10, 10, 10])
+    pids = {result.errors[0].message for result in small}
+    assert len(pids) == 1  # the other worker checked every small file meanwhile
+    assert large.errors[0].message not in pids
+
+
 def _echo(name: str, payload: str):
     from distlint.engine.checker import FileResult
     from distlint.findings import ToolError
@@ -435,14 +455,20 @@ _PROJECT_FILES = {
 }
 
 
-def _run_project_files(tmp_path: Path, project_timeout: float | None = None):
-    from distlint.engine.runner import Task, run
+def _project_tasks(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The tasks of :data:`_PROJECT_FILES` written under ``tmp_path``."""
+    from distlint.engine.runner import Task
     from tests.project_util import settings, write_tree
 
     paths = write_tree(tmp_path, _PROJECT_FILES)
     enabled = settings({"DL104", "DL201", "DL401", "DL502"})
-    tasks = [Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
-    results = run(tasks, 1, project_timeout=project_timeout)
+    return [Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+
+
+def _run_project_files(tmp_path: Path, project_timeout: float | None = None):
+    from distlint.engine.runner import run
+
+    results = run(_project_tasks(tmp_path), 1, project_timeout=project_timeout)
     found = sorted((f.path, f.code) for r in results for f in r.findings)
     return found, [e.message for r in results for e in r.errors]
 
@@ -467,11 +493,8 @@ def test_first_passes_in_workers_measure_large_files_for_the_parent(
     compile roots in it without parsing it again, and places them where it did before."""
     from distlint.engine import runner
     from distlint.syntax import spans
-    from tests.project_util import settings, write_tree
 
-    paths = write_tree(tmp_path, _PROJECT_FILES)
-    enabled = settings({"DL104", "DL201", "DL401", "DL502"})
-    tasks = [runner.Task(p, p.relative_to(tmp_path).as_posix(), enabled) for p in paths]
+    tasks = _project_tasks(tmp_path)
     parent, parsed = os.getpid(), []
     real = spans._parse
 
@@ -481,6 +504,7 @@ def test_first_passes_in_workers_measure_large_files_for_the_parent(
         return real(text)
 
     monkeypatch.setattr(spans, "_parse", counted)
+    monkeypatch.setattr(runner, "_rules_alongside", lambda second, jobs: False)  # here, then
     found = {}
     for chars in (10**9, 0):  # none measured beforehand; every file
         monkeypatch.setattr(runner, "PREMEASURE_CHARS", chars)
@@ -493,6 +517,45 @@ def test_first_passes_in_workers_measure_large_files_for_the_parent(
         ("pkg/train.py", "DL201"),
         ("pkg/ops.py", "DL401"),
     }
+
+
+def test_project_rules_alongside_the_second_pass_find_what_they_find_before_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """With several forked workers, the project rules run in a process of their own while
+    the second pass runs: the same findings as when they run in the parent before it."""
+    from distlint.engine import runner
+
+    tasks = _project_tasks(tmp_path)
+    started = []
+    real = runner._RulesAlongside.__init__
+
+    def spy(self, *args):  # type: ignore[no-untyped-def]
+        started.append(args)
+        real(self, *args)
+
+    monkeypatch.setattr(runner._RulesAlongside, "__init__", spy)
+    alongside = [(r.path, r.findings, r.errors) for r in runner.run(tasks, 2, file_timeout=60.0)]
+    assert len(started) == 1
+    monkeypatch.setattr(runner, "_rules_alongside", lambda second, jobs: False)
+    before = [(r.path, r.findings, r.errors) for r in runner.run(tasks, 2, file_timeout=60.0)]
+    assert alongside == before
+    assert sorted((path, f.code) for path, found, _ in before for f in found) == EVERYTHING
+
+
+def test_project_rules_whose_process_dies_are_an_error_and_the_rest_stands(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from distlint.engine import runner
+
+    tasks = _project_tasks(tmp_path)
+    monkeypatch.setattr(runner, "project_rules_stage", lambda *args: os._exit(3))
+    results = runner.run(tasks, 2, file_timeout=60.0)
+    found = sorted((f.path, f.code) for r in results for f in r.findings)
+    assert found == [("pkg/train.py", "DL104"), ("pkg/train.py", "DL502")]
+    assert [e.message for r in results for e in r.errors] == [
+        "internal error: the process running the project rules died; their findings are missing"
+    ]
 
 
 def test_a_crashing_project_rule_costs_its_findings_only(tmp_path: Path, monkeypatch) -> None:
