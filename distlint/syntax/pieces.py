@@ -43,6 +43,7 @@ from distlint.syntax.indentation import IndentColumns
 from distlint.syntax.lexing import tokens
 from distlint.syntax.positions import Positions
 from distlint.syntax.reused_positions import StatementPositions
+from distlint.syntax.unchecked_parse import parse_unchecked
 
 PIECE_CHARS = 64 * 1024  # a text longer than two of these is parsed in pieces about this long
 _GOES_ON = re.compile(r"(?:else|elif|except|finally)\b")  # a clause of the statement above
@@ -137,7 +138,7 @@ class ReusedPieces:
                 tree = kept.get(part)
             if tree is None:
                 self.parsed += 1
-                tree = cst.parse_module(part)
+                tree = parse_unchecked(part)
             used[part] = tree
             return tree
 

@@ -28,6 +28,7 @@ from distlint.syntax.indentation import IndentColumns, expand_indentation
 from distlint.syntax.lexing import NEWLINES as NEWLINES  # re-exported: where callers look
 from distlint.syntax.lexing import tokens
 from distlint.syntax.pieces import ReusedPieces, parse_in_pieces
+from distlint.syntax.unchecked_parse import parse_unchecked
 
 T = TypeVar("T")
 
@@ -305,15 +306,16 @@ if hasattr(os, "register_at_fork"):  # not on Windows
 
 
 def parse_module(text: str, reused: ReusedPieces | None = None) -> cst.Module:
-    """``libcst.parse_module`` on a thread with a large stack (see above), a large text in
-    pieces (:mod:`distlint.syntax.pieces`: the parser's memory grows with what it parses).
+    """``libcst.parse_module`` (its nodes not checked again: :mod:`.unchecked_parse`) on a
+    thread with a large stack (see above), a large text in pieces
+    (:mod:`distlint.syntax.pieces`: the parser's memory grows with what it parses).
     ``reused``: the pieces of the buffer's earlier text, of which only those an edit changed
     are parsed again (an editor's buffer)."""
     if len(text) > _LARGE_PARSE:
         release_freed_memory()
     if reused is not None:
         return on_large_stack(reused.parse, text)
-    return on_large_stack(parse_in_pieces, text, cst.parse_module)
+    return on_large_stack(parse_in_pieces, text, parse_unchecked)
 
 
 _LARGE_PARSE = 256 * 1024  # characters: the parse needs 100 MiB or more
