@@ -62,7 +62,15 @@ class UnknownKeywordArgument(TableRule):
         return self._probes
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.resolve(node.func)
+        func = node.func
+        if not any(arg.keyword is not None for arg in node.args) and not (
+            type(func) is cst.Attribute and func.attr.value == "compile"
+        ):
+            # Only keywords are reported (also through functools.partial, whose keywords are
+            # this call's): a call without one has nothing to find. ``x.compile()`` still asks
+            # module_compile_receiver, whose per-file memo is built by the first rule to ask.
+            return
+        name = self.ctx.resolve(func)
         args: Sequence[cst.Arg] = node.args
         callee = node.func
         if name in _PARTIAL and node.args and node.args[0].keyword is None:
