@@ -14,7 +14,7 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import Signature, closest, describe_versions, version_advice
-from distlint.rules.api._tables import TableRule
+from distlint.rules.api._tables import TableRule, passes_no_keyword
 from distlint.syntax.guards import ByAncestor, is_feature_guarded, probed_keywords
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants, parameters
@@ -62,15 +62,9 @@ class UnknownKeywordArgument(TableRule):
         return self._probes
 
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if not any(arg.keyword is not None for arg in node.args) and not (
-            type(func) is cst.Attribute and func.attr.value == "compile"
-        ):
-            # Only keywords are reported (also through functools.partial, whose keywords are
-            # this call's): a call without one has nothing to find. ``x.compile()`` still asks
-            # module_compile_receiver, whose per-file memo is built by the first rule to ask.
+        if passes_no_keyword(node):
             return
-        name = self.ctx.resolve(func)
+        name = self.ctx.resolve(node.func)
         args: Sequence[cst.Arg] = node.args
         callee = node.func
         if name in _PARTIAL and node.args and node.args[0].keyword is None:
