@@ -555,9 +555,12 @@ def _bound_names(module: cst.Module, parts: frozenset[str]) -> dict[str, bool]:
 
     A superset of what :class:`ImportTable` binds: imports of such a name (``as`` or not) and
     aliases ``x = a.b.part`` or ``x = y`` of one, in every scope (module, defs, class bodies).
+    An alias binds a name only when its head does (an import, or an alias of such a head, in
+    some scope; a parameter, a local or a builtin binds none): ``g = param.grad`` is left out.
     """
     found: dict[str, bool] = {}
     aliases: list[tuple[str, str, bool]] = []
+    imported: set[str] = set()  # every name an import binds, in any scope
     bodies: list[tuple[cst.BaseSuite | cst.Module, bool]] = [(module, False)]
     while bodies:
         suite, in_body = bodies.pop()
@@ -570,6 +573,11 @@ def _bound_names(module: cst.Module, parts: frozenset[str]) -> dict[str, bool]:
             elif type(stmt) is cst.Import:
                 for alias in stmt.names:
                     full = dotted_name(alias.name)
+                    if full is not None:
+                        bound = alias.asname.name if alias.asname is not None else None
+                        imported.add(
+                            bound.value if type(bound) is cst.Name else full.split(".", 1)[0]
+                        )
                     if (
                         full is not None
                         and alias.asname is not None
@@ -581,10 +589,12 @@ def _bound_names(module: cst.Module, parts: frozenset[str]) -> dict[str, bool]:
                 if isinstance(stmt.names, cst.ImportStar):
                     continue
                 for alias in stmt.names:
+                    local = alias.asname.name if alias.asname is not None else alias.name
+                    if type(local) is cst.Name:
+                        imported.add(local.value)
                     name = dotted_name(alias.name)
                     if name is None or name.rsplit(".", 1)[-1] not in parts:
                         continue
-                    local = alias.asname.name if alias.asname is not None else alias.name
                     if type(local) is cst.Name:
                         _bind(found, local.value, in_body)
             elif type(stmt) is cst.Assign or type(stmt) is cst.AnnAssign:
@@ -597,6 +607,15 @@ def _bound_names(module: cst.Module, parts: frozenset[str]) -> dict[str, bool]:
                 for target in targets:
                     if type(target) is cst.Name:
                         aliases.append((target.value, dotted, in_body))
+    heads = imported  # names an import or an alias may bind to something
+    changed = True
+    while changed:
+        changed = False
+        for name, dotted, _ in aliases:
+            if name not in heads and dotted.split(".", 1)[0] in heads:
+                heads.add(name)
+                changed = True
+    aliases = [alias for alias in aliases if alias[1].split(".", 1)[0] in heads]
     changed = True
     while changed:
         changed = False
