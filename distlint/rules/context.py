@@ -116,8 +116,14 @@ class RuleContext(ParsedFile):
 
     def scope_table(self) -> ImportTable:
         """The innermost scope's table, building function tables lazily (outermost first)."""
+        functions = self._functions
+        if not functions:
+            return self.imports
+        innermost = functions[-1]._table
+        if innermost is not None:
+            return innermost  # built with all of its outer ones (asked at most nodes)
         table = self.imports
-        for scope in self._functions:
+        for scope in functions:
             if scope._table is None:
                 scope._table = self.table_for(scope.func, table)
             table = scope._table

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import libcst as cst
+
 from distlint.knowledge.torch_tables import (
     TorchTable,
     available_versions,
@@ -46,3 +48,17 @@ class TableRule(Rule):
     def table(self) -> TorchTable:
         """The newest release of the range: messages and suggestions come from it."""
         return self.tables[-1]
+
+
+def passes_no_keyword(call: cst.Call) -> bool:
+    """Whether ``call`` passes no keyword argument (and is not ``x.compile(...)``): the
+    keywords are all that DL501 and DL502 judge (those of a ``functools.partial`` too, which
+    are the call's own), so such a call has nothing for them.
+
+    ``x.compile()`` is not skipped: it asks ``ctx.module_compile_receiver``, whose per-file
+    memo is built by the first rule that asks, in the scope it asks from.
+    """
+    func = call.func
+    return not any(arg.keyword is not None for arg in call.args) and not (
+        type(func) is cst.Attribute and func.attr.value == "compile"
+    )

@@ -30,7 +30,7 @@ from distlint.rules.base import FixArgs, Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
 from distlint.syntax.guards import ByAncestor
-from distlint.syntax.imports import ImportTable, dotted_name, scope_statements
+from distlint.syntax.imports import ImportTable, canonical_name, dotted_name, scope_statements
 from distlint.syntax.shapes import assignment_targets
 from distlint.syntax.walker import children, descendants
 
@@ -335,7 +335,15 @@ class DeprecatedTorchApi(Rule):
         """
         if not _may_bind(self.ctx.source, self._name_parts, self._binding_words):
             return
-        candidates = _bound_names(node, self._name_parts)
+        module = self.ctx.imports
+        candidates = {
+            name
+            for name, in_body in _bound_names(node, self._name_parts).items()
+            # bound only by module-level statements: every scope reads the module's binding
+            # (or shadows it), so the module table says whether the name can be a deprecated
+            # one anywhere in the file
+            if in_body or canonical_name(module.resolve_name(name) or "") in self._names
+        }
         if candidates:
             self._check_names(node, candidates)
 
@@ -541,43 +549,54 @@ class _Scope:
         return self._built
 
 
-def _bound_names(module: cst.Module, parts: frozenset[str]) -> set[str]:
-    """Names that some scope of ``module`` may bind to a name ending in one of ``parts``.
+def _bound_names(module: cst.Module, parts: frozenset[str]) -> dict[str, bool]:
+    """Names that some scope of ``module`` may bind to a name ending in one of ``parts``, each
+    with whether a def or class body binds it (else only module-level statements do).
 
     A superset of what :class:`ImportTable` binds: imports of such a name (``as`` or not) and
     aliases ``x = a.b.part`` or ``x = y`` of one, in every scope (module, defs, class bodies).
+    An alias binds a name only when its head does (an import, or an alias of such a head, in
+    some scope; a parameter, a local or a builtin binds none): ``g = param.grad`` is left out.
     """
-    found: set[str] = set()
-    aliases: list[tuple[str, str]] = []
-    bodies: list[cst.BaseSuite | cst.Module] = [module]
+    found: dict[str, bool] = {}
+    aliases: list[tuple[str, str, bool]] = []
+    imported: set[str] = set()  # every name an import binds, in any scope
+    bodies: list[tuple[cst.BaseSuite | cst.Module, bool]] = [(module, False)]
     while bodies:
-        suite = bodies.pop()
+        suite, in_body = bodies.pop()
         statements: Sequence[cst.CSTNode] = (
             suite.body if type(suite) is not cst.SimpleStatementSuite else [suite]
         )
         for stmt in scope_statements(statements):
             if type(stmt) is cst.FunctionDef or type(stmt) is cst.ClassDef:
-                bodies.append(stmt.body)
+                bodies.append((stmt.body, True))
             elif type(stmt) is cst.Import:
                 for alias in stmt.names:
                     full = dotted_name(alias.name)
+                    if full is not None:
+                        bound = alias.asname.name if alias.asname is not None else None
+                        imported.add(
+                            bound.value if type(bound) is cst.Name else full.split(".", 1)[0]
+                        )
                     if (
                         full is not None
                         and alias.asname is not None
                         and full.rsplit(".", 1)[-1] in parts
                         and type(alias.asname.name) is cst.Name
                     ):
-                        found.add(alias.asname.name.value)
+                        _bind(found, alias.asname.name.value, in_body)
             elif type(stmt) is cst.ImportFrom:
                 if isinstance(stmt.names, cst.ImportStar):
                     continue
                 for alias in stmt.names:
+                    local = alias.asname.name if alias.asname is not None else alias.name
+                    if type(local) is cst.Name:
+                        imported.add(local.value)
                     name = dotted_name(alias.name)
                     if name is None or name.rsplit(".", 1)[-1] not in parts:
                         continue
-                    local = alias.asname.name if alias.asname is not None else alias.name
                     if type(local) is cst.Name:
-                        found.add(local.value)
+                        _bind(found, local.value, in_body)
             elif type(stmt) is cst.Assign or type(stmt) is cst.AnnAssign:
                 value = stmt.value
                 dotted = dotted_name(value) if value is not None else None
@@ -587,15 +606,35 @@ def _bound_names(module: cst.Module, parts: frozenset[str]) -> set[str]:
                 targets = assignment_targets(stmt)
                 for target in targets:
                     if type(target) is cst.Name:
-                        aliases.append((target.value, dotted))
+                        aliases.append((target.value, dotted, in_body))
+    heads = imported  # names an import or an alias may bind to something
     changed = True
     while changed:
         changed = False
-        for name, dotted in aliases:
-            if name not in found and (dotted.rsplit(".", 1)[-1] in parts or dotted in found):
-                found.add(name)
+        for name, dotted, _ in aliases:
+            if name not in heads and dotted.split(".", 1)[0] in heads:
+                heads.add(name)
+                changed = True
+    aliases = [alias for alias in aliases if alias[1].split(".", 1)[0] in heads]
+    changed = True
+    while changed:
+        changed = False
+        for name, dotted, in_body in aliases:
+            if (dotted.rsplit(".", 1)[-1] in parts or dotted in found) and _bind(
+                found, name, in_body
+            ):
                 changed = True
     return found
+
+
+def _bind(found: dict[str, bool], name: str, in_body: bool) -> bool:
+    """Note that ``name`` may be bound (in a def or class body when ``in_body``); whether
+    that is news."""
+    known = found.get(name)
+    if known is None or (in_body and not known):
+        found[name] = in_body
+        return True
+    return False
 
 
 def _bindings(node: cst.CSTNode) -> Iterator[tuple[str, str]]:

@@ -12,7 +12,7 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import TorchTable, closest, describe_versions, version_advice
-from distlint.rules.api._tables import TableRule
+from distlint.rules.api._tables import TableRule, passes_no_keyword
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import is_literal, literal_value
 from distlint.syntax.imports import scope_statements
@@ -74,6 +74,8 @@ class InvalidCompileOption(TableRule):
         return describe_versions([t.version for t in self.tables if not accepted(t)])
 
     def visit_Call(self, node: cst.Call) -> None:
+        if passes_no_keyword(node):
+            return  # backend, mode and options are keywords
         kwargs = _compile_kwargs(node, self.ctx)
         if kwargs is None:
             return

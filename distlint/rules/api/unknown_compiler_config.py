@@ -25,6 +25,7 @@ from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants
 
 _CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config")
+_PATCHES = {f"{module}.patch": module for module in _CONFIG_MODULES}  # -> the module
 
 
 class UnknownCompilerConfig(TableRule):
@@ -69,12 +70,9 @@ class UnknownCompilerConfig(TableRule):
                 if module in _CONFIG_MODULES and isinstance(attr, str):
                     self._check_name(node.args[1].value, module, attr, "`setattr` raises")
             return
-        name = self.ctx.resolve(func)
-        for module in _CONFIG_MODULES:
-            if name == f"{module}.patch":
-                if not self._guarded():
-                    self._check_patch(node, module)
-                return
+        module = _PATCHES.get(self.ctx.resolve(func) or "")
+        if module is not None and not self._guarded():
+            self._check_patch(node, module)
 
     def _check_target(self, target: cst.BaseExpression) -> None:
         if not isinstance(target, cst.Attribute):

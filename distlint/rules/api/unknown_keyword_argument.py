@@ -14,7 +14,7 @@ import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
 from distlint.knowledge.torch_tables import Signature, closest, describe_versions, version_advice
-from distlint.rules.api._tables import TableRule
+from distlint.rules.api._tables import TableRule, passes_no_keyword
 from distlint.syntax.guards import ByAncestor, is_feature_guarded, probed_keywords
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.walker import descendants, parameters
@@ -62,6 +62,8 @@ class UnknownKeywordArgument(TableRule):
         return self._probes
 
     def visit_Call(self, node: cst.Call) -> None:
+        if passes_no_keyword(node):
+            return
         name = self.ctx.resolve(node.func)
         args: Sequence[cst.Arg] = node.args
         callee = node.func

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from distlint.findings import Applicability, Fix, FixAvailability, Severity
@@ -25,6 +27,17 @@ MULTI_PROCESS_CALLS = frozenset(
         "torch.distributed.run.run",
     }
 )
+
+
+# Calls that set environment variables: one, ``(name, value)``, or several, ``update``.
+_SET_ONE = frozenset({"os.environ.setdefault", "os.putenv"})
+_UPDATE = "os.environ.update"
+
+# Their last parts. A name resolves to ``<binding>.<rest of the chain>`` (canonical_name only
+# rewrites a private module prefix), so an attribute chain resolving to a setter ends with
+# its last part, and a bare name resolving to one is bound by an import or an alias that
+# spells that part somewhere in the file.
+_SETTER_PARTS = frozenset(name.rsplit(".", 1)[-1] for name in (*_SET_ONE, _UPDATE))
 
 
 _LAUNCHER_ENV = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"})
@@ -57,8 +70,9 @@ class SharedCompileCacheDir(Rule):
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
-        self._multi_process: str | None = None
         self._constants: dict[str, cst.BaseExpression] = {}
+        # see _SETTER_PARTS: whether a bare name may be bound to a setter
+        self._setter_words = any(part in ctx.source for part in _SETTER_PARTS)
 
     def visit_Module(self, node: cst.Module) -> None:
         for stmt in node.body:
@@ -68,7 +82,13 @@ class SharedCompileCacheDir(Rule):
                         target = small.targets[0].target
                         if isinstance(target, cst.Name):
                             self._constants[target.value] = small.value
-        self._multi_process = self._starts_processes(node)
+
+    @cached_property
+    def _multi_process(self) -> str | None:
+        """:meth:`_starts_processes` of the file, computed once when a compile-cache variable
+        is set (rare): it walks the whole module, and reads only the module's import table
+        and source, so when it runs does not change what it finds."""
+        return self._starts_processes(self.ctx.module)
 
     def _starts_processes(self, module: cst.Module) -> str | None:
         """What in the file shows that it runs as several processes, spelled for messages."""
@@ -99,11 +119,17 @@ class SharedCompileCacheDir(Rule):
                 self._check(_subscript_key(sub), node.value, "set")
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.resolve(node.func)
-        if name in ("os.environ.setdefault", "os.putenv") and len(node.args) >= 2:
+        func = node.func
+        if type(func) is cst.Attribute:
+            if func.attr.value not in _SETTER_PARTS:
+                return  # cannot resolve to a setter (see _SETTER_PARTS)
+        elif type(func) is not cst.Name or not self._setter_words:
+            return  # only names and attribute chains resolve
+        name = self.ctx.resolve(func)
+        if name in _SET_ONE and len(node.args) >= 2:
             how = "defaulted" if name.endswith("setdefault") else "set"
             self._check(_string(node.args[0].value), node.args[1].value, how)
-        elif name == "os.environ.update":
+        elif name == _UPDATE:
             for arg in node.args:
                 if arg.keyword is not None:
                     self._check(arg.keyword.value, arg.value, "set")
@@ -113,14 +139,15 @@ class SharedCompileCacheDir(Rule):
                             self._check(_string(element.key), element.value, "set")
 
     def _check(self, variable: str | None, value: cst.BaseExpression, how: str) -> None:
-        if variable not in CACHE_VARIABLES or self._multi_process is None:
+        if variable not in CACHE_VARIABLES:
             return
-        if not self._fixed(value, depth=0):
+        multi_process = self._multi_process
+        if multi_process is None or not self._fixed(value, depth=0):
             return
         self.report(
             value,
             f"`{variable}` is {how} to one fixed path in a file that runs several processes "
-            f"({self._multi_process}): every rank and every host writes the same compile "
+            f"({multi_process}): every rank and every host writes the same compile "
             "cache (a hygiene note for shared or network filesystems, not an observed "
             f"failure). Add the rank or host, e.g. `f\"/tmp/cache-{{os.environ['LOCAL_RANK']}}\"`.",
             **self._per_host_fix(value),

@@ -220,7 +220,9 @@ class _OpFacts(ProjectRule):
         self._library_words = "Library" in ctx.source  # torch.library.Library, any alias
         # register_fake, impl_abstract, fake: a name resolving to one spells its last part
         self._fake_words = "fake" in ctx.source or "impl_abstract" in ctx.source
-        self._fake_helpers: set[str] | None = None  # see _registers_fake_for_its_argument
+        # see _registers_fake_for_its_argument
+        self._module_functions: dict[str, list[cst.FunctionDef]] | None = None
+        self._fake_helpers: dict[str, bool] = {}
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -313,7 +315,7 @@ class _OpFacts(ProjectRule):
                 self._use(node, qualname=qualname, py_ref=None, shown=f"torch.ops.{qualname}")
         elif isinstance(func, cst.Attribute):
             self._method_call(node, func, name)
-        elif isinstance(func, cst.Name) and func.value in self._fake_registering_helpers():
+        elif isinstance(func, cst.Name) and self._registers_fake_for_its_argument(func.value):
             # ``@register_custom_op("ns::op")`` where the helper registers a fake for its
             # argument (torchao's ops.py)
             qualname, _ = self._op_arg(positional(node, 0))
@@ -322,29 +324,39 @@ class _OpFacts(ProjectRule):
         elif isinstance(func, cst.Name) and self.ctx.function is not None:
             self._maybe_use(node, func, name)
 
-    def _fake_registering_helpers(self) -> set[str]:
-        """Module-level functions of this file that register a fake for the op named by their
-        first parameter: ``def reg(name): def deco(f): return register_fake(f"{name}")(f)``."""
-        if self._fake_helpers is None:
-            self._fake_helpers = set()
-            for stmt in self.ctx.module.body if self._fake_words else ():
-                if not isinstance(stmt, cst.FunctionDef) or not stmt.params.params:
-                    continue
-                param = stmt.params.params[0].name.value
-                table = self.ctx.table_for(stmt, self.ctx.imports)  # its own imports count
-                for inner in descendants(stmt.body):
-                    if (
-                        isinstance(inner, cst.Call)
-                        and self.ctx.resolve_in(table, inner.func) in REGISTER_FAKE
-                        and inner.args
-                        and any(
-                            isinstance(n, cst.Name) and n.value == param
-                            for n in descendants(inner.args[0].value)
-                        )
-                    ):
-                        self._fake_helpers.add(stmt.name.value)
-                        break
-        return self._fake_helpers
+    def _registers_fake_for_its_argument(self, name: str) -> bool:
+        """Whether ``name`` is a module-level function of this file that registers a fake for
+        the op named by its first parameter:
+        ``def reg(name): def deco(f): return register_fake(f"{name}")(f)``.
+
+        Each function's body is looked at once, when a call of its name is first seen (most
+        files call few of their own functions by a bare name, and define no such helper)."""
+        known = self._fake_helpers.get(name)
+        if known is None:
+            if self._module_functions is None:
+                self._module_functions = defaultdict(list)
+                for stmt in self.ctx.module.body if self._fake_words else ():
+                    if isinstance(stmt, cst.FunctionDef) and stmt.params.params:
+                        self._module_functions[stmt.name.value].append(stmt)
+            defs = self._module_functions.get(name, ())
+            known = self._fake_helpers[name] = any(self._registers_fake(stmt) for stmt in defs)
+        return known
+
+    def _registers_fake(self, func: cst.FunctionDef) -> bool:
+        """Whether ``func``'s body registers a fake named by (a string built from) its first
+        parameter."""
+        param = func.params.params[0].name.value
+        table = self.ctx.table_for(func, self.ctx.imports)  # its own imports count
+        return any(
+            isinstance(inner, cst.Call)
+            and self.ctx.resolve_in(table, inner.func) in REGISTER_FAKE
+            and inner.args
+            and any(
+                isinstance(n, cst.Name) and n.value == param
+                for n in descendants(inner.args[0].value)
+            )
+            for inner in descendants(func.body)
+        )
 
     def _maybe_use(self, node: cst.Call, func: cst.BaseExpression, name: str | None) -> None:
         if name is None:

@@ -88,6 +88,18 @@ def test_dl501_partial_decorator_and_module_compile() -> None:
     assert all("compile() got an unexpected keyword" in f.message for f in found)
 
 
+def test_dl501_sees_a_keyword_anywhere_in_the_call() -> None:
+    # visit_Call skips calls without a keyword: one after positional and starred arguments,
+    # or in a partial's arguments, must still be seen
+    found = dl501(
+        """\
+        a = torch.compile(net, *extra, **options, dynamic_shape=True)
+        b = functools.partial(torch.compile, net, *extra, fullgrph=True)
+        """
+    )
+    assert where(found) == [(6, 43), (7, 51)]
+
+
 def test_dl501_kwargs_unpacking_hides_only_unseen_keys() -> None:
     found = dl501(
         """\

@@ -251,6 +251,8 @@ def test_dl502_stays_silent(source: str) -> None:
             (3, 29),
         ),
         ("from torch import compile as tc\ntc(m, backend='nvfuser')\n", (2, 15)),
+        # visit_Call skips calls without a keyword: one after *args must still be seen
+        ("import torch\ntorch.compile(m, *rest, mode='fast')\n", (2, 30)),
     ],
     ids=[
         "decorator-factory",
@@ -259,6 +261,7 @@ def test_dl502_stays_silent(source: str) -> None:
         "partial",
         "partial-2",
         "alias",
+        "after-star-args",
     ],
 )
 def test_dl502_call_forms(source: str, position: tuple[int, int]) -> None:

@@ -334,6 +334,41 @@ def test_the_binding_gate_finds_what_a_search_of_the_whole_text_finds() -> None:
     assert _may_bind("import x\n", catalog.name_parts, None) is False
 
 
+def test_dl504_bare_names_bound_in_any_scope() -> None:
+    """visit_Module keeps a name bound only at module level when the module's table binds it
+    to a deprecated name: one bound in a def or class body, an alias of an alias, and one
+    that a def shadows must still be judged in their own scopes, and an alias in a def of an
+    alias of an import."""
+    found = dl504(
+        """\
+        import torch.distributed as dist
+        agb = dist._all_gather_base
+        again = agb
+        all_gather = 1
+
+        def f(out, t):
+            from torch.distributed import _reduce_scatter_base as rsb
+            rsb(out, t)
+            again(out, t)
+            d = dist
+            local = d._all_gather_base
+            local(out, t)
+
+        def g(out, t, agb):
+            agb(out, t)
+            all_gather(out, t)
+
+        class C:
+            from torch.distributed import _all_gather_base as inner
+
+            def h(self, out, t):
+                from torch.distributed import _all_gather_base as all_gather
+                all_gather(out, t)
+        """
+    )
+    assert where(found) == [(2, 7), (3, 9), (8, 5), (9, 5), (11, 13), (12, 5), (23, 9)]
+
+
 def test_dl504_monkeypatched_attribute_is_not_a_use() -> None:
     """Replacing a deprecated function (slime wraps every collective of torch.distributed)
     calls nothing; the original passed to the wrapper is still a use."""

@@ -85,3 +85,19 @@ def test_dl207_is_off_by_default() -> None:
     rule = get_rule("DL207")
     assert rule is not None and not rule.default_enabled
     assert rule.severity is Severity.NOTE
+
+
+def test_dl207_sees_setters_by_any_spelling() -> None:
+    # visit_Call skips calls whose spelling cannot resolve to a setter: a bare name bound by
+    # an import or an alias, and an attribute chain through an alias, must still be seen
+    found = dl207(
+        """\
+        from os import putenv as put
+        default = os.environ.setdefault
+        from os import environ as env
+        put("TRITON_CACHE_DIR", "/shared/a")
+        default("TORCHINDUCTOR_CACHE_DIR", "/shared/b")
+        env.update(TRITON_CACHE_DIR="/shared/c")
+        """
+    )
+    assert where(found) == [("DL207", 9, 25), ("DL207", 10, 36), ("DL207", 11, 29)]

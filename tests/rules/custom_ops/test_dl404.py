@@ -89,3 +89,36 @@ def test_custom_op_places_are_measured_in_one_pass_per_file(
     found = project({"ops.py": source}, "DL404")
     assert len(found) == 30
     assert calls == [30]
+
+
+def test_dl404_fake_registered_through_a_module_helper() -> None:
+    """A fake registered by a module-level helper named by its first parameter counts, also
+    when another function of that name comes first and other helpers are called before it
+    (each helper's body is looked at when a call of its name is first seen)."""
+    defs = """
+    import torch
+    from torch.library import register_fake as fake
+
+    lib = torch.library.Library("mylib", "DEF")
+    lib.define("helped(Tensor x) -> Tensor")
+    lib.define("plain(Tensor x) -> Tensor")
+
+    def reg(name):
+        return name
+
+    def other(name):
+        return len(name)
+
+    def reg(name):
+        def deco(f):
+            return fake(f"{name}")(f)
+        return deco
+
+    other("x")
+
+    @reg("mylib::helped")
+    def _(x):
+        return x
+    """
+    found = project({"pkg/defs.py": defs}, "DL404")
+    assert sorted(f.span.start.line for f in found) == [7]
