@@ -50,7 +50,7 @@ from distlint.semantic.rankflow import (
     RANK,
     UNKNOWN,
     Kind,
-    distributed_guard,
+    asks_distributed,
     is_static,
     reads_distributed_state,
     single_process_test,
@@ -907,7 +907,7 @@ class Collector:
         ``is_distributed = any(is_sharded(m) for m in models)`` says how a checkpoint is
         written (every rank agrees, but it may be false in a distributed job), not that the
         job is distributed."""
-        if not distributed_guard(test):
+        if not asks_distributed(self.ctx, test):
             return False
         inner = test.expression if type(test) is cst.UnaryOperation else test
         if type(inner) is not cst.Name or inner.value not in scope.assigned:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 import libcst as cst
@@ -264,7 +265,11 @@ class RankFlow:
         self.functions: dict[str, list[_Function]] = {}  # simple name -> local defs
         self._by_node: dict[int, _Function] = {}
         self._class_stack: list[str] = []
-        self._resolve: Callable[[cst.BaseExpression], str | None] = ctx.imports.resolve
+        # resolved through the file's memo (per node and table): a function is walked again
+        # each round and each loop pass, and the summary asks about the same nodes
+        self._resolve: Callable[[cst.BaseExpression], str | None] = partial(
+            ctx.resolve_in, ctx.imports
+        )
         self._table: ImportTable = ctx.imports
         self._self_name: str | None = None
         self._params: frozenset[str] = frozenset()
@@ -472,7 +477,7 @@ class RankFlow:
             node.orelse is None
             and test.level < MAYBE
             and type(node.test) is not cst.UnaryOperation
-            and distributed_guard(node.test)
+            and asks_distributed(self.ctx, node.test)
         ):
             # ``if world_size > 1: dist.broadcast(flag, 0)``: taken on every rank of a
             # distributed job, so what it makes uniform stays uniform
@@ -601,7 +606,7 @@ class RankFlow:
             return  # reads nothing a later round changes: its tests and returns stand
         saved = [getattr(self, name) for name in _FUNCTION_STATE]
         self._table = self.ctx.table_for(node, self._table)
-        self._resolve = self._table.resolve
+        self._resolve = partial(self.ctx.resolve_in, self._table)
         params = [p.name.value for p in parameters(node.params)]
         in_class = bool(self._class_stack) and function is not None and function.class_name
         self._self_name = params[0] if in_class and params and not is_static(node) else None
@@ -1066,6 +1071,23 @@ def distributed_guard(test: cst.BaseExpression) -> bool:
     return False
 
 
+class _GuardAnswers(dict[int, bool]):
+    """One file's ``distributed_guard`` answers by test node id: the flow asks again in each
+    round and loop pass, and the summary asks once more."""
+
+    def __init__(self, ctx: ParsedFile) -> None:
+        super().__init__()
+
+
+def asks_distributed(ctx: ParsedFile, test: cst.BaseExpression) -> bool:
+    """``distributed_guard(test)``, computed once per test of the file."""
+    answers = ctx.memo(_GuardAnswers)
+    found = answers.get(id(test))
+    if found is None:
+        found = answers[id(test)] = distributed_guard(test)
+    return found
+
+
 def _type_test(call: cst.Call) -> bool:
     """``isinstance(x, T)``/``issubclass(x, T)``: whether an object (a model passed in) is of a
     distributed wrapper's type is the same on every rank, but may be false in a distributed
@@ -1293,6 +1315,8 @@ def _join_envs(envs: Sequence[Env]) -> Env:
         return envs[0] if envs else {}
     if len(going) == 1:
         return going[0]
+    if len(going) == 2:
+        return _join_two(going[0], going[1])
     first = going[0]
     result: Env = {}
     names = set(first)
@@ -1305,6 +1329,26 @@ def _join_envs(envs: Sequence[Env]) -> Env:
         if len(present) < len(kinds) and merged.level == UNIFORM:
             merged = UNKNOWN_KIND
         result[name] = merged
+    return result
+
+
+def _join_two(first: Env, second: Env) -> Env:
+    """``_join_envs`` of two envs that go on (an ``if`` and its ``else``, a loop's head and
+    its body's end: nearly every join), without the lists built per name: each name's kind is
+    ``join_all`` of what the two hold, a name bound on one path only at least unknown."""
+    result: Env = {}
+    for name, kind in first.items():
+        other = second.get(name)
+        merged = join(UNIFORM_KIND, kind)
+        if other is not None:
+            merged = join(merged, other)
+        elif merged.level == UNIFORM:
+            merged = UNKNOWN_KIND
+        result[name] = merged
+    for name, other in second.items():
+        if name not in first:
+            merged = join(UNIFORM_KIND, other)
+            result[name] = UNKNOWN_KIND if merged.level == UNIFORM else merged
     return result
 
 
