@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import libcst as cst
 
@@ -36,7 +35,14 @@ from distlint.semantic.ranks import (
 )
 from distlint.syntax.imports import ImportTable, dotted_name
 from distlint.syntax.shapes import assignment_targets, bound_names, is_name, is_none
-from distlint.syntax.walker import children, descendants, evaluated, parameters, suite_body
+from distlint.syntax.walker import (
+    children,
+    descendants,
+    evaluated,
+    parameters,
+    subclasses_of,
+    suite_body,
+)
 
 if TYPE_CHECKING:
     from distlint.syntax.parsed_file import ParsedFile
@@ -220,7 +226,9 @@ def _device_string(expr: cst.BaseExpression) -> bool:
     if type(expr) is cst.SimpleString:
         value = evaluated(expr)
         return isinstance(value, str) and value.lower().startswith(_DEVICE_PREFIXES)
-    if type(expr) is cst.BinaryOperation and isinstance(expr.operator, (cst.Add, cst.Modulo)):
+    if type(expr) is cst.BinaryOperation and (
+        type(expr.operator) is cst.Add or type(expr.operator) is cst.Modulo
+    ):
         return _device_string(expr.left)
     if (
         type(expr) is cst.Call
@@ -265,11 +273,7 @@ class RankFlow:
         self.functions: dict[str, list[_Function]] = {}  # simple name -> local defs
         self._by_node: dict[int, _Function] = {}
         self._class_stack: list[str] = []
-        # resolved through the file's memo (per node and table): a function is walked again
-        # each round and each loop pass, and the summary asks about the same nodes
-        self._resolve: Callable[[cst.BaseExpression], str | None] = partial(
-            ctx.resolve_in, ctx.imports
-        )
+        self._resolve: Callable[[cst.BaseExpression], str | None] = ctx.imports.resolve
         self._table: ImportTable = ctx.imports
         self._self_name: str | None = None
         self._params: frozenset[str] = frozenset()
@@ -606,7 +610,7 @@ class RankFlow:
             return  # reads nothing a later round changes: its tests and returns stand
         saved = [getattr(self, name) for name in _FUNCTION_STATE]
         self._table = self.ctx.table_for(node, self._table)
-        self._resolve = partial(self.ctx.resolve_in, self._table)
+        self._resolve = self._table.resolve
         params = [p.name.value for p in parameters(node.params)]
         in_class = bool(self._class_stack) and function is not None and function.class_name
         self._self_name = params[0] if in_class and params and not is_static(node) else None
@@ -644,11 +648,11 @@ class RankFlow:
     def _assign_target(
         self, target: cst.BaseExpression, value_node: cst.BaseExpression, value: Kind, env: Env
     ) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) is cst.Tuple or type(target) is cst.List:
             elements = [e.value for e in target.elements]
-            if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(
-                elements
-            ):
+            if (type(value_node) is cst.Tuple or type(value_node) is cst.List) and len(
+                value_node.elements
+            ) == len(elements):
                 for element, item in zip(elements, value_node.elements, strict=True):
                     self._assign_target(element, item.value, self.kind(item.value, env), env)
                 return
@@ -799,8 +803,8 @@ class RankFlow:
         index = UNIFORM_KIND
         for element in expr.slice:
             for child in children(element.slice):
-                if isinstance(child, cst.BaseExpression):
-                    index = join(index, self.kind(child, env))
+                if type(child) in _EXPRESSION_TYPES:
+                    index = join(index, self.kind(cast(cst.BaseExpression, child), env))
         if container.why is RECEIVED_KIND.why:
             return RECEIVED_KIND  # an element of what a collective just made equal
         if index.level >= MAYBE:
@@ -961,7 +965,7 @@ class RankFlow:
         target = expr.comparisons[0]
         operator = target.operator
         comparator = target.comparator
-        if isinstance(operator, (cst.Is, cst.IsNot)) and is_none(comparator):
+        if (type(operator) is cst.Is or type(operator) is cst.IsNot) and is_none(comparator):
             return UNIFORM_KIND  # `rank is None`: set on every rank or on none
         number = _int_literal(comparator)
         if number is None:
@@ -1021,6 +1025,9 @@ _BLOCKS = frozenset(
     }
 )
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
+# exact types for what ``isinstance`` against LibCST's ABCs answers slowly
+_EXPRESSION_TYPES = subclasses_of(cst.BaseExpression)
+_BLOCK_TYPES = subclasses_of(cst.BaseSuite, cst.BaseStatement)
 
 
 GUARD_WORDS = (
@@ -1357,9 +1364,9 @@ def _expressions(node: cst.CSTNode) -> Iterable[cst.BaseExpression]:
     stack = list(children(node))
     while stack:
         child = stack.pop()
-        if isinstance(child, cst.BaseExpression):
-            yield child
-        elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
+        if type(child) in _EXPRESSION_TYPES:
+            yield cast(cst.BaseExpression, child)
+        elif type(child) not in _BLOCK_TYPES:
             stack.extend(children(child))
 
 
