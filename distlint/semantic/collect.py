@@ -823,7 +823,7 @@ class Collector:
         if scope.compiled_locals is None:
             scope.compiled_locals = (
                 compile_assigned(scope.node, scope.table.resolve)
-                if scope.node is not None and "compiling" in self.ctx.source
+                if scope.node is not None and self._mentions_compiling  # not a scan per scope
                 else frozenset()
             )
         return scope.compiled_locals
