@@ -106,6 +106,8 @@ def _fields(instance: Any, shared: _Shared, names: tuple[str, ...]) -> None:
     strings = shared.strings
     for name in names:
         value = getattr(instance, name)
+        if not value:
+            continue  # "", (), [], {}, None, False, 0: nothing to share (() is one object)
         kind = type(value)
         new: Any
         if kind is str:
