@@ -50,7 +50,7 @@ from distlint.semantic.rankflow import (
     RANK,
     UNKNOWN,
     Kind,
-    distributed_guard,
+    asks_distributed,
     is_static,
     reads_distributed_state,
     single_process_test,
@@ -114,6 +114,11 @@ _TRANSPARENT = WRAPPERS | FULLY_SHARD
 _UNKNOWN: Value = ("?",)
 _COMPILE_NAME_HINTS = ("compile", "fuser", "jit")
 _NOT_A_COMPILE = frozenset({"re.compile", "regex.compile"})
+# Node classes tested by exact type (none has subclasses; ``isinstance`` against LibCST's ABCs
+# is slow, and these are asked of every call's arguments and every value evaluated)
+_REFERENCES = frozenset({cst.Name, cst.Attribute})
+_PASSABLE = frozenset({cst.Name, cst.Attribute, cst.Call})
+_LEAVES = frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float})
 
 
 def _is_inert(value: Value | None) -> bool:
@@ -439,7 +444,7 @@ class Collector:
         """Count ``x.name = ...`` (also in tuple targets) for link._constructed_attributes."""
         if type(target) is cst.Attribute:
             self._count_write(scope, target.value, target.attr.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) is cst.Tuple or type(target) is cst.List:
             for element in target.elements:
                 self._note_attribute_writes(scope, element.value)
         elif type(target) is cst.StarredElement:
@@ -640,7 +645,7 @@ class Collector:
                 if name in scan.declared_global:
                     continue  # ``global f; f = torch.compile(f)``: f is the module's
                 entry_kind = kind
-                if isinstance(target, (cst.Tuple, cst.List)):
+                if type(target) is cst.Tuple or type(target) is cst.List:
                     entry_kind = f"{kind}:{position}"
                 scope.assigned.setdefault(name, []).append((entry_kind, value))
 
@@ -818,7 +823,7 @@ class Collector:
         if scope.compiled_locals is None:
             scope.compiled_locals = (
                 compile_assigned(scope.node, scope.table.resolve)
-                if scope.node is not None and "compiling" in self.ctx.source
+                if scope.node is not None and self._mentions_compiling  # not a scan per scope
                 else frozenset()
             )
         return scope.compiled_locals
@@ -907,7 +912,7 @@ class Collector:
         ``is_distributed = any(is_sharded(m) for m in models)`` says how a checkpoint is
         written (every rank agrees, but it may be false in a distributed job), not that the
         job is distributed."""
-        if not distributed_guard(test):
+        if not asks_distributed(self.ctx, test):
             return False
         inner = test.expression if type(test) is cst.UnaryOperation else test
         if type(inner) is not cst.Name or inner.value not in scope.assigned:
@@ -1052,7 +1057,7 @@ class Collector:
     def _eager_calls(self, scope: _Scope, statement: cst.CSTNode) -> set[int]:
         """Calls of a statement (of a compound one: of its test) in an operand that runs only
         in eager mode (:func:`regions.eager_operands`)."""
-        if isinstance(statement, (cst.If, cst.While)):
+        if type(statement) is cst.If or type(statement) is cst.While:
             header: cst.CSTNode = statement.test
         elif isinstance(statement, cst.BaseSmallStatement):
             header = statement
@@ -1069,7 +1074,7 @@ class Collector:
         func = call.func
         self._note_dynamic_writes(scope, call)
         for arg in call.args:
-            if arg.keyword is not None and isinstance(arg.value, (cst.Name, cst.Attribute)):
+            if arg.keyword is not None and type(arg.value) in _REFERENCES:
                 self._note_field(scope, arg.keyword, arg.value)
         if self._rank_depth:
             self._callbacks(scope, call, effects)
@@ -1252,7 +1257,7 @@ class Collector:
         may call them later, where the analysis cannot follow (recorded as ``def``)."""
         for arg in call.args:
             value = arg.value
-            if not isinstance(value, (cst.Name, cst.Attribute)):
+            if type(value) not in _REFERENCES:
                 continue
             target = self._value(scope, value)
             if target is not None and (
@@ -1377,7 +1382,7 @@ class Collector:
         for target in targets:
             elements = (
                 list(enumerate(e.value for e in target.elements))
-                if isinstance(target, (cst.Tuple, cst.List))
+                if type(target) is cst.Tuple or type(target) is cst.List
                 else [(-1, target)]
             )
             for position, element in elements:
@@ -1401,7 +1406,7 @@ class Collector:
         for value in self.taint.scan(node).returns:
             items = (
                 list(enumerate(e.value for e in value.elements))
-                if isinstance(value, (cst.Tuple, cst.List))
+                if type(value) is cst.Tuple or type(value) is cst.List
                 else [(-1, value)]
             )
             for position, item in items:
@@ -1444,7 +1449,7 @@ class Collector:
         a callee compiling its parameter compiles their forward."""
         found: list[tuple[int | str, Value]] = []
         for position, arg in enumerate(call.args):
-            if arg.star or not isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
+            if arg.star or type(arg.value) not in _PASSABLE:
                 continue
             value = self._callable_value(scope, arg.value)
             if value is None:
@@ -1469,10 +1474,14 @@ class Collector:
             return ("attr", base, expr.attr.value) if base is not None else None
         if type(expr) is cst.Call:
             return self._call_value(scope, expr, depth)
-        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        if type(expr) is cst.List or type(expr) is cst.Tuple or type(expr) is cst.Set:
             items = [self._value(scope, e.value, depth + 1) for e in expr.elements]
             return ("seq", tuple(v for v in items if v is not None))
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        if (
+            type(expr) is cst.ListComp
+            or type(expr) is cst.GeneratorExp
+            or type(expr) is cst.SetComp
+        ):
             item = self._value(scope, expr.elt, depth + 1)
             return ("seq", (item,) if item is not None else ())
         if type(expr) is cst.Subscript:
@@ -1816,7 +1825,7 @@ def _calls_in(expr: cst.CSTNode) -> Iterator[cst.Call]:
             continue
         if type(node) is cst.Call:
             yield node
-        if isinstance(node, (cst.Name, cst.SimpleString, cst.Integer, cst.Float)):
+        if type(node) in _LEAVES:
             continue
         kids = children(node)
         kids.reverse()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import libcst as cst
 
@@ -35,7 +35,14 @@ from distlint.semantic.ranks import (
 )
 from distlint.syntax.imports import ImportTable, dotted_name
 from distlint.syntax.shapes import assignment_targets, bound_names, is_name, is_none
-from distlint.syntax.walker import children, descendants, evaluated, parameters, suite_body
+from distlint.syntax.walker import (
+    children,
+    descendants,
+    evaluated,
+    parameters,
+    subclasses_of,
+    suite_body,
+)
 
 if TYPE_CHECKING:
     from distlint.syntax.parsed_file import ParsedFile
@@ -219,7 +226,9 @@ def _device_string(expr: cst.BaseExpression) -> bool:
     if type(expr) is cst.SimpleString:
         value = evaluated(expr)
         return isinstance(value, str) and value.lower().startswith(_DEVICE_PREFIXES)
-    if type(expr) is cst.BinaryOperation and isinstance(expr.operator, (cst.Add, cst.Modulo)):
+    if type(expr) is cst.BinaryOperation and (
+        type(expr.operator) is cst.Add or type(expr.operator) is cst.Modulo
+    ):
         return _device_string(expr.left)
     if (
         type(expr) is cst.Call
@@ -472,7 +481,7 @@ class RankFlow:
             node.orelse is None
             and test.level < MAYBE
             and type(node.test) is not cst.UnaryOperation
-            and distributed_guard(node.test)
+            and asks_distributed(self.ctx, node.test)
         ):
             # ``if world_size > 1: dist.broadcast(flag, 0)``: taken on every rank of a
             # distributed job, so what it makes uniform stays uniform
@@ -639,11 +648,11 @@ class RankFlow:
     def _assign_target(
         self, target: cst.BaseExpression, value_node: cst.BaseExpression, value: Kind, env: Env
     ) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) is cst.Tuple or type(target) is cst.List:
             elements = [e.value for e in target.elements]
-            if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(
-                elements
-            ):
+            if (type(value_node) is cst.Tuple or type(value_node) is cst.List) and len(
+                value_node.elements
+            ) == len(elements):
                 for element, item in zip(elements, value_node.elements, strict=True):
                     self._assign_target(element, item.value, self.kind(item.value, env), env)
                 return
@@ -794,8 +803,8 @@ class RankFlow:
         index = UNIFORM_KIND
         for element in expr.slice:
             for child in children(element.slice):
-                if isinstance(child, cst.BaseExpression):
-                    index = join(index, self.kind(child, env))
+                if type(child) in _EXPRESSION_TYPES:
+                    index = join(index, self.kind(cast(cst.BaseExpression, child), env))
         if container.why is RECEIVED_KIND.why:
             return RECEIVED_KIND  # an element of what a collective just made equal
         if index.level >= MAYBE:
@@ -956,7 +965,7 @@ class RankFlow:
         target = expr.comparisons[0]
         operator = target.operator
         comparator = target.comparator
-        if isinstance(operator, (cst.Is, cst.IsNot)) and is_none(comparator):
+        if (type(operator) is cst.Is or type(operator) is cst.IsNot) and is_none(comparator):
             return UNIFORM_KIND  # `rank is None`: set on every rank or on none
         number = _int_literal(comparator)
         if number is None:
@@ -1016,6 +1025,9 @@ _BLOCKS = frozenset(
     }
 )
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
+# exact types for what ``isinstance`` against LibCST's ABCs answers slowly
+_EXPRESSION_TYPES = subclasses_of(cst.BaseExpression)
+_BLOCK_TYPES = subclasses_of(cst.BaseSuite, cst.BaseStatement)
 
 
 GUARD_WORDS = (
@@ -1064,6 +1076,23 @@ def distributed_guard(test: cst.BaseExpression) -> bool:
             continue
         stack.extend(children(node))
     return False
+
+
+class _GuardAnswers(dict[int, bool]):
+    """One file's ``distributed_guard`` answers by test node id: the flow asks again in each
+    round and loop pass, and the summary asks once more."""
+
+    def __init__(self, ctx: ParsedFile) -> None:
+        super().__init__()
+
+
+def asks_distributed(ctx: ParsedFile, test: cst.BaseExpression) -> bool:
+    """``distributed_guard(test)``, computed once per test of the file."""
+    answers = ctx.memo(_GuardAnswers)
+    found = answers.get(id(test))
+    if found is None:
+        found = answers[id(test)] = distributed_guard(test)
+    return found
 
 
 def _type_test(call: cst.Call) -> bool:
@@ -1293,6 +1322,8 @@ def _join_envs(envs: Sequence[Env]) -> Env:
         return envs[0] if envs else {}
     if len(going) == 1:
         return going[0]
+    if len(going) == 2:
+        return _join_two(going[0], going[1])
     first = going[0]
     result: Env = {}
     names = set(first)
@@ -1308,14 +1339,34 @@ def _join_envs(envs: Sequence[Env]) -> Env:
     return result
 
 
+def _join_two(first: Env, second: Env) -> Env:
+    """``_join_envs`` of two envs that go on (an ``if`` and its ``else``, a loop's head and
+    its body's end: nearly every join), without the lists built per name: each name's kind is
+    ``join_all`` of what the two hold, a name bound on one path only at least unknown."""
+    result: Env = {}
+    for name, kind in first.items():
+        other = second.get(name)
+        merged = join(UNIFORM_KIND, kind)
+        if other is not None:
+            merged = join(merged, other)
+        elif merged.level == UNIFORM:
+            merged = UNKNOWN_KIND
+        result[name] = merged
+    for name, other in second.items():
+        if name not in first:
+            merged = join(UNIFORM_KIND, other)
+            result[name] = UNKNOWN_KIND if merged.level == UNIFORM else merged
+    return result
+
+
 def _expressions(node: cst.CSTNode) -> Iterable[cst.BaseExpression]:
     """The expressions directly below ``node`` (through non-expression wrappers)."""
     stack = list(children(node))
     while stack:
         child = stack.pop()
-        if isinstance(child, cst.BaseExpression):
-            yield child
-        elif not isinstance(child, (cst.BaseSuite, cst.BaseStatement)):
+        if type(child) in _EXPRESSION_TYPES:
+            yield cast(cst.BaseExpression, child)
+        elif type(child) not in _BLOCK_TYPES:
             stack.extend(children(child))
 
 

@@ -83,9 +83,11 @@ _MATRIX_RANK_OWNERS = re.compile(r"lora|adapter|peft|svd|low_?rank", re.IGNORECA
 
 def is_rank_call_name(last: str) -> bool:
     """Whether a called name like ``get_pipeline_model_parallel_rank`` reads the rank."""
-    if last in UNIFORM_NAMES or _NOT_PROCESS_RANK.search(last):
+    if last in UNIFORM_NAMES or not (
+        last in RANK_PREDICATE_NAMES or last.endswith(RANK_CALL_SUFFIXES)
+    ):
         return False
-    return last in RANK_PREDICATE_NAMES or last.endswith(RANK_CALL_SUFFIXES)
+    return not _NOT_PROCESS_RANK.search(last)  # asked only of the few that read so
 
 
 def is_matrix_rank(expr: cst.Attribute) -> bool:
@@ -121,7 +123,7 @@ def direct_rank_source(
             return _string(expr.args[0].value) in RANK_ENV_VARS
         if last is None:
             return False
-        if dotted_name(func) in predicates or last in predicates:
+        if predicates and (dotted_name(func) in predicates or last in predicates):
             return True  # a configured predicate: dotted, or a bare name (any receiver)
         return is_rank_call_name(last)
     if type(expr) is cst.Subscript:

@@ -121,6 +121,8 @@ def predicate_sides(function: cst.FunctionDef, resolve: Resolver) -> Sides | Non
     contradicts no other def of the name (torchrec defines its export check as ``return
     False`` when torch lacks ``torch.compiler``; see ``merge_sides``)."""
     body = list(suite_body(function.body))
+    if len(body) > 2:
+        return (None, None)  # one statement at most once a docstring is dropped: not one
     if function.get_docstring(clean=False) is not None:
         body = body[1:]
     if len(body) != 1 or type(body[0]) is not cst.SimpleStatementLine:

@@ -50,7 +50,13 @@ class _Shared:
             known = None
         if known is not None:
             return known
-        parts = tuple([self.value(part) for part in value])
+        strings = self.strings  # most parts are strings: shared here, without a call each
+        parts = tuple(
+            [
+                strings.setdefault(part, part) if type(part) is str else self.value(part)
+                for part in value
+            ]
+        )
         for part in parts:
             if not (
                 part is None
@@ -100,6 +106,8 @@ def _fields(instance: Any, shared: _Shared, names: tuple[str, ...]) -> None:
     strings = shared.strings
     for name in names:
         value = getattr(instance, name)
+        if not value:
+            continue  # "", (), [], {}, None, False, 0: nothing to share (() is one object)
         kind = type(value)
         new: Any
         if kind is str:

@@ -28,6 +28,8 @@ _CANONICAL_PREFIXES = (
 
 def canonical_name(qualified: str) -> str:
     """Map a name defined in a private torch module to its public spelling."""
+    if not qualified.startswith("torch."):
+        return qualified  # every private home is under torch
     for private, public in _CANONICAL_PREFIXES:
         if qualified.startswith(private):
             return public + qualified[len(private) :]
@@ -139,14 +141,22 @@ class ImportTable:
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """Canonical dotted name of a Name/Attribute chain rooted at an import, else None."""
-        dotted = dotted_name(expr)
-        if dotted is None:
+        # the head is looked up before any text is joined: most chains (locals, ``self.x``)
+        # resolve to nothing, and this is asked of every call and attribute
+        attributes: list[str] = []
+        while type(expr) is cst.Attribute:
+            attributes.append(expr.attr.value)
+            expr = expr.value
+        if type(expr) is not cst.Name:
             return None
-        head, _, rest = dotted.partition(".")
-        target = self.resolve_name(head)
+        target = self.resolve_name(expr.value)
         if target is None:
             return None
-        return canonical_name(f"{target}.{rest}" if rest else target)
+        if attributes:
+            attributes.append(target)
+            attributes.reverse()
+            target = ".".join(attributes)
+        return canonical_name(target)
 
     def from_several_libraries(self, name: str) -> bool:
         """Whether ``name`` is bound to different objects on different paths (imported from

@@ -260,6 +260,13 @@ def evaluated(node: cst.BaseExpression) -> object:
     ``"\\N{NOPE}"``, an integer over the int-to-string digit limit): never raises, and never
     prints Python's warning on an invalid escape (``"\\#"``: a SyntaxWarning on stderr from
     CPython 3.12) — the code is the user's, the evaluation ours."""
+    if type(node) is cst.SimpleString:
+        text = node.value
+        if text[0] in "'\"" and "\\" not in text and "\r" not in text:
+            # no prefix, no escape, no newline Python would translate: the text between the
+            # quotes is the value (``literal_eval`` parses a module to say so)
+            quotes = 3 if text[:3] in ('"""', "'''") else 1
+            return text[quotes:-quotes]
     try:
         if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)) or (
             isinstance(node, cst.SimpleString) and "\\" not in node.value
