@@ -81,7 +81,7 @@ from distlint.engine.project_reuse import (
     still_read_the_same,
 )
 from distlint.findings import Finding, ToolError
-from distlint.rules.registry import all_rules
+from distlint.rules.registry import all_rules, rule_catalog
 from distlint.semantic.link import ProjectFacts, link
 from distlint.syntax.imports import PackageFolders, module_name_for
 from distlint.syntax.pieces import ReusedPieces
@@ -530,7 +530,7 @@ def linked_only(settings: FileSettings) -> FileSettings:
     """The settings a file linked for context (not reported on) is analysed with: only the
     project-scope rules, which record what the project rules need. Its summary and records
     are those of a pass with every rule (a test checks it), so a cached full pass serves too."""
-    project = {code for code, rule in all_rules().items() if rule.scope == "project"}
+    project = {code for code, rule in rule_catalog().items() if rule.scope == "project"}
     return replace(settings, enabled=settings.enabled & project)
 
 
