@@ -431,7 +431,7 @@ def _first_pass_cached(
     trees: ParsedTrees | None = None,
     needs: Sequence[Need] | None = None,
 ) -> tuple[list[FileResult], set[int]]:
-    """The first pass, reusing cached results of files whose key (:func:`_keys`) is
+    """The first pass, reusing cached results of files whose key (:mod:`.tasks`) is
     unchanged, a miss run and cached under the last of its keys; and the indices of the
     results read without their summary and records (:attr:`Need.REPORT`). ``needs``: what
     is needed of each file (default: all of every file's)."""
