@@ -31,6 +31,7 @@ from typing import Any
 from distlint import cli
 from distlint.config import discovery, settings
 from distlint.engine import checker, runner, transport
+from distlint.engine import tasks as engine_tasks
 from distlint.output import render as render_module
 from distlint.rules import registry
 
@@ -139,8 +140,8 @@ def install(stages: Stages, timeline: Timeline) -> None:
     settings.ConfigResolver.file_settings = stages.wrap(  # type: ignore[method-assign]
         "settings", settings.ConfigResolver.file_settings
     )
-    runner.native_sources = stages.wrap("native files", runner.native_sources)
-    runner.context_tasks = stages.wrap("context", runner.context_tasks)
+    engine_tasks.native_sources = stages.wrap("native files", engine_tasks.native_sources)
+    engine_tasks.context_tasks = stages.wrap("context", engine_tasks.context_tasks)
     runner._run_pass = stages.wrap(_pass_name, runner._run_pass)
     transport.loads = stages.wrap("unpickling results", transport.loads)
     checker.link = stages.wrap("link", checker.link)
@@ -150,7 +151,7 @@ def install(stages: Stages, timeline: Timeline) -> None:
     cli.render = render_module.render
     runner.Worker.__init__ = stages.wrap("starting workers", runner.Worker.__init__)  # type: ignore[method-assign]
     runner.release_freed_memory = stages.wrap("releasing memory", runner.release_freed_memory)
-    runner._with_module_names = stages.wrap("module names", runner._with_module_names)
+    engine_tasks._with_module_names = stages.wrap("module names", engine_tasks._with_module_names)
     runner._share_rule_sets = stages.wrap("sharing rule sets", runner._share_rule_sets)
     runner._Pool.map = timeline.wrap_map(runner._Pool.map)  # type: ignore[method-assign]
     runner.Worker._start = timeline.wrap_start(runner.Worker._start)  # type: ignore[method-assign]

@@ -38,7 +38,7 @@ from distlint.output.render import render
 from distlint.output.report import Report, source_reader
 from distlint.output.text import statistics_rows
 from distlint.rules.plugins import PluginError
-from distlint.rules.registry import all_rules, get_rule
+from distlint.rules.registry import all_rules, get_rule, rule_catalog
 from distlint.rules.removed import removed_rule
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def _selectors(values: tuple[str, ...], option: str, problems: list[str]) -> tup
     """The valid selectors of a command-line option; each unknown one is added to ``problems``
     (reported with the config files' problems, in one run). A removed rule's code is dropped
     with a warning (:mod:`distlint.rules.removed`)."""
-    codes = tuple(all_rules())
+    codes = tuple(rule_catalog())
     selectors = []
     for value in values:
         for part in value.split(","):
@@ -478,7 +478,9 @@ def _run_check(paths: tuple[Path, ...], overrides: CliOverrides, **opts: object)
             findings, cwd=cwd, enabled=enabled.__contains__, files=[f.path for f in session.files]
         )
         enabled_union |= {f.code for f in findings}  # DL901/DL902 rules for SARIF
-    rules = [rule for code, rule in all_rules().items() if code in enabled_union]
+    # only SARIF lists the rules; their classes are imported only for it
+    writes_sarif = opts["fmt"] == "sarif" or opts["sarif_output"] is not None
+    rules = [r for c, r in all_rules().items() if c in enabled_union] if writes_sarif else []
     report = Report(
         findings=findings,
         errors=errors,

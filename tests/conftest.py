@@ -78,4 +78,5 @@ def _catalog_restored() -> Generator[None, None, None]:
             if name.split(".")[0] not in {module.__name__ for module in loaded.values()}:
                 del sys.modules[name]  # a later load imports the plugin's rule modules anew
         registry.all_rules.cache_clear()
+        registry.rule_catalog.cache_clear()
         registry.code_prefixes.cache_clear()

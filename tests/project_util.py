@@ -6,7 +6,7 @@ import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 
-from distlint.engine.checker import FileResult
+from distlint.engine.results import FileResult
 from distlint.engine.runner import Task, first_pass, link_results, run
 from distlint.file_settings import FileSettings
 from distlint.rules.collectives.rank_review import RankPlace, rank_places

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from distlint.config.discovery import NATIVE_SUFFIXES
-from distlint.engine.checker import FileResult
+from distlint.engine.results import FileResult
 from distlint.engine.runner import NativeSource, Task, run
 from distlint.file_settings import FileSettings
 from distlint.rules.registry import all_rules

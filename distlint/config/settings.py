@@ -176,11 +176,11 @@ def _settings(
     file_path: Path,
     ignored: tuple[tuple[str, ...], ...],
 ) -> FileSettings:
-    from distlint.rules.registry import add_local_plugins, all_rules
+    from distlint.rules.registry import add_local_plugins, rule_catalog
 
     if config.plugins:  # a process that got the configuration already read (a worker): its rules
         add_local_plugins(config.plugins)  # are in the catalog before the selectors are resolved
-    rules = {code: rule.default_enabled for code, rule in all_rules().items()}
+    rules = {code: rule.default_enabled for code, rule in rule_catalog().items()}
     for option, chosen in (
         ("--select", overrides.select or ()),
         ("--extend-select", overrides.extend_select),
@@ -294,7 +294,7 @@ def load_config_file(path: Path) -> Config:
 
 
 def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
-    from distlint.rules.registry import all_rules
+    from distlint.rules.registry import rule_catalog
 
     values: dict[str, Any] = {}
     problems: list[str] = []
@@ -305,7 +305,7 @@ def _validate(path: Path, prefix: str, table: dict[str, Any]) -> Config:
             )
         except ConfigError as exc:
             problems.extend(exc.problems)
-    known_codes = tuple(all_rules())
+    known_codes = tuple(rule_catalog())
     for key, value in table.items():
         if key == "plugins":
             continue
@@ -573,7 +573,7 @@ class ConfigResolver:
         :func:`settings_for` and :func:`torch_range`)."""
         if folders is None:
             return settings_for(self.for_path(path), overrides, path)
-        from distlint.rules.registry import add_local_plugins, all_rules
+        from distlint.rules.registry import add_local_plugins, rule_catalog
 
         directory = path if path.is_dir() else path.parent  # what for_path and torch_range use
         config = folders.configs.get(directory)
@@ -584,10 +584,10 @@ class ConfigResolver:
             add_local_plugins(config.plugins)  # as settings_for does, before reading the catalog
         key = (directory, overrides, ignored)
         known = folders.settings.get(key)
-        if known is not None and known[0] is all_rules():  # no plugin loaded since
+        if known is not None and known[0] is rule_catalog():  # no plugin loaded since
             return known[1]
         settings = _settings(config, overrides, path, ignored)
-        folders.settings[key] = (all_rules(), settings)
+        folders.settings[key] = (rule_catalog(), settings)
         return settings
 
     def _for_dir(self, directory: Path) -> Config:

@@ -5,7 +5,7 @@ depends on its bytes, its display path and module name, its settings and distlin
 on nothing else: that is the key (distlint is identified by a hash of its own code and data,
 so an upgrade or an edit of a rule invalidates every entry). What comes after the first
 passes (project findings, second-pass results) is kept too, under a key made of every file's
-key (``runner.ProjectResults``): it is reused only when no file of the project changed, so a
+key (``tasks.ProjectResults``): it is reused only when no file of the project changed, so a
 change in one file reaches every finding that depends on it; in a check of a few files (the
 pre-commit hook), also when a checked file changed in a way the project stage does not see
 (``engine.project_reuse``).

@@ -27,6 +27,7 @@ from typing import Any
 
 import libcst as cst
 
+from distlint.engine.results import PROJECT, FileResult
 from distlint.file_settings import FileSettings
 from distlint.findings import (
     Edit,
@@ -45,8 +46,8 @@ from distlint.rules.registry import add_local_plugins, all_rules, code_prefixes
 from distlint.semantic.collect import Collector
 from distlint.semantic.link import ProjectFacts, link
 from distlint.semantic.model import ModuleSummary
-from distlint.syntax.imports import module_name_for
 from distlint.syntax.indentation import IndentColumns
+from distlint.syntax.module_names import module_name_for
 from distlint.syntax.pieces import ReusedPieces
 from distlint.syntax.positions import NodeRange, Positions
 from distlint.syntax.regular_files import read_regular_file
@@ -71,31 +72,6 @@ from distlint.syntax.suppressions import Suppression, SuppressionIndex, scan
 from distlint.syntax.walker import walk
 
 Columns = IndentColumns | None  # a tree's column map back to its text (rewritten indentation)
-
-
-@dataclass(frozen=True)
-class FileResult:
-    """Everything one file produced; picklable, sent back from worker processes.
-
-    ``summary`` and ``records`` are the first pass's input to linking, ``suppressions`` its
-    input to :func:`settle` (a pass's findings are not suppressed yet); they are dropped from
-    final results.
-    """
-
-    path: str
-    findings: tuple[Finding, ...] = ()
-    errors: tuple[ToolError, ...] = ()
-    suppressed: int = 0
-    summary: ModuleSummary | None = None
-    records: tuple[tuple[str, object], ...] = ()
-    suppressions: SuppressionIndex | None = None
-    # spans of lazily located nodes the first pass was asked to measure (``measure``), by
-    # key: what the project stage's cached output measured in the file (``project_reuse``);
-    # never cached
-    measured: tuple[tuple[tuple, Span], ...] = ()
-
-    def final(self) -> FileResult:
-        return FileResult(self.path, self.findings, self.errors, self.suppressed)
 
 
 @dataclass(frozen=True)
@@ -217,10 +193,6 @@ def check_file(source: FileSource, settings: FileSettings) -> FileResult:
     if facts is not None and needs_second_pass(facts, first.summary.key):
         second = analyze_file(source, settings, SecondPass(facts), trees)
     return settle(first, enabled, second, stage.found.get(first.path, ()), stage.errors)
-
-
-PROJECT_TIMEOUT = 300.0  # seconds: the command line's default budget for the project stage
-PROJECT = "(project)"  # where errors of the project stage are said to be
 
 
 @dataclass

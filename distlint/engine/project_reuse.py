@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from distlint.engine import transport
 from distlint.findings import Edit, Finding, Location, Position, Span
-from distlint.syntax.spans import NOWHERE, NodeSpan, SourceLookup, resolve_spans
+from distlint.syntax.node_spans import NOWHERE, NodeSpan, SourceLookup
 
 LazyKey = tuple[str, int, str | None]  # a lazily located node: type, ordinal, part
 
@@ -187,6 +187,8 @@ def still_read_the_same(
     if not same_data(transport.loads(read.linked), (summary, records), moved):
         return None
     if measured is None:
+        from distlint.syntax.spans import resolve_spans  # parses: not to read an entry
+
         probes = []
         for key in read.measured:
             probe = NodeSpan(None, display, eager=False)

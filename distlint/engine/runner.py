@@ -40,28 +40,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from distlint.config.discovery import DiscoveredFile, Discovery
-from distlint.config.project_files import (
-    IMPORT_SCANS,
-    ImportScans,
-    project_root,
-    related_files,
-    related_inputs,
-)
-from distlint.config.settings import (
-    CliOverrides,
-    Config,
-    ConfigError,
-    ConfigResolver,
-    FileSettings,
-    FolderMemo,
-)
 from distlint.engine import transport
-from distlint.engine.cache import FirstPassCache, Identities, identity_of
+from distlint.engine.cache import FirstPassCache
 from distlint.engine.checker import (
-    PROJECT,
-    PROJECT_TIMEOUT,
-    FileResult,
     FileSource,
     ParsedTrees,
     ProjectStage,
@@ -80,72 +61,31 @@ from distlint.engine.project_reuse import (
     read_of_file,
     still_read_the_same,
 )
-from distlint.findings import Finding, ToolError
+from distlint.engine.results import PROJECT, FileResult
+from distlint.engine.tasks import (
+    FILE_TIMEOUT,
+    NativeSource,
+    ProjectLookup,
+    ProjectResults,
+    Task,
+    _keeps_reads,
+    _with_module_names,
+    linked_only,
+    look_up,
+)
+from distlint.file_settings import FileSettings
+from distlint.findings import ToolError
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
-from distlint.syntax.imports import PackageFolders, module_name_for
 from distlint.syntax.pieces import ReusedPieces
-from distlint.syntax.regular_files import content_digest, read_regular_file
+from distlint.syntax.regular_files import read_regular_file
 from distlint.syntax.source import SourceError, decode_source, release_freed_memory
 from distlint.syntax.spans import MeasuredSpans, SourceLookup
 
 _IN_PROCESS_MAX_FILES = 4  # below this, starting workers costs more than it saves
-FILE_TIMEOUT = 20.0  # seconds: the command line's default budget for one file's analysis
-
-
-@dataclass(frozen=True)
-class Task:
-    path: Path
-    display: str
-    settings: FileSettings
-    module_name: str | None = None
-    is_package: bool = False
-    second: bool = False  # the second pass: its input comes with the pass (see _run_pass)
-    report: bool = True  # False: a file of the project linked for context, not reported on
-    data: bytes | None = None  # the file's content when it is not read from disk (stdin)
-    measure: tuple[tuple, ...] = ()  # lazily located nodes its first pass measures (keys)
-
-    @property
-    def source(self) -> FileSource:
-        """What the check reads: ``data`` when given, else the file on disk."""
-        origin = self.data if self.data is not None else self.path
-        return FileSource(origin, self.display, self.module_name, self.is_package)
 
 
 SecondInputs = dict[str, SecondPass]  # display path -> the second pass's input for that file
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - macOS / Windows
-        return max(1, os.cpu_count() or 1)
-
-
-@dataclass(frozen=True)
-class NativeSource:
-    """A C/C++/CUDA file that registers torch ops, and the rules enabled for it."""
-
-    display: str
-    text: str
-    enabled: frozenset[str]
-
-
-def native_sources(
-    files: Sequence[DiscoveredFile], resolver: ConfigResolver, overrides: CliOverrides
-) -> list[NativeSource]:
-    """The native files worth scanning: those that mention ``TORCH_LIBRARY`` (read once)."""
-    found = []
-    for file in files:
-        try:
-            data = read_regular_file(file.path)
-        except OSError:
-            continue
-        if b"TORCH_LIBRARY" not in data:
-            continue
-        settings = resolver.file_settings(file.path, overrides)
-        found.append(NativeSource(file.display, data.decode("utf-8", "replace"), settings.enabled))
-    return found
 
 
 def run(
@@ -156,6 +96,7 @@ def run(
     file_timeout: float | None = None,
     project_timeout: float | None = None,
     reused: ReusedPieces | None = None,
+    lookup: ProjectLookup | None = None,
 ) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
     files checked together as one project; tasks with ``report=False`` are summarised and
@@ -166,10 +107,12 @@ def run(
     seconds linking and the project rules may take together; past it what did not finish is
     reported as a tool error (None: no budget). ``reused``: the pieces of the reported
     file's earlier text, for a first pass in this process (an editor's buffer:
-    :class:`~distlint.syntax.pieces.ReusedPieces`)."""
+    :class:`~distlint.syntax.pieces.ReusedPieces`). ``lookup``: what
+    :func:`~distlint.engine.tasks.look_up` found for these tasks, native files and cache."""
     with _collector_paused():
         run_jobs = Jobs(jobs, file_timeout)
-        results = _run_project(tasks, run_jobs, native, cache, project_timeout, reused)
+        found = lookup if lookup is not None else look_up(tasks, native, cache)
+        results = _run_project(found, run_jobs, native, cache, project_timeout, reused)
     if cache is not None:
         cache.finish()
     return results
@@ -228,22 +171,6 @@ def _freeze_before_forking() -> None:
         gc.freeze()
 
 
-def file_budget(option: float | None, config: Config) -> float | None:
-    """The per-file budget in seconds: the option, else the configuration's ``file-timeout``,
-    else :data:`FILE_TIMEOUT`; None (no budget) for 0."""
-    chosen = option if option is not None else config.file_timeout
-    chosen = FILE_TIMEOUT if chosen is None else chosen
-    return chosen or None
-
-
-def project_budget(option: float | None, config: Config) -> float | None:
-    """The project stage's budget in seconds: the option, else the configuration's
-    ``project-timeout``, else :data:`~distlint.engine.PROJECT_TIMEOUT`; None for 0."""
-    chosen = option if option is not None else config.project_timeout
-    chosen = PROJECT_TIMEOUT if chosen is None else chosen
-    return chosen or None
-
-
 def check_alone(
     data: bytes,
     display: str,
@@ -273,25 +200,24 @@ class Jobs:
 
 
 def _run_project(
-    tasks: Sequence[Task],
+    lookup: ProjectLookup,
     jobs: Jobs,
     native: Sequence[NativeSource],
     cache: FirstPassCache | None,
     project_timeout: float | None = None,
     reused: ReusedPieces | None = None,
 ) -> list[FileResult]:
-    tasks = _with_module_names(tasks)
+    tasks = lookup.tasks
     trees = ParsedTrees(reused=reused)
-    wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
-    native_sources = [(source.display, source.text, source.enabled) for source in native]
-    project_key = kept = None
+    wrappers, native_sources = lookup.wrappers, lookup.native
+    project_key: str | None = None
+    kept: ProjectResults | None = None
     keeping = None  # the project stage's output to cache, once the files are settled
     if cache is not None:
-        keys = _keys(tasks, cache)
-        project_key = _project_key(cache, tasks, keys, native_sources, wrappers)
-        kept = cache.get(project_key, PROJECT) if project_key else None
-        if isinstance(kept, ProjectResults) and _nothing_changed(kept, tasks, keys):
-            return list(kept.settled or ())  # the output of the check that made the entry
+        keys, project_key, kept = lookup.keys, lookup.project_key, lookup.kept
+        settled = lookup.settled
+        if settled is not None:
+            return settled  # the output of the check that made the entry
         if isinstance(kept, ProjectResults):
             if kept.read:
                 tasks = _measuring(tasks, kept.read)
@@ -426,169 +352,6 @@ def _reported(tasks: Sequence[Task], results: list[FileResult]) -> list[FileResu
     return [result for task, result in zip(tasks, results, strict=True) if task.report]
 
 
-def context_tasks(
-    named: Sequence[Path],
-    given: Sequence[Path],
-    resolver: ConfigResolver,
-    overrides: CliOverrides,
-    cwd: Path,
-    contents: dict[Path, bytes] | None = None,
-    absolute: bool = False,
-    cache: FirstPassCache | None = None,
-) -> list[Task]:
-    """The other files of the named files' projects that they import or are imported by, to
-    link with them (not reported on): ``check train.py`` finds what ``check .`` finds in
-    ``train.py``. They keep the settings ``check .`` gives them, so that its cached first
-    passes serve them, but only project-scope rules run on them (:func:`linked_only`).
-    ``given`` are the paths as named (a project inside a named directory is walked already);
-    ``contents`` overrides files on disk (stdin, an editor's buffer); ``absolute`` shows
-    their paths absolute (the language server); ``cache`` keeps the files' import scans
-    between runs. A configuration error met on the way (another folder's broken
-    ``distlint.toml``) leaves out what it governs: the files named were not asked about it."""
-    try:
-        return _context_tasks(named, given, resolver, overrides, cwd, contents, absolute, cache)
-    except ConfigError:
-        return []
-
-
-def _context_tasks(
-    named: Sequence[Path],
-    given: Sequence[Path],
-    resolver: ConfigResolver,
-    overrides: CliOverrides,
-    cwd: Path,
-    contents: dict[Path, bytes] | None,
-    absolute: bool,
-    cache: FirstPassCache | None,
-) -> list[Task]:
-    if not named:
-        return []
-    paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
-    # one look-up per folder (the named files of a run share a few folders)
-    folders = {path if path.is_dir() else path.parent for path in named}
-    roots = sorted({root for folder in folders if (root := project_root(folder)) is not None})
-    roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
-    if not roots:
-        return []
-    candidates, _ = Discovery(resolver, cwd).files(roots)
-    by_path = {c.path: c for c in candidates}
-    if cache is None:
-        related = related_files(set(named), by_path, contents)
-    else:
-        related = _related_cached(set(named), by_path, contents or {}, cache)
-    tasks = []
-    memo = FolderMemo()
-    for path in related:
-        try:
-            settings = resolver.file_settings(path, overrides, memo)
-        except ConfigError:
-            continue
-        display = path.as_posix() if absolute else by_path[path].display
-        tasks.append(Task(path, display, settings, report=False))
-    return tasks
-
-
-RELATED = "(related files)"
-
-
-@dataclass(frozen=True)
-class RelatedFiles:
-    """:func:`related_files`'s answer as the cache keeps it (:func:`_related_cached`)."""
-
-    path: str  # RELATED: the cache checks that an entry is what was asked for
-    files: tuple[str, ...]
-
-
-def _related_cached(
-    named: set[Path],
-    candidates: dict[Path, DiscoveredFile],
-    contents: dict[Path, bytes],
-    cache: FirstPassCache,
-) -> list[Path]:
-    """:func:`related_files`, its answer cached under all it answers from
-    (:func:`related_inputs`: what the named files import, the other files' digests), so that
-    a hook on a staged file edited but for its imports (the usual commit) scans nothing;
-    else the import scans of an earlier run serve the files whose bytes did not change."""
-    named_scans = ImportScans()
-    inputs = related_inputs(named, candidates, contents, cache.digests, named_scans)
-    key = cache.key(b"", ("related files", inputs))
-    kept = cache.get(key, RELATED)
-    if isinstance(kept, RelatedFiles):
-        return [Path(path) for path in kept.files]
-    scans_key = cache.key(b"", ("import scans",))
-    known = cache.get(scans_key, IMPORT_SCANS)
-    scans = ImportScans(known.known if isinstance(known, ImportScans) else {})
-    scans.used.update(named_scans.used)
-    related = related_files(named, candidates, contents, scans, cache.digests)
-    if scans.used.keys() != scans.known.keys():
-        cache.put(scans_key, scans.kept())
-    cache.put(key, RelatedFiles(RELATED, tuple(str(path) for path in related)))
-    return related
-
-
-def linked_only(settings: FileSettings) -> FileSettings:
-    """The settings a file linked for context (not reported on) is analysed with: only the
-    project-scope rules, which record what the project rules need. Its summary and records
-    are those of a pass with every rule (a test checks it), so a cached full pass serves too."""
-    project = {code for code, rule in all_rules().items() if rule.scope == "project"}
-    return replace(settings, enabled=settings.enabled & project)
-
-
-@dataclass(frozen=True)
-class ProjectResults:
-    """What the stages after the first pass gave for a project, cached under a key of every
-    file's first-pass key (:func:`_project_key`): a re-check where no file changed reuses it.
-    In a check of a few files (:data:`REUSE_MAX_REPORTED`) the key leaves out the reported
-    files' contents, and ``read`` says what the stages read of each of them: an edit of one
-    that leaves that the same reuses the entry too (:mod:`.project_reuse`)."""
-
-    path: str  # PROJECT: the cache checks that an entry is what was asked for
-    found: dict[str, list[Finding]]  # project findings by file
-    second: dict[str, FileResult]  # second-pass results by display path
-    read: dict[str, ReadOfFile] | None = None  # by display path: the reported files
-    # the results of the check that made the entry: a re-check where nothing changed (no
-    # reported file either) reads this entry alone
-    settled: tuple[FileResult, ...] | None = None
-
-
-# The most reported files whose summaries and records an entry keeps (pickled before the
-# project stage, a few milliseconds each): a commit's or an editor's files, not a whole tree.
-REUSE_MAX_REPORTED = 64
-
-
-def _project_key(
-    cache: FirstPassCache,
-    tasks: Sequence[Task],
-    keys: Sequence[tuple[str, ...] | None],
-    native: Sequence[tuple[str, str, frozenset[str]]],
-    wrappers: Sequence[str],
-) -> str | None:
-    """The project stage's cache key: every file's key (its bytes, path, module and
-    settings), which files are reported, the native sources and the compile wrappers; for
-    the reported files of a check of a few files, their path, module and settings only. None
-    when a file could not be read (not cacheable)."""
-    few = _keeps_reads(tasks)
-    files: list[tuple[str, bool, object]] = []
-    for task, key in zip(tasks, keys, strict=True):
-        if key is None:
-            return None
-        if few and task.report:
-            files.append((task.display, True, _identity(task, task.settings)))
-        else:
-            files.append((task.display, task.report, key[0]))
-    natives = tuple((path, text, tuple(sorted(codes))) for path, text, codes in native)
-    return cache.key(b"", ("project", tuple(files), natives, tuple(wrappers), few))
-
-
-def _keeps_reads(tasks: Sequence[Task]) -> bool:
-    """Whether the project stage's entry keeps what it read of each reported file."""
-    return sum(task.report for task in tasks) <= REUSE_MAX_REPORTED
-
-
-def _identity(task: Task, settings: FileSettings) -> str:
-    return identity_of(task.display, task.module_name, task.is_package, settings)
-
-
 def _still_holding(
     kept: ProjectResults,
     tasks: Sequence[Task],
@@ -596,10 +359,11 @@ def _still_holding(
     first: Sequence[FileResult],
     trees: ParsedTrees,
 ) -> ProjectResults | None:
-    """An entry found under :func:`_project_key`, if it gives what the project stage would
-    give now: each reported file is unchanged, or was edited in a way the stage does not see
-    but for the lines it moved (:func:`~distlint.engine.project_reuse.still_read_the_same`),
-    its findings' positions in such files then moved; None when the stage must run."""
+    """An entry found under the project key (:mod:`.tasks`), if it gives what the project
+    stage would give now: each reported file is unchanged, or was edited in a way the stage
+    does not see but for the lines it moved
+    (:func:`~distlint.engine.project_reuse.still_read_the_same`), its findings' positions in
+    such files then moved; None when the stage must run."""
     if kept.read is None:
         return kept  # keyed by every file's contents
     sources = source_lookup(tasks)
@@ -640,62 +404,12 @@ def _measuring(tasks: Sequence[Task], read: dict[str, ReadOfFile]) -> list[Task]
     ]
 
 
-def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] | None]:
-    """Each file's first-pass keys, in the order they are looked up (None: unreadable): the
-    key of its settings; for a file linked for context, then the key of the pass that runs
-    on it (:func:`linked_only`), so that the full pass ``check .`` cached serves it first."""
-    found: list[tuple[str, ...] | None] = []
-    identities = Identities()
-    narrowed: dict[int, tuple[FileSettings, FileSettings]] = {}  # by id: linked_only's, once
-    for task in tasks:
-        try:
-            digest = (
-                content_digest(task.data)
-                if task.data is not None
-                else cache.digests.digest(task.path)
-            )
-        except OSError:
-            found.append(None)  # the pass reports the unreadable file
-            continue
-        chosen = [task.settings]
-        if not task.report:
-            pair = narrowed.get(id(task.settings))
-            if pair is None or pair[0] is not task.settings:
-                pair = narrowed[id(task.settings)] = (task.settings, linked_only(task.settings))
-            chosen.append(pair[1])
-        found.append(
-            tuple(
-                cache.key_of(
-                    digest, identities.of(task.display, task.module_name, task.is_package, s)
-                )
-                for s in chosen
-            )
-        )
-    return found
-
-
 class Need(enum.Enum):
     """What a re-check reads of a file's cached first pass (:func:`_first_pass_cached`)."""
 
     NOTHING = "nothing"  # neither read nor run: an empty result
     REPORT = "report"  # its findings, errors and suppressions: the project stage's output serves
     ALL = "all"  # with its summary and records, for linking
-
-
-def _nothing_changed(
-    kept: ProjectResults, tasks: Sequence[Task], keys: Sequence[tuple[str, ...] | None]
-) -> bool:
-    """Whether the check that made ``kept`` checked exactly what this one checks: its key
-    holds every file's contents, or each reported file's is the one the stage read."""
-    if kept.settled is None:
-        return False
-    if kept.read is None:
-        return True
-    for task, key in zip(tasks, keys, strict=True):
-        read = kept.read.get(task.display) if task.report else None
-        if task.report and (read is None or key is None or read.key != key[0]):
-            return False
-    return True
 
 
 def _need_when_kept(kept: ProjectResults, task: Task, key: tuple[str, ...] | None) -> Need:
@@ -717,7 +431,7 @@ def _first_pass_cached(
     trees: ParsedTrees | None = None,
     needs: Sequence[Need] | None = None,
 ) -> tuple[list[FileResult], set[int]]:
-    """The first pass, reusing cached results of files whose key (:func:`_keys`) is
+    """The first pass, reusing cached results of files whose key (:mod:`.tasks`) is
     unchanged, a miss run and cached under the last of its keys; and the indices of the
     results read without their summary and records (:attr:`Need.REPORT`). ``needs``: what
     is needed of each file (default: all of every file's)."""
@@ -823,26 +537,6 @@ def first_pass(
 
 def _second(task: Task) -> Task:
     return replace(task, second=True)
-
-
-def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
-    """Give each task its module name; files whose names collide are keyed by path instead."""
-    named = []
-    folders = PackageFolders()
-    for task in tasks:
-        module_name, is_package = module_name_for(task.path, folders)
-        named.append((task, module_name, is_package))
-    counts: dict[str | None, int] = {}
-    for _, module_name, _ in named:
-        counts[module_name] = counts.get(module_name, 0) + 1
-    return [
-        replace(
-            task,
-            module_name=module_name if counts[module_name] == 1 else None,
-            is_package=is_package,
-        )
-        for task, module_name, is_package in named
-    ]
 
 
 def _run_pass(

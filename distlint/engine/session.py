@@ -25,8 +25,8 @@ from distlint.syntax.source import SourceError, decode_source
 if TYPE_CHECKING:
     from distlint.config.discovery import DiscoveredFile
     from distlint.engine.cache import FirstPassCache
-    from distlint.engine.checker import FileResult
-    from distlint.engine.runner import NativeSource, Task
+    from distlint.engine.results import FileResult
+    from distlint.engine.tasks import NativeSource, Task
 
 
 @dataclass
@@ -67,7 +67,7 @@ class CheckSession:
         project_timeout: float | None = None,
     ) -> CheckSession:
         from distlint.config.discovery import Discovery
-        from distlint.engine.runner import (
+        from distlint.engine.tasks import (
             Task,
             context_tasks,
             default_jobs,
@@ -111,8 +111,8 @@ class CheckSession:
         project_timeout: float | None = None,
     ) -> CheckSession:
         from distlint.config.discovery import display_path
-        from distlint.engine.runner import Task, context_tasks, file_budget, project_budget
-        from distlint.syntax.imports import module_name_for
+        from distlint.engine.tasks import Task, context_tasks, file_budget, project_budget
+        from distlint.syntax.module_names import module_name_for
 
         name = name or "-"
         target = (cwd / name).resolve()
@@ -145,10 +145,10 @@ class CheckSession:
     def check(self, texts: dict[str, str] | None = None) -> list[Finding]:
         """Check every file, ``texts`` (display path -> text) replacing files' contents;
         the results are kept in :attr:`results`, the findings returned in report order."""
-        from distlint.engine.runner import check_alone, run
-
         texts = texts or {}
         if self.stdin_display is not None and not self.tasks:  # plain `-`
+            from distlint.engine.runner import check_alone
+
             data = self.encoded(self.stdin_display, texts.get(self.stdin_display))
             module, is_package = self.stdin_module
             assert self.stdin_settings is not None
@@ -169,10 +169,30 @@ class CheckSession:
                 else task
                 for task in self.tasks
             ]
-            self.results = run(
-                tasks, self.jobs, self.native, self.cache, self.file_timeout, self.project_timeout
-            )
+            self.results = self._run(tasks)
         return sorted((f for r in self.results for f in r.findings), key=lambda f: f.sort_key)
+
+    def _run(self, tasks: list[Task]) -> list[FileResult]:
+        """:func:`~distlint.engine.runner.run`, unless the cache holds the results of a check
+        of exactly these files as they are: then those, without importing the checker."""
+        from distlint.engine.tasks import look_up
+
+        lookup = look_up(tasks, self.native, self.cache)
+        settled = lookup.settled
+        if settled is not None and self.cache is not None:
+            self.cache.finish()
+            return settled
+        from distlint.engine.runner import run
+
+        return run(
+            tasks,
+            self.jobs,
+            self.native,
+            self.cache,
+            self.file_timeout,
+            self.project_timeout,
+            lookup=lookup,
+        )
 
     @property
     def errors(self) -> list[ToolError]:

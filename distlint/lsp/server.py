@@ -45,8 +45,9 @@ from distlint.config.settings import (
     settings_for,
 )
 from distlint.engine.cache import FirstPassCache, default_directory
-from distlint.engine.checker import FileResult, FileSource, check_file
-from distlint.engine.runner import file_budget
+from distlint.engine.checker import FileSource, check_file
+from distlint.engine.results import FileResult
+from distlint.engine.tasks import file_budget
 from distlint.findings import Applicability, Finding, Severity, Span, make_position
 from distlint.lsp.wire import WireDiagnostic, as_sent, converter, range_json, range_object
 from distlint.lsp.worker import Analyses, Outcome
@@ -189,7 +190,7 @@ def _analyse(job: Job, analysis: Analysis) -> None:
     module_name: str | None = None
     is_package = False
     if path is not None:
-        from distlint.syntax.imports import module_name_for
+        from distlint.syntax.module_names import module_name_for
 
         module_name, is_package = module_name_for(path)
     display = str(path) if path is not None else job.uri
@@ -276,7 +277,8 @@ def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings
     are linked with it (open buffers replacing their files), through the first-pass cache at
     the project root, so cross-file findings reach the editor as they reach ``check .``."""
     from distlint.config.project_files import project_root
-    from distlint.engine.runner import Task, context_tasks, run
+    from distlint.engine.runner import run
+    from distlint.engine.tasks import Task, context_tasks
 
     data = job.text.encode("utf-8", "surrogatepass")
     contents = {Path(p): t.encode("utf-8", "surrogatepass") for p, t in job.other_texts.items()}

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distlint.engine import transport
-from distlint.engine.checker import FileResult
+from distlint.engine.results import FileResult
 from distlint.engine.runner import Worker, death_reason, process_context
 
 _SETUP_TIMEOUT = 120.0  # seconds for a new worker to start (spawn imports distlint first)

@@ -5,6 +5,10 @@ undecodable files are reported, not crashed on. LibCST's native parser overflows
 (the process dies with SIGSEGV) on bracket nesting in the thousands; CPython itself rejects
 more than 200 levels ("too many nested parentheses"), so deeper files are reported as syntax
 errors without being parsed.
+
+LibCST is imported by the functions that parse, not with this module: a re-check answered
+from the cache reads and decodes files but parses none, and importing LibCST is most of its
+cost.
 """
 
 from __future__ import annotations
@@ -20,15 +24,16 @@ import threading
 import tokenize
 import warnings
 from collections.abc import Callable
-from typing import TypeVar, cast
-
-import libcst as cst
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from distlint.syntax.indentation import IndentColumns, expand_indentation
 from distlint.syntax.lexing import NEWLINES as NEWLINES  # re-exported: where callers look
 from distlint.syntax.lexing import tokens
-from distlint.syntax.pieces import ReusedPieces, parse_in_pieces
-from distlint.syntax.unchecked_parse import parse_unchecked
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from distlint.syntax.pieces import ReusedPieces
 
 T = TypeVar("T")
 
@@ -311,6 +316,9 @@ def parse_module(text: str, reused: ReusedPieces | None = None) -> cst.Module:
     (:mod:`distlint.syntax.pieces`: the parser's memory grows with what it parses).
     ``reused``: the pieces of the buffer's earlier text, of which only those an edit changed
     are parsed again (an editor's buffer)."""
+    from distlint.syntax.pieces import parse_in_pieces
+    from distlint.syntax.unchecked_parse import parse_unchecked
+
     if len(text) > _LARGE_PARSE:
         release_freed_memory()
     if reused is not None:
@@ -352,6 +360,8 @@ def parse_source(
     Raises what :func:`parse_module` raises on ``text`` when that rewrite does not help or when
     CPython rejects the file (a rewrite must never make "inconsistent use of tabs" readable).
     ``reused``: see :func:`parse_module`."""
+    import libcst as cst
+
     try:
         return (parse_module(text, reused) if reused else parse_module(text)), None
     except cst.ParserSyntaxError as error:

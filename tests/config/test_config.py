@@ -419,13 +419,9 @@ def test_settings_shared_per_folder_see_a_plugin_loaded_since(
     memo = FolderMemo()
     resolver = ConfigResolver()
     before = resolver.file_settings(files[2], CliOverrides(), memo)
-    catalog = dict(registry.all_rules())
-
-    class NewRule:
-        default_enabled = True
-
-    catalog["DL998"] = NewRule  # type: ignore[assignment]
-    monkeypatch.setattr(registry, "all_rules", lambda: catalog)
+    catalog = dict(registry.rule_catalog())
+    catalog["DL998"] = registry.RuleInfo("DL998", "new-rule", True, "file", None)
+    monkeypatch.setattr(registry, "rule_catalog", lambda: catalog)
     after = resolver.file_settings(files[3], CliOverrides(), memo)  # pkg/n2.pyi, same folder
     assert "DL998" not in before.enabled and "DL998" in after.enabled
 

@@ -97,6 +97,47 @@ def test_a_warm_run_reuses_entries_and_an_edit_elsewhere_changes_the_finding(tmp
     assert _check(root, "pkg/train.py") == [("pkg/train.py", "DL201", 7)]
 
 
+# runs ``distlint check`` in this process, then prints its JSON report's codes and lines and
+# which of LibCST and the rule modules the run imported
+IMPORTS_OF_A_CHECK = """
+import contextlib, io, json, sys
+from distlint.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+    main(["check", "--format", "json", "--exit-zero", "-j", "1", *sys.argv[1:]])
+rules = sorted(m for m in sys.modules if m.startswith("distlint.rules.") and m.count(".") == 3)
+found = [(f["code"], f["range"]["start"]["line"]) for f in json.loads(out.getvalue())]
+print(json.dumps([found, "libcst" in sys.modules, len(rules)]))
+"""
+
+
+def test_a_re_check_where_nothing_changed_imports_neither_libcst_nor_any_rule(tmp_path) -> None:
+    """Nothing changed: the project entry answers, and what reading it needs imports no parser
+    and no rule (most of a warm run's cost was importing them); a changed file runs them."""
+    root = _project(tmp_path)
+    environment = {k: v for k, v in os.environ.items() if k != "DISTLINT_NO_CACHE"}
+    environment["DISTLINT_CACHE_KEY"] = "test-key"
+
+    def check() -> list:
+        done = subprocess.run(
+            [sys.executable, "-c", IMPORTS_OF_A_CHECK, "--select", "ALL", "."],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=environment,
+            check=True,
+        )
+        return json.loads(done.stdout)
+
+    cold, cold_libcst, cold_rules = check()
+    assert ["DL201", 7] in cold and cold_libcst and cold_rules > 50
+    assert check() == [cold, False, 0]
+    (root / "pkg" / "helpers.py").write_text(HELPER_QUIET)
+    changed, changed_libcst, changed_rules = check()
+    assert ["DL201", 7] not in changed and changed_libcst and changed_rules > 50
+
+
 def test_corrupt_foreign_and_unsigned_entries_are_misses_and_rewritten(tmp_path) -> None:
     root = _project(tmp_path)
     expected = _check(root, ".")
@@ -219,7 +260,7 @@ def test_a_re_check_reads_the_project_entry_alone_and_no_summary_it_need_not(
     other's cached first pass only what is reported is read, its summary and records (most
     of an entry) stay pickled. The other changed so that its caller's finding goes: the
     stage runs, each unchanged file's summary is read once."""
-    from distlint.engine.checker import PROJECT
+    from distlint.engine.results import PROJECT
     from distlint.engine.runner import StoredPass, Task, run
     from tests.project_util import settings, write_tree
 
@@ -305,7 +346,7 @@ def test_a_hook_on_a_file_edited_but_for_its_imports_reuses_the_files_linked_las
     """What is linked with the named file is cached under what it is found from: a comment
     appended to the named file finds it again without scanning the project; an import added
     to it links the module it imports."""
-    import distlint.engine.runner as runner
+    import distlint.engine.tasks as tasks_module
     from distlint.config.settings import CliOverrides, ConfigResolver
 
     root = _project(tmp_path)
@@ -313,18 +354,18 @@ def test_a_hook_on_a_file_edited_but_for_its_imports_reuses_the_files_linked_las
     (tmp_path / "cache").mkdir()
     cache = FirstPassCache(tmp_path / "cache", b"key")
     scanned: list[int] = []
-    real_related = runner.related_files
+    real_related = tasks_module.related_files
 
     def related_files(*args, **kwargs):  # type: ignore[no-untyped-def]
         scanned.append(1)
         return real_related(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "related_files", related_files)
+    monkeypatch.setattr(tasks_module, "related_files", related_files)
     train = root / "pkg" / "train.py"
 
     def linked() -> list[str]:
         scanned.clear()
-        tasks = runner.context_tasks(
+        tasks = tasks_module.context_tasks(
             [train], [train], ConfigResolver(), CliOverrides(), root, cache=cache
         )
         return [task.display for task in tasks]
@@ -413,7 +454,7 @@ def test_a_re_check_of_one_file_in_an_unchanged_project_reads_only_its_own_entry
     """The hook run again on an unchanged project: the project stage's entry serves, so the
     first passes of the files linked for context are not needed and not unpickled; an edit
     of one of them brings them all back (and changes the finding)."""
-    from distlint.engine.checker import PROJECT
+    from distlint.engine.results import PROJECT
     from distlint.engine.runner import Task, run
     from tests.project_util import settings, write_tree
 
@@ -524,7 +565,7 @@ def test_an_edit_of_the_staged_file_the_project_stage_does_not_see_reuses_its_ou
     again to measure); so does one that only moves lines (a line inserted above the branch),
     the finding moved with them; one that changes a node the stage reported on (the call's
     text) or what the file links (the call removed) runs the stage again."""
-    from distlint.engine.checker import PROJECT
+    from distlint.engine.results import PROJECT
 
     root, check, ran = _staged_check(tmp_path, monkeypatch, ("pkg/train.py",))
     train = root / "pkg" / "train.py"

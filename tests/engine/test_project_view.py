@@ -241,8 +241,8 @@ def test_a_file_linked_for_context_summarises_as_in_a_full_pass() -> None:
     from dataclasses import replace
 
     from distlint.engine.checker import FileSource, analyze_file
-    from distlint.engine.runner import linked_only
-    from distlint.syntax.imports import module_name_for
+    from distlint.engine.tasks import linked_only
+    from distlint.syntax.module_names import module_name_for
     from tests.project_util import settings
 
     full = settings()
@@ -270,7 +270,7 @@ def test_a_warm_run_scans_the_imports_of_changed_files_only(tmp_path: Path, monk
     import distlint.config.project_files as project_files
     from distlint.config.settings import CliOverrides, ConfigResolver
     from distlint.engine.cache import FirstPassCache
-    from distlint.engine.runner import context_tasks
+    from distlint.engine.tasks import context_tasks
 
     root = _project(tmp_path / "project")
     (tmp_path / "cache").mkdir()

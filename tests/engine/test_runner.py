@@ -247,7 +247,7 @@ def test_the_budget_comes_from_the_configuration(tmp_path: Path) -> None:
 
 def test_file_budget_precedence() -> None:
     from distlint.config.settings import Config
-    from distlint.engine.runner import FILE_TIMEOUT, file_budget
+    from distlint.engine.tasks import FILE_TIMEOUT, file_budget
 
     assert file_budget(None, Config()) == FILE_TIMEOUT == 20
     assert file_budget(None, Config(file_timeout=3.0)) == 3.0
@@ -257,7 +257,7 @@ def test_file_budget_precedence() -> None:
 
 
 def _sleep_then(seconds: float, name: str):
-    from distlint.engine.checker import FileResult
+    from distlint.engine.results import FileResult
 
     time.sleep(seconds)
     return FileResult(name)
@@ -312,7 +312,7 @@ def test_the_pool_replaces_a_worker_that_stalls_or_dies() -> None:
 
 
 def _pid_of(name: str):
-    from distlint.engine.checker import FileResult
+    from distlint.engine.results import FileResult
     from distlint.findings import ToolError
 
     return FileResult(name, errors=(ToolError(name, str(os.getpid())),))
@@ -384,7 +384,7 @@ def test_no_call_waits_behind_a_large_file() -> None:
 
 
 def _echo(name: str, payload: str):
-    from distlint.engine.checker import FileResult
+    from distlint.engine.results import FileResult
     from distlint.findings import ToolError
 
     return FileResult(name, errors=(ToolError(name, payload),))
@@ -647,8 +647,8 @@ def test_linking_past_the_budget_is_reported(tmp_path: Path, monkeypatch) -> Non
 
 def test_project_budget_precedence_and_configuration(tmp_path: Path) -> None:
     from distlint.config.settings import Config
-    from distlint.engine.checker import PROJECT_TIMEOUT
-    from distlint.engine.runner import project_budget
+    from distlint.engine.results import PROJECT_TIMEOUT
+    from distlint.engine.tasks import project_budget
 
     assert project_budget(None, Config()) == PROJECT_TIMEOUT == 300
     assert project_budget(None, Config(project_timeout=3.0)) == 3.0

@@ -126,7 +126,7 @@ def check_in_project(job, *args, **kwargs):
         HOG.append(b"x" * (400 << 20))
     result = real(job, *args, **kwargs)
     if "RULEBUG" in text:  # as when a rule raises: its error comes with the other findings
-        from distlint.engine.checker import FileResult
+        from distlint.engine.results import FileResult
         from distlint.findings import ToolError
 
         bug = ToolError(result.path, "internal error in rule DL999 (test): ValueError: bug")

@@ -10,7 +10,8 @@ import pytest
 
 from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
-from distlint.syntax.imports import ImportTable, canonical_name, dotted_name, module_name_for
+from distlint.syntax.imports import ImportTable, canonical_name, dotted_name
+from distlint.syntax.module_names import module_name_for
 
 DL203_ON = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))
 
