@@ -156,6 +156,7 @@ def run(
     file_timeout: float | None = None,
     project_timeout: float | None = None,
     reused: ReusedPieces | None = None,
+    folders: PackageFolders | None = None,
 ) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
     files checked together as one project; tasks with ``report=False`` are summarised and
@@ -166,10 +167,11 @@ def run(
     seconds linking and the project rules may take together; past it what did not finish is
     reported as a tool error (None: no budget). ``reused``: the pieces of the reported
     file's earlier text, for a first pass in this process (an editor's buffer:
-    :class:`~distlint.syntax.pieces.ReusedPieces`)."""
+    :class:`~distlint.syntax.pieces.ReusedPieces`). ``folders``: the files' module names
+    as a caller that runs many checks of one project keeps them (the language server)."""
     with _collector_paused():
         run_jobs = Jobs(jobs, file_timeout)
-        results = _run_project(tasks, run_jobs, native, cache, project_timeout, reused)
+        results = _run_project(tasks, run_jobs, native, cache, project_timeout, reused, folders)
     if cache is not None:
         cache.finish()
     return results
@@ -279,8 +281,9 @@ def _run_project(
     cache: FirstPassCache | None,
     project_timeout: float | None = None,
     reused: ReusedPieces | None = None,
+    folders: PackageFolders | None = None,
 ) -> list[FileResult]:
-    tasks = _with_module_names(tasks)
+    tasks = _with_module_names(tasks, folders)
     trees = ParsedTrees(reused=reused)
     wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
     native_sources = [(source.display, source.text, source.enabled) for source in native]
@@ -461,13 +464,7 @@ def _context_tasks(
     absolute: bool,
     cache: FirstPassCache | None,
 ) -> list[Task]:
-    if not named:
-        return []
-    paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
-    # one look-up per folder (the named files of a run share a few folders)
-    folders = {path if path.is_dir() else path.parent for path in named}
-    roots = sorted({root for folder in folders if (root := project_root(folder)) is not None})
-    roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
+    roots = context_roots(named, given, cwd)
     if not roots:
         return []
     candidates, _ = Discovery(resolver, cwd).files(roots)
@@ -476,16 +473,41 @@ def _context_tasks(
         related = related_files(set(named), by_path, contents)
     else:
         related = _related_cached(set(named), by_path, contents or {}, cache)
-    tasks = []
     memo = FolderMemo()
-    for path in related:
-        try:
-            settings = resolver.file_settings(path, overrides, memo)
-        except ConfigError:
-            continue
-        display = path.as_posix() if absolute else by_path[path].display
-        tasks.append(Task(path, display, settings, report=False))
-    return tasks
+    return [
+        task
+        for path in related
+        if (task := context_task(path, by_path, resolver, overrides, absolute, memo)) is not None
+    ]
+
+
+def context_roots(named: Sequence[Path], given: Sequence[Path], cwd: Path) -> list[Path]:
+    """The project roots whose files :func:`context_tasks` links with the named files: those
+    of the named files' folders, but for a root inside a directory named (walked already)."""
+    if not named:
+        return []
+    paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
+    # one look-up per folder (the named files of a run share a few folders)
+    folders = {path if path.is_dir() else path.parent for path in named}
+    roots = sorted({root for folder in folders if (root := project_root(folder)) is not None})
+    return [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
+
+
+def context_task(
+    path: Path,
+    by_path: dict[Path, DiscoveredFile],
+    resolver: ConfigResolver,
+    overrides: CliOverrides,
+    absolute: bool,
+    memo: FolderMemo,
+) -> Task | None:
+    """The task of a file linked for context (None: its configuration is broken)."""
+    try:
+        settings = resolver.file_settings(path, overrides, memo)
+    except ConfigError:
+        return None
+    display = path.as_posix() if absolute else by_path[path].display
+    return Task(path, display, settings, report=False)
 
 
 RELATED = "(related files)"
@@ -825,10 +847,10 @@ def _second(task: Task) -> Task:
     return replace(task, second=True)
 
 
-def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
+def _with_module_names(tasks: Sequence[Task], folders: PackageFolders | None = None) -> list[Task]:
     """Give each task its module name; files whose names collide are keyed by path instead."""
     named = []
-    folders = PackageFolders()
+    folders = folders if folders is not None else PackageFolders()
     for task in tasks:
         module_name, is_package = module_name_for(task.path, folders)
         named.append((task, module_name, is_package))
@@ -1098,10 +1120,16 @@ def unpacked(value: Portable) -> Any:
 Call = tuple[Callable[..., FileResult], tuple, str]  # function, its arguments, the file's name
 
 
-def _serve(conn: multiprocessing.connection.Connection, inputs: Portable) -> None:
+def _serve(
+    conn: multiprocessing.connection.Connection,
+    inputs: Portable,
+    make_state: Callable[[], object] | None = None,
+) -> None:
     """A worker: ``(index, function, arguments, name)`` in, ``(index, result)`` out, until
-    None."""
+    None. ``make_state``: made here, what the calls of a long-lived worker share (its
+    caches), passed to each as its first argument."""
     _start_worker(unpacked(inputs))
+    state = () if make_state is None else (make_state(),)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     while True:
         try:
@@ -1112,7 +1140,7 @@ def _serve(conn: multiprocessing.connection.Connection, inputs: Portable) -> Non
             return
         index, function, args, name = message
         try:
-            result = function(*args)
+            result = function(*state, *args)
         except Exception as exc:  # a bug: this file's error, never the end of the run
             text = f"internal error while checking the file: {type(exc).__name__}: {exc}"
             result = FileResult(name, errors=(ToolError(name, text),))
@@ -1120,11 +1148,12 @@ def _serve(conn: multiprocessing.connection.Connection, inputs: Portable) -> Non
 
 
 class Worker:
-    def __init__(self, inputs: Portable) -> None:
-        """``inputs``: the second pass's inputs, as :func:`portable` gives them."""
+    def __init__(self, inputs: Portable, make_state: Callable[[], object] | None = None) -> None:
+        """``inputs``: the second pass's inputs, as :func:`portable` gives them;
+        ``make_state``: see :func:`_serve`."""
         context = process_context()
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, inputs), daemon=True)
+        self.process = context.Process(target=_serve, args=(child, inputs, make_state), daemon=True)
         self.process.start()
         child.close()
         # the calls it holds, in the order it runs them: the first runs, the next (if any)

@@ -82,7 +82,7 @@ def test_the_buffer_is_parsed_once_for_every_stage(tmp_path: Path, parsed: list[
     cost the editor about a parse per keystroke."""
     path = _project(tmp_path)
     edited = TRAIN + "# edited, not saved\n"
-    analysis = server.analyse(_job(tmp_path, path, edited, 2))
+    analysis = server.analyse(server.AnalysisState(), _job(tmp_path, path, edited, 2))
     assert analysis.crash is None and analysis.tool_errors == ()
     codes = sorted(d["code"] for d in analysis.diagnostics)
     assert codes == ["DL201", "DL203", "DL502"]  # cross-file, second pass, first pass
@@ -97,17 +97,16 @@ def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
     fresh analysis process (which parses all of it)."""
     path = _project(tmp_path)
     text = _with_steps(120)
-    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
-    server.analyse(_job(tmp_path, path, text, 1))
+    kept = server.AnalysisState()
+    server.analyse(kept, _job(tmp_path, path, text, 1))
     middle = text.index("@torch.compile(backend='nvfuser')\ndef step_60")
     edited = text[:middle] + "# a comment\nimport os\n\n" + text[middle:]
     parsed.clear()
-    again = server.analyse(_job(tmp_path, path, edited, 2))
+    again = server.analyse(kept, _job(tmp_path, path, edited, 2))
     reparsed = sum(map(len, parsed))
     assert 0 < reparsed < len(edited) // 5
-    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
     parsed.clear()
-    fresh = server.analyse(_job(tmp_path, path, edited, 2))
+    fresh = server.analyse(server.AnalysisState(), _job(tmp_path, path, edited, 2))
     assert sum(map(len, parsed)) >= len(edited)
     assert again.crash is None and again.tool_errors == ()
     assert len(again.diagnostics) > 240  # DL502 and DL203 in every step
@@ -136,13 +135,10 @@ def test_every_edit_of_a_buffer_gives_a_fresh_analysis_diagnostics(
         text.replace("    dist.all_gather_object(out, x)  # é\n    return x * 7", "    pass"),
         text + "# edit\n",
     ]
-    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
-    kept = server._DOCUMENT_PIECES
+    kept = server.AnalysisState()
     for version, edited in enumerate(edits, 1):
-        monkeypatch.setattr(server, "_DOCUMENT_PIECES", kept)
-        again = server.analyse(_job(tmp_path, path, edited, version))
-        monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
-        fresh = server.analyse(_job(tmp_path, path, edited, version))
+        again = server.analyse(kept, _job(tmp_path, path, edited, version))
+        fresh = server.analyse(server.AnalysisState(), _job(tmp_path, path, edited, version))
         assert again.crash is None and again.tool_errors == ()
         assert again.diagnostics == fresh.diagnostics, version
         assert again.safe_fixes == fresh.safe_fixes, version
@@ -172,7 +168,7 @@ def test_no_collection_before_the_second_pass_of_the_kept_tree(
 
     monkeypatch.setattr(runner, "_collect_before_a_file", counting_collect)
     monkeypatch.setattr(runner, "analyze_file", counting_analyze)
-    analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
+    analysis = server.analyse(server.AnalysisState(), _job(tmp_path, path, TRAIN + "# edited\n", 2))
     assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
     assert passes.count(True) == 1  # the buffer's second pass
     assert len(collections) == passes.count(False)  # one before each first pass
@@ -189,7 +185,7 @@ def test_the_heap_is_trimmed_only_when_workers_are_forked(
     trims: list[None] = []
     monkeypatch.setattr(runner, "release_freed_memory", lambda: trims.append(None))
     path = _project(tmp_path)
-    analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
+    analysis = server.analyse(server.AnalysisState(), _job(tmp_path, path, TRAIN + "# edited\n", 2))
     assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
     assert trims == []
     resolver = ConfigResolver()
@@ -213,14 +209,16 @@ def test_cache_entries_are_written_after_the_reply(
     path = _project(tmp_path)
     job = replace(_job(tmp_path, path, TRAIN + "# edited\n", 2), after_reply=True)
     cache = tmp_path / ".distlint_cache"
+    state = server.AnalysisState()
     try:
-        analysis = server.analyse(job)
+        analysis = server.analyse(state, job)
         assert not gc.isenabled()  # paused until the reply went out
         assert list(cache.glob("??/*.entry")) == []
     finally:
-        server.after_reply()
+        server.after_reply(state)
     assert gc.isenabled()
     assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
     assert len(list(cache.glob("??/*.entry"))) >= 2  # the first passes and the project stage
-    again = server.analyse(replace(job, after_reply=False))  # from those entries
+    # from those entries, in a new analysis process
+    again = server.analyse(server.AnalysisState(), replace(job, after_reply=False))
     assert again.diagnostics == analysis.diagnostics
