@@ -208,7 +208,7 @@ def _analyse(state: AnalysisState, job: Job, analysis: Analysis) -> None:
     if path is None:
         result = check_file(FileSource(job.text, display, module_name, is_package), settings)
     else:
-        result = _check_in_project(state, job, path, display, settings)
+        result = _check_in_project(job, path, display, settings, state)
     analysis.tool_errors = tuple(error.message for error in result.errors)
     info: LineInfo | None = None
     for finding in result.findings:
@@ -286,7 +286,7 @@ def after_reply(state: AnalysisState) -> None:
 
 
 def _check_in_project(
-    state: AnalysisState, job: Job, path: Path, display: str, settings: FileSettings
+    job: Job, path: Path, display: str, settings: FileSettings, state: AnalysisState
 ) -> FileResult:
     """The buffer as that file of its project: the files it imports and those importing it
     are linked with it (open buffers replacing their files), through the first-pass cache at

@@ -222,3 +222,65 @@ def test_cache_entries_are_written_after_the_reply(
     # from those entries, in a new analysis process
     again = server.analyse(server.AnalysisState(), replace(job, after_reply=False))
     assert again.diagnostics == analysis.diagnostics
+
+
+QUIET = "def save(path):\n    return path\n"
+
+
+def test_the_workspace_index_sees_a_helper_changed_on_disk(tmp_path: Path) -> None:
+    """An analysis process that keeps its workspace index between jobs sees a helper changed
+    on disk: reported by the client (a watched folder: that file is read again), or, where
+    nothing watches, found by its status; each job gives a fresh process's diagnostics."""
+    from distlint.lsp.workspace import ChangeLog
+
+    path = _project(tmp_path)
+    helpers = tmp_path / "proj" / "helpers.py"
+    kept = server.AnalysisState()
+    log = ChangeLog()
+
+    def check(version: int, watched: Path | None) -> list[str]:
+        job = replace(
+            _job(tmp_path, path, TRAIN + f"# {version}\n", version), changes=log.changes(watched)
+        )
+        again = server.analyse(kept, job)
+        assert again.diagnostics == server.analyse(server.AnalysisState(), job).diagnostics
+        return sorted(d["code"] for d in again.diagnostics)
+
+    assert check(1, None) == ["DL201", "DL203", "DL502"]
+    helpers.write_text(QUIET)  # no event: its status says it changed
+    assert check(2, None) == ["DL203", "DL502"]
+    assert check(3, tmp_path) == ["DL203", "DL502"]
+    helpers.write_text(HELPERS)
+    log.record(str(helpers), listing=False)  # the client reports it
+    assert check(4, tmp_path) == ["DL201", "DL203", "DL502"]
+    helpers.unlink()
+    log.record(str(helpers), listing=True)
+    assert check(5, tmp_path) == ["DL203", "DL502"]
+    other = tmp_path / "proj" / "other.py"  # no event: its folder's status says so
+    other.write_text(HELPERS)
+    (tmp_path / "proj" / "train.py").write_text(TRAIN.replace("proj.helpers", "proj.other"))
+    assert check(6, None) == ["DL203", "DL502"]  # the buffer still imports proj.helpers
+    path.write_text(TRAIN)
+    helpers.write_text(HELPERS)
+    log.record(str(helpers), listing=True)
+    assert check(7, tmp_path) == ["DL201", "DL203", "DL502"]
+
+
+def test_a_log_that_no_longer_reaches_back_looks_at_every_file(tmp_path: Path) -> None:
+    """Changes dropped from the server's log before the analysis process saw them: the index
+    looks at every file's status, so the helper's change is still seen."""
+    from distlint.lsp.workspace import ChangeLog
+
+    path = _project(tmp_path)
+    kept = server.AnalysisState()
+    log = ChangeLog(limit=4)
+    job = replace(_job(tmp_path, path, TRAIN, 1), changes=log.changes(tmp_path))
+    assert "DL201" in [d["code"] for d in server.analyse(kept, job).diagnostics]
+    (tmp_path / "proj" / "helpers.py").write_text(QUIET)
+    for number in range(6):  # the helper's own report among those dropped
+        log.record(
+            str(tmp_path / "proj" / ("helpers.py" if number == 0 else f"x{number}.py")), False
+        )
+    assert log.start > 0
+    job = replace(_job(tmp_path, path, TRAIN + "#\n", 2), changes=log.changes(tmp_path))
+    assert "DL201" not in [d["code"] for d in server.analyse(kept, job).diagnostics]
