@@ -148,10 +148,11 @@ class ModuleIndex:
         self._kept: dict[Path, tuple[bytes, list[Path]]] | None = None
 
     @classmethod
-    def kept(cls, files: Iterable[Path], digests: FileDigests) -> ModuleIndex:
+    def kept(cls, files: Iterable[Path], digests: FileDigests, scans: ImportScans) -> ModuleIndex:
         """An index whose files' imports outlive a question (:meth:`asking`); ``digests``
-        tells whether a file's bytes are still those whose imports it holds."""
-        index = cls(files, {}, ImportScans(), digests)
+        tells whether a file's bytes are still those whose imports it holds; ``scans``: known
+        scans (an earlier run's), added to."""
+        index = cls(files, {}, scans, digests)
         index._kept = {}
         return index
 

@@ -538,14 +538,19 @@ def _related_cached(
     if isinstance(kept, RelatedFiles):
         return [Path(path) for path in kept.files]
     scans_key = cache.key(b"", ("import scans",))
-    known = cache.get(scans_key, IMPORT_SCANS)
-    scans = ImportScans(known.known if isinstance(known, ImportScans) else {})
+    scans = cached_scans(cache)
     scans.used.update(named_scans.used)
     related = related_files(named, candidates, contents, scans, cache.digests)
     if scans.used.keys() != scans.known.keys():
         cache.put(scans_key, scans.kept())
     cache.put(key, RelatedFiles(RELATED, tuple(str(path) for path in related)))
     return related
+
+
+def cached_scans(cache: FirstPassCache) -> ImportScans:
+    """The import scans the cache keeps (those of the last run that found related files)."""
+    known = cache.get(cache.key(b"", ("import scans",)), IMPORT_SCANS)
+    return ImportScans(known.known if isinstance(known, ImportScans) else {})
 
 
 def linked_only(settings: FileSettings) -> FileSettings:

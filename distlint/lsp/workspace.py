@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from distlint.config.discovery import DiscoveredFile, Discovery
-from distlint.config.project_files import ModuleIndex, related_in
+from distlint.config.project_files import ImportScans, ModuleIndex, related_in
 from distlint.config.settings import CliOverrides, ConfigError, ConfigResolver, FolderMemo
 from distlint.engine.cache import FirstPassCache, default_directory
-from distlint.engine.runner import Task, context_task
+from distlint.engine.runner import Task, cached_scans, context_task
 from distlint.syntax.imports import PackageFolders
 from distlint.syntax.regular_files import SETTLED_NS, Status, VerifiedDigests, status_of
 
@@ -107,8 +107,10 @@ class ProjectIndex:
         self.cache: FirstPassCache | None = None
         if not os.environ.get("DISTLINT_NO_CACHE"):
             self.cache = FirstPassCache.open(default_directory(key.root))
-        if self.cache is not None:
-            self.digests.known.update(self.cache.digests.known)  # those of earlier runs
+        self.scans = ImportScans()
+        if self.cache is not None:  # what earlier runs learnt
+            self.digests.known.update(self.cache.digests.known)
+            self.scans = cached_scans(self.cache)
         self.seq = end  # the changes seen up to (the log's end when listed)
         self._list()
 
@@ -120,7 +122,7 @@ class ProjectIndex:
         except ConfigError:  # context_tasks gives no context then
             candidates = []
         self.by_path: dict[Path, DiscoveredFile] = {c.path: c for c in candidates}
-        self.imports = ModuleIndex.kept(self.by_path, self.digests)
+        self.imports = ModuleIndex.kept(self.by_path, self.digests, self.scans)
         self.folders = PackageFolders()
         self.memo = FolderMemo()
         self.tasks: dict[Path, Task | None] = {}
