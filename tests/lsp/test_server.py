@@ -525,15 +525,21 @@ def finish(path):
 """
 
 
+def cross_project(client, name: str) -> tuple[Path, Path]:
+    """A project (its folder, and the path of its ``proj/helpers.py``, not written) in the
+    workspace whose ``proj/train.py`` imports ``proj.helpers``."""
+    project = client.root / name
+    (project / "proj").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(f"[project]\nname = '{name}'\n")
+    (project / "proj" / "__init__.py").write_text("")
+    return project, project / "proj" / "helpers.py"
+
+
 async def test_cross_file_findings_reach_the_editor_and_open_buffers_count(client):
     """The buffer is that file of its project: a helper in another module issues the barrier,
     and the finding's related information points there; the helper's unsaved buffer is what
     the check sees (and where related ranges are measured)."""
-    project = client.root / "crossfile"
-    (project / "proj").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[project]\nname = 'cross'\n")
-    (project / "proj" / "__init__.py").write_text("")
-    helpers = project / "proj" / "helpers.py"
+    project, helpers = cross_project(client, "crossfile")
     helpers.write_text(HELPER_SYNC)
     train = Doc(client, project / "proj" / "train.py", TRAIN_CROSS)
     encoding = client.encoding
@@ -597,11 +603,7 @@ async def after_disk_change(
 async def test_a_helper_changed_on_disk_changes_the_cross_file_finding(client):
     """The workspace index sees a helper's change on disk: told by a watched-file event, or
     (a client without watchers) by the file's status at the buffer's next check."""
-    project = client.root / "ondisk"
-    (project / "proj").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[project]\nname = 'ondisk'\n")
-    (project / "proj" / "__init__.py").write_text("")
-    helpers = project / "proj" / "helpers.py"
+    project, helpers = cross_project(client, "ondisk")
     helpers.write_text(HELPER_SYNC)
     train = Doc(client, project / "proj" / "train.py", TRAIN_CROSS)
     assert codes(await train.open_and_wait()) == ["DL201"]
@@ -616,11 +618,7 @@ async def test_a_helper_changed_on_disk_changes_the_cross_file_finding(client):
 async def test_a_helper_created_then_deleted_on_disk(client):
     """A helper module that does not exist yet, created on disk, then deleted: the finding
     that depends on it appears, then goes (the project is listed again)."""
-    project = client.root / "created"
-    (project / "proj").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[project]\nname = 'created'\n")
-    (project / "proj" / "__init__.py").write_text("")
-    helpers = project / "proj" / "helpers.py"
+    project, helpers = cross_project(client, "created")
     train = Doc(client, project / "proj" / "train.py", TRAIN_CROSS)
     assert codes(await train.open_and_wait()) == []
     helpers.write_text(HELPER_SYNC)
