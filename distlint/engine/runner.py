@@ -537,19 +537,23 @@ def _related_cached(
     kept = cache.get(key, RELATED)
     if isinstance(kept, RelatedFiles):
         return [Path(path) for path in kept.files]
-    scans_key = cache.key(b"", ("import scans",))
     scans = cached_scans(cache)
     scans.used.update(named_scans.used)
     related = related_files(named, candidates, contents, scans, cache.digests)
     if scans.used.keys() != scans.known.keys():
-        cache.put(scans_key, scans.kept())
+        cache.put(scans_key(cache), scans.kept())
     cache.put(key, RelatedFiles(RELATED, tuple(str(path) for path in related)))
     return related
 
 
+def scans_key(cache: FirstPassCache) -> str:
+    """The cache entry of the files' import scans (one for every run)."""
+    return cache.key(b"", ("import scans",))
+
+
 def cached_scans(cache: FirstPassCache) -> ImportScans:
     """The import scans the cache keeps (those of the last run that found related files)."""
-    known = cache.get(cache.key(b"", ("import scans",)), IMPORT_SCANS)
+    known = cache.get(scans_key(cache), IMPORT_SCANS)
     return ImportScans(known.known if isinstance(known, ImportScans) else {})
 
 

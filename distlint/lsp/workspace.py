@@ -44,7 +44,7 @@ from distlint.config.discovery import DiscoveredFile, Discovery
 from distlint.config.project_files import ImportScans, ModuleIndex, related_in
 from distlint.config.settings import CliOverrides, ConfigError, ConfigResolver, FolderMemo
 from distlint.engine.cache import FirstPassCache, default_directory
-from distlint.engine.runner import Task, cached_scans, context_task
+from distlint.engine.runner import Task, cached_scans, context_task, scans_key
 from distlint.syntax.imports import PackageFolders
 from distlint.syntax.regular_files import SETTLED_NS, Status, VerifiedDigests, status_of
 
@@ -126,6 +126,7 @@ class ProjectIndex:
         self.folders = PackageFolders()
         self.memo = FolderMemo()
         self.tasks: dict[Path, Task | None] = {}
+        self.scans_kept = False  # the import scans of this listing are in the cache
         self.listed_at = time.time_ns()
         self.listed = {directory: _listing_status(directory) for directory in discovery.listed}
         self.unsettled = any(
@@ -159,6 +160,10 @@ class ProjectIndex:
         """:func:`~distlint.engine.runner.context_tasks` of the file ``path`` (absolute
         display paths), ``contents`` overriding files on disk."""
         related = related_in({path}, self.imports.asking(contents))
+        if self.cache is not None and not self.scans_kept:
+            # for the next analysis process's first check of the project (and the hook's)
+            self.cache.put(scans_key(self.cache), self.scans.kept())
+            self.scans_kept = True
         found = []
         for file in related:
             if file not in self.tasks:
