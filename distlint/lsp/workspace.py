@@ -18,8 +18,9 @@ What changed comes two ways:
   watchers cover ``*.py``, ``*.pyi`` and ``.gitignore``); a job that comes before the report
   of a change sees the files as they were, and the report makes the server check the open
   documents again.
-- **fallback** (no watchers, a project outside the workspace folder, or a log that no longer
-  reaches back to the index's last job): every file's status is looked at at each job
+- **fallback** (no watchers, a project outside the workspace folder, a log that no longer
+  reaches back to the index's last job, or the first job after the watchers were
+  registered): every file's status is looked at at each job
   (:class:`~distlint.syntax.regular_files.FileDigests`' pre-check: device, inode, mode, size,
   modification and status-change times), and the project is listed again when a directory the
   listing walked, or the ``.gitignore`` in one, changed status (an entry added, removed or
@@ -99,7 +100,7 @@ class ProjectIndex:
     """One project's listing, imports, digests, module names, settings and cache, kept by the
     analysis process from one job to the next (see the module docstring)."""
 
-    def __init__(self, key: IndexKey, resolver: ConfigResolver, end: int) -> None:
+    def __init__(self, key: IndexKey, resolver: ConfigResolver, changes: WorkspaceChanges) -> None:
         self.key = key
         self.resolver = resolver
         self.overrides = CliOverrides()
@@ -111,7 +112,10 @@ class ProjectIndex:
         if self.cache is not None:  # what earlier runs learnt
             self.digests.known.update(self.cache.digests.known)
             self.scans = cached_scans(self.cache)
-        self.seq = end  # the changes seen up to (the log's end when listed)
+        self.seq = changes.end  # the changes seen up to (the log's end when listed)
+        # whether the client reported changes when the index last saw them: from then on
+        # only what it reports changed (until then, nothing was reported)
+        self.watched = self._watched(changes)
         self._list()
 
     def _list(self) -> None:
@@ -138,10 +142,11 @@ class ProjectIndex:
 
     def sync(self, changes: WorkspaceChanges) -> None:
         """Take in what changed on disk since the last job (see the module docstring)."""
-        watched = changes.watched is not None and self.key.root.is_relative_to(changes.watched)
-        missed = changes.start > self.seq
+        watched = self._watched(changes)
+        missed = changes.start > self.seq or not self.watched
         fresh = changes.paths[max(0, self.seq - changes.start) :]
         self.seq = changes.end
+        self.watched = watched
         if not watched or missed:
             self.digests.doubt()
             if self.unsettled or any(
@@ -155,6 +160,9 @@ class ProjectIndex:
             relist = relist or listing or Path(path) not in self.by_path
         if relist:
             self._list()
+
+    def _watched(self, changes: WorkspaceChanges) -> bool:
+        return changes.watched is not None and self.key.root.is_relative_to(changes.watched)
 
     def context(self, path: Path, contents: dict[Path, bytes]) -> list[Task]:
         """:func:`~distlint.engine.runner.context_tasks` of the file ``path`` (absolute
@@ -209,7 +217,7 @@ class Workspaces:
             del self._by_key[old]  # another configuration: listed and set up again
         index = self._by_key.pop(key, None)
         if index is None:
-            index = ProjectIndex(key, resolver, changes.end)
+            index = ProjectIndex(key, resolver, changes)
         else:
             index.sync(changes)
         self._by_key[key] = index  # the most recent last

@@ -227,11 +227,19 @@ def test_cache_entries_are_written_after_the_reply(
 QUIET = "def save(path):\n    return path\n"
 
 
-def test_the_workspace_index_sees_a_helper_changed_on_disk(tmp_path: Path) -> None:
+def test_the_workspace_index_sees_a_helper_changed_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An analysis process that keeps its workspace index between jobs sees a helper changed
     on disk: reported by the client (a watched folder: that file is read again), or, where
     nothing watches, found by its status; each job gives a fresh process's diagnostics."""
     from distlint.lsp.workspace import ChangeLog
+    from distlint.syntax import regular_files
+
+    # digests are kept at once (not only for files changed 3 s before): a digest trusted
+    # when it should not be would show here
+    monkeypatch.setattr(regular_files, "SETTLED_NS", 0)
+    monkeypatch.delenv("DISTLINT_NO_CACHE", raising=False)  # the cache keys files by digest
 
     path = _project(tmp_path)
     helpers = tmp_path / "proj" / "helpers.py"
@@ -249,9 +257,13 @@ def test_the_workspace_index_sees_a_helper_changed_on_disk(tmp_path: Path) -> No
     assert check(1, None) == ["DL201", "DL203", "DL502"]
     helpers.write_text(QUIET)  # no event: its status says it changed
     assert check(2, None) == ["DL203", "DL502"]
-    assert check(3, tmp_path) == ["DL203", "DL502"]
-    helpers.write_text(HELPERS)
+    helpers.write_text(HELPERS)  # before the client's watchers were registered: unreported
+    assert check(3, tmp_path) == ["DL201", "DL203", "DL502"]
+    helpers.write_text(QUIET)
     log.record(str(helpers), listing=False)  # the client reports it
+    assert check(4, tmp_path) == ["DL203", "DL502"]
+    helpers.write_text(HELPERS)
+    log.record(str(helpers), listing=False)
     assert check(4, tmp_path) == ["DL201", "DL203", "DL502"]
     helpers.unlink()
     log.record(str(helpers), listing=True)
@@ -266,10 +278,16 @@ def test_the_workspace_index_sees_a_helper_changed_on_disk(tmp_path: Path) -> No
     assert check(7, tmp_path) == ["DL201", "DL203", "DL502"]
 
 
-def test_a_log_that_no_longer_reaches_back_looks_at_every_file(tmp_path: Path) -> None:
+def test_a_log_that_no_longer_reaches_back_looks_at_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Changes dropped from the server's log before the analysis process saw them: the index
     looks at every file's status, so the helper's change is still seen."""
     from distlint.lsp.workspace import ChangeLog
+    from distlint.syntax import regular_files
+
+    monkeypatch.setattr(regular_files, "SETTLED_NS", 0)  # as above
+    monkeypatch.delenv("DISTLINT_NO_CACHE", raising=False)
 
     path = _project(tmp_path)
     kept = server.AnalysisState()
