@@ -9,6 +9,13 @@ same load. Prints the medians and the median ratio; absolute figures from a quie
 only.
 
     python bench/lsp_latency.py --lines 3000 --edits 3
+
+``--workspace DIR --file REL`` opens DIR as the workspace and edits its file REL instead (a
+buffer in a large project: what finding its context costs at each edit); ``--watch`` makes
+the client register the server's file watchers (the workspace index then trusts their
+events instead of looking at every file's status). Fill the project's cache first (a
+``distlint check DIR``, or one didOpen): a cold first check of a large project runs past the
+editor's budget.
 """
 
 from __future__ import annotations
@@ -87,7 +94,19 @@ def parse_time(text: str) -> float:
 
 async def diagnostics_latency(text: str, edits: int) -> list[tuple[float, float]]:
     """(seconds from didOpen / each didChange to its publishDiagnostics, seconds of a bare
-    parse of that text just before)."""
+    parse of that text just before), for a buffer in a fresh temporary project."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+        path = root / "big_train.py"
+        path.write_text(text, encoding="utf-8")
+        return await edits_latency(root, path, text, edits)
+
+
+async def edits_latency(
+    root: Path, path: Path, text: str, edits: int, watch: bool = False
+) -> list[tuple[float, float]]:
+    """:func:`diagnostics_latency` of ``path`` in the workspace ``root``."""
     client = LanguageClient("bench", "1")
     published: asyncio.Queue[types.PublishDiagnosticsParams] = asyncio.Queue()
 
@@ -95,52 +114,58 @@ async def diagnostics_latency(text: str, edits: int) -> list[tuple[float, float]
     def on_publish(params: types.PublishDiagnosticsParams) -> None:
         published.put_nowait(params)
 
-    with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder)
-        (root / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
-        path = root / "big_train.py"
-        path.write_text(text, encoding="utf-8")
-        uri = path.as_uri()
-        await client.start_io(sys.executable, "-m", "distlint", "server")
-        await client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                root_uri=root.as_uri(),
-                initialization_options={"debounce": 0},
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def on_register(params: types.RegistrationParams) -> None:
+        return None
+
+    capabilities = types.ClientCapabilities()
+    if watch:
+        capabilities = types.ClientCapabilities(
+            workspace=types.WorkspaceClientCapabilities(
+                did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
+                    dynamic_registration=True
+                )
             )
         )
-        client.initialized(types.InitializedParams())
-        times = []
+    uri = path.as_uri()
+    await client.start_io(sys.executable, "-m", "distlint", "server")
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=capabilities,
+            root_uri=root.as_uri(),
+            initialization_options={"debounce": 0},
+        )
+    )
+    client.initialized(types.InitializedParams())
+    times = []
+    parse = parse_time(text)
+    started = time.perf_counter()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=text
+            )
+        )
+    )
+    await published.get()
+    times.append((time.perf_counter() - started, parse))
+    for version in range(2, edits + 2):
         parse = parse_time(text)
         started = time.perf_counter()
-        client.text_document_did_open(
-            types.DidOpenTextDocumentParams(
-                text_document=types.TextDocumentItem(
-                    uri=uri, language_id="python", version=1, text=text
-                )
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[
+                    types.TextDocumentContentChangeWholeDocument(text=f"{text}# edit {version}\n")
+                ],
             )
         )
-        await published.get()
+        while (await published.get()).version != version:
+            pass
         times.append((time.perf_counter() - started, parse))
-        for version in range(2, edits + 2):
-            parse = parse_time(text)
-            started = time.perf_counter()
-            client.text_document_did_change(
-                types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                    content_changes=[
-                        types.TextDocumentContentChangeWholeDocument(
-                            text=f"{text}# edit {version}\n"
-                        )
-                    ],
-                )
-            )
-            while (await published.get()).version != version:
-                pass
-            times.append((time.perf_counter() - started, parse))
-        await client.shutdown_async(None)
-        client.exit(None)
-        await client.stop()
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
     return times
 
 
@@ -148,9 +173,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=3000)
     parser.add_argument("--edits", type=int, default=3)
+    parser.add_argument("--workspace", type=Path, help="a project to open as the workspace")
+    parser.add_argument("--file", help="the file of --workspace to edit (relative to it)")
+    parser.add_argument("--watch", action="store_true", help="register the file watchers")
     args = parser.parse_args()
-    text = training_script(args.lines)
-    samples = asyncio.run(diagnostics_latency(text, args.edits))
+    if args.workspace is not None:
+        root = args.workspace.resolve()
+        path = root / args.file
+        text = path.read_text(encoding="utf-8")
+        samples = asyncio.run(edits_latency(root, path, text, args.edits, args.watch))
+        args.lines = text.count("\n")
+    else:
+        text = training_script(args.lines)
+        samples = asyncio.run(diagnostics_latency(text, args.edits))
     for label, chosen in (("didOpen", samples[:1]), ("didChange", samples[1:])):
         if not chosen:
             continue

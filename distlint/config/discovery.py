@@ -63,6 +63,9 @@ class Discovery:
         # what the walk skipped and why (a directory without permission, a pipe named x.py, a
         # broken link): reported as warnings; the run goes on
         self.skipped: list[str] = []
+        # the directories the walks listed (a listing kept by the language server is stale
+        # once one of them, or an ignore file in one, changes)
+        self.listed: list[Path] = []
 
     def files(self, paths: list[Path]) -> tuple[list[DiscoveredFile], list[str]]:
         """Files to check, sorted and unique; and messages for paths that do not exist, are
@@ -113,6 +116,7 @@ class Discovery:
                 shown = display_path(directory, self._cwd)
                 self.skipped.append(f"{shown}: cannot read the directory ({reason}); skipped")
                 continue
+            self.listed.append(directory)
             names = {entry.name for entry in entries}
             if directory != top and VENV_MARKER in names and _is_file(directory / VENV_MARKER):
                 continue  # a virtualenv, whatever its name: found by its own listing

@@ -14,6 +14,7 @@ caches), so a warm run reads every file but scans only those that changed.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Iterable
@@ -89,10 +90,15 @@ def related_files(
     ``contents`` overrides what is on disk (an editor's buffer, stdin); ``scans`` holds the
     scans of an earlier run and gets this run's; ``digests``: the files' digests (those of
     an earlier run serve a file whose status is unchanged), which scans are known by."""
-    named_set = {p for p in named}
-    index = _ModuleIndex(
+    index = ModuleIndex(
         candidates, contents or {}, scans if scans is not None else ImportScans(), digests
     )
+    return related_in(named, index)
+
+
+def related_in(named: Iterable[Path], index: ModuleIndex) -> list[Path]:
+    """:func:`related_files` of the project ``index`` holds (:meth:`ModuleIndex.kept`)."""
+    named_set = {p for p in named}
     wanted: set[Path] = set()
     pending = list(named_set)
     while pending:
@@ -113,8 +119,10 @@ def related_files(
     return sorted(wanted)
 
 
-class _ModuleIndex:
-    """Project files by the dotted names they may be imported under (any path suffix)."""
+class ModuleIndex:
+    """Project files by the dotted names they may be imported under (any path suffix); and
+    when made by :meth:`kept`, the project files each one imports, by the digest of its
+    bytes, for as long as the list of files is the same (the language server's index)."""
 
     def __init__(
         self,
@@ -136,13 +144,42 @@ class _ModuleIndex:
             for start in range(max(0, len(parts) - 6), len(parts)):
                 self._by_suffix.setdefault(".".join(parts[start:]), []).append(file)
         self._imports: dict[Path, list[Path]] = {}
+        # the imports of files on disk, by path: (the digest of the bytes scanned, them)
+        self._kept: dict[Path, tuple[bytes, list[Path]]] | None = None
+
+    @classmethod
+    def kept(cls, files: Iterable[Path], digests: FileDigests, scans: ImportScans) -> ModuleIndex:
+        """An index whose files' imports outlive a question (:meth:`asking`); ``digests``
+        tells whether a file's bytes are still those whose imports it holds; ``scans``: known
+        scans (an earlier run's), added to."""
+        index = cls(files, {}, scans, digests)
+        index._kept = {}
+        return index
+
+    def asking(self, contents: dict[Path, bytes]) -> ModuleIndex:
+        """This index for one question, ``contents`` overriding files on disk."""
+        asked = copy.copy(self)
+        asked._contents = contents
+        asked._imports = {}
+        return asked
+
+    def _still_kept(self, file: Path) -> tuple[bytes | None, list[Path] | None]:
+        """The digest of ``file`` when known without reading it, and its imports kept from
+        those very bytes (None: not kept, or the file changed)."""
+        if self._kept is None or file in self._contents:
+            return None, None
+        digest = self._digests.unchanged(file)
+        kept = self._kept.get(file)
+        if digest is None or kept is None or kept[0] != digest:
+            return digest, None
+        return digest, kept[1]
 
     def may_import(self, file: Path, spellings: list[bytes] | None) -> bool:
         """Whether ``file`` may import a file whose import spells one of ``spellings`` (see
         :func:`_spellings`; None: any file may): a byte search, where reading its imports
         hashes, decodes and scans it (most of a project's files import none of the few named)."""
-        if spellings is None:
-            return True
+        if spellings is None or self._still_kept(file)[1] is not None:
+            return True  # with its imports at hand, they answer
         try:
             data = self._contents.get(file)
             data = data if data is not None else read_regular_file(file)
@@ -154,8 +191,12 @@ class _ModuleIndex:
         cached = self._imports.get(file)
         if cached is not None:
             return cached
+        digest, kept = self._still_kept(file)
+        if kept is not None:
+            self._imports[file] = kept
+            return kept
         try:
-            names, relative_imports = self._scan(file)
+            (names, relative_imports), digest = self._scan(file)
         except OSError:
             names, relative_imports = frozenset(), ()
         absolute = names
@@ -170,19 +211,23 @@ class _ModuleIndex:
         # each once, first seen first: a package's __init__ may name hundreds of modules
         found = [target for target in dict.fromkeys(targets) if target != file]
         self._imports[file] = found
+        if self._kept is not None and digest is not None and file not in self._contents:
+            self._kept[file] = (digest, found)
         return found
 
-    def _scan(self, file: Path) -> ImportScan:
+    def _scan(self, file: Path) -> tuple[ImportScan, bytes | None]:
         """What ``file`` imports: read, hashed and scanned only when its digest (a file
-        whose status is unchanged is not read for it) is not one of a known scan."""
+        whose status is unchanged is not read for it) is not one of a known scan; and the
+        digest of the bytes scanned (None: a buffer's, not the file's)."""
         data = self._contents.get(file)
         if data is not None:
-            return self._scans.scan(data)
+            return self._scans.scan(data), None
         digest = self._digests.unchanged(file)
         found = self._scans.known_scan(digest) if digest is not None else None
         if found is None:
-            found = self._scans.scan(*self._digests.read(file))
-        return found
+            data, digest = self._digests.read(file)
+            found = self._scans.scan(data, digest)
+        return found, digest
 
 
 def related_inputs(

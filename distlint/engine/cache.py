@@ -148,6 +148,10 @@ class FirstPassCache:
         kept = self.get(self.digests_key, DIGESTS)
         return kept if isinstance(kept, FileDigests) else FileDigests()
 
+    def use_digests(self, digests: FileDigests) -> None:
+        """Use ``digests`` for the next run (kept by a long-lived process across runs)."""
+        self.__dict__["digests"] = digests
+
     @property
     def digests_key(self) -> str:
         """The entry of :attr:`digests`: one for every run, whatever it checks, and for every

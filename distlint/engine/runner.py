@@ -77,6 +77,7 @@ from distlint.file_settings import FileSettings
 from distlint.findings import ToolError
 from distlint.rules.registry import all_rules
 from distlint.semantic.link import ProjectFacts, link
+from distlint.syntax.module_names import PackageFolders
 from distlint.syntax.pieces import ReusedPieces
 from distlint.syntax.regular_files import read_regular_file
 from distlint.syntax.source import SourceError, decode_source, release_freed_memory
@@ -97,6 +98,7 @@ def run(
     project_timeout: float | None = None,
     reused: ReusedPieces | None = None,
     lookup: ProjectLookup | None = None,
+    folders: PackageFolders | None = None,
 ) -> list[FileResult]:
     """Results in the order of ``tasks`` (then one per native file with findings), the
     files checked together as one project; tasks with ``report=False`` are summarised and
@@ -108,10 +110,12 @@ def run(
     reported as a tool error (None: no budget). ``reused``: the pieces of the reported
     file's earlier text, for a first pass in this process (an editor's buffer:
     :class:`~distlint.syntax.pieces.ReusedPieces`). ``lookup``: what
-    :func:`~distlint.engine.tasks.look_up` found for these tasks, native files and cache."""
+    :func:`~distlint.engine.tasks.look_up` found for these tasks, native files and cache.
+    ``folders``: the files' module names as a caller that runs many checks of one project
+    keeps them (the language server)."""
     with _collector_paused():
         run_jobs = Jobs(jobs, file_timeout)
-        found = lookup if lookup is not None else look_up(tasks, native, cache)
+        found = lookup if lookup is not None else look_up(tasks, native, cache, folders)
         results = _run_project(found, run_jobs, native, cache, project_timeout, reused)
     if cache is not None:
         cache.finish()
@@ -792,10 +796,16 @@ def unpacked(value: Portable) -> Any:
 Call = tuple[Callable[..., FileResult], tuple, str]  # function, its arguments, the file's name
 
 
-def _serve(conn: multiprocessing.connection.Connection, inputs: Portable) -> None:
+def _serve(
+    conn: multiprocessing.connection.Connection,
+    inputs: Portable,
+    make_state: Callable[[], object] | None = None,
+) -> None:
     """A worker: ``(index, function, arguments, name)`` in, ``(index, result)`` out, until
-    None."""
+    None. ``make_state``: made here, what the calls of a long-lived worker share (its
+    caches), passed to each as its first argument."""
     _start_worker(unpacked(inputs))
+    state = () if make_state is None else (make_state(),)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     while True:
         try:
@@ -806,7 +816,7 @@ def _serve(conn: multiprocessing.connection.Connection, inputs: Portable) -> Non
             return
         index, function, args, name = message
         try:
-            result = function(*args)
+            result = function(*state, *args)
         except Exception as exc:  # a bug: this file's error, never the end of the run
             text = f"internal error while checking the file: {type(exc).__name__}: {exc}"
             result = FileResult(name, errors=(ToolError(name, text),))
@@ -814,11 +824,12 @@ def _serve(conn: multiprocessing.connection.Connection, inputs: Portable) -> Non
 
 
 class Worker:
-    def __init__(self, inputs: Portable) -> None:
-        """``inputs``: the second pass's inputs, as :func:`portable` gives them."""
+    def __init__(self, inputs: Portable, make_state: Callable[[], object] | None = None) -> None:
+        """``inputs``: the second pass's inputs, as :func:`portable` gives them;
+        ``make_state``: see :func:`_serve`."""
         context = process_context()
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, inputs), daemon=True)
+        self.process = context.Process(target=_serve, args=(child, inputs, make_state), daemon=True)
         self.process.start()
         child.close()
         # the calls it holds, in the order it runs them: the first runs, the next (if any)

@@ -148,13 +148,7 @@ def _context_tasks(
     absolute: bool,
     cache: FirstPassCache | None,
 ) -> list[Task]:
-    if not named:
-        return []
-    paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
-    # one look-up per folder (the named files of a run share a few folders)
-    folders = {path if path.is_dir() else path.parent for path in named}
-    roots = sorted({root for folder in folders if (root := project_root(folder)) is not None})
-    roots = [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
+    roots = context_roots(named, given, cwd)
     if not roots:
         return []
     candidates, _ = Discovery(resolver, cwd).files(roots)
@@ -163,16 +157,41 @@ def _context_tasks(
         related = related_files(set(named), by_path, contents)
     else:
         related = _related_cached(set(named), by_path, contents or {}, cache)
-    tasks = []
     memo = FolderMemo()
-    for path in related:
-        try:
-            settings = resolver.file_settings(path, overrides, memo)
-        except ConfigError:
-            continue
-        display = path.as_posix() if absolute else by_path[path].display
-        tasks.append(Task(path, display, settings, report=False))
-    return tasks
+    return [
+        task
+        for path in related
+        if (task := context_task(path, by_path, resolver, overrides, absolute, memo)) is not None
+    ]
+
+
+def context_roots(named: Sequence[Path], given: Sequence[Path], cwd: Path) -> list[Path]:
+    """The project roots whose files :func:`context_tasks` links with the named files: those
+    of the named files' folders, but for a root inside a directory named (walked already)."""
+    if not named:
+        return []
+    paths = [Path(os.path.normpath(p if p.is_absolute() else cwd / p)) for p in given]
+    # one look-up per folder (the named files of a run share a few folders)
+    folders = {path if path.is_dir() else path.parent for path in named}
+    roots = sorted({root for folder in folders if (root := project_root(folder)) is not None})
+    return [r for r in roots if not any(g.is_dir() and r.is_relative_to(g) for g in paths)]
+
+
+def context_task(
+    path: Path,
+    by_path: dict[Path, DiscoveredFile],
+    resolver: ConfigResolver,
+    overrides: CliOverrides,
+    absolute: bool,
+    memo: FolderMemo,
+) -> Task | None:
+    """The task of a file linked for context (None: its configuration is broken)."""
+    try:
+        settings = resolver.file_settings(path, overrides, memo)
+    except ConfigError:
+        return None
+    display = path.as_posix() if absolute else by_path[path].display
+    return Task(path, display, settings, report=False)
 
 
 RELATED = "(related files)"
@@ -202,15 +221,24 @@ def _related_cached(
     kept = cache.get(key, RELATED)
     if isinstance(kept, RelatedFiles):
         return [Path(path) for path in kept.files]
-    scans_key = cache.key(b"", ("import scans",))
-    known = cache.get(scans_key, IMPORT_SCANS)
-    scans = ImportScans(known.known if isinstance(known, ImportScans) else {})
+    scans = cached_scans(cache)
     scans.used.update(named_scans.used)
     related = related_files(named, candidates, contents, scans, cache.digests)
     if scans.used.keys() != scans.known.keys():
-        cache.put(scans_key, scans.kept())
+        cache.put(scans_key(cache), scans.kept())
     cache.put(key, RelatedFiles(RELATED, tuple(str(path) for path in related)))
     return related
+
+
+def scans_key(cache: FirstPassCache) -> str:
+    """The cache entry of the files' import scans (one for every run)."""
+    return cache.key(b"", ("import scans",))
+
+
+def cached_scans(cache: FirstPassCache) -> ImportScans:
+    """The import scans the cache keeps (those of the last run that found related files)."""
+    known = cache.get(scans_key(cache), IMPORT_SCANS)
+    return ImportScans(known.known if isinstance(known, ImportScans) else {})
 
 
 def linked_only(settings: FileSettings) -> FileSettings:
@@ -326,10 +354,10 @@ def _nothing_changed(
     return True
 
 
-def _with_module_names(tasks: Sequence[Task]) -> list[Task]:
+def _with_module_names(tasks: Sequence[Task], folders: PackageFolders | None = None) -> list[Task]:
     """Give each task its module name; files whose names collide are keyed by path instead."""
     named = []
-    folders = PackageFolders()
+    folders = folders if folders is not None else PackageFolders()
     for task in tasks:
         module_name, is_package = module_name_for(task.path, folders)
         named.append((task, module_name, is_package))
@@ -368,11 +396,15 @@ class ProjectLookup:
 
 
 def look_up(
-    tasks: Sequence[Task], native: Sequence[NativeSource], cache: FirstPassCache | None
+    tasks: Sequence[Task],
+    native: Sequence[NativeSource],
+    cache: FirstPassCache | None,
+    folders: PackageFolders | None = None,
 ) -> ProjectLookup:
     """The tasks with their module names, and (with a cache) their keys and the project
-    stage's entry found under them."""
-    tasks = _with_module_names(tasks)
+    stage's entry found under them. ``folders``: the files' module names as a caller that
+    runs many checks of one project keeps them (the language server)."""
+    tasks = _with_module_names(tasks, folders)
     wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
     natives = [(source.display, source.text, source.enabled) for source in native]
     if cache is None:

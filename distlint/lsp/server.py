@@ -44,13 +44,14 @@ from distlint.config.settings import (
     FileSettings,
     settings_for,
 )
-from distlint.engine.cache import FirstPassCache, default_directory
+from distlint.engine.cache import FirstPassCache
 from distlint.engine.checker import FileSource, check_file
 from distlint.engine.results import FileResult
 from distlint.engine.tasks import file_budget
 from distlint.findings import Applicability, Finding, Severity, Span, make_position
 from distlint.lsp.wire import WireDiagnostic, as_sent, converter, range_json, range_object
 from distlint.lsp.worker import Analyses, Outcome
+from distlint.lsp.workspace import ChangeLog, IndexKey, WorkspaceChanges, Workspaces
 from distlint.output.headline import headline
 from distlint.rules.registry import all_rules, docs_url, get_rule
 from distlint.syntax.pieces import ReusedPieces
@@ -73,6 +74,14 @@ FIX_ALL_KIND = "source.fixAll.distlint"
 CONFIG_NAMES = ("pyproject.toml", "distlint.toml")
 DEFAULT_DEBOUNCE = 0.3  # seconds; initializationOptions {"debounce": 0.5} changes it
 WATCHER_ID = "distlint-config-files"
+SOURCE_WATCHER_ID = "distlint-source-files"
+# what the workspace index is told of (distlint/lsp/workspace.py): a change of one of these
+# files in the workspace folder; a .gitignore may change the listing
+WATCHED_SOURCES = ("**/*.py", "**/*.pyi", "**/.gitignore")
+# the file operations the server is told of (a folder's too: its files moved)
+FILE_OPERATIONS = types.FileOperationRegistrationOptions(
+    filters=[types.FileOperationFilter(pattern=types.FileOperationPattern(glob="**/*"))]
+)
 # Findings that a noqa comment cannot silence: a file that does not parse, an unused suppression.
 _NOT_SUPPRESSIBLE = frozenset({"DL000", "DL001"})
 
@@ -108,6 +117,9 @@ class Job:
     # the analysis process runs after_reply() once this job's reply went out: the check's
     # cache entries are written then
     after_reply: bool = False
+    # files changed on disk, as the client reported them (the workspace index's input)
+    changes: WorkspaceChanges = field(default_factory=WorkspaceChanges)
+    config_generation: int = 0  # which configuration (the workspace index's)
 
 
 @dataclass
@@ -152,14 +164,14 @@ def result_id(text: str, generation: int) -> str:
     return f"{generation}-{digest}"
 
 
-def analyse(job: Job) -> Analysis:
+def analyse(state: AnalysisState, job: Job) -> Analysis:
     """Check one buffer and build its diagnostics; never raises (runs in the analysis
-    process, with nothing but ``job``)."""
+    process, with nothing but ``job`` and what the process keeps between jobs)."""
     analysis = Analysis()
     if job.after_reply:
         gc.disable()  # until after_reply()
     try:
-        _analyse(job, analysis)
+        _analyse(state, job, analysis)
     except Exception:  # a bug of ours: the server shows it as a DL000 and logs it
         analysis.diagnostics = []
         analysis.safe_fixes = []
@@ -174,7 +186,7 @@ def _config_path(uri: str, root: Path | None) -> Path | None:
     return path or (root / "untitled.py" if root is not None else None)
 
 
-def _analyse(job: Job, analysis: Analysis) -> None:
+def _analyse(state: AnalysisState, job: Job, analysis: Analysis) -> None:
     path = _fs_path(job.uri)
     lookup = _config_path(job.uri, job.root)
     lines = split_lines(job.text)
@@ -197,7 +209,7 @@ def _analyse(job: Job, analysis: Analysis) -> None:
     if path is None:
         result = check_file(FileSource(job.text, display, module_name, is_package), settings)
     else:
-        result = _check_in_project(job, path, display, settings)
+        result = _check_in_project(job, path, display, settings, state)
     analysis.tool_errors = tuple(error.message for error in result.errors)
     info: LineInfo | None = None
     for finding in result.findings:
@@ -225,12 +237,6 @@ class DocumentPieces:
         while len(self._by_uri) > self.documents:
             del self._by_uri[next(iter(self._by_uri))]
         return reused
-
-
-# Read only by analyse() in the analysis process (the server process never parses): what a
-# long-lived worker keeps between the jobs of a document. Its content is a cache of trees
-# by text, so a job's result does not depend on it.
-_DOCUMENT_PIECES = DocumentPieces()
 
 
 class AfterReply:
@@ -262,40 +268,55 @@ class AfterReply:
             gc.collect(0)
 
 
-# Used only in the analysis process, like _DOCUMENT_PIECES: cache writes held back until the
-# reply went out (they change no job's result: a job reads its own from memory).
-_AFTER_REPLY = AfterReply()
+@dataclass
+class AnalysisState:
+    """What the analysis process keeps from one job to the next, made when it starts and
+    passed to each job by its job loop (:class:`~distlint.lsp.worker.Analyses`): the pieces
+    of each document's last parse, the cache writes held back until the reply went out, and
+    the workspace index. Each is a cache of what a job would otherwise compute or read again,
+    so a job's result does not depend on it."""
+
+    pieces: DocumentPieces = field(default_factory=DocumentPieces)
+    after: AfterReply = field(default_factory=AfterReply)
+    workspaces: Workspaces = field(default_factory=Workspaces)
 
 
-def after_reply() -> None:
+def after_reply(state: AnalysisState) -> None:
     """Run in the analysis process once a job's reply went out (see :class:`AfterReply`)."""
-    _AFTER_REPLY.run()
+    state.after.run()
 
 
-def _check_in_project(job: Job, path: Path, display: str, settings: FileSettings) -> FileResult:
+def _check_in_project(
+    job: Job, path: Path, display: str, settings: FileSettings, state: AnalysisState
+) -> FileResult:
     """The buffer as that file of its project: the files it imports and those importing it
     are linked with it (open buffers replacing their files), through the first-pass cache at
-    the project root, so cross-file findings reach the editor as they reach ``check .``."""
+    the project root, so cross-file findings reach the editor as they reach ``check .``. What
+    that takes of the project is kept by the workspace index (:mod:`distlint.lsp.workspace`)."""
     from distlint.config.project_files import project_root
     from distlint.engine.runner import run
-    from distlint.engine.tasks import Task, context_tasks
+    from distlint.engine.tasks import Task
 
     data = job.text.encode("utf-8", "surrogatepass")
     contents = {Path(p): t.encode("utf-8", "surrogatepass") for p, t in job.other_texts.items()}
     contents[path] = data
-    cwd = job.root or path.parent
-    cache = None
-    if not os.environ.get("DISTLINT_NO_CACHE"):
-        root = project_root(path)
-        if root is not None:  # a file outside any project leaves no cache behind
-            cache = FirstPassCache.open(default_directory(root))
-    if cache is not None and job.after_reply:
-        _AFTER_REPLY.defer_writes(cache)
-    overrides = CliOverrides()
-    context = context_tasks([path], [path], job.resolver, overrides, cwd, contents, True, cache)
+    root = project_root(path)
     tasks = [Task(path, display, settings, data=data)]
+    if root is None:  # a file outside any project: no context, and no cache left behind
+        return run(tasks, 1, reused=state.pieces.of(job.uri))[0]
+    key = IndexKey(root, job.root or path.parent, job.config_generation)
+    index = state.workspaces.index(key, job.resolver, job.changes)
+    if index.cache is not None and job.after_reply:
+        state.after.defer_writes(index.cache)
+    context = index.context(path, contents)
     tasks += [replace(task, data=contents.get(task.path)) for task in context]
-    return run(tasks, 1, cache=cache, reused=_DOCUMENT_PIECES.of(job.uri))[0]
+    index.before_run()
+    try:
+        return run(
+            tasks, 1, cache=index.cache, reused=state.pieces.of(job.uri), folders=index.folders
+        )[0]
+    finally:
+        index.after_run()
 
 
 def _excluded(config: Config, path: Path) -> bool:
@@ -472,7 +493,10 @@ class DistlintSession:
         # the check of a document's text in progress: its text, generation, and the check
         # (None when a newer text superseded it)
         self.inflight: dict[str, tuple[str, int, asyncio.Future[Checked | None]]] = {}
-        self.analyses = Analyses(after=after_reply)
+        self.analyses = Analyses(after=after_reply, make_state=AnalysisState)
+        self.config_generation = 0  # a new configuration: a new workspace index
+        self.disk_changes = ChangeLog()  # what the client reported changed on disk
+        self.watching = False  # the client watches the workspace's source files for us
         self.shut_down = False
         self.shown_config_errors: set[str] = set()
         self.logged: set[str] = set()
@@ -516,17 +540,25 @@ class DistlintSession:
         ):
             return
         watchers = [types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_NAMES]
-        registration = types.Registration(
-            id=WATCHER_ID,
-            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
-        )
+        sources = [types.FileSystemWatcher(glob_pattern=pattern) for pattern in WATCHED_SOURCES]
+        registrations = [
+            types.Registration(
+                id=registration_id,
+                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=chosen),
+            )
+            for registration_id, chosen in ((WATCHER_ID, watchers), (SOURCE_WATCHER_ID, sources))
+        ]
         try:
             await self.ls.client_register_capability_async(
-                types.RegistrationParams(registrations=[registration])
+                types.RegistrationParams(registrations=registrations)
             )
         except Exception as exc:  # the client refused: config changes are seen on save only
             self.log(types.MessageType.Info, f"distlint: file watcher not registered: {exc}")
+            return
+        # from now on a file's change on disk is reported: the workspace index trusts that
+        # (and looks at each file's status where it is not)
+        self.watching = self._root() is not None
 
     def shutdown(self) -> None:
         self.shut_down = True
@@ -558,7 +590,9 @@ class DistlintSession:
     def saved(self, uri: str) -> None:
         if uri.rsplit("/", 1)[-1] in CONFIG_NAMES:
             self.reload_config()
-        elif uri in self.open_uris:
+            return
+        self._record(uri, listing=False)
+        if uri in self.open_uris:
             self.schedule(uri, 0.0)
 
     def closed(self, uri: str) -> None:
@@ -576,14 +610,43 @@ class DistlintSession:
     def watched_files_changed(self, params: types.DidChangeWatchedFilesParams) -> None:
         if any(change.uri.rsplit("/", 1)[-1] in CONFIG_NAMES for change in params.changes):
             self.reload_config()
+            return
+        for change in params.changes:
+            name = change.uri.rsplit("/", 1)[-1]
+            listing = change.type != types.FileChangeType.Changed or name == ".gitignore"
+            self._record(change.uri, listing)
+        self.files_changed()
+
+    def file_operation(self, uris: Sequence[str]) -> None:
+        """Files (or folders) created, renamed or deleted in the editor."""
+        if any(uri.rsplit("/", 1)[-1] in CONFIG_NAMES for uri in uris):
+            self.reload_config()
+            return
+        for uri in uris:
+            self._record(uri, listing=True)
+        self.files_changed()
+
+    def _record(self, uri: str, listing: bool) -> None:
+        path = _fs_path(uri)
+        if path is not None:
+            self.disk_changes.record(str(path), listing)
+
+    def files_changed(self) -> None:
+        """Files changed on disk: re-check the open documents (cross-file findings)."""
+        self.generation += 1
+        self._check_open_documents(self.debounce)
 
     def reload_config(self) -> None:
         """Forget every loaded config and re-check the open documents."""
         self.resolver = ConfigResolver()
+        self.config_generation += 1
         self.generation += 1
         self.shown_config_errors.clear()
+        self._check_open_documents(0.0)
+
+    def _check_open_documents(self, delay: float) -> None:
         for uri in sorted(self.open_uris):
-            self.schedule(uri, 0.0)
+            self.schedule(uri, delay)
         if self.pull and get_capability(
             self.ls.client_capabilities, "workspace.diagnostics.refresh_support", False
         ):
@@ -661,6 +724,8 @@ class DistlintSession:
             root=self._root(),
             other_texts=self._other_open_documents(uri),
             after_reply=self.analyses.after is not None,
+            changes=self.disk_changes.changes(self._root() if self.watching else None),
+            config_generation=self.config_generation,
         )
         outcome = self.analyses.submit(uri, analyse, (job,), self._budget(uri))
         entry = (text, self.generation, asyncio.get_running_loop().create_future())
@@ -1035,6 +1100,18 @@ def create_server() -> LanguageServer:
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(params: types.DidChangeWatchedFilesParams) -> None:
         session.watched_files_changed(params)
+
+    @ls.feature(types.WORKSPACE_DID_CREATE_FILES, FILE_OPERATIONS)
+    def did_create_files(params: types.CreateFilesParams) -> None:
+        session.file_operation([file.uri for file in params.files])
+
+    @ls.feature(types.WORKSPACE_DID_RENAME_FILES, FILE_OPERATIONS)
+    def did_rename_files(params: types.RenameFilesParams) -> None:
+        session.file_operation([uri for f in params.files for uri in (f.old_uri, f.new_uri)])
+
+    @ls.feature(types.WORKSPACE_DID_DELETE_FILES, FILE_OPERATIONS)
+    def did_delete_files(params: types.DeleteFilesParams) -> None:
+        session.file_operation([file.uri for file in params.files])
 
     @ls.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,

@@ -22,7 +22,9 @@ receives its diagnostics, so it never parses and never holds a tree, and:
 Every blocking step (waiting for the reply, reading it, killing and reaping the worker) runs
 on a helper thread per job, so the server's event loop keeps answering requests. Workers are
 started from the event loop's thread. The job's function and arguments are all it gets: the
-worker reads no state of the server.
+worker reads no state of the server. What the jobs of one worker share (its caches: the pieces
+of each document's last parse, the workspace index) is one object made by ``make_state`` when
+the worker starts and passed to each call as its first argument; a fresh worker starts empty.
 
 ``after``: a call the worker runs once a job's reply came back (housekeeping that would
 otherwise delay the reply: the language server's cache writes and garbage collection). It is
@@ -79,8 +81,15 @@ class _Job:
 class Analyses:
     """A queue of analysis jobs, one per document at most, run by one supervised worker."""
 
-    def __init__(self, after: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        after: Callable[..., Any] | None = None,
+        make_state: Callable[[], object] | None = None,
+    ) -> None:
         self.after = after  # run by the worker after each reply (see the module docstring)
+        # made in each worker: what its calls share, each call's first argument (``after``'s
+        # too), so that nothing a job reads of earlier ones is module-level state
+        self.make_state = make_state
         self.queue: dict[str, _Job] = {}  # document -> its newest job, in arrival order
         self.running: _Job | None = None
         self.worker: Worker | None = None
@@ -220,7 +229,7 @@ class Analyses:
         the server: a worker's death-with-its-parent is tied to the thread that started it."""
         if self._cancel_reader is None:
             self._cancel_reader, self._cancel_writer = process_context().Pipe(duplex=False)
-        self.worker = Worker({})
+        self.worker = Worker({}, self.make_state)
         self.idle_size = None
 
 
@@ -239,7 +248,7 @@ def _supervise(
     fresh: bool,
     idle_size: int | None,
     job: _Job,
-    after: Callable[[], Any] | None,
+    after: Callable[..., Any] | None,
     cancel: multiprocessing.connection.Connection,
     loop: asyncio.AbstractEventLoop,
     done: asyncio.Future[_Reply],
@@ -264,7 +273,7 @@ def _serve_job(
     fresh: bool,
     idle_size: int | None,
     job: _Job,
-    after: Callable[[], Any] | None,
+    after: Callable[..., Any] | None,
     cancel: multiprocessing.connection.Connection,
 ) -> _Reply:
     if fresh:  # its own process group, and (Linux) death with the server
@@ -336,10 +345,11 @@ def _kill(worker: Worker) -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-def _attach() -> None:
-    """In a new worker: lead a process group of its own, so that killing it kills anything it
-    started; let go of the server's protocol stream (file descriptor 1: whatever writes there
-    would corrupt it, and holding it keeps the client from seeing the server end); on Linux,
+def _attach(*_state: object) -> None:
+    """In a new worker (given its state, if it has one, as every call is): lead a process
+    group of its own, so that killing it kills anything it started; let go of the server's
+    protocol stream (file descriptor 1: whatever writes there would corrupt it, and holding
+    it keeps the client from seeing the server end); on Linux,
     die when the server dies, and be what the kernel kills first when memory runs out (a
     runaway analysis, not the editor or the server)."""
     with contextlib.suppress(OSError, AttributeError):

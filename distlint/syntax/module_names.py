@@ -16,6 +16,13 @@ def module_name_for(path: Path, folders: PackageFolders | None = None) -> tuple[
     files, so that each folder is resolved and looked at once.
     """
     folders = folders if folders is not None else PackageFolders()
+    known = folders.names.get(path)
+    if known is None:
+        known = folders.names[path] = _module_name(path, folders)
+    return known
+
+
+def _module_name(path: Path, folders: PackageFolders) -> tuple[str | None, bool]:
     path = folders.resolve(path) if path.is_absolute() else path
     is_package = path.stem == "__init__"
     parts = [] if is_package else [path.stem]
@@ -32,6 +39,7 @@ class PackageFolders:
     def __init__(self) -> None:
         self._real: dict[Path, Path] = {}
         self._packages: dict[Path, list[str]] = {}
+        self.names: dict[Path, tuple[str | None, bool]] = {}  # module_name_for's, by path
 
     def resolve(self, path: Path) -> Path:
         """``path.resolve()``, each folder's real path made once (:func:`resolved`)."""

@@ -161,6 +161,48 @@ class FileDigests:
         return FileDigests(dict(self.used))
 
 
+@dataclass
+class VerifiedDigests(FileDigests):
+    """:class:`FileDigests` that a long-lived process keeps (the language server's analysis
+    process): a file's status is looked at once, and its digest then trusted without a look
+    until :meth:`forget` (a watched file changed) or :meth:`doubt` (nothing watches the
+    files: look at each again)."""
+
+    verified: set[str] = field(default_factory=set)
+
+    def unchanged(self, path: Path) -> bytes | None:
+        name = str(path)
+        if name in self.verified:
+            kept = self.used.get(name) or self.known.get(name)
+            if kept is not None:
+                self.used[name] = kept
+                return kept[1]
+        found = super().unchanged(path)
+        if found is not None:
+            self.verified.add(name)
+        return found
+
+    def read(self, path: Path) -> tuple[bytes, bytes]:
+        data, digest = super().read(path)
+        if str(path) in self.used:  # kept: settled
+            self.verified.add(str(path))
+        return data, digest
+
+    def forget(self, path: str) -> None:
+        """``path`` changed (or was created, or deleted): read it again when asked."""
+        self.verified.discard(path)
+        self.used.pop(path, None)
+        self.known.pop(path, None)
+
+    def doubt(self) -> None:
+        """Look at every file's status again before trusting its digest."""
+        self.verified.clear()
+
+    def settle(self) -> None:
+        """The end of a run: what it used is known for the next (nothing is dropped)."""
+        self.known.update(self.used)
+
+
 def resolved(path: Path, folders: dict[Path, Path]) -> Path:
     """``path.resolve()`` by way of its folder's real path, kept in ``folders`` (the files
     and folders of one folder share it, and it is made from its own folder's): a link is

@@ -132,7 +132,7 @@ def test_the_files_linked_are_the_imports_and_the_importers(tmp_path: Path) -> N
 def test_what_a_file_imports_is_each_project_file_once_first_named_first(tmp_path: Path) -> None:
     """A file naming the same module many ways (absolute, relative, from a package) links it
     once; its own name leaves it out; the absolute imports come first, in name order."""
-    from distlint.config.project_files import ImportScans, _ModuleIndex
+    from distlint.config.project_files import ImportScans, ModuleIndex
 
     pkg = tmp_path / "pkg"
     pkg.mkdir()
@@ -142,7 +142,7 @@ def test_what_a_file_imports_is_each_project_file_once_first_named_first(tmp_pat
         "import pkg.b\nimport pkg.b as again\nfrom pkg import b, a\nfrom . import b, c\n"
         "from .a import x\nimport pkg.c\n"
     )
-    index = _ModuleIndex(sorted(pkg.glob("*.py")), {}, ImportScans())
+    index = ModuleIndex(sorted(pkg.glob("*.py")), {}, ImportScans())
     found = [p.name for p in index.imports_of(pkg / "c.py")]
     assert found == ["__init__.py", "a.py", "b.py"]
 

@@ -82,7 +82,7 @@ def test_the_buffer_is_parsed_once_for_every_stage(tmp_path: Path, parsed: list[
     cost the editor about a parse per keystroke."""
     path = _project(tmp_path)
     edited = TRAIN + "# edited, not saved\n"
-    analysis = server.analyse(_job(tmp_path, path, edited, 2))
+    analysis = server.analyse(server.AnalysisState(), _job(tmp_path, path, edited, 2))
     assert analysis.crash is None and analysis.tool_errors == ()
     codes = sorted(d["code"] for d in analysis.diagnostics)
     assert codes == ["DL201", "DL203", "DL502"]  # cross-file, second pass, first pass
@@ -97,17 +97,16 @@ def test_an_edit_of_a_large_buffer_reparses_only_what_it_changed(
     fresh analysis process (which parses all of it)."""
     path = _project(tmp_path)
     text = _with_steps(120)
-    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
-    server.analyse(_job(tmp_path, path, text, 1))
+    kept = server.AnalysisState()
+    server.analyse(kept, _job(tmp_path, path, text, 1))
     middle = text.index("@torch.compile(backend='nvfuser')\ndef step_60")
     edited = text[:middle] + "# a comment\nimport os\n\n" + text[middle:]
     parsed.clear()
-    again = server.analyse(_job(tmp_path, path, edited, 2))
+    again = server.analyse(kept, _job(tmp_path, path, edited, 2))
     reparsed = sum(map(len, parsed))
     assert 0 < reparsed < len(edited) // 5
-    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
     parsed.clear()
-    fresh = server.analyse(_job(tmp_path, path, edited, 2))
+    fresh = server.analyse(server.AnalysisState(), _job(tmp_path, path, edited, 2))
     assert sum(map(len, parsed)) >= len(edited)
     assert again.crash is None and again.tool_errors == ()
     assert len(again.diagnostics) > 240  # DL502 and DL203 in every step
@@ -136,13 +135,10 @@ def test_every_edit_of_a_buffer_gives_a_fresh_analysis_diagnostics(
         text.replace("    dist.all_gather_object(out, x)  # é\n    return x * 7", "    pass"),
         text + "# edit\n",
     ]
-    monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
-    kept = server._DOCUMENT_PIECES
+    kept = server.AnalysisState()
     for version, edited in enumerate(edits, 1):
-        monkeypatch.setattr(server, "_DOCUMENT_PIECES", kept)
-        again = server.analyse(_job(tmp_path, path, edited, version))
-        monkeypatch.setattr(server, "_DOCUMENT_PIECES", server.DocumentPieces())
-        fresh = server.analyse(_job(tmp_path, path, edited, version))
+        again = server.analyse(kept, _job(tmp_path, path, edited, version))
+        fresh = server.analyse(server.AnalysisState(), _job(tmp_path, path, edited, version))
         assert again.crash is None and again.tool_errors == ()
         assert again.diagnostics == fresh.diagnostics, version
         assert again.safe_fixes == fresh.safe_fixes, version
@@ -172,7 +168,7 @@ def test_no_collection_before_the_second_pass_of_the_kept_tree(
 
     monkeypatch.setattr(runner, "_collect_before_a_file", counting_collect)
     monkeypatch.setattr(runner, "analyze_file", counting_analyze)
-    analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
+    analysis = server.analyse(server.AnalysisState(), _job(tmp_path, path, TRAIN + "# edited\n", 2))
     assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
     assert passes.count(True) == 1  # the buffer's second pass
     assert len(collections) == passes.count(False)  # one before each first pass
@@ -189,7 +185,7 @@ def test_the_heap_is_trimmed_only_when_workers_are_forked(
     trims: list[None] = []
     monkeypatch.setattr(runner, "release_freed_memory", lambda: trims.append(None))
     path = _project(tmp_path)
-    analysis = server.analyse(_job(tmp_path, path, TRAIN + "# edited\n", 2))
+    analysis = server.analyse(server.AnalysisState(), _job(tmp_path, path, TRAIN + "# edited\n", 2))
     assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
     assert trims == []
     resolver = ConfigResolver()
@@ -213,14 +209,96 @@ def test_cache_entries_are_written_after_the_reply(
     path = _project(tmp_path)
     job = replace(_job(tmp_path, path, TRAIN + "# edited\n", 2), after_reply=True)
     cache = tmp_path / ".distlint_cache"
+    state = server.AnalysisState()
     try:
-        analysis = server.analyse(job)
+        analysis = server.analyse(state, job)
         assert not gc.isenabled()  # paused until the reply went out
         assert list(cache.glob("??/*.entry")) == []
     finally:
-        server.after_reply()
+        server.after_reply(state)
     assert gc.isenabled()
     assert sorted(d["code"] for d in analysis.diagnostics) == ["DL201", "DL203", "DL502"]
     assert len(list(cache.glob("??/*.entry"))) >= 2  # the first passes and the project stage
-    again = server.analyse(replace(job, after_reply=False))  # from those entries
+    # from those entries, in a new analysis process
+    again = server.analyse(server.AnalysisState(), replace(job, after_reply=False))
     assert again.diagnostics == analysis.diagnostics
+
+
+QUIET = "def save(path):\n    return path\n"
+
+
+def test_the_workspace_index_sees_a_helper_changed_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An analysis process that keeps its workspace index between jobs sees a helper changed
+    on disk: reported by the client (a watched folder: that file is read again), or, where
+    nothing watches, found by its status; each job gives a fresh process's diagnostics."""
+    from distlint.lsp.workspace import ChangeLog
+    from distlint.syntax import regular_files
+
+    # digests are kept at once (not only for files changed 3 s before): a digest trusted
+    # when it should not be would show here
+    monkeypatch.setattr(regular_files, "SETTLED_NS", 0)
+    monkeypatch.delenv("DISTLINT_NO_CACHE", raising=False)  # the cache keys files by digest
+
+    path = _project(tmp_path)
+    helpers = tmp_path / "proj" / "helpers.py"
+    kept = server.AnalysisState()
+    log = ChangeLog()
+
+    def check(version: int, watched: Path | None) -> list[str]:
+        job = replace(
+            _job(tmp_path, path, TRAIN + f"# {version}\n", version), changes=log.changes(watched)
+        )
+        again = server.analyse(kept, job)
+        assert again.diagnostics == server.analyse(server.AnalysisState(), job).diagnostics
+        return sorted(d["code"] for d in again.diagnostics)
+
+    assert check(1, None) == ["DL201", "DL203", "DL502"]
+    helpers.write_text(QUIET)  # no event: its status says it changed
+    assert check(2, None) == ["DL203", "DL502"]
+    helpers.write_text(HELPERS)  # before the client's watchers were registered: unreported
+    assert check(3, tmp_path) == ["DL201", "DL203", "DL502"]
+    helpers.write_text(QUIET)
+    log.record(str(helpers), listing=False)  # the client reports it
+    assert check(4, tmp_path) == ["DL203", "DL502"]
+    helpers.write_text(HELPERS)
+    log.record(str(helpers), listing=False)
+    assert check(4, tmp_path) == ["DL201", "DL203", "DL502"]
+    helpers.unlink()
+    log.record(str(helpers), listing=True)
+    assert check(5, tmp_path) == ["DL203", "DL502"]
+    other = tmp_path / "proj" / "other.py"  # no event: its folder's status says so
+    other.write_text(HELPERS)
+    (tmp_path / "proj" / "train.py").write_text(TRAIN.replace("proj.helpers", "proj.other"))
+    assert check(6, None) == ["DL203", "DL502"]  # the buffer still imports proj.helpers
+    path.write_text(TRAIN)
+    helpers.write_text(HELPERS)
+    log.record(str(helpers), listing=True)
+    assert check(7, tmp_path) == ["DL201", "DL203", "DL502"]
+
+
+def test_a_log_that_no_longer_reaches_back_looks_at_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Changes dropped from the server's log before the analysis process saw them: the index
+    looks at every file's status, so the helper's change is still seen."""
+    from distlint.lsp.workspace import ChangeLog
+    from distlint.syntax import regular_files
+
+    monkeypatch.setattr(regular_files, "SETTLED_NS", 0)  # as above
+    monkeypatch.delenv("DISTLINT_NO_CACHE", raising=False)
+
+    path = _project(tmp_path)
+    kept = server.AnalysisState()
+    log = ChangeLog(limit=4)
+    job = replace(_job(tmp_path, path, TRAIN, 1), changes=log.changes(tmp_path))
+    assert "DL201" in [d["code"] for d in server.analyse(kept, job).diagnostics]
+    (tmp_path / "proj" / "helpers.py").write_text(QUIET)
+    for number in range(6):  # the helper's own report among those dropped
+        log.record(
+            str(tmp_path / "proj" / ("helpers.py" if number == 0 else f"x{number}.py")), False
+        )
+    assert log.start > 0
+    job = replace(_job(tmp_path, path, TRAIN + "#\n", 2), changes=log.changes(tmp_path))
+    assert "DL201" not in [d["code"] for d in server.analyse(kept, job).diagnostics]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import attrs
 import pytest
@@ -117,12 +118,15 @@ async def test_initialize_advertises_capabilities(client):
     assert client.pull == (client.spec == "neovim@v0.11.0")
 
     dynamic = client.capabilities.workspace.did_change_watched_files.dynamic_registration
-    if dynamic:  # VS Code and Emacs: a watcher for config files is registered
+    if dynamic:  # VS Code and Emacs: watchers for config files and for the sources
         await wait_until(lambda: client.registrations, "client/registerCapability")
-        (registration,) = client.registrations
-        assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
-        globs = [w["globPattern"] for w in registration.register_options["watchers"]]
+        configs, sources = client.registrations
+        for registration in (configs, sources):
+            assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+        globs = [w["globPattern"] for w in configs.register_options["watchers"]]
         assert globs == ["**/pyproject.toml", "**/distlint.toml"]
+        globs = [w["globPattern"] for w in sources.register_options["watchers"]]
+        assert globs == ["**/*.py", "**/*.pyi", "**/.gitignore"]
     else:
         await asyncio.sleep(0.05)
         assert client.registrations == []
@@ -521,15 +525,21 @@ def finish(path):
 """
 
 
+def cross_project(client, name: str) -> tuple[Path, Path]:
+    """A project (its folder, and the path of its ``proj/helpers.py``, not written) in the
+    workspace whose ``proj/train.py`` imports ``proj.helpers``."""
+    project = client.root / name
+    (project / "proj").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(f"[project]\nname = '{name}'\n")
+    (project / "proj" / "__init__.py").write_text("")
+    return project, project / "proj" / "helpers.py"
+
+
 async def test_cross_file_findings_reach_the_editor_and_open_buffers_count(client):
     """The buffer is that file of its project: a helper in another module issues the barrier,
     and the finding's related information points there; the helper's unsaved buffer is what
     the check sees (and where related ranges are measured)."""
-    project = client.root / "crossfile"
-    (project / "proj").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[project]\nname = 'cross'\n")
-    (project / "proj" / "__init__.py").write_text("")
-    helpers = project / "proj" / "helpers.py"
+    project, helpers = cross_project(client, "crossfile")
     helpers.write_text(HELPER_SYNC)
     train = Doc(client, project / "proj" / "train.py", TRAIN_CROSS)
     encoding = client.encoding
@@ -567,4 +577,54 @@ async def test_cross_file_findings_reach_the_editor_and_open_buffers_count(clien
     assert helpers.read_text() == HELPER_SYNC
     assert codes(await train.change_and_wait(TRAIN_CROSS)) == []
     helper_doc.close()
+    train.close()
+
+
+def watches(client) -> bool:
+    """Whether the client registers the server's file watchers (VS Code, Emacs)."""
+    return bool(client.capabilities.workspace.did_change_watched_files.dynamic_registration)
+
+
+async def after_disk_change(
+    client, doc: Doc, path: Path, change: types.FileChangeType
+) -> list[types.Diagnostic]:
+    """The buffer's diagnostics once ``path`` changed on disk: a client that watches files
+    reports it (the server checks the open documents again); otherwise the buffer is edited,
+    and its check finds the change by the files' status."""
+    if not watches(client):
+        return await doc.change_and_wait(doc.text + "\n")
+    count = doc.pushed_count()
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=path.as_uri(), type=change)])
+    )
+    return await doc.diagnostics_after(count)
+
+
+async def test_a_helper_changed_on_disk_changes_the_cross_file_finding(client):
+    """The workspace index sees a helper's change on disk: told by a watched-file event, or
+    (a client without watchers) by the file's status at the buffer's next check."""
+    project, helpers = cross_project(client, "ondisk")
+    helpers.write_text(HELPER_SYNC)
+    train = Doc(client, project / "proj" / "train.py", TRAIN_CROSS)
+    assert codes(await train.open_and_wait()) == ["DL201"]
+    helpers.write_text(HELPER_QUIET)
+    changed = types.FileChangeType.Changed
+    assert codes(await after_disk_change(client, train, helpers, changed)) == []
+    helpers.write_text(HELPER_SYNC)
+    assert codes(await after_disk_change(client, train, helpers, changed)) == ["DL201"]
+    train.close()
+
+
+async def test_a_helper_created_then_deleted_on_disk(client):
+    """A helper module that does not exist yet, created on disk, then deleted: the finding
+    that depends on it appears, then goes (the project is listed again)."""
+    project, helpers = cross_project(client, "created")
+    train = Doc(client, project / "proj" / "train.py", TRAIN_CROSS)
+    assert codes(await train.open_and_wait()) == []
+    helpers.write_text(HELPER_SYNC)
+    created = types.FileChangeType.Created
+    assert codes(await after_disk_change(client, train, helpers, created)) == ["DL201"]
+    helpers.unlink()
+    deleted = types.FileChangeType.Deleted
+    assert codes(await after_disk_change(client, train, helpers, deleted)) == []
     train.close()
