@@ -1,7 +1,7 @@
 """The language server's workspace index: what a buffer's check needs of its project, kept.
 
 A buffer is checked as a file of its project (the files it imports and those importing it are
-linked with it, :func:`distlint.engine.runner.context_tasks`). Found again at every edit, that
+linked with it, :func:`distlint.engine.tasks.context_tasks`). Found again at every edit, that
 context cost more than the buffer's own check in a large project: listing the project, reading
 every file for its imports, naming and hashing the files linked. The analysis process keeps
 instead, per project: the listing, each file's imports (by the digest of its bytes), the files'
@@ -165,7 +165,7 @@ class ProjectIndex:
         return changes.watched is not None and self.key.root.is_relative_to(changes.watched)
 
     def context(self, path: Path, contents: dict[Path, bytes]) -> list[Task]:
-        """:func:`~distlint.engine.runner.context_tasks` of the file ``path`` (absolute
+        """:func:`~distlint.engine.tasks.context_tasks` of the file ``path`` (absolute
         display paths), ``contents`` overriding files on disk."""
         related = related_in({path}, self.imports.asking(contents))
         if self.cache is not None and not self.scans_kept:
