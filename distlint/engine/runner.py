@@ -72,6 +72,7 @@ from distlint.engine.tasks import (
     _with_module_names,
     linked_only,
     look_up,
+    unchanged_since_keyed,
 )
 from distlint.file_settings import FileSettings
 from distlint.findings import ToolError
@@ -219,6 +220,7 @@ def _run_project(
     keeping = None  # the project stage's output to cache, once the files are settled
     if cache is not None:
         keys, project_key, kept = lookup.keys, lookup.project_key, lookup.kept
+        digests = lookup.digests
         settled = lookup.settled
         if settled is not None:
             return settled  # the output of the check that made the entry
@@ -231,20 +233,20 @@ def _run_project(
             needs = [
                 _need_when_kept(kept, task, key) for task, key in zip(tasks, keys, strict=True)
             ]
-            first, partial = _first_pass_cached(tasks, jobs, cache, keys, trees, needs)
+            first, partial = _first_pass_cached(tasks, jobs, cache, keys, digests, trees, needs)
             kept = _still_holding(kept, tasks, keys, first, trees)
             if kept is None:
                 needs = [
                     Need.ALL if not task.report or i in partial else Need.NOTHING
                     for i, task in enumerate(tasks)
                 ]
-                rest, _ = _first_pass_cached(tasks, jobs, cache, keys, trees, needs)
+                rest, _ = _first_pass_cached(tasks, jobs, cache, keys, digests, trees, needs)
                 first = [
                     again if need is Need.ALL else result
                     for result, again, need in zip(first, rest, needs, strict=True)
                 ]
         else:
-            first, _ = _first_pass_cached(tasks, jobs, cache, keys, trees)
+            first, _ = _first_pass_cached(tasks, jobs, cache, keys, digests, trees)
         if not all(map(_cacheable, first)):
             project_key = None
     else:
@@ -327,7 +329,12 @@ def _run_project(
         for i, result in enumerate(first)
     ]
     results = _reported(tasks, final) + native_results
-    if keeping is not None and cache is not None and project_key:
+    if (
+        keeping is not None
+        and cache is not None
+        and project_key
+        and unchanged_since_keyed(tasks, lookup.digests, cache)
+    ):
         cache.put(project_key, replace(keeping, settled=tuple(results)))
     return results
 
@@ -432,13 +439,15 @@ def _first_pass_cached(
     jobs: Jobs,
     cache: FirstPassCache,
     keys: Sequence[tuple[str, ...] | None],
+    digests: Sequence[bytes | None],
     trees: ParsedTrees | None = None,
     needs: Sequence[Need] | None = None,
 ) -> tuple[list[FileResult], set[int]]:
     """The first pass, reusing cached results of files whose key (:mod:`.tasks`) is
-    unchanged, a miss run and cached under the last of its keys; and the indices of the
-    results read without their summary and records (:attr:`Need.REPORT`). ``needs``: what
-    is needed of each file (default: all of every file's)."""
+    unchanged, a miss run and cached under the last of its keys (unless the file changed
+    since it was keyed: :func:`~distlint.engine.tasks.unchanged_since_keyed`); and the
+    indices of the results read without their summary and records (:attr:`Need.REPORT`).
+    ``needs``: what is needed of each file (default: all of every file's)."""
     results: dict[int, FileResult] = {}
     partial: set[int] = set()
     for index, task in enumerate(tasks):
@@ -458,7 +467,11 @@ def _first_pass_cached(
     for index, result in zip(missing, checked, strict=True):
         results[index] = result
         file_keys = keys[index]
-        if file_keys and _cacheable(result):
+        if (
+            file_keys
+            and _cacheable(result)
+            and unchanged_since_keyed([tasks[index]], [digests[index]], cache)
+        ):
             cache.put(file_keys[-1], StoredPass.of(result))
     return [results[i] for i in range(len(tasks))], partial
 

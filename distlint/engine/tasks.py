@@ -304,11 +304,15 @@ def _identity(task: Task, settings: FileSettings) -> str:
     return identity_of(task.display, task.module_name, task.is_package, settings)
 
 
-def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] | None]:
+def _keys(
+    tasks: Sequence[Task], cache: FirstPassCache
+) -> tuple[list[tuple[str, ...] | None], list[bytes | None]]:
     """Each file's first-pass keys, in the order they are looked up (None: unreadable): the
     key of its settings; for a file linked for context, then the key of the pass that runs
-    on it (:func:`linked_only`), so that the full pass ``check .`` cached serves it first."""
+    on it (:func:`linked_only`), so that the full pass ``check .`` cached serves it first.
+    And the digest of each file on disk they were made from (None: not on disk, unreadable)."""
     found: list[tuple[str, ...] | None] = []
+    digests: list[bytes | None] = []
     identities = Identities()
     narrowed: dict[int, tuple[FileSettings, FileSettings]] = {}  # by id: linked_only's, once
     for task in tasks:
@@ -320,7 +324,9 @@ def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] 
             )
         except OSError:
             found.append(None)  # the pass reports the unreadable file
+            digests.append(None)
             continue
+        digests.append(digest if task.data is None else None)
         chosen = [task.settings]
         if not task.report:
             pair = narrowed.get(id(task.settings))
@@ -335,7 +341,28 @@ def _keys(tasks: Sequence[Task], cache: FirstPassCache) -> list[tuple[str, ...] 
                 for s in chosen
             )
         )
-    return found
+    return found, digests
+
+
+def unchanged_since_keyed(
+    tasks: Sequence[Task], digests: Sequence[bytes | None], cache: FirstPassCache
+) -> bool:
+    """Whether every file on disk of ``tasks`` still has the digest its key was made from
+    (:func:`_keys`): a file written while the check ran was analysed as it was when a worker
+    read it, maybe not as it was keyed, and what the check made of it must not be cached
+    under that key (a later run of the keyed bytes would be given the other bytes' findings).
+    Each file's status is looked at (:class:`~distlint.syntax.regular_files.FileDigests`:
+    one ``stat``, and a read only where the status changed). Not caught: a file written and
+    written back to the keyed bytes while the check ran, a worker having read it in between."""
+    for task, digest in zip(tasks, digests, strict=True):
+        if digest is None:
+            continue
+        try:
+            if cache.digests.digest(task.path) != digest:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _nothing_changed(
@@ -382,6 +409,7 @@ class ProjectLookup:
     wrappers: list[str]  # the compile wrappers of every file's settings
     native: list[tuple[str, str, frozenset[str]]]  # (display, text, enabled) of native files
     keys: list[tuple[str, ...] | None]  # each file's first-pass keys (None: unreadable)
+    digests: list[bytes | None]  # each file's digest its keys were made from (None: not on disk)
     project_key: str | None  # the project stage's entry (None: a file could not be read)
     kept: ProjectResults | None  # what that entry holds
 
@@ -408,9 +436,9 @@ def look_up(
     wrappers = sorted({w for task in tasks for w in task.settings.compile_wrappers})
     natives = [(source.display, source.text, source.enabled) for source in native]
     if cache is None:
-        return ProjectLookup(tasks, wrappers, natives, [], None, None)
-    keys = _keys(tasks, cache)
+        return ProjectLookup(tasks, wrappers, natives, [], [], None, None)
+    keys, digests = _keys(tasks, cache)
     project_key = _project_key(cache, tasks, keys, natives, wrappers)
     kept = cache.get(project_key, PROJECT) if project_key else None
     kept = kept if isinstance(kept, ProjectResults) else None
-    return ProjectLookup(tasks, wrappers, natives, keys, project_key, kept)
+    return ProjectLookup(tasks, wrappers, natives, keys, digests, project_key, kept)

@@ -340,6 +340,48 @@ def test_an_edit_that_keeps_a_files_size_and_modification_time_reaches_the_findi
     assert check() == []
 
 
+def test_a_file_written_while_it_is_checked_leaves_nothing_cached_under_its_old_key(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A helper written between the computation of its key and its analysis is analysed as
+    written, and neither its first pass nor the project stage is cached under the key of the
+    bytes it had: written back to those bytes, it gives their finding again, not the empty
+    one its other text gave."""
+    import distlint.engine.checker as checker
+    import distlint.syntax.regular_files as regular_files
+    from distlint.engine.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    monkeypatch.setattr(regular_files, "SETTLED_NS", -60 * 10**9)  # every file has settled
+    root = tmp_path / "project"
+    paths = write_tree(root, STAGED)
+    helpers = root / "pkg" / "helpers.py"
+    (tmp_path / "cache").mkdir()
+
+    def check() -> list[tuple[str, str]]:
+        cache = FirstPassCache(tmp_path / "cache", b"key")  # a run of its own, as each CLI's
+        tasks = [Task(p, p.relative_to(root).as_posix(), settings({"DL201"})) for p in paths]
+        return [(f.path, f.code) for r in run(tasks, 1, cache=cache) for f in r.findings]
+
+    real_read = checker.read_regular_file
+    written: list[Path] = []
+
+    def read_after_a_write(path: Path) -> bytes:  # the editor saves as the worker reads
+        if path == helpers and not written:
+            written.append(path)
+            time.sleep(0.05)  # a later tick of the file system's clock
+            helpers.write_text(HELPER_QUIET)
+        return real_read(path)
+
+    monkeypatch.setattr(checker, "read_regular_file", read_after_a_write)
+    assert check() == []  # the helper as the worker read it
+    assert written == [helpers]
+    time.sleep(0.05)
+    helpers.write_text(HELPER_SYNC)  # the bytes it was keyed by, back
+    assert check() == [("pkg/train.py", "DL201")]
+    assert check() == [("pkg/train.py", "DL201")]  # and cached now
+
+
 def test_a_hook_on_a_file_edited_but_for_its_imports_reuses_the_files_linked_last_time(
     tmp_path: Path, monkeypatch
 ) -> None:
