@@ -304,26 +304,34 @@ def test_a_re_check_reads_the_project_entry_alone_and_no_summary_it_need_not(
     assert read == [True] * (len(paths) - 1)
 
 
+def _staged_checks(tmp_path: Path, monkeypatch) -> tuple[Path, Callable[[], list[tuple[str, str]]]]:
+    """The :data:`STAGED` project written under ``tmp_path``, its helper file, and a check of
+    it with a cache of its own (each call a run of its own, as each CLI's) giving (path, code)
+    of each finding; every file counts as settled when it is hashed."""
+    import distlint.syntax.regular_files as regular_files
+    from distlint.engine.runner import Task, run
+    from tests.project_util import settings, write_tree
+
+    monkeypatch.setattr(regular_files, "SETTLED_NS", -60 * 10**9)
+    root = tmp_path / "project"
+    paths = write_tree(root, STAGED)
+    (tmp_path / "cache").mkdir()
+
+    def check() -> list[tuple[str, str]]:
+        cache = FirstPassCache(tmp_path / "cache", b"key")
+        tasks = [Task(p, p.relative_to(root).as_posix(), settings({"DL201"})) for p in paths]
+        return [(f.path, f.code) for r in run(tasks, 1, cache=cache) for f in r.findings]
+
+    return root / "pkg" / "helpers.py", check
+
+
 def test_an_edit_that_keeps_a_files_size_and_modification_time_reaches_the_findings(
     tmp_path: Path, monkeypatch
 ) -> None:
     """The files' digests are kept across runs and taken from their status: a helper edited
     so that it no longer synchronises, its size and modification time kept, still changes
     the caller's finding (its status-change time moved)."""
-    import distlint.syntax.regular_files as regular_files
-    from distlint.engine.runner import Task, run
-    from tests.project_util import settings, write_tree
-
-    monkeypatch.setattr(regular_files, "SETTLED_NS", -60 * 10**9)  # every file has settled
-    root = tmp_path / "project"
-    paths = write_tree(root, STAGED)
-    helpers = root / "pkg" / "helpers.py"
-    (tmp_path / "cache").mkdir()
-
-    def check() -> list[tuple[str, str]]:
-        cache = FirstPassCache(tmp_path / "cache", b"key")  # a run of its own, as each CLI's
-        tasks = [Task(p, p.relative_to(root).as_posix(), settings({"DL201"})) for p in paths]
-        return [(f.path, f.code) for r in run(tasks, 1, cache=cache) for f in r.findings]
+    helpers, check = _staged_checks(tmp_path, monkeypatch)
 
     assert check() == [("pkg/train.py", "DL201")]
     assert check() == [("pkg/train.py", "DL201")]
@@ -348,20 +356,8 @@ def test_a_file_written_while_it_is_checked_leaves_nothing_cached_under_its_old_
     bytes it had: written back to those bytes, it gives their finding again, not the empty
     one its other text gave."""
     import distlint.engine.checker as checker
-    import distlint.syntax.regular_files as regular_files
-    from distlint.engine.runner import Task, run
-    from tests.project_util import settings, write_tree
 
-    monkeypatch.setattr(regular_files, "SETTLED_NS", -60 * 10**9)  # every file has settled
-    root = tmp_path / "project"
-    paths = write_tree(root, STAGED)
-    helpers = root / "pkg" / "helpers.py"
-    (tmp_path / "cache").mkdir()
-
-    def check() -> list[tuple[str, str]]:
-        cache = FirstPassCache(tmp_path / "cache", b"key")  # a run of its own, as each CLI's
-        tasks = [Task(p, p.relative_to(root).as_posix(), settings({"DL201"})) for p in paths]
-        return [(f.path, f.code) for r in run(tasks, 1, cache=cache) for f in r.findings]
+    helpers, check = _staged_checks(tmp_path, monkeypatch)
 
     real_read = checker.read_regular_file
     written: list[Path] = []
