@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -413,7 +414,7 @@ class ProjectLookup:
     project_key: str | None  # the project stage's entry (None: a file could not be read)
     kept: ProjectResults | None  # what that entry holds
 
-    @property
+    @cached_property  # the session asks, then the runner it hands the look-up to
     def settled(self) -> list[FileResult] | None:
         """The results of the check that made the entry, when it checked exactly what this
         one checks; None when this one must run."""
