@@ -357,7 +357,7 @@ class Collector:
     def _rank_only_branch(self, decorator: cst.Decorator, body: tuple[Effect, ...]) -> Effect:
         """The function's body as the one side of a branch on the rank (the other side, on
         the other ranks, does nothing)."""
-        text = "@" + self.ctx.module.code_for_node(decorator.decorator)
+        text = "@" + self.ctx.spellings.code(decorator.decorator)
         span = self.ctx.locate(decorator, lazy=True)
         why = f"`{text}`, which runs the function on one rank only,"
         cond = Condition(RANK, text=text, span=span, why=why, why_span=span)
@@ -802,7 +802,7 @@ class Collector:
             if condition is not None and maybe_rank:
                 condition = replace(
                     condition,
-                    text=self.ctx.module.code_for_node(node.test),
+                    text=self.ctx.spellings.code(node.test),
                     span=self.ctx.locate(node, lazy=True, part="test"),
                 )
             uniform = condition is None or condition.level < MAYBE
@@ -875,7 +875,7 @@ class Collector:
                 else:
                     parts.append(self._test_key(item))
             return f" {operator} ".join(sorted(parts))
-        return " ".join(self.ctx.module.code_for_node(test).split())
+        return " ".join(self.ctx.spellings.code(test).split())
 
     def _sharded_test(self, scope: _Scope, test: cst.BaseExpression) -> str:
         """ "sharded" for a test that holds only if a model is sharded, "unsharded" for one

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from libcst._nodes.base import CSTCodegenError
 
 import distlint.syntax.source
 from distlint.config.settings import CliOverrides, ConfigResolver, settings_for
@@ -248,3 +249,29 @@ def test_short_spellings_match_the_full_codegen() -> None:
                 whole = " ".join(module.code_for_node(node).split())
                 expected = whole if len(whole) <= limit else whole[: limit - 3] + "..."
                 assert spellings.spell(node, limit) == expected
+
+
+def test_whole_code_matches_the_codegen() -> None:
+    """``Spellings.code`` (codegen without LibCST's per-node position context) gives exactly
+    ``module.code_for_node`` for every node of the DL2xx fixtures (comments, decorators, tests
+    over several lines, default indentation and newlines of their own)."""
+    from distlint.syntax.spelling import Spellings
+
+    root = Path(__file__).resolve().parents[2] / "fixtures"
+    texts = [path.read_text() for path in sorted(root.glob("DL20*/*.py"))]
+    assert len(texts) >= 12
+    texts.append("if (a  # why\n    and not b):\r\n\tpass\r\n")
+    for text in texts:
+        module = parse_module(text)
+        spellings = Spellings(module)
+        stack: list[cst.CSTNode] = [module]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            try:
+                expected = module.code_for_node(node)
+            except CSTCodegenError:  # an annotation alone: both refuse
+                with pytest.raises(CSTCodegenError):
+                    spellings.code(node)
+                continue
+            assert spellings.code(node) == expected
