@@ -933,7 +933,7 @@ class Collector:
         # module whose construction is seen (see link._constructed_attributes)
         # (``self`` only: ``cls.flag`` in a classmethod is the class attribute)
         self_name = "self" if scope.class_id is not None and scope.self_name == "self" else None
-        tested = scope.params | scope.keyword_locals
+        tested = _passable_names(scope)
         param = _tested_name(inner, tested, self_name)
         compare = _parameter_comparison(inner, tested, self_name)
         junction, parts = _parameter_junction(inner, tested, self_name)
@@ -1095,8 +1095,12 @@ class Collector:
                 )
             )
             return
-        implicit = implicit_collective(
-            func, resolved, scope.wrapped - scope.quiet, scope.outputs, scope.engines, scope.ddp
+        implicit = (
+            implicit_collective(
+                func, resolved, _loud(scope), scope.outputs, scope.engines, scope.ddp
+            )
+            if resolved is None or scope.wrapped or scope.outputs or scope.engines
+            else None  # see _loud
         )
         if implicit is not None:
             label = _target_label(func)
@@ -1244,8 +1248,8 @@ class Collector:
                 callee=callee,
                 arguments=_call_arguments(
                     call,
-                    scope.params | scope.keyword_locals,
-                    scope.wrapped - scope.quiet,
+                    _passable_names(scope),
+                    _loud(scope),
                     scope.ddp_models,
                     self._passed_members(scope, call),
                 ),
@@ -1402,7 +1406,7 @@ class Collector:
         DDP with ``broadcast_buffers`` off is left out."""
         found: set[int] = set()
         ddp: dict[int, Value | None] = {}
-        loud = scope.wrapped - scope.quiet
+        loud = _loud(scope)
         for value in self.taint.scan(node).returns:
             items = (
                 list(enumerate(e.value for e in value.elements))
@@ -1724,6 +1728,23 @@ def _unwrapped_here(scope: _Scope, name: str) -> bool:
             ):
                 return True
     return False
+
+
+def _passable_names(scope: _Scope) -> set[str] | frozenset[str]:
+    """The parameters and keyword locals of ``scope`` (read only; no new set when, as
+    nearly always, there is no keyword local)."""
+    return scope.params | scope.keyword_locals if scope.keyword_locals else scope.params
+
+
+def _loud(scope: _Scope) -> set[str]:
+    """The wrapped models of ``scope`` whose forward may issue collectives (read only; no new
+    set when none is quiet).
+
+    With none of them, no forward output and no engine, a call whose target resolves to a
+    global is no implicit collective: ``implicit_collective`` then only asks, of a target
+    that does not resolve, the packs' collective methods and balanced contexts
+    (``accelerator.wait_for_everyone()``); ``_call`` does not ask it of the others."""
+    return scope.wrapped - scope.quiet if scope.quiet else scope.wrapped
 
 
 def _label_of(func: cst.BaseExpression) -> str | None:

@@ -159,3 +159,40 @@ def _effects(effects):  # type: ignore[no-untyped-def]
         yield effect
         yield from _effects(effect.body)
         yield from _effects(effect.orelse)
+
+
+def test_implicit_collectives_are_asked_of_every_call_that_may_be_one() -> None:
+    """The collector asks ``implicit_collective`` of a call resolved to a global only where a
+    wrapped model, a forward's output or an engine is known (``collect._loud``): a pack's
+    collective method on an unresolved receiver and a wrapped model's forward, backward and
+    ``generate`` are still seen; ``torch.relu(x)`` beside no wrapped model is no collective."""
+    found = summary(
+        """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+        def step(accelerator, net, x):
+            torch.relu(x)
+            accelerator.wait_for_everyone()
+            model = DDP(net)
+            out = model(x)
+            out.backward()
+
+        def generate(net, x):
+            model = FSDP(net)
+            return model.generate(x)
+        """
+    )
+    kinds = [
+        (effect.kind, effect.text)
+        for function in found.functions.values()
+        for effect in function.effects
+        if effect.kind == "implicit"
+    ]
+    assert kinds == [
+        ("implicit", "accelerator.wait_for_everyone(...)"),
+        ("implicit", "model(...)"),
+        ("implicit", "out.backward(...)"),
+        ("implicit", "model.generate(...)"),
+    ]
