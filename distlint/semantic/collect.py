@@ -192,6 +192,8 @@ class _Scope:
         # broadcasts the module's buffers, so it is a collective only if it has some
         self.ddp_models: dict[str, Value | None] = {}
         self.raised_on: set[str] = set()  # tests of top-level ``if test: raise`` (every rank)
+        # the first of those while no other test could match it: its text not generated yet
+        self.raised_first: cst.BaseExpression | None = None
         self.compiled_locals: frozenset[str] | None = None  # see regions.compile_assigned
         self.engines: set[str] = set()  # DeepSpeed engines
         # names holding what a project function returned: label -> (callee, element or -1)
@@ -853,8 +855,13 @@ class Collector:
         if node.orelse is not None or not body or not _raises(body[-1]):
             return False
         top = scope.node is not None and any(stmt is node for stmt in scope.node.body.body)
-        if not top and not scope.raised_on:
-            return False  # nothing to compare with, nor to remember: no need of the text
+        if not scope.raised_on and scope.raised_first is None:
+            if top:  # nothing to compare with: no need of the text yet
+                scope.raised_first = node.test
+            return False
+        if scope.raised_first is not None:
+            scope.raised_on.add(self._test_key(scope.raised_first))
+            scope.raised_first = None
         text = self._test_key(node.test)
         if text in scope.raised_on:
             return True

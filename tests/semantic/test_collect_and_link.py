@@ -196,3 +196,47 @@ def test_implicit_collectives_are_asked_of_every_call_that_may_be_one() -> None:
         ("implicit", "out.backward(...)"),
         ("implicit", "model.generate(...)"),
     ]
+
+
+def test_a_check_repeated_after_the_same_top_level_raise_is_never_taken() -> None:
+    """``_raised_before``: the first top-level ``if test: raise`` of a function keeps its test
+    unspelled until another could match it; the repeated checks (nested, with the operands of
+    ``and`` swapped, or at the top level again) are still found, other tests are not."""
+    found = summary(
+        """
+        import torch.distributed as dist
+
+        def first_only(cfg):
+            if cfg.x is None:
+                raise ValueError("x")
+            if dist.get_rank() == 0:
+                if cfg.y is None:
+                    raise ValueError("y")
+
+        def repeated(cfg, a, b):
+            if cfg.x is None:
+                raise ValueError("x")
+            if dist.get_rank() == 0:
+                if cfg.x  is  None:
+                    raise ValueError("again")
+                if b and a:
+                    raise ValueError("b and a")
+            if a and b:
+                raise ValueError("a and b")
+            if cfg.x is None:
+                raise ValueError("x again")
+        """
+    )
+
+    def guards(name: str) -> list[str]:
+        pending = list(found.functions[f"m:{name}"].effects)
+        names = []
+        while pending:
+            effect = pending.pop(0)
+            if effect.kind == "branch":
+                names.append(effect.name)
+            pending += effect.body
+        return names
+
+    assert guards("first_only") == ["", "", ""]
+    assert guards("repeated") == ["", "", "", "never", "never", ""]
