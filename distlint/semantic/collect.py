@@ -399,11 +399,16 @@ class Collector:
         ]
         methods.sort(key=lambda f: f.name.value != "__init__")
         for method in methods:
+            assignments = self.taint.scan(method).assignments
+            if method.name.value != "__init__" and not any(
+                self_attribute(target) is not None for target, _, _ in assignments
+            ):
+                continue  # no ``self.<attr> = ...`` to evaluate: its scope would serve nothing
             scope = self._method_scope(method, parent, cid, qualname)
             if method.name.value == "__init__":
                 summary.submodules, summary.registers_buffer = self._always_built(scope, method)
                 summary.init_values = self._init_values(scope, method)
-            for target, value, _ in self.taint.scan(method).assignments:
+            for target, value, _ in assignments:
                 attr = self_attribute(target)
                 if attr is None or not isinstance(value, cst.BaseExpression):
                     continue

@@ -240,3 +240,32 @@ def test_a_check_repeated_after_the_same_top_level_raise_is_never_taken() -> Non
 
     assert guards("first_only") == ["", "", ""]
     assert guards("repeated") == ["", "", "", "never", "never", ""]
+
+
+def test_attributes_are_read_from_every_method_that_assigns_them() -> None:
+    """Only the methods that assign ``self.<attr>`` (and ``__init__``) get a scope to evaluate
+    them in: an attribute set outside ``__init__`` (a parameter, a local's value) is still
+    recorded, and a method assigning nothing changes nothing."""
+    found = summary(
+        """
+        import torch
+
+        class Trainer:
+            def __init__(self):
+                self.net = torch.nn.Linear(1, 1)
+
+            def forward(self, x):
+                return self.net(x)
+
+            def setup(self, fn):
+                compiled = torch.compile(self.net)
+                self.compiled = compiled
+                self.fn = fn
+        """
+    )
+    attributes = found.classes["m:Trainer"].attributes
+    assert attributes == {
+        "net": ("call", ("g", "torch.nn.Linear")),
+        "compiled": ("call", ("g", "torch.compile")),
+        "fn": ("param", "m:Trainer.setup", "fn"),
+    }
