@@ -610,7 +610,11 @@ class Collector:
                 if type(inner) is cst.Assign and any(
                     self_attribute(t.target) is not None for t in inner.targets
                 ):
-                    if locals_scope is None and is_wrapping_call(inner.value, found.table.resolve):
+                    if is_wrapping_call(inner.value, found.table.resolve) is None:
+                        # not a wrapping: tracked, it would only note forward outputs and
+                        # makers, which no one reads of this scope (wrapped models only)
+                        continue
+                    if locals_scope is None:
                         locals_scope = self._method_scope(method, parent, cid, qualname)
                     self._track_wrapping(found, inner, inner.value, locals_scope)
                 elif (

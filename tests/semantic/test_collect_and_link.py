@@ -269,3 +269,36 @@ def test_attributes_are_read_from_every_method_that_assigns_them() -> None:
         "compiled": ("call", ("g", "torch.compile")),
         "fn": ("param", "m:Trainer.setup", "fn"),
     }
+
+
+def test_wrapped_attributes_are_read_from_the_wrapping_assignments() -> None:
+    """``_wrapped_attributes`` tracks only the ``self.<attr> = <wrapping call>`` assignments
+    (the others would note nothing it keeps): a model wrapped among plain assignments, a DDP
+    module with the local it wraps, a quiet DDP and an FSDP2 ``fully_shard`` are all found."""
+    found = summary(
+        """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+
+        class Net(torch.nn.Module):
+            pass
+
+        class Trainer:
+            def __init__(self, cfg):
+                self.cfg = cfg
+                self.steps = 0
+                net = Net()
+                self.model = DDP(net)
+                self.loss = self.model(cfg)
+                self.quiet = DDP(Net(), broadcast_buffers=False)
+                self.sharded = FSDP(Net())
+
+            def setup(self):
+                self.head = Net()
+                fully_shard(self.head)
+        """
+    )
+    trainer = found.classes["m:Trainer"]
+    assert trainer.wrapped_attributes == ("head", "model", "sharded")
+    assert trainer.ddp_attributes == {"model": ("call", ("f", "m:Net"))}
