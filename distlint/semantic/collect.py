@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -61,6 +62,7 @@ from distlint.semantic.regions import (
     compiling_sides,
     eager_operands,
     exits_when_compiling,
+    is_compiling_test,
     is_literal,
     literal_value,
     merge_sides,
@@ -1061,7 +1063,11 @@ class Collector:
         in source order: no second traversal of the expressions.
         """
         calls = self.ctx.statement_calls.get(id(statement), ())
-        eager = self._eager_calls(scope, statement) if calls and self._mentions_compiling else ()
+        eager = (
+            self._eager_calls(scope, statement)
+            if calls and self._mentions_compiling and self._tests_compiling(scope, calls)
+            else ()
+        )
         for call in calls:
             if id(call) in eager:  # ``not is_compiling() and helper()``: never traced
                 self._eager += 1
@@ -1069,6 +1075,14 @@ class Collector:
                 self._eager -= 1
             else:
                 self._call(scope, call, effects)
+
+    def _tests_compiling(self, scope: _Scope, calls: Sequence[cst.Call]) -> bool:
+        """Whether one of a statement's calls is an ``is_compiling()`` test. Without one, no
+        operand of the statement runs only in eager mode: ``eager_operands`` needs such a
+        call left of an ``and``/``or``, reached through ``not``s and junctions only, so one
+        inside a lambda (whose calls are not the statement's) only has operands there too."""
+        resolve = partial(self.ctx.resolve_in, scope.table)  # memoised: ``_call`` asks next
+        return any(not call.args and is_compiling_test(call, resolve) for call in calls)
 
     def _eager_calls(self, scope: _Scope, statement: cst.CSTNode) -> set[int]:
         """Calls of a statement (of a compound one: of its test) in an operand that runs only

@@ -302,3 +302,32 @@ def test_wrapped_attributes_are_read_from_the_wrapping_assignments() -> None:
     trainer = found.classes["m:Trainer"]
     assert trainer.wrapped_attributes == ("head", "model", "sharded")
     assert trainer.ddp_attributes == {"model": ("call", ("f", "m:Net"))}
+
+
+def test_calls_that_run_only_in_eager_mode_are_not_traced() -> None:
+    """``_tests_compiling`` asks ``eager_operands`` only of statements with an
+    ``is_compiling()`` call: the eager operand is still found through an alias, under
+    ``not`` and after ``or`` (and in an ``if`` test); calls elsewhere stay traced."""
+    found = summary(
+        """
+        import torch
+        from torch.compiler import is_compiling as compiling
+
+        def helper():
+            pass
+
+        def other():
+            pass
+
+        def step(x):
+            ok = not compiling() and helper()
+            done = torch.compiler.is_compiling() or helper()
+            if not torch._dynamo.is_compiling() and helper():
+                pass
+            runner = lambda: not compiling() and helper()
+            return other() and helper()
+        """
+    )
+    calls = found.functions["m:step"].calls
+    assert calls.count(("f", "m:helper")) == 1  # only ``other() and helper()``
+    assert ("f", "m:other") in calls
