@@ -1760,7 +1760,7 @@ def _unwrapped_here(scope: _Scope, name: str) -> bool:
     return False
 
 
-def _passable_names(scope: _Scope) -> set[str] | frozenset[str]:
+def _passable_names(scope: _Scope) -> set[str]:
     """The parameters and keyword locals of ``scope`` (read only; no new set when, as
     nearly always, there is no keyword local)."""
     return scope.params | scope.keyword_locals if scope.keyword_locals else scope.params
