@@ -73,6 +73,13 @@ class _CaptureRule(Rule):
         self._scanned = False
         # Cheap per-file gate: without these words nothing in the file can be captured.
         self._may_capture, self._guard_words = ctx.memo(_file_gates)
+        # Every handler of a capture rule reports only what capture() finds; with no capture
+        # in the file and none reaching its functions from the project (the facts are set
+        # before the rules are made), it finds none at any node.
+        facts = ctx.facts
+        self.active = self._may_capture or (
+            facts is not None and bool(facts.captures) and facts.has_captures(ctx.module_key)
+        )
 
     def _scan(self) -> None:
         if self._scanned:
