@@ -337,8 +337,10 @@ class _OpFacts(ProjectRule):
                 for stmt in self.ctx.module.body if _may_register_fakes(self.ctx) else ():
                     if isinstance(stmt, cst.FunctionDef) and stmt.params.params:
                         self._module_functions[stmt.name.value].append(stmt)
-            defs = self._module_functions.get(name, ())
-            known = self._fake_helpers[name] = any(self._registers_fake(stmt) for stmt in defs)
+            defs = self._module_functions.get(name)
+            known = self._fake_helpers[name] = defs is not None and any(
+                self._registers_fake(stmt) for stmt in defs
+            )
         return known
 
     def _registers_fake(self, func: cst.FunctionDef) -> bool:
@@ -359,6 +361,8 @@ class _OpFacts(ProjectRule):
 
     def _maybe_use(self, node: cst.Call, func: cst.BaseExpression, name: str | None) -> None:
         if name is None:
+            if not self._local_ops:
+                return  # no spelling is one of them
             spelled = dotted_name(func)
             if spelled is None or spelled.split(".", 1)[0] not in self._local_ops:
                 return
