@@ -137,7 +137,10 @@ lib.define("helped(Tensor x) -> Tensor")
     [
         ("pkg/regs.py", "import torch.library as L\n\ndef reg(n):\n    L.impl_abstract(n)\n"),
         ("pkg/regs.py", "from torch import library\n\ndef reg(n):\n    library.fake(n)\n"),
-        ("pkg/regs.py", "import torch\nrf = torch.library.register_fake\n\ndef reg(n):\n    rf(n)\n"),
+        (
+            "pkg/regs.py",
+            "import torch\nrf = torch.library.register_fake\n\ndef reg(n):\n    rf(n)\n",
+        ),
         # no 'library' in the text: the module's name spells it (a relative import)
         ("torch/library/regs.py", "from . import register_fake as r\n\ndef reg(n):\n    r(n)\n"),
     ],
