@@ -70,6 +70,8 @@ class UnknownCompilerConfig(TableRule):
                 if module in _CONFIG_MODULES and isinstance(attr, str):
                     self._check_name(node.args[1].value, module, attr, "`setattr` raises")
             return
+        if type(func) is cst.Attribute and func.attr.value != "patch":
+            return  # a chain resolves to a name ending with its last attribute: not a patch
         module = _PATCHES.get(self.ctx.resolve(func) or "")
         if module is not None and not self._guarded():
             self._check_patch(node, module)
