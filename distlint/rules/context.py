@@ -82,6 +82,8 @@ class RuleContext(ParsedFile):
         self._scopes: list[str] = []  # qualname parts of enclosing classes and functions
         self._wrappers = frozenset(self.settings.compile_wrappers)
         self._own_compile: OwnCompile | None = None
+        # the scope table at the first ``x.compile(...)``, where own_compile resolves names
+        self._own_compile_table: ImportTable | None = None
         self._taken_sides: dict[int, bool] | None = None  # id(if) -> the side compiled calls take
         self._after_exit: set[int] = set()  # statements after an ``if`` whose taken side exits
         self._compiled_locals_of: dict[int, frozenset[str]] = {}
@@ -309,7 +311,15 @@ class RuleContext(ParsedFile):
         if not (isinstance(func, cst.Attribute) and func.attr.value == "compile"):
             return None  # most calls: the file's own compile methods are looked up only here
         if self._own_compile is None:
-            self._own_compile = own_compile(self.module, self.resolve)
+            # Computed when first needed, with the names of the scope of the first such call
+            # (as it was when computed at that call): a receiver that resolves (``re``) or a
+            # file that does not bind torch is not one, whatever the file's classes define.
+            if self._own_compile_table is None:
+                self._own_compile_table = self.scope_table()
+            if not self.imports.is_bound("torch") or self.resolve(func) is not None:
+                return None
+            table = self._own_compile_table
+            self._own_compile = own_compile(self.module, lambda e: self.resolve_in(table, e))
         return module_compile_receiver(
             call, self.resolve, self.imports.is_bound("torch"), self._own_compile
         )

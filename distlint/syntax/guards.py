@@ -118,14 +118,21 @@ def _catches_fallback(handler: cst.ExceptHandler) -> bool:
 
 
 _SIGNATURE_READERS = frozenset({"getfullargspec", "getargspec", "signature"})
+# A reader called: its name, then what may stand between a callee and its ``(`` (blanks and
+# line breaks, backslash continuations, comments inside brackets). Each text between them
+# splits one way only (a comment at each ``#``), so a failed match does not backtrack.
+_READER_CALLED = re.compile(r"(?:getfullargspec|getargspec|signature)(?:\s|\\[\r\n]|#[^#\r\n]*)*\(")
 
 
 def probed_keywords(module: cst.Module, source: str) -> frozenset[str]:
     """Keywords a file tests for in a signature (``"k" in inspect.signature(f).parameters``):
     the file passes them only where the installed torch accepts them. ``source``: the file's
-    text; one that spells no signature reader probes nothing (and its tree is not walked)."""
+    text; one that spells no call of a signature reader probes nothing (and its tree is not
+    walked: the word alone is common in docstrings)."""
     found: set[str] = set()
     if not any(reader in source for reader in _SIGNATURE_READERS):
+        return frozenset()
+    if _READER_CALLED.search(source) is None:
         return frozenset()
     for node in descendants(module):
         if not isinstance(node, cst.Comparison) or not isinstance(node.left, cst.SimpleString):

@@ -146,9 +146,38 @@ class SuppressionIndex:
         return True
 
 
+_KEYWORD = re.compile(r"noqa|distlint", re.IGNORECASE)
+
+
+def _may_hold_suppression(source: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether some ``#`` on a line that mentions ``noqa`` or ``distlint`` starts a text, to
+    the line's end, that :func:`_parse_comment` keeps. Without one, :func:`scan` finds no
+    suppression: every comment the lexer finds is such a text (a ``#`` up to the next line
+    break, ``\\r`` or ``\\n``) and holds the keyword of its suppression. Strings are not
+    told apart here, so this may say yes when the lexer finds none (``"# noqa"`` in a
+    string), never no when it finds one. It spares the lexing of files whose ``noqa``
+    comments are all other tools' (``# noqa: F401``)."""
+    breaks = ("\n", "\r") if "\r" in source else ("\n",)
+    line_end = -1
+    for keyword in _KEYWORD.finditer(source):
+        at = keyword.start()
+        if at < line_end:
+            continue  # a line already looked at
+        begin = max(source.rfind(mark, 0, at) for mark in breaks) + 1
+        ends = [end for end in (source.find(mark, at) for mark in breaks) if end >= 0]
+        line_end = min(ends) if ends else len(source)
+        text = source[begin:line_end]
+        start = text.find("#")
+        while start >= 0:
+            if _parse_comment(text[start:], 1, 0, False, prefixes) is not None:
+                return True
+            start = text.find("#", start + 1)
+    return False
+
+
 def scan(source: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> SuppressionIndex | None:
     """Suppressions of ``source``, or None when it has none (the common, cheap case)."""
-    if _MAY_SUPPRESS.search(source) is None:
+    if _MAY_SUPPRESS.search(source) is None or not _may_hold_suppression(source, prefixes):
         return None
     suppressions: list[Suppression] = []
     logical_start: dict[int, int] = {}

@@ -7,9 +7,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from distlint.rules.api.deprecated_torch_api import DeprecatedTorchApi
-from distlint.syntax.guards import ByAncestor, is_feature_guarded, is_version_test
+from distlint.syntax.guards import (
+    ByAncestor,
+    is_feature_guarded,
+    is_version_test,
+    probed_keywords,
+)
 from distlint.syntax.source import parse_module
 from distlint.syntax.walker import walk
 
@@ -136,3 +142,20 @@ def test_a_dir_membership_test_is_a_feature_probe() -> None:
     probe = cst.parse_expression('"all_gather_into_tensor" not in dir(torch.distributed)')
     assert is_version_test(probe)
     assert not is_version_test(cst.parse_expression('"x" not in names'))
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ('A = "k" in inspect.signature(f).parameters\n', {"k"}),
+        ('A = "k" in getfullargspec (f).args\n', {"k"}),
+        ('A = "k" in inspect.getargspec(  # why\n  # more ## #\n    f).args\n', {"k"}),
+        ('A = ("k" in inspect.signature\\\n(f).parameters)\n', {"k"}),
+        ('A = ("k" in inspect.signature\r\n(f).parameters)\r\n', {"k"}),
+        ('"""The signature of f."""\nA = "k" in dir(f)\n', set()),
+        ("# signature # ####" + "#" * 60 + "\nx = 1\n", set()),
+    ],
+)
+def test_probed_keywords_reads_every_spelling_of_a_reader_call(source: str, found: set) -> None:
+    """The text gate (a reader's name, then its call's ``(``) lets each probe through."""
+    assert probed_keywords(parse_module(source), source) == found

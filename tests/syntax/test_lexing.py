@@ -80,6 +80,39 @@ def test_deep_nesting_is_still_found_after_strings() -> None:
     assert caught.value.line == 1
 
 
+_OPENS = "([{" * 67  # 201 deep
+_CLOSES = "}])" * 67
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # unbalanced brackets in strings and comments around deep code: the code's brackets
+        # decide (check_nesting strips strings and comments when the whole text is unbalanced)
+        "x = ')' + " + _OPENS + "1" + _CLOSES + "  # 1) :)\n",
+        "'''(((''' ; x = " + _OPENS + "1" + _CLOSES + "\n",
+        "# ]]]]\nx = " + _OPENS + "'('" + _CLOSES + "\n",
+        'x = f"{(1)}" + r"\\\\" + ' + _OPENS + "1" + _CLOSES + "\r\n",
+        "x = " + "(" * 201 + "\\\n1" + ")" * 201 + "  # (\n",
+    ],
+)
+def test_deep_code_is_found_whatever_strings_and_comments_hold(text: str) -> None:
+    with pytest.raises(SourceError, match="too many nested parentheses"):
+        check_nesting(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = ')' * 300 + " + "(" * 150 + "1" + ")" * 150 + "  # 1) :)\n",
+        '"""' + "(" * 300 + '"""\nx = ' + "[" * 190 + "]" * 190 + "\n",
+        "# " + "{" * 300 + "\nx = 1\n",
+    ],
+)
+def test_brackets_in_strings_and_comments_do_not_make_code_deep(text: str) -> None:
+    check_nesting(text)
+
+
 @pytest.mark.parametrize(
     "text",
     [

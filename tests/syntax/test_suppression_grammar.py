@@ -73,3 +73,36 @@ def test_hover_finds_codes_in_every_kind_of_list() -> None:
     assert code_at("# noqa: DL101, E501", 16) == (15, 19, "E501")
     assert code_at("# distlint: file-ignore[DL2]", 25) == (24, 27, "DL2")
     assert code_at("# distlint: ignore", 5) is None
+
+
+# Texts whose suppressions the pre-check (_may_hold_suppression) must let the lexing see: one
+# per spelling, line break and place; and texts it may skip (no suppression of ours).
+_SCANNED = [
+    "x = 1  # noqa\n",
+    "x = 1  #NOQA:DL101\n",
+    "x = 1  # noqa: E501, DL203\n",
+    "# distlint: file-ignore\nx = 1\n",
+    "x = (\n    1,  # distlint : ignore[DL5]\n)\n",
+    'x = "#"  # noqa: DL203\n',
+    'x = "# noqa: E501"  # noqa\n',
+    "x = 1  # noqa: F401 # noqa: DL1",
+    "x = 1\r\ny = 2  # noqa: DL1\r\n",
+    "x = 1\ry = 2  # distlint: ignore[DL1]\rz = 3\r",
+    "x = 1 # noqa: F401\r# noqa\n",
+    "# noqa: F401\nx = 1  # noqa: DL101\n",
+    'x = """\n# noqa\n"""\n',
+    "x = 1  # noqa: F401\n",
+    "x = 1  # noqa: E501, W291\r\n",
+    "noqa = distlint  # no: DL1\n",
+    'x = "# distlint: ignore"\n',
+]
+
+
+@pytest.mark.parametrize("text", _SCANNED)
+def test_the_pre_check_never_hides_a_suppression(text: str, monkeypatch) -> None:
+    from distlint.syntax import suppressions
+
+    gated = suppressions.scan(text, ("DL",))
+    monkeypatch.setattr(suppressions, "_may_hold_suppression", lambda *_: True)
+    lexed = suppressions.scan(text, ("DL",))
+    assert gated == lexed

@@ -138,21 +138,25 @@ class DeprecatedTorchApi(Rule):
         return any(type(node) is cst.With and _silences_warnings(node) for node in ancestors)
 
     # imports of a deprecated module (or of names from it)
+    # The guards only excuse (the same for every name of a node): they are asked once
+    # something would be reported, not of every import and attribute.
+
     def visit_Import(self, node: cst.Import) -> None:
-        if self._excused_here(self.ctx.parents):
-            return
         for alias in node.names:
             api = self._module_of(dotted_name(alias.name))
             if api is not None:
+                if self._excused_here(self.ctx.parents):
+                    return
                 self._report_module(alias.name, api, dotted_name(alias.name) or "")
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or self._excused_here(self.ctx.parents):
+        if node.relative or node.module is None:
             return
         module = dotted_name(node.module)
         api = self._module_of(module)
         if api is not None:
-            self._report_module(node.module, api, module or "", node)
+            if not self._excused_here(self.ctx.parents):
+                self._report_module(node.module, api, module or "", node)
             return
         if module is None or isinstance(node.names, cst.ImportStar):
             return
@@ -161,6 +165,8 @@ class DeprecatedTorchApi(Rule):
             full = f"{module}.{name}"
             api = self._module_of(full)
             if api is not None:
+                if self._excused_here(self.ctx.parents):
+                    return
                 self._report_module(alias.name, api, full)
 
     def _module_of(self, name: str | None) -> DeprecatedApi | None:
@@ -283,13 +289,13 @@ class DeprecatedTorchApi(Rule):
             return
         if _stored_to(node, parent):
             return  # `dist.all_gather_into_tensor = wrapper`: a monkeypatch calls nothing
-        if self._excused_here(self.ctx.parents):
-            return
         resolved = self.ctx.resolve(node)
         if resolved is None:
             return
         api = self._names.get(resolved)
         if api is not None:
+            if self._excused_here(self.ctx.parents):
+                return
             if self._fallback_after_replacement(api, self.ctx.parents):
                 return
             if api.kind != "class" or not _passive(node, ancestors):
@@ -303,7 +309,8 @@ class DeprecatedTorchApi(Rule):
             inner = self.ctx.resolve(value)
             api = self._module_of(inner)
             if api is not None and self._module_of(self.ctx.resolve(_head(value))) is None:
-                self._report_module(node, api, resolved)
+                if not self._excused_here(self.ctx.parents):
+                    self._report_module(node, api, resolved)
                 return
             value = value.value
 

@@ -50,7 +50,10 @@ class InvalidCompileOption(TableRule):
 
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
-        self._registered = _registered_backends(ctx.module)
+        # a registration spells ``register_backend`` (see _ends_with_register_backend)
+        self._registered = (
+            _registered_backends(ctx.module) if "register_backend" in ctx.source else frozenset()
+        )
 
     def _some_only(
         self, node: cst.CSTNode, accepted: Callable[[TorchTable], bool], what: str, error: str

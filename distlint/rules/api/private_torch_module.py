@@ -105,6 +105,26 @@ def _catches_anything(handler: cst.ExceptHandler) -> bool:
     return handler.type is None or dotted_name(handler.type) in ("Exception", "BaseException")
 
 
+@functools.lru_cache(maxsize=16)
+def _module_paths(
+    lowest: str | None, highest: str | None
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """(module paths DL504 reports for a torch range, (private path, release of its public
+    home) for the others), the same for every file of the range: built once per range.
+
+    DL504 says more about a deprecated path; one deprecated after the project's lowest torch
+    is still a private module here. A private path whose public home is newer than the
+    project's lowest torch (torch.distributed._tensor: torch.distributed.tensor from 2.5)
+    is reported with that release."""
+    deprecated = tuple(api.name for api in deprecated_at(lowest, highest) if api.kind == "module")
+    home_since = tuple(
+        (api.name, api.since)
+        for api in deprecated_apis()
+        if api.kind == "module" and api.category is None and api.name not in deprecated
+    )
+    return deprecated, home_since
+
+
 class PrivateTorchModule(Rule):
     code = "DL505"
     name = "private-torch-module"
@@ -122,17 +142,7 @@ class PrivateTorchModule(Rule):
         # torch's own code (or a vendored copy of it) may use its private modules
         self.active = "torch" in ctx.source and not _within(own, "torch")
         self._table = private_modules()
-        # module paths DL504 reports for this project's torch range (it says more there); one
-        # deprecated after the project's lowest torch is still a private module here
-        active = deprecated_at(*ctx.settings.torch_range)
-        self._deprecated = tuple(api.name for api in active if api.kind == "module")
-        # private paths whose public home is newer than the project's lowest torch
-        # (torch.distributed._tensor: torch.distributed.tensor from 2.5): path -> that release
-        self._home_since = tuple(
-            (api.name, api.since)
-            for api in deprecated_apis()
-            if api.kind == "module" and api.category is None and api.name not in self._deprecated
-        )
+        self._deprecated, self._home_since = _module_paths(*ctx.settings.torch_range)
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:

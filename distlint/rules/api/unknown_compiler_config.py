@@ -70,6 +70,8 @@ class UnknownCompilerConfig(TableRule):
                 if module in _CONFIG_MODULES and isinstance(attr, str):
                     self._check_name(node.args[1].value, module, attr, "`setattr` raises")
             return
+        if type(func) is cst.Attribute and func.attr.value != "patch":
+            return  # a chain resolves to a name ending with its last attribute: not a patch
         module = _PATCHES.get(self.ctx.resolve(func) or "")
         if module is not None and not self._guarded():
             self._check_patch(node, module)
@@ -78,16 +80,20 @@ class UnknownCompilerConfig(TableRule):
         if not isinstance(target, cst.Attribute):
             return
         resolved = self.ctx.resolve(target)
-        if resolved is None or self._guarded():
+        if resolved is None:
+            return
+        # the config module first: the guards (a walk up the ancestors, or of the file for a
+        # helper's calls) only excuse, so they are asked of config names alone
+        for module in _CONFIG_MODULES:
+            if resolved.startswith(module + "."):
+                break
+        else:
+            return
+        if self._guarded():
             return  # ``try: ...config.new_flag = True`` / ``except AttributeError``
         if self._rebound_locally(target):
             return
-        for module in _CONFIG_MODULES:
-            if resolved.startswith(module + "."):
-                self._check_name(
-                    target, module, resolved[len(module) + 1 :], "the assignment raises"
-                )
-                return
+        self._check_name(target, module, resolved[len(module) + 1 :], "the assignment raises")
 
     def _guarded(self) -> bool:
         """Under a version/feature guard (also after one that returns early), or in a private

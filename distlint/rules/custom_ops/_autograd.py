@@ -442,6 +442,9 @@ class _ModuleClassRule(Rule):
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._classes: list[_ModuleClass] = []
+        # Every check runs in a function named ``forward`` (maybe_forward), which the file
+        # spells (LibCST keeps a name as written): without the word, no handler is called.
+        self.active = "forward" in ctx.source
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         # The facts are read only inside a `forward` defined directly in the class, or when

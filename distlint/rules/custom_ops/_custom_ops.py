@@ -217,9 +217,8 @@ class _OpFacts(ProjectRule):
         self._codes = codes if self.code in codes else [self.code]
         self._collects = self._codes[0] == self.code
         self.active = self._collects  # the others' handlers are not called at all
-        self._library_words = "Library" in ctx.source  # torch.library.Library, any alias
-        # register_fake, impl_abstract, fake: a name resolving to one spells its last part
-        self._fake_words = "fake" in ctx.source or "impl_abstract" in ctx.source
+        # torch.library.Library, any alias (looked for only by the rule that collects)
+        self._library_words = self._collects and "Library" in ctx.source
         # see _registers_fake_for_its_argument
         self._module_functions: dict[str, list[cst.FunctionDef]] | None = None
         self._fake_helpers: dict[str, bool] = {}
@@ -335,11 +334,13 @@ class _OpFacts(ProjectRule):
         if known is None:
             if self._module_functions is None:
                 self._module_functions = defaultdict(list)
-                for stmt in self.ctx.module.body if self._fake_words else ():
+                for stmt in self.ctx.module.body if _may_register_fakes(self.ctx) else ():
                     if isinstance(stmt, cst.FunctionDef) and stmt.params.params:
                         self._module_functions[stmt.name.value].append(stmt)
-            defs = self._module_functions.get(name, ())
-            known = self._fake_helpers[name] = any(self._registers_fake(stmt) for stmt in defs)
+            defs = self._module_functions.get(name)
+            known = self._fake_helpers[name] = defs is not None and any(
+                self._registers_fake(stmt) for stmt in defs
+            )
         return known
 
     def _registers_fake(self, func: cst.FunctionDef) -> bool:
@@ -360,6 +361,8 @@ class _OpFacts(ProjectRule):
 
     def _maybe_use(self, node: cst.Call, func: cst.BaseExpression, name: str | None) -> None:
         if name is None:
+            if not self._local_ops:
+                return  # no spelling is one of them
             spelled = dotted_name(func)
             if spelled is None or spelled.split(".", 1)[0] not in self._local_ops:
                 return
@@ -547,6 +550,20 @@ class _OpFacts(ProjectRule):
             root=ctx.locate(root.node, lazy=True) if root is not None else None,
             fullgraph=bool(root is not None and root.options.fullgraph),
         )
+
+
+def _may_register_fakes(ctx: RuleContext) -> bool:
+    """Whether a call in the file may resolve to one of :data:`REGISTER_FAKE`. The text of a
+    resolved name comes from the file's words (imports, aliases, attributes) and, for a
+    relative import, its module name; its last part is the callee's attribute or the last
+    part of a binding's value, so the file spells ``fake``, ``register_fake`` or
+    ``impl_abstract``; every such name is under ``torch.library``, so the file or its module
+    name spells ``library`` (canonical names rename only torch.distributed, _dynamo and
+    nn.parallel homes)."""
+    source = ctx.source
+    return ("fake" in source or "impl_abstract" in source) and (
+        "library" in source or "library" in (ctx.module_name or "")
+    )
 
 
 def _ops_qualname(name: str) -> str | None:

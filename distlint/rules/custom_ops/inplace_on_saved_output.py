@@ -81,6 +81,7 @@ class InplaceOnSavedOutput(_ModuleClassRule):
         # test model's input does not; the activation then saves nothing)
         self._inputs: set[str] = set()
         self._sequential_words = "Sequential" in ctx.source  # torch.nn.Sequential, any alias
+        self.active = self.active or self._sequential_words  # nn.Sequential(...) anywhere
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value == "forward":

@@ -306,3 +306,26 @@ def test_a_callee_is_spelled_only_for_a_report(monkeypatch: pytest.MonkeyPatch) 
     assert spelled == []
     assert len(dl501("m = torch.compile(net, dynamic_shapes=True)\n")) == 1
     assert len(spelled) == 1
+
+
+def test_dl501_own_compile_classes_are_judged_in_the_scope_of_the_first_compile_call() -> None:
+    """The file's own ``compile`` classes are found when a ``.compile(...)`` call needs them
+    (not at a ``re.compile``), with the names of the scope of the file's first ``.compile``
+    call, as when they were found at that call (here ``Base`` is a local there)."""
+    source = """\
+        import re
+        import torch
+        from ext import Base
+
+        class Model(Base):
+            pass
+
+        def f():
+            Base = None
+            return re.compile("x")
+
+        m = Model()
+        m.compile(fullgraph=True, bogus=1)
+        """
+    assert ["bogus" in f.message for f in dl501(source)] == [True]
+    assert dl501(source.replace('re.compile("x")', "1")) == []

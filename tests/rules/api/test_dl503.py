@@ -76,6 +76,23 @@ def test_dl503_setattr_and_patch() -> None:
     assert "the patch raises" in found[1].message
 
 
+def test_dl503_patch_through_a_bare_name_and_an_aliased_module() -> None:
+    """Only chains whose last attribute is ``patch`` are skipped unresolved: a bare name bound
+    to a patch, or an alias of the config module, is still resolved."""
+    found = dl503(
+        """\
+        import torch._inductor.config as ic
+        from torch._dynamo.config import patch
+
+        with patch(recompile_limt=4):
+            pass
+        with ic.patch(max_autotun=True):
+            pass
+        """
+    )
+    assert [f.span.start.line for f in found] == [4, 6]
+
+
 def test_dl503_traps() -> None:
     found = dl503(
         """\

@@ -195,3 +195,18 @@ def test_a_module_given_to_make_graphed_callables_has_its_forward_checked(tmp_pa
     """
     found = project_findings(tmp_path, {"m.py": source})
     assert found == [("m.py", "DL601", 7, "m.py:11")]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from torch.cuda import graph\nx = 1\nwith graph(g):\n    x.item()\n",
+        "import torch\nwith torch.cuda.graph(g):\n    x.item()\n",
+        "# cuda_graph, graphs\nimport torch\nG = torch.cuda.graph\nwith G(g):\n    x.item()\n",
+        "import torch\ng.capture_begin()\nx.item()\ng.capture_end()\n",
+    ],
+)
+def test_dl601_capture_words_the_file_gate_must_see(source: str) -> None:
+    """_file_gates finds ``graph`` as a word wherever it is (after a dot, after other words
+    holding the letters) or ``capture_begin``."""
+    assert lines(findings(source, "DL601")) == [source.count("\n", 0, source.index("x.item")) + 1]

@@ -122,3 +122,31 @@ def test_dl404_fake_registered_through_a_module_helper() -> None:
     """
     found = project({"pkg/defs.py": defs}, "DL404")
     assert sorted(f.span.start.line for f in found) == [7]
+
+
+_DEFS = """
+import torch
+
+lib = torch.library.Library("mylib", "DEF")
+lib.define("helped(Tensor x) -> Tensor")
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "helper"),
+    [
+        ("pkg/regs.py", "import torch.library as L\n\ndef reg(n):\n    L.impl_abstract(n)\n"),
+        ("pkg/regs.py", "from torch import library\n\ndef reg(n):\n    library.fake(n)\n"),
+        (
+            "pkg/regs.py",
+            "import torch\nrf = torch.library.register_fake\n\ndef reg(n):\n    rf(n)\n",
+        ),
+        # no 'library' in the text: the module's name spells it (a relative import)
+        ("torch/library/regs.py", "from . import register_fake as r\n\ndef reg(n):\n    r(n)\n"),
+    ],
+)
+def test_dl404_fake_helper_spellings_the_word_gate_must_see(path: str, helper: str) -> None:
+    """_may_register_fakes lets each of these through: the helper's call registers the fake."""
+    use = helper + '\n@reg("mylib::helped")\ndef _(x):\n    return x\n'
+    assert project({"pkg/defs.py": _DEFS, path: use}, "DL404") == []
+    assert len(project({"pkg/defs.py": _DEFS}, "DL404")) == 1

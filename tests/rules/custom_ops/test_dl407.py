@@ -211,3 +211,33 @@ def test_dl407_eval_only_tests_of_self_training(test: str, found: bool) -> None:
                 return y
         """
     assert bool(findings(source, "DL407")) is found
+
+
+def test_dl407_sequential_in_a_file_without_forward() -> None:
+    """The rule is switched off only in a file spelling neither ``forward`` nor
+    ``Sequential``: a module built from nn.Sequential alone is still checked."""
+    source = """
+    import torch.nn as nn
+
+    head = nn.Sequential(nn.Sigmoid(), nn.ReLU(inplace=True))
+    """
+    assert [f.code for f in findings(source, "DL407")] == ["DL407"]
+
+
+def test_dl406_dl407_in_a_forward_with_no_other_trace_of_torch_modules() -> None:
+    """``forward`` is the word the rules need: spelled only by the def, it keeps them on."""
+    source = """
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(2))
+
+        def forward(self, x):
+            self.w.add_(1)
+            y = torch.sigmoid(self.w * 2)
+            y.mul_(2)
+            return y
+    """
+    assert sorted(f.code for f in findings(source, "DL406", "DL407")) == ["DL406", "DL407"]
