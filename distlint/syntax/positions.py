@@ -6,22 +6,23 @@ their syntactic range is hoisted from) and stops as soon as the last one is done
 file without findings pays nothing and a file with findings pays part of one codegen.
 The ranges match PositionProvider's (whitespace excluded where syntax allows).
 
-Only the top-level statements that hold the wanted nodes are generated. Every top-level
-statement starts at column 0 (the one before it ends with a line break), on the line after
-the line breaks of the code before it, and those are counted from the tree's fields (strings,
-whitespace, newlines: :func:`_line_breaks`) at about a third of the cost of generating the code
-(measured on torch/distributed). A file is often measured more than once (its findings, then
-lazily located nodes when linking, then the findings of its second pass): :class:`Positions`
+Only the innermost statements that hold the wanted nodes are generated (a node deep in a
+large class costs its own statement, not the class: :class:`_Descent`). Every statement starts
+at column 0 (the code before it ends with a line break), on the line after the line breaks of
+the code before it, and those are counted from the tree's fields (strings, whitespace,
+newlines: :func:`_line_breaks`) at about a third of the cost of generating the code (measured
+on torch/distributed). A file is often measured more than once (its findings, then lazily
+located nodes when linking, then the findings of its second pass): :class:`Positions`
 remembers where each top-level statement starts, so that a later measurement counts no line
 twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -143,9 +144,9 @@ def node_ranges(
 class Positions:
     """Ranges of one tree's nodes, measured on demand (:func:`node_ranges`), for as long as the
     tree is checked: a node is measured once (the first pass's findings and compile sites are
-    what the second pass reports and matches again), only the top-level statements that hold
-    the nodes wanted are generated, and where the statements before them start is counted
-    once (see the module docstring)."""
+    what the second pass reports and matches again), only the innermost statements that hold
+    the nodes wanted are generated, and where the top-level statements before them start is
+    counted once (see the module docstring)."""
 
     def __init__(self, module: cst.Module, columns: IndentColumns | None = None) -> None:
         self.module = module
@@ -173,15 +174,17 @@ class Positions:
 
     def _measure(self, wanted: set[cst.CSTNode]) -> dict[cst.CSTNode, NodeRange]:
         state = _TrackingState(self.module, set(wanted))
-        homes = self._homes(wanted)
-        if homes is None:
+        groups = self._groups(wanted)
+        if groups is None:
             with suppress(_Done):
                 self._whole(state)
         else:
-            for index, held in homes.items():
+            for stmt, line, indents, held in groups:
                 state.pending = held  # the statement's generation stops after its last one
+                state.line, state.column = line, 0
+                state.indent_tokens[:] = indents
                 with suppress(_Done):
-                    self._statement(state, index)
+                    stmt._codegen(state)
         found = {node: state.ranges[node] for node in wanted if node in state.ranges}
         columns = self.columns
         if columns is None:
@@ -196,47 +199,45 @@ class Positions:
             for node, found_range in found.items()
         }
 
-    def _homes(self, wanted: set[cst.CSTNode]) -> dict[int, int] | None:
-        """The top-level statements that hold ``wanted``, in order, their starts known, with
-        how many of ``wanted`` each holds; None: measure the whole module (a node outside every
+    def _groups(self, wanted: set[cst.CSTNode]) -> list[_Group] | None:
+        """The innermost statements that hold ``wanted``, each with the state codegen starts it
+        from (see :class:`_Descent`); None: measure the whole module (a node outside every
         statement: the module, its header or footer, a node of another tree)."""
         if self.module in wanted:
             return None
-        if not self._starts:
-            return self._first_homes({id(node) for node in wanted})
+        body = self.module.body
+        starts = self._starts
+        descent = _Descent(self.module.default_indent)
+        if not starts:  # the first measurement: the statements in order, their starts noted
+            left = descent.left = {id(node) for node in wanted}
+            line = 1
+            for header in self.module.header:
+                line += _line_breaks(header, set())
+            for stmt in body:
+                starts.append((line, 0))
+                breaks = descent.statement(stmt, line, ())
+                if not left:
+                    return descent.groups
+                line += breaks
+            return None
         if self._home is None:
             self._home = {}
-            for index, stmt in enumerate(self.module.body):
+            for index, stmt in enumerate(body):
                 for node in descendants(stmt):
                     self._home.setdefault(id(node), index)
-        homes: dict[int, int] = {}
+        homes: dict[int, set[int]] = {}
         for node in wanted:
             home = self._home.get(id(node))
             if home is None:
                 return None
-            homes[home] = homes.get(home, 0) + 1
-        return dict(sorted(homes.items()))
-
-    def _first_homes(self, left: set[int]) -> dict[int, int] | None:
-        """The first measurement's :meth:`_homes`: the statements are scanned in order for the
-        nodes of ``left`` (ids, removed as they are found), counting their line breaks, until
-        the last one is found; the starts of the statements scanned are noted."""
-        module = self.module
-        starts = self._starts
-        line = 1
-        for header in module.header:
-            line += _line_breaks(header, set())
-        homes: dict[int, int] = {}
-        for index, stmt in enumerate(module.body):
-            starts.append((line, 0))
-            before = len(left)
-            breaks = _line_breaks(stmt, left)
-            if len(left) < before:
-                homes[index] = before - len(left)
-            if not left:
-                return homes
-            line += breaks
-        return None  # a node outside every statement (the module's header or footer)
+            homes.setdefault(home, set()).add(id(node))
+        for index in sorted(homes):
+            while len(starts) <= index:  # count the statements before it from the last start
+                line, column = starts[-1]
+                starts.append((line + _line_breaks(body[len(starts) - 1], set()), column))
+            descent.left = homes[index]
+            descent.statement(body[index], starts[index][0], ())
+        return descent.groups
 
     def _whole(self, state: _TrackingState) -> None:
         """``Module._codegen`` (LibCST's), noting where each top-level statement starts."""
@@ -255,19 +256,136 @@ class Positions:
             state.add_token(state.default_newline)  # the state keeps no tokens
         state.after_codegen(module)
 
-    def _statement(self, state: _TrackingState, index: int) -> None:
-        """Generate top-level statement ``index`` from where it starts (found by counting the
-        line breaks of the statements before it from the last known start, if need be)."""
-        body = self.module.body
-        starts = self._starts
-        while len(starts) <= index:
-            line, column = starts[-1]
-            starts.append((line + _line_breaks(body[len(starts) - 1], set()), column))
-        state.line, state.column = starts[index]
-        state.indent_tokens.clear()  # what a generation stopped inside a block left behind
-        body[index]._codegen(state)
-        if len(starts) == index + 1 and index + 1 < len(body):
-            starts.append((state.line, state.column))
+
+# -- finding the innermost statements that hold the nodes ----------------------------------------
+
+
+class _Group(NamedTuple):
+    """A statement to generate, where codegen starts it (its line; the column is 0: the code
+    before a statement ends with a line break), the indentation of the blocks around it, and
+    how many wanted nodes it holds (its generation stops after the last)."""
+
+    stmt: cst.BaseStatement
+    line: int
+    indents: tuple[str, ...]
+    held: int
+
+
+# What a compound statement (or one of its clauses) generates after its own fields: its
+# suites, in order (LibCST's ``_codegen_impl``: every other field comes before them, and the
+# keywords and colons it adds itself hold no line break).
+_SUITES: dict[type, tuple[str, ...]] = {
+    cst.If: ("body", "orelse"),
+    cst.For: ("body", "orelse"),
+    cst.While: ("body", "orelse"),
+    cst.With: ("body",),
+    cst.FunctionDef: ("body",),
+    cst.ClassDef: ("body",),
+    cst.Try: ("body", "handlers", "orelse", "finalbody"),
+    cst.TryStar: ("body", "handlers", "orelse", "finalbody"),
+    cst.Match: ("cases", "footer"),
+    cst.Else: ("body",),
+    cst.Finally: ("body",),
+    cst.ExceptHandler: ("body",),
+    cst.ExceptStarHandler: ("body",),
+    cst.MatchCase: ("body",),
+}
+# The other fields of each, in any order (only their line breaks are counted).
+_HEADS = {
+    cls: tuple(f.name for f in fields(cls) if f.name not in suites)
+    for cls, suites in _SUITES.items()
+}
+
+
+class _Descent:
+    """Finds, for the wanted node ids of :attr:`left`, the innermost statements that hold
+    them and where codegen starts each, counting line breaks instead of generating the code
+    before them. A statement in an indented block starts at column 0 (what comes before it,
+    the block's header or the statement before, ends with a line break), on the line after
+    the line breaks of everything generated before it, with the indentation of the blocks
+    around it (``IndentedBlock.indent``, ``Match.indent``, else the module's): generated
+    from that state, its code and so its ranges are what the whole module's codegen gives.
+    A statement holding a wanted node outside its inner statements (in its header, a suite
+    itself, a footer, a one-line suite ``if x: f()``, an ``elif``) is generated whole, with
+    every wanted node below it."""
+
+    def __init__(self, default_indent: str) -> None:
+        self.default_indent = default_indent
+        self.left: set[int] = set()
+        self.groups: list[_Group] = []
+
+    def statement(self, stmt: cst.CSTNode, line: int, indents: tuple[str, ...]) -> int:
+        """The line breaks of ``stmt`` (incomplete once :attr:`left` is empty), noting the
+        groups of the wanted nodes below it."""
+        left = self.left
+        before = len(left)
+        if type(stmt) not in _SUITES or id(stmt) in left:
+            breaks = _line_breaks(stmt, left)
+            stray = before - len(left)
+        else:
+            mark = len(self.groups)
+            breaks, stray = self._clause(stmt, line, indents)
+            if stray:
+                del self.groups[mark:]  # generated whole, its inner statements with it
+                stray = before - len(left)
+        if stray:
+            self.groups.append(_Group(cast(cst.BaseStatement, stmt), line, indents, stray))
+        return breaks
+
+    def _clause(self, node: cst.CSTNode, line: int, indents: tuple[str, ...]) -> tuple[int, int]:
+        """The line breaks of a compound statement or clause (``else``, ``except``, ``case``,
+        ``elif``), and how many wanted nodes it holds outside its inner statements."""
+        left = self.left
+        before = len(left)
+        if id(node) in left:
+            return _line_breaks(node, left), before - len(left)
+        breaks = 0
+        for name in _HEADS[type(node)]:
+            breaks += _breaks_in(getattr(node, name), left)
+            if not left:
+                return breaks, before - len(left)
+        stray = before - len(left)
+        if type(node) is cst.Match:
+            indent = node.indent
+            indents = (*indents, self.default_indent if indent is None else indent)
+        for name in _SUITES[type(node)]:
+            value = getattr(node, name)
+            for part in value if type(value) is tuple or type(value) is list else (value,):
+                if type(part) is cst.IndentedBlock:
+                    more, found = self._block(part, line + breaks, indents)
+                elif type(part) in _SUITES:
+                    more, found = self._clause(part, line + breaks, indents)
+                else:  # a one-line suite, a footer line, an absent clause
+                    count = len(left)
+                    more = _breaks_in(part, left)
+                    found = count - len(left)
+                breaks += more
+                stray += found
+                if not left:
+                    return breaks, stray
+        return breaks, stray
+
+    def _block(
+        self, block: cst.IndentedBlock, line: int, indents: tuple[str, ...]
+    ) -> tuple[int, int]:
+        left = self.left
+        before = len(left)
+        if id(block) in left or not block.body:
+            return _line_breaks(block, left), before - len(left)
+        breaks = _line_breaks(block.header, left)
+        stray = before - len(left)
+        if not left:
+            return breaks, stray
+        indent = block.indent
+        inner = (*indents, self.default_indent if indent is None else indent)
+        for stmt in block.body:
+            breaks += self.statement(stmt, line + breaks, inner)
+            if not left:
+                return breaks, stray
+        count = len(left)
+        for line_ in block.footer:
+            breaks += _line_breaks(line_, left)
+        return breaks, stray + count - len(left)
 
 
 # -- counting line breaks ------------------------------------------------------------------------
@@ -346,3 +464,20 @@ class _Counters(dict[type, Callable[..., int]]):
 
 
 _counters = _Counters()
+
+
+def _breaks_in(value: object, left: set[int]) -> int:
+    """:func:`_line_breaks` of a field's value: a node, a sequence of nodes, a string, or
+    nothing (None, a sentinel)."""
+    if type(value) in NODE_TYPES:
+        return _line_breaks(cast(cst.CSTNode, value), left)
+    if type(value) is tuple or type(value) is list:
+        breaks = 0
+        for item in cast("Sequence[cst.CSTNode]", value):
+            breaks += _line_breaks(item, left)
+            if not left:
+                break
+        return breaks
+    if type(value) is str:
+        return value.count("\n") + value.count("\r") - value.count("\r\n")
+    return 0

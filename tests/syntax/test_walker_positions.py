@@ -500,6 +500,40 @@ TRICKY = {
     ),
     "strings with line breaks": 'doc = """one\r\ntwo\rthree\nfour"""\nx = 1\n',
     "one statement": "x = f(1)\n",
+    "nested blocks": (
+        "class A:\n    # lead\n\n    class B(Base,\n            Other):\n        @dec(\n   1)\n"
+        "        # between\n        def m(self, a,\n              b):\n            if a:\n"
+        "                x = g(a)\n            elif b:  # c\n                y = 1\n"
+        "                # footer of elif\n            else:\n                z = 2\n"
+        "            try:\n                t = h()\n            except (K,\n  V) as e:\n"
+        "                u = e\n            else:\n                v = 1\n"
+        "            finally:\n                w = 2\n            with c(1,\n 2) as q:\n"
+        "                r = q\n            for i in range(\n3):\n                s = i\n"
+        "            else:\n                s2 = 0\n            while s:\n"
+        "                s -= 1\n            else:\n                s3 = 0\n"
+        "            return x\n\n\n    # after B\n    n = 1\nm = 2\n"
+    ),
+    "match and try star": (
+        "def f(p):\n    match p:\n        case [a, *b] if a > (\n1):\n            q = a\n"
+        "        # between cases\n        case {'k': v, **rest}:\n            q = v\n"
+        "        case _:\n            match q:\n              case 1:\n                  r = 2\n"
+        "    try:\n        g()\n    except* OSError as e:\n        h(e)\n"
+        "    except* (KeyError,\n ValueError):\n        pass\n    return q\n"
+    ),
+    "mixed indentation": (
+        "if a:\n\tb = 1\n\tif c:\n\t  d = f(1,\n2)\n\t  def g():\n\t        return 3\n"
+        "\telse:\n\t    e = 4\nclass K:\n  x = 1\n  def m(self):\n   \ty = 2\n"
+    ),
+    "nested crlf": (
+        "class K:\r\n    def m(self):\r\n        if x:\r\n\r\n            # c\r\n"
+        "            y = f(1,\r\n   2)\r\n        z = 3\r\n"
+    ),
+    "one-line suites": (
+        "if x: f()\nelif y: g(); h()\nelse: k()\nfor i in j: m(i)\n"
+        "def f(): return 1\nclass C: x = 1; y = 2\nwhile z: z -= 1\n"
+        "def g():\n    if a: b()\n    else:\n        c()\n    try: d()\n"
+        "    except E: e()\n    with w: v()\n"
+    ),
     "only comments": "# a\n\n# b\n",
 }
 
@@ -603,3 +637,45 @@ def test_a_statement_is_generated_only_up_to_the_last_node_it_holds(
     assert Positions(module).ranges([names["c"], names["a"]]) == expected
     assert (expected[names["a"]].start_column, expected[names["c"]].start_column) == (8, 8)
     assert names["a"] in generated and names["b"] not in generated
+
+
+NESTED = (
+    "nested blocks",
+    "match and try star",
+    "mixed indentation",
+    "nested crlf",
+    "one-line suites",
+)
+
+
+@pytest.mark.parametrize("name", NESTED)
+def test_nodes_inside_compound_statements_match_position_provider(name: str) -> None:
+    module = cst.parse_module(TRICKY[name])
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    nodes = [n for n in walk_order(module) if isinstance(n, RANGE_TYPES)]
+    for node in nodes:
+        assert _got(Positions(module).ranges([node]), node) == _expected(positions, node), node
+    measured = Positions(module)  # a later measurement starts from the counted starts
+    measured.ranges([module.body[-1]])
+    assert {n: _got(measured.ranges([n]), n) for n in nodes} == {
+        n: _expected(positions, n) for n in nodes
+    }
+
+
+def test_a_node_deep_in_a_class_generates_only_its_innermost_statement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = cst.parse_module(TRICKY["nested blocks"])
+    names = {n.value: n for n in _every_node(module) if isinstance(n, cst.Name)}
+    wanted = [names["r"], names["u"]]
+    expected = _whole_module_ranges(module, wanted)
+    generated = _generated_nodes(monkeypatch)
+    ranges = Positions(module).ranges(wanted)
+    assert ranges == expected
+    assert (ranges[names["r"]].start_line, ranges[names["u"]].start_line) == (29, 22)
+    holders = {type(node).__name__ for node in generated if isinstance(node, cst.BaseStatement)}
+    assert holders == {"SimpleStatementLine"}  # ``u = e`` and ``r = q``, nothing around them
+    test = module.body[0].body.body[0].body.body[0].body.body[0].test  # type: ignore[attr-defined]
+    generated.clear()
+    Positions(module).ranges([test, names["x"]])  # in a header: the whole ``if`` statement
+    assert type(generated[0]) is cst.If
