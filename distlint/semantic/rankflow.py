@@ -283,6 +283,7 @@ class RankFlow:
         self._gather(ctx.module.body, None)
         self._round = 0
         self._reads: dict[int, set[tuple[str, str]]] = {}  # function node -> facts it read
+        self._defined_in: dict[int, Env] = {}  # function node -> the names it saw, last run
         self._stack: list[int] = []
         self._interesting: set[tuple[str, str]] = set()
         for self._round in range(4):
@@ -606,8 +607,15 @@ class RankFlow:
 
     def _function(self, node: cst.FunctionDef, env: Env) -> None:
         function = self._by_node.get(id(node))
-        if self._round and self._reads.get(id(node), _NO_READS).isdisjoint(self._interesting):
+        if (
+            self._round
+            and self._reads.get(id(node), _NO_READS).isdisjoint(self._interesting)
+            and _same_env(self._defined_in.get(id(node)), env)
+        ):
             return  # reads nothing a later round changes: its tests and returns stand
+        # what the names it sees where it is defined held (a global assigned from a call
+        # whose return a later round learnt is found there, not read as a global)
+        self._defined_in[id(node)] = dict(env)
         saved = [getattr(self, name) for name in _FUNCTION_STATE]
         self._table = self.ctx.table_for(node, self._table)
         self._resolve = self._table.resolve
@@ -1281,6 +1289,13 @@ def _same(a: Kind | None, b: Kind | None) -> bool:
     if a is None or b is None:
         return a is b
     return a.level == b.level and a.deferred == b.deferred
+
+
+def _same_env(a: Env | None, b: Env) -> bool:
+    """The same names, each :func:`_same` (None: the function has not run)."""
+    if a is None or len(a) != len(b):
+        return False
+    return all(_same(a.get(name), kind) for name, kind in b.items())
 
 
 def _same_elements(a: tuple[Kind, ...] | None, b: tuple[Kind, ...] | None) -> bool:

@@ -53,6 +53,29 @@ def test_inside_functions_too() -> None:
     ) == [True, False]
 
 
+def test_a_global_whose_rank_a_later_round_learns_reaches_functions_defined_after_it() -> None:
+    # `x = g()` runs before h is known to return a rank (g's return is learnt in a later
+    # round), so f, defined after x, sees a rank in x only then: it must be run again in that
+    # round though it reads no global (x is among the names it is defined with)
+    assert _verdicts(
+        """
+        import torch.distributed as dist
+        def g():
+            return h()
+        def h():
+            return dist.get_rank()
+        x = g()
+        def f():
+            if x == 0:
+                pass
+        y = 1
+        def k():
+            if y == 0:
+                pass
+        """
+    ) == [True, False]
+
+
 def test_configured_rank_predicates_count() -> None:
     source = """
         from utils import check_flag
