@@ -9,6 +9,8 @@ calls are spelled from memory. The result is exactly what the full codegen gives
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
@@ -19,26 +21,14 @@ class _Enough(Exception):
     """Raised inside codegen once the prefix is long enough."""
 
 
-class _Nowhere:
-    """A context that does nothing, entered around every node's code (see ``_Codegen``)."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *_: object) -> None:
-        return None
-
-
-_NOWHERE = _Nowhere()
+_NOWHERE = nullcontext()  # entered around every node's code (see ``_Codegen``)
 
 
 class _Codegen(CodegenState):
     """LibCST's codegen state, without the generator-based context it opens around each
     node to record positions (no one records them here: a quarter of codegen's time)."""
 
-    def record_syntactic_position(self, *_: object, **__: object) -> _Nowhere:  # type: ignore[override]
+    def record_syntactic_position(self, *_: object, **__: object) -> nullcontext[None]:  # type: ignore[override]
         return _NOWHERE
 
 
