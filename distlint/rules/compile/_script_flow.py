@@ -7,6 +7,7 @@ script changes under it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -73,11 +74,33 @@ def _flows(ctx: RuleContext) -> list[Flow]:
     names = set(compiled_bindings(ctx))
     for of_scope in library_module_bindings(ctx).values():
         names |= set(of_scope)
-    if not names:
-        # no compiled name: no flow has a call event, and every finding of DL107-DL109 is
-        # about one (a compiled call in a loop, before an init, before a hook)
+    if not called_somewhere(ctx.source, names):
+        # no compiled name is called: no flow has a call event, and every finding of
+        # DL107-DL109 is about one (a compiled call in a loop, before an init, before a hook)
         return []
     return [_flow(ctx, scope, names) for scope in _scopes(ctx)]
+
+
+# a name and what may stand between it and the ``(`` of a call of it: closing parentheses
+# of ``(f)(x)``, whitespace and line continuations, comments (inside brackets)
+_CALLED = re.compile(r"\b([^\W\d]\w*)(?:[\s\\)]|#[^\n\r]*)*\(")
+_DEF_BEFORE = re.compile(r"\bdef\s+\Z")
+
+
+def called_somewhere(source: str, names: set[str]) -> bool:
+    """Whether the text may call one of ``names`` (a ``Call`` whose ``func`` is that
+    ``Name``): such a call is written as the name, then only closing parentheses, whitespace,
+    backslash continuations or comments, then ``(``, all of which the pattern allows. A name
+    right after the ``def`` keyword is a definition (``def`` is no identifier; in a string
+    the text is no call): the only text left out. Strings and comments only add matches."""
+    if not names:
+        return False
+    for match in _CALLED.finditer(source):
+        if match.group(1) in names:
+            start = match.start()
+            if not _DEF_BEFORE.search(source, max(0, start - 40), start):
+                return True
+    return False
 
 
 def _scopes(ctx: RuleContext) -> list[cst.Module | cst.FunctionDef]:
