@@ -84,6 +84,7 @@ def _flows(ctx: RuleContext) -> list[Flow]:
 # a name and what may stand between it and the ``(`` of a call of it: closing parentheses
 # of ``(f)(x)``, whitespace and line continuations, comments (inside brackets)
 _CALLED = re.compile(r"\b([^\W\d]\w*)(?:[\s\\)]|#[^\n\r]*)*\(")
+_NAME = re.compile(r"[^\W\d]\w*")
 _DEF_BEFORE = re.compile(r"\bdef\s+\Z")
 
 
@@ -95,6 +96,8 @@ def called_somewhere(source: str, names: set[str]) -> bool:
     the text is no call): the only text left out. Strings and comments only add matches."""
     if not names:
         return False
+    if not all(_NAME.fullmatch(name) for name in names):
+        return True  # an identifier with a character ``\w`` is not (``a·b``): not looked for
     for match in _CALLED.finditer(source):
         if match.group(1) in names:
             start = match.start()

@@ -267,5 +267,6 @@ def test_dl107_a_compiled_name_is_seen_called_in_every_spelling() -> None:
     for not_called in ("def f(x): pass", "async def  f(x): pass", "f = g\nf.x(1)", "ff(1)", "f"):
         assert not called_somewhere(not_called, names), not_called
     assert not called_somewhere("f(x)", set())
+    assert called_somewhere("def a·b(): pass", {"a·b"})  # no \w identifier: kept
     loop = STATIC.format(fg="") + "for n in range(2, 14):\n    (f  # c\n    )(torch.randn(n, 4))\n"
     assert [code for code, *_ in where(run(loop, *FLOW_CODES))] == ["DL107"]
