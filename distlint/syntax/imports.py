@@ -227,6 +227,36 @@ def scope_statements(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
         yield stmt
 
 
+def statements_in_order(
+    body: Iterable[cst.CSTNode], *, into_scopes: bool = False
+) -> Iterator[cst.CSTNode]:
+    """Small statements and def/class heads of a scope, through if/try/with/loops/match, in
+    source order (``scope_statements`` gives a ``try``'s ``else`` before its handlers); with
+    ``into_scopes``, of every scope below too, a def or class before its body's. These are
+    the statements that walking every node finds, in the same order, without walking the
+    expressions (no statement sits inside an expression; a lambda's body is one)."""
+    pending: list[cst.CSTNode] = list(body)
+    pending.reverse()
+    while pending:
+        node = pending.pop()
+        if type(node) is cst.SimpleStatementLine or type(node) is cst.SimpleStatementSuite:
+            yield from node.body
+        elif type(node) is cst.FunctionDef or type(node) is cst.ClassDef:
+            yield node
+            if into_scopes:
+                pending.extend(reversed(suite_body(node.body)))
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            blocks = [node.body, *(h.body for h in node.handlers)]
+            blocks += [part.body for part in (node.orelse, node.finalbody) if part is not None]
+            for block in reversed(blocks):
+                pending.extend(reversed(suite_body(block)))
+        elif isinstance(node, cst.BaseCompoundStatement):
+            for block in reversed(blocks_of(node)):
+                pending.extend(reversed(suite_body(block)))
+        elif isinstance(node, cst.BaseSmallStatement):
+            yield node
+
+
 def scope_statements_nested(body: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.CSTNode, bool]]:
     """Like scope_statements, with whether each statement sits inside a compound statement."""
     pending: list[tuple[cst.CSTNode, bool]] = [(node, False) for node in body]

@@ -10,8 +10,9 @@ import pytest
 
 from distlint.engine.checker import FileSource, check_file
 from distlint.file_settings import FileSettings
-from distlint.syntax.imports import ImportTable, canonical_name, dotted_name
+from distlint.syntax.imports import ImportTable, canonical_name, dotted_name, statements_in_order
 from distlint.syntax.module_names import module_name_for
+from distlint.syntax.walker import descendants
 
 DL203_ON = FileSettings(enabled=frozenset({"DL000", "DL203", "DL502"}))
 
@@ -462,3 +463,54 @@ def test_function_local_import_drives_the_rule() -> None:
         """
     )
     assert [f.code for f in check_file(FileSource(source, "m.py"), DL203_ON).findings] == ["DL203"]
+
+
+# every kind of block, a try's handlers before its else, statements in one-line suites
+STATEMENTS = """\
+import torch
+@torch.compile(backend="eager")
+def f(x):
+    g = lambda y: (z := y)
+    class C:
+        a = 1
+        def m(self): return torch.compile(self)
+    if x: b = 1; c = torch.compile(g)
+    elif x > 1:
+        d = 2
+    else:
+        m.compile()
+    try:
+        e = 3
+    except ValueError:
+        pass
+    else:
+        f1 = 4
+    finally:
+        del x
+    for i in range(3):
+        h = i
+    else:
+        h = 0
+    while True:
+        break
+    with open("p") as fh:
+        k = fh
+    match x:
+        case 1:
+            n = 1
+        case _:
+            n = 2
+    return [q for q in range(2)]
+async def later():
+    await f(1)
+"""
+
+
+def test_statements_in_order_are_the_statements_a_walk_of_every_node_finds() -> None:
+    """With ``into_scopes``, the small statements and def/class heads that walking every node
+    finds, in the same order (the compiled bindings read their candidates from it)."""
+    module = cst.parse_module(STATEMENTS)
+    kinds = (cst.BaseSmallStatement, cst.FunctionDef, cst.ClassDef)
+    walked = [node for node in descendants(module) if isinstance(node, kinds)]
+    assert list(statements_in_order(module.body, into_scopes=True)) == walked
+    assert len(walked) == 24

@@ -12,8 +12,7 @@ import libcst as cst
 
 from distlint.rules.context import RuleContext
 from distlint.semantic.compile_sites import RootInfo
-from distlint.syntax.imports import scope_statements
-from distlint.syntax.walker import descendants
+from distlint.syntax.imports import scope_statements, statements_in_order
 
 
 @dataclass
@@ -40,7 +39,8 @@ def _compiled_bindings(ctx: RuleContext) -> dict[str, list[Binding]]:
         decorators = any(root.kind == "decorator" for root in roots)
         calls = any(root.kind != "decorator" for root in roots)
         candidates: list[tuple[cst.CSTNode, str, str | None, str]] = []
-        for node in descendants(ctx.module):
+        # every candidate is a statement: the file's statements, not all its nodes
+        for node in statements_in_order(ctx.module.body, into_scopes=True):
             if isinstance(node, cst.FunctionDef):
                 if decorators:
                     for decorator in node.decorators:

@@ -7,7 +7,8 @@ script changes under it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -22,6 +23,7 @@ from distlint.rules.compile._bindings import (
 from distlint.rules.context import RuleContext
 from distlint.semantic.compile_sites import RootInfo
 from distlint.semantic.regions import Resolver
+from distlint.syntax.imports import statements_in_order
 from distlint.syntax.walker import children, descendants
 
 DIST = "torch.distributed."
@@ -72,7 +74,36 @@ def _flows(ctx: RuleContext) -> list[Flow]:
     names = set(compiled_bindings(ctx))
     for of_scope in library_module_bindings(ctx).values():
         names |= set(of_scope)
+    if not called_somewhere(ctx.source, names):
+        # no compiled name is called: no flow has a call event, and every finding of
+        # DL107-DL109 is about one (a compiled call in a loop, before an init, before a hook)
+        return []
     return [_flow(ctx, scope, names) for scope in _scopes(ctx)]
+
+
+# a name and what may stand between it and the ``(`` of a call of it: closing parentheses
+# of ``(f)(x)``, whitespace and line continuations, comments (inside brackets)
+_CALLED = re.compile(r"\b([^\W\d]\w*)(?:[\s\\)]|#[^\n\r]*)*\(")
+_NAME = re.compile(r"[^\W\d]\w*")
+_DEF_BEFORE = re.compile(r"\bdef\s+\Z")
+
+
+def called_somewhere(source: str, names: set[str]) -> bool:
+    """Whether the text may call one of ``names`` (a ``Call`` whose ``func`` is that
+    ``Name``): such a call is written as the name, then only closing parentheses, whitespace,
+    backslash continuations or comments, then ``(``, all of which the pattern allows. A name
+    right after the ``def`` keyword is a definition (``def`` is no identifier; in a string
+    the text is no call): the only text left out. Strings and comments only add matches."""
+    if not names:
+        return False
+    if not all(_NAME.fullmatch(name) for name in names):
+        return True  # an identifier with a character ``\w`` is not (``a·b``): not looked for
+    for match in _CALLED.finditer(source):
+        if match.group(1) in names:
+            start = match.start()
+            if not _DEF_BEFORE.search(source, max(0, start - 40), start):
+                return True
+    return False
 
 
 def _scopes(ctx: RuleContext) -> list[cst.Module | cst.FunctionDef]:
@@ -83,22 +114,9 @@ ScopeNodes = list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]
 _NOT_ENTERED = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})  # scopes of their own
 
 
-def _scope_nodes(ctx: RuleContext, scope: cst.Module | cst.FunctionDef) -> ScopeNodes:
-    """The nodes of a scope's own code (not nested functions, classes or lambdas) in source
-    order, each with its enclosing for/while loops in the scope, outermost first (listed
-    once per file: the flows and the library-built models both read every scope)."""
-    listed = ctx.memo(_listed_scopes)
-    found = listed.get(id(scope))
-    if found is None:
-        found = listed[id(scope)] = _list_scope_nodes(scope)
-    return found
-
-
-def _listed_scopes(ctx: RuleContext) -> dict[int, ScopeNodes]:
-    return {}
-
-
 def _list_scope_nodes(scope: cst.Module | cst.FunctionDef) -> ScopeNodes:
+    """The nodes of a scope's own code (not nested functions, classes or lambdas) in source
+    order, each with its enclosing for/while loops in the scope, outermost first."""
     body: Sequence[cst.CSTNode]
     if isinstance(scope, cst.FunctionDef):
         if not isinstance(scope.body, cst.IndentedBlock):
@@ -130,7 +148,7 @@ def _list_scope_nodes(scope: cst.Module | cst.FunctionDef) -> ScopeNodes:
 def _flow(ctx: RuleContext, scope: cst.Module | cst.FunctionDef, names: set[str]) -> Flow:
     resolve = ctx.imports.resolve
     flow = Flow(scope=scope)
-    for node, loops in _scope_nodes(ctx, scope):
+    for node, loops in _list_scope_nodes(scope):
         if type(node) is cst.Call:
             _note_call(flow, node, loops, names, resolve)
     return flow
@@ -159,7 +177,7 @@ def _library_module_bindings(ctx: RuleContext) -> dict[int, dict[str, list[Bindi
             table = ctx.table_for(scope, table)
         resolve = table.resolve
         built: set[str] = set()  # names assigned a library-built module in this scope
-        for node, _ in _scope_nodes(ctx, scope):
+        for node in _scope_statements(scope):
             if not isinstance(node, cst.Assign) or len(node.targets) != 1:
                 continue
             target = node.targets[0].target
@@ -183,6 +201,17 @@ def _library_module_bindings(ctx: RuleContext) -> dict[int, dict[str, list[Bindi
                     binding = Binding(target.value, root, first.value, value)
                     found.setdefault(target.value, []).append(binding)
     return by_scope
+
+
+def _scope_statements(scope: cst.Module | cst.FunctionDef) -> Iterator[cst.CSTNode]:
+    """The statements of a scope's own code in source order: its assignments are those of
+    :func:`_scope_nodes` (an assignment is a statement, never inside an expression), found
+    without walking its expressions (a one-line ``def`` is left out, as there)."""
+    if isinstance(scope, cst.FunctionDef):
+        if not isinstance(scope.body, cst.IndentedBlock):
+            return iter(())
+        return statements_in_order(scope.body.body)
+    return statements_in_order(scope.body)
 
 
 def _note_call(

@@ -9,6 +9,7 @@ Dynamo skips, so no graph is ever compiled and the module runs eagerly, silently
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import partial
 
 import libcst as cst
@@ -18,8 +19,8 @@ from distlint.knowledge.module_factories import the_module, torch_nn_layer
 from distlint.rules.base import Rule
 from distlint.rules.compile._analysis import TensorGuess, builtin_in
 from distlint.rules.context import RuleContext
-from distlint.syntax.imports import scope_statements_nested, self_attribute
-from distlint.syntax.walker import descendants
+from distlint.syntax.imports import scope_statements, scope_statements_nested, self_attribute
+from distlint.syntax.walker import descendants, suite_body
 
 
 class CompileMethodOnTorchNnModule(Rule):
@@ -38,6 +39,7 @@ class CompileMethodOnTorchNnModule(Rule):
         super().__init__(ctx)
         self.active = "compile" in ctx.source and "nn" in ctx.source
         self._bindings: dict[int, TensorGuess] = {}  # id(function or None) -> its bindings
+        self._assigned: dict[int, frozenset[str] | _Every] = {}  # likewise: _assigned_names
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -64,6 +66,8 @@ class CompileMethodOnTorchNnModule(Rule):
             return self._built_by(receiver)
         if isinstance(receiver, cst.Name):
             function = self.ctx.function
+            if receiver.value not in self._assigned_names(function):
+                return None  # never ``name = ...``: the guess has no value for it (None)
             bindings = self._bindings.get(id(function))
             if bindings is None:
                 module = self.ctx.module if function is None else None
@@ -84,6 +88,30 @@ class CompileMethodOnTorchNnModule(Rule):
                 return self._only_value(_self_assigned(cls, attribute))
         return None
 
+    def _assigned_names(self, function: cst.FunctionDef | None) -> frozenset[str] | _Every:
+        """Names an ``=`` or annotated assignment statement of the scope binds to a plain
+        name: a cheap gate before the scope's :class:`TensorGuess` (``torch`` in
+        ``@torch.compile(...)``, a keyword-only ``X.compile`` call, builds one per function).
+        The guess gives a name a value that can build a torch.nn class only through such a
+        statement (or a ``:=``, seen only in a function's expressions: then every name
+        passes); a loop, ``with``, augmented, unpacked or ``def`` binding is not a call, and
+        an unbound name or parameter gives None: a name outside the set gives None either
+        way."""
+        found = self._assigned.get(id(function))
+        if found is None:
+            if function is not None and ":=" in self.ctx.source:
+                found = EVERY
+            else:
+                body = self.ctx.module.body if function is None else suite_body(function.body)
+                found = frozenset(
+                    name
+                    for stmt in scope_statements(body)
+                    if isinstance(stmt, (cst.Assign, cst.AnnAssign))
+                    for name in _target_names(stmt)
+                )
+            self._assigned[id(function)] = found
+        return found
+
     def _only_value(self, values: list[cst.BaseExpression | None] | None) -> str | None:
         """The torch.nn class every one of ``values`` builds (None when one does not)."""
         if not values:
@@ -96,6 +124,23 @@ class CompileMethodOnTorchNnModule(Rule):
             return None
         dotted = self.ctx.imports.resolve(value.func)
         return dotted.rsplit(".", 1)[-1] if dotted is not None and torch_nn_layer(dotted) else None
+
+
+class _Every:
+    """The set of every name (``in`` is always true)."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+EVERY = _Every()
+
+
+def _target_names(stmt: cst.Assign | cst.AnnAssign) -> Iterator[str]:
+    targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+    for target in targets:
+        if isinstance(target, cst.Name):
+            yield target.value
 
 
 def _self_assigned(cls: cst.ClassDef, attribute: str) -> list[cst.BaseExpression | None]:

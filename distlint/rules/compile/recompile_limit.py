@@ -150,8 +150,10 @@ class RecompileLimit(_RegionRule):
     # -- module-global ints read in a region --
 
     def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in getattr(self, "_globals", {}):
+            return  # asked first: most files rebind no global int (the region is per name)
         region = self.ctx.region
-        if region is None or node.value not in getattr(self, "_globals", {}):
+        if region is None:
             return
         func = self.ctx.function
         if func is None or not _is_load(node, self.ctx.parents):

@@ -244,3 +244,29 @@ def test_each_scope_is_listed_once_for_the_flows_and_the_library_built_models(
     found = run(source, *FLOW_CODES)
     assert [code for code, _, _ in where(found)] == ["DL107"]
     assert listed and len(listed) == len(set(listed))
+
+
+def test_dl107_a_compiled_name_is_seen_called_in_every_spelling() -> None:
+    """The flows are built only when the text may call a compiled name
+    (``called_somewhere``): a parenthesized name, a comment or a line continuation before
+    the ``(``, a call in an f-string still count; a ``def`` of the name alone does not."""
+    from distlint.rules.compile._script_flow import called_somewhere
+
+    names = {"f"}
+    for called in (
+        "f(x)",
+        "(f)(x)",
+        "f (x)",
+        "y = (f  # why\n)(x)",
+        "f \\\n(x)",
+        'print(f"{f(x)}")',
+        "g(f(x))",
+        "def f(x): pass\nf(1)",
+    ):
+        assert called_somewhere(called, names), called
+    for not_called in ("def f(x): pass", "async def  f(x): pass", "f = g\nf.x(1)", "ff(1)", "f"):
+        assert not called_somewhere(not_called, names), not_called
+    assert not called_somewhere("f(x)", set())
+    assert called_somewhere("def a·b(): pass", {"a·b"})  # no \w identifier: kept
+    loop = STATIC.format(fg="") + "for n in range(2, 14):\n    (f  # c\n    )(torch.randn(n, 4))\n"
+    assert [code for code, *_ in where(run(loop, *FLOW_CODES))] == ["DL107"]

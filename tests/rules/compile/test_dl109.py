@@ -133,3 +133,78 @@ def test_dl109_a_library_model_compiled_by_a_configured_wrapper_is_followed() ->
         enabled=frozenset({"DL109"}), compile_wrappers=("mylib.jit.fast_compile",)
     )
     assert [f.span.start.line for f in check(source, wrapped)] == [10]
+
+
+def test_dl109_library_models_are_read_from_the_statements_of_each_scope() -> None:
+    """The library-built models are found from the scope's statements (not all its nodes):
+    assignments inside if/with/try/loops and one-line suites are still read, a nested
+    function's or class's are their own scope's, and a one-line ``def`` has none."""
+    from tests.rules.conftest import run
+
+    source = """\
+        import torch
+        from torch import nn
+
+
+        def in_blocks(flag, data):
+            if flag: model = nn.Sequential(nn.Linear(4, 4))
+            with torch.no_grad():
+                try:
+                    compiled = torch.compile(model)
+                except RuntimeError:
+                    pass
+            for x in data:
+                compiled(x)
+            model[0].register_forward_hook(lambda m, a, o: None)
+
+
+        def nested():
+            def inner():
+                model = nn.Sequential(nn.Linear(4, 4))
+            compiled = torch.compile(model)
+            compiled(torch.ones(1, 4))
+            model[0].register_forward_hook(lambda m, a, o: None)
+
+
+        class Holder:
+            model = nn.Sequential(nn.Linear(4, 4))
+
+        def one_line(): model = nn.Sequential(nn.Linear(4, 4)); compiled = torch.compile(model)
+        """
+    assert [f.span.start.line for f in run(source, "DL109")] == [14]
+
+
+def test_dl107_109_without_a_compiled_name_no_flow_is_built() -> None:
+    """No compiled name bound in the file: the flows are not built (none would have a call
+    event), and process-group or hook calls alone find nothing."""
+    from tests.rules.conftest import run
+
+    source = """\
+        import torch
+        import torch.distributed as dist
+
+
+        def main(model):
+            model(torch.ones(1))
+            dist.init_process_group("nccl")
+            model.layer.register_forward_hook(lambda m, a, o: None)
+            dist.destroy_process_group()
+        """
+    assert run(source, "DL107", "DL108", "DL109") == []
+
+
+def test_library_models_read_the_assignments_the_scope_nodes_hold_in_order() -> None:
+    """The statements a scope's library-built models are read from are the small statements
+    of the scope's own nodes (``_list_scope_nodes``, what the flows walk), in the same order."""
+    import libcst as cst
+
+    from distlint.rules.compile._script_flow import _list_scope_nodes, _scope_statements
+    from tests.syntax.test_imports import STATEMENTS
+
+    module = cst.parse_module(STATEMENTS)
+    functions = [n for n in module.body if isinstance(n, cst.FunctionDef)]
+    one_line = cst.ensure_type(cst.parse_statement("def one(): a = 1"), cst.FunctionDef)
+    for scope in [module, *functions, one_line]:
+        small = [n for n, _ in _list_scope_nodes(scope) if isinstance(n, cst.BaseSmallStatement)]
+        statements = list(_scope_statements(scope))
+        assert [n for n in statements if isinstance(n, cst.BaseSmallStatement)] == small

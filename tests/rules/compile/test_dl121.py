@@ -93,3 +93,59 @@ def test_dl121_leaves_other_receivers_alone() -> None:
             q.compile(q)  # a positional argument: not Module.compile
         """
     assert lines(source) == []
+
+
+def test_dl121_names_bound_only_by_assignments_reach_the_guess() -> None:
+    """The gate before a scope's guess (``_assigned_names``): only a name some ``=`` or
+    annotated assignment of the scope binds can be a torch.nn instance. ``torch`` of
+    ``@torch.compile(...)`` and a parameter are not; an import shadowed by an assignment, a
+    chained or annotated assignment, one in a block or a one-line suite, and a ``:=`` in a
+    function still are."""
+    source = """\
+        import torch
+        import torch.nn as nn
+
+
+        @torch.compile(backend="inductor")
+        def step(model, x):
+            model.compile()
+            return model(x)
+
+
+        def shadowed():
+            torch = nn.Linear(2, 2)
+            torch.compile()
+
+
+        def chained(flag):
+            a = b = nn.Linear(2, 2)
+            b.compile()
+            c: nn.Module = nn.Conv2d(3, 3, 3)
+            c.compile()
+            if flag: d = nn.GRU(2, 2)
+            with torch.no_grad():
+                d.compile()
+
+
+        def looped(blocks):
+            for f in blocks:
+                f.compile()
+            g = nn.Linear(2, 2)
+            g += 1
+            g.compile()
+
+
+        torch.compile(backend="eager")
+        layer = nn.Linear(2, 2)
+        layer.compile()
+        """
+    assert lines(source) == [13, 18, 20, 23, 36]
+    walrus = """\
+        import torch.nn as nn
+
+
+        def walrus():
+            if (e := nn.LSTM(2, 2)) is not None:
+                e.compile()
+        """
+    assert lines(walrus) == [6]
