@@ -457,6 +457,8 @@ class EffectAnalysis:
 
     def divergences(self, function: str) -> list[Divergence]:
         summary = self.facts.functions[function]
+        if not self._has_rank_branch(summary.effects, function):
+            return []
         found: dict[int, Divergence] = {}
         partitions = self._partitions(summary)
         self._walk(summary, summary.effects, [], None, partitions, found)
@@ -507,6 +509,35 @@ class EffectAnalysis:
                 inner: _Loop = (effect.body, [], effect.name or "for")
                 inner_after = [rest, *after] if rest else after
                 self._walk(summary, effect.body, inner_after, inner, partitions, found)
+
+    def _has_rank_branch(self, effects: Sequence[Effect], function: str) -> bool:
+        """Whether any branch of ``effects`` (at any depth) tests a rank condition: a gate
+        before the divergence walk, which only ever reports at such a branch (``_branch``), so
+        a function without one has none (torch: 54,000 functions, a few hundred with one).
+
+        It asks ``rank_test`` of the same branches in the same (walk) order as ``_partitions``
+        would before its first rank branch, and stops at that one: the project facts' memos
+        (``evaluate``'s cycle guard) fill in the same order as without the gate."""
+        for effect in effects:
+            if effect.kind == "branch":
+                cond = effect.cond
+                if (
+                    cond is not None
+                    and cond.level != UNIFORM
+                    and self.rank_test(cond, function) is not None
+                ):
+                    return True
+                if effect.body and self._has_rank_branch(effect.body, function):
+                    return True
+                if effect.orelse and self._has_rank_branch(effect.orelse, function):
+                    return True
+            elif (
+                effect.kind == "loop"
+                and effect.body
+                and self._has_rank_branch(effect.body, function)
+            ):
+                return True
+        return False
 
     def _partitions(self, summary: FunctionSummary) -> set[int]:
         """Rank branches that split the ranks between them (YOLOv5's
