@@ -15,7 +15,7 @@ other ranks still issue afterwards.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -1108,24 +1108,34 @@ def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int 
     return shorter
 
 
-def project_divergences(facts: ProjectFacts) -> list[Divergence]:
+def project_divergences(facts: ProjectFacts, measured: bool = True) -> list[Divergence]:
     """Every divergence of the project, in function order, computed once for the rules that
-    report them (DL201 errors, DL208 aborts) and for the explain-ranks listing, and measured."""
+    report them (DL201 errors, DL208 aborts) and for the explain-ranks listing; measured
+    (:func:`measure_divergences`) unless ``measured`` is false: the rules measure only the
+    ones they report, since measuring the others parsed files again in the parent of a
+    parallel run that no finding points into."""
     found = facts.derived.get("divergences")
     if found is None:
         analysis = EffectAnalysis(facts)
         found = [d for f in sorted(facts.functions) for d in analysis.divergences(f)]
-        facts.resolve(
-            span
-            for d in found
-            for span in (
-                d.at.span,
-                d.condition.span,
-                d.issued.origin.span,
-                d.test.why_span if d.test is not None else None,
-            )
-            if span is not None
-        )
         facts.derived["divergences"] = found
     assert isinstance(found, list)
+    if measured:
+        measure_divergences(facts, found)
     return found
+
+
+def measure_divergences(facts: ProjectFacts, divergences: Iterable[Divergence]) -> None:
+    """Measure the places a divergence's messages show (its step, condition, collective and
+    rank source), in one go (those measured already are left alone)."""
+    facts.resolve(
+        span
+        for d in divergences
+        for span in (
+            d.at.span,
+            d.condition.span,
+            d.issued.origin.span,
+            d.test.why_span if d.test is not None else None,
+        )
+        if span is not None
+    )

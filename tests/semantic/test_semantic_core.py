@@ -449,3 +449,48 @@ def test_the_gate_finds_rank_branches_at_any_depth_and_only_those(tmp_path: Path
     for function in ("m:uniform", "m:straight", "pred:is_main"):
         assert not gated(function), function
         assert divergent_lines(facts, function) == [], function
+
+
+def test_the_rank_rules_measure_only_the_divergences_they_report(tmp_path: Path) -> None:
+    """``project_divergences(measured=False)``: DL201 measures the places of the divergences
+    it reports, not those of the ones only possible (so that no file is parsed again for a
+    place no finding shows); the explain-ranks listing still gets every place measured."""
+    from distlint.rules.collectives.rank_divergent_collective import RankDivergentCollective
+    from distlint.rules.project import Project
+    from distlint.semantic.effects import project_divergences
+
+    facts = facts_of(
+        tmp_path,
+        {
+            "proven.py": """
+            import torch.distributed as dist
+
+            def step(t):
+                if dist.get_rank() == 0:
+                    dist.all_reduce(t)
+            """,
+            "possible.py": """
+            import torch
+            import torch.distributed as dist
+            from torch.distributed.fsdp import FSDPModule, fully_shard
+
+            def save_checkpoint(path, models):
+                if any(isinstance(m, FSDPModule) for m in models):
+                    dist.barrier()
+                torch.save([m.state_dict() for m in models], path)
+
+            def train(net, epoch):
+                model = fully_shard(net)
+                if dist.get_rank() == 0 and epoch % 5 == 0:
+                    save_checkpoint("c.pt", [model])
+            """,
+        },
+    )
+    found = list(RankDivergentCollective.check_project(Project([], facts)))
+    assert [(f.path, f.span.start.line) for f in found] == [("proven.py", 6)]
+    assert {r.message for r in found[0].related} >= {"rank-dependent condition"}
+    assert set(facts.measured) == {"proven.py"}
+    divergences = project_divergences(facts)
+    assert {d.path for d in divergences} == {"proven.py", "possible.py"}
+    assert all(d.at.span.span is not None for d in divergences)
+    assert set(facts.measured) == {"proven.py", "possible.py"}
