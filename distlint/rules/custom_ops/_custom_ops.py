@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import libcst as cst
 
@@ -689,10 +689,14 @@ def _candidate_ops(
 
 def scan_native_sources(project: Project) -> list[tuple[str, str, list[NativeEntry]]]:
     """The project's C++/CUDA sources: (path, text, the registrations ``scan_native`` finds
-    in the text)."""
+    in the text), scanned once for the rules that read them (DL404, DL408)."""
     from distlint.knowledge.native import scan_native
 
-    return [(path, text, scan_native(text)) for path, text in project.native_sources]
+    found = project.derived.get("native_scanned")
+    if found is None:
+        found = [(path, text, scan_native(text)) for path, text in project.native_sources]
+        project.derived["native_scanned"] = found
+    return cast("list[tuple[str, str, list[NativeEntry]]]", found)
 
 
 def native_kernels(scanned: Iterable[tuple[str, str, list[NativeEntry]]]) -> dict[str, set[str]]:
