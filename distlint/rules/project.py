@@ -36,6 +36,8 @@ class Project:
     facts: ProjectFacts | None = None
     # (display path, text) of C/C++/CUDA sources found under the checked paths (DL408)
     native_sources: Sequence[tuple[str, str]] = field(default_factory=tuple)
+    # what several project rules read, computed once for them all (by name)
+    derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     def records(self, code: str) -> Iterator[tuple[str, object]]:
         """(file path, data) of every record a rule kept, files in check order."""

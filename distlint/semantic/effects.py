@@ -15,7 +15,7 @@ other ranks still issue afterwards.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -457,6 +457,8 @@ class EffectAnalysis:
 
     def divergences(self, function: str) -> list[Divergence]:
         summary = self.facts.functions[function]
+        if not self._has_rank_branch(summary.effects, function):
+            return []
         found: dict[int, Divergence] = {}
         partitions = self._partitions(summary)
         self._walk(summary, summary.effects, [], None, partitions, found)
@@ -507,6 +509,35 @@ class EffectAnalysis:
                 inner: _Loop = (effect.body, [], effect.name or "for")
                 inner_after = [rest, *after] if rest else after
                 self._walk(summary, effect.body, inner_after, inner, partitions, found)
+
+    def _has_rank_branch(self, effects: Sequence[Effect], function: str) -> bool:
+        """Whether any branch of ``effects`` (at any depth) tests a rank condition: a gate
+        before the divergence walk, which only ever reports at such a branch (``_branch``), so
+        a function without one has none (torch: 54,000 functions, a few hundred with one).
+
+        It asks ``rank_test`` of the same branches in the same (walk) order as ``_partitions``
+        would before its first rank branch, and stops at that one: the project facts' memos
+        (``evaluate``'s cycle guard) fill in the same order as without the gate."""
+        for effect in effects:
+            if effect.kind == "branch":
+                cond = effect.cond
+                if (
+                    cond is not None
+                    and cond.level != UNIFORM
+                    and self.rank_test(cond, function) is not None
+                ):
+                    return True
+                if effect.body and self._has_rank_branch(effect.body, function):
+                    return True
+                if effect.orelse and self._has_rank_branch(effect.orelse, function):
+                    return True
+            elif (
+                effect.kind == "loop"
+                and effect.body
+                and self._has_rank_branch(effect.body, function)
+            ):
+                return True
+        return False
 
     def _partitions(self, summary: FunctionSummary) -> set[int]:
         """Rank branches that split the ranks between them (YOLOv5's
@@ -1077,24 +1108,34 @@ def _first_difference(first: Sequence[Issued], second: Sequence[Issued]) -> int 
     return shorter
 
 
-def project_divergences(facts: ProjectFacts) -> list[Divergence]:
+def project_divergences(facts: ProjectFacts, measured: bool = True) -> list[Divergence]:
     """Every divergence of the project, in function order, computed once for the rules that
-    report them (DL201 errors, DL208 aborts) and for the explain-ranks listing, and measured."""
+    report them (DL201 errors, DL208 aborts) and for the explain-ranks listing; measured
+    (:func:`measure_divergences`) unless ``measured`` is false: the rules measure only the
+    ones they report, since measuring the others parsed files again in the parent of a
+    parallel run that no finding points into."""
     found = facts.derived.get("divergences")
     if found is None:
         analysis = EffectAnalysis(facts)
         found = [d for f in sorted(facts.functions) for d in analysis.divergences(f)]
-        facts.resolve(
-            span
-            for d in found
-            for span in (
-                d.at.span,
-                d.condition.span,
-                d.issued.origin.span,
-                d.test.why_span if d.test is not None else None,
-            )
-            if span is not None
-        )
         facts.derived["divergences"] = found
     assert isinstance(found, list)
+    if measured:
+        measure_divergences(facts, found)
     return found
+
+
+def measure_divergences(facts: ProjectFacts, divergences: Iterable[Divergence]) -> None:
+    """Measure the places a divergence's messages show (its step, condition, collective and
+    rank source), in one go (those measured already are left alone)."""
+    facts.resolve(
+        span
+        for d in divergences
+        for span in (
+            d.at.span,
+            d.condition.span,
+            d.issued.origin.span,
+            d.test.why_span if d.test is not None else None,
+        )
+        if span is not None
+    )

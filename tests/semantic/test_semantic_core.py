@@ -383,3 +383,114 @@ def test_rank_partitions_pair_up_but_a_repeated_condition_does_not(tmp_path: Pat
     )
     assert divergent_lines(facts, "m:zero_first") == []
     assert divergent_lines(facts, "m:twice") == [13, 15]
+
+
+def test_the_gate_finds_rank_branches_at_any_depth_and_only_those(tmp_path: Path) -> None:
+    """``EffectAnalysis._has_rank_branch``: the divergence walk is skipped only where no branch
+    tests a rank; a rank branch nested in a loop, an else side or a uniform branch, or decided
+    by a project predicate or a rank attribute of the class, still counts."""
+    facts = facts_of(
+        tmp_path,
+        {
+            "pred.py": """
+            import torch.distributed as dist
+
+            def is_main():
+                return dist.get_rank() == 0
+            """,
+            "m.py": """
+            import torch.distributed as dist
+            from pred import is_main
+
+            def in_loop(steps, flag):
+                for _ in steps:
+                    if flag:
+                        pass
+                    elif dist.get_rank() == 0:
+                        dist.barrier()
+
+            def in_while_else(flag):
+                while flag:
+                    if flag:
+                        dist.barrier()
+                    else:
+                        if is_main():
+                            dist.barrier()
+
+            def uniform(flag, t):
+                if flag:
+                    dist.all_reduce(t)
+                for _ in range(3):
+                    if dist.get_world_size() > 1:
+                        dist.barrier()
+
+            def straight(t):
+                dist.all_reduce(t)
+                return t
+
+            class Trainer:
+                def __init__(self):
+                    self.rank = dist.get_rank()
+
+                def step(self):
+                    if self.rank == 0:
+                        dist.barrier()
+            """,
+        },
+    )
+    analysis = EffectAnalysis(facts)
+
+    def gated(function: str) -> bool:
+        return analysis._has_rank_branch(facts.functions[function].effects, function)
+
+    for function in ("m:in_loop", "m:in_while_else", "m:Trainer.step"):
+        assert gated(function), function
+        assert divergent_lines(facts, function), function
+    for function in ("m:uniform", "m:straight", "pred:is_main"):
+        assert not gated(function), function
+        assert divergent_lines(facts, function) == [], function
+
+
+def test_the_rank_rules_measure_only_the_divergences_they_report(tmp_path: Path) -> None:
+    """``project_divergences(measured=False)``: DL201 measures the places of the divergences
+    it reports, not those of the ones only possible (so that no file is parsed again for a
+    place no finding shows); the explain-ranks listing still gets every place measured."""
+    from distlint.rules.collectives.rank_divergent_collective import RankDivergentCollective
+    from distlint.rules.project import Project
+    from distlint.semantic.effects import project_divergences
+
+    facts = facts_of(
+        tmp_path,
+        {
+            "proven.py": """
+            import torch.distributed as dist
+
+            def step(t):
+                if dist.get_rank() == 0:
+                    dist.all_reduce(t)
+            """,
+            "possible.py": """
+            import torch
+            import torch.distributed as dist
+            from torch.distributed.fsdp import FSDPModule, fully_shard
+
+            def save_checkpoint(path, models):
+                if any(isinstance(m, FSDPModule) for m in models):
+                    dist.barrier()
+                torch.save([m.state_dict() for m in models], path)
+
+            def train(net, epoch):
+                model = fully_shard(net)
+                if dist.get_rank() == 0 and epoch % 5 == 0:
+                    save_checkpoint("c.pt", [model])
+            """,
+        },
+    )
+    found = list(RankDivergentCollective.check_project(Project([], facts)))
+    assert [(f.path, f.span.start.line) for f in found] == [("proven.py", 6)]
+    assert {r.message for r in found[0].related} >= {"rank-dependent condition"}
+    assert set(facts.measured) == {"proven.py"}
+    divergences = project_divergences(facts)
+    assert {d.path for d in divergences} == {"proven.py", "possible.py"}
+    assert all(d.at.span.span is not None for d in divergences)
+    assert set(facts.measured) == {"proven.py", "possible.py"}

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from distlint.findings import Finding, Location, Span
-from distlint.semantic.effects import Divergence, project_divergences
+from distlint.semantic.effects import Divergence, measure_divergences, project_divergences
 
 if TYPE_CHECKING:
     from distlint.rules.base import Rule
@@ -163,8 +163,9 @@ def report(
     """The findings of one of the rank-divergence rules: the project's divergences it selects."""
     if project.facts is None:
         return
-    for divergence in project_divergences(project.facts):
-        if selects(divergence):
-            found = finding(rule, project, divergence, message(divergence))
-            if found is not None:
-                yield found
+    selected = [d for d in project_divergences(project.facts, measured=False) if selects(d)]
+    measure_divergences(project.facts, selected)  # only those: see project_divergences
+    for divergence in selected:
+        found = finding(rule, project, divergence, message(divergence))
+        if found is not None:
+            yield found

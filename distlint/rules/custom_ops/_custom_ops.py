@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import libcst as cst
 
@@ -606,16 +606,26 @@ class _OpIndex:
                 index.uses.append((path, record))
         return index
 
-    def measure(self, project: Project, ops: Iterable[OpRecord]) -> None:
-        """Measure where ``ops`` (the ones a rule may report) and their uses are, in one go:
-        one position pass per file (one per record took quadratic time on a file defining
-        hundreds of ops; measuring every use of the project, most never reported, costs a
-        pass over each file that calls an op)."""
+    def measure(
+        self,
+        project: Project,
+        ops: Iterable[OpRecord],
+        shown: Callable[[Project, OpRecord], bool],
+    ) -> None:
+        """Measure where ``ops`` (the ones a rule may report) and the uses of them it shows
+        (``shown``) are, in one go: one position pass per file (one per record took quadratic
+        time on a file defining hundreds of ops; measuring every use of the project, most never
+        reported, costs a pass over each file that calls an op).
+
+        Only what the rule shows: measuring the other uses (and their compile roots, read only
+        without project facts, when nothing is measured here) parsed files again in the parent
+        that no finding points into (torch: 4 of 7). A span measured later, alone, is the
+        same span (:func:`_measured`)."""
         if project.facts is None:
             return
         wanted = list(ops)
-        records = [*wanted, *(use for op in wanted for _, use in self.uses_of(op))]
-        project.facts.resolve([*(r.span for r in records), *(r.root for r in records)])
+        uses = [use for op in wanted for _, use in self.uses_of(op) if shown(project, use)]
+        project.facts.resolve([*(r.span for r in wanted), *(r.span for r in uses)])
 
     @staticmethod
     def names(op: OpRecord) -> set[str]:
@@ -657,18 +667,21 @@ class _OpIndex:
 
 
 def _candidate_ops(
-    project: Project, code: str, missing: Callable[[_OpIndex, OpRecord], bool]
+    project: Project,
+    code: str,
+    missing: Callable[[_OpIndex, OpRecord], bool],
+    shown: Callable[[Project, OpRecord], bool] = lambda project, use: False,
 ) -> tuple[_OpIndex, list[tuple[str, OpRecord, Span]]]:
     """The linked records of rule ``code``, and the (path, op, span) of each op a project rule
-    may report: the ops ``missing`` picks, less test fixture ops, measured in one go (an op
-    whose place is not known is left out)."""
+    may report: the ops ``missing`` picks, less test fixture ops, measured in one go with the
+    uses of them the rule shows (``shown``; an op whose place is not known is left out)."""
     index = _OpIndex.build(project.records(code))
     candidates = [
         (path, op)
         for path, op in index.ops
         if missing(index, op) and not _test_fixture_op(project, index, path, op)
     ]
-    index.measure(project, (op for _, op in candidates))
+    index.measure(project, (op for _, op in candidates), shown)
     return index, [
         (path, op, span) for path, op in candidates if (span := _span(project, op)) is not None
     ]
@@ -676,10 +689,14 @@ def _candidate_ops(
 
 def scan_native_sources(project: Project) -> list[tuple[str, str, list[NativeEntry]]]:
     """The project's C++/CUDA sources: (path, text, the registrations ``scan_native`` finds
-    in the text)."""
+    in the text), scanned once for the rules that read them (DL404, DL408)."""
     from distlint.knowledge.native import scan_native
 
-    return [(path, text, scan_native(text)) for path, text in project.native_sources]
+    found = project.derived.get("native_scanned")
+    if found is None:
+        found = [(path, text, scan_native(text)) for path, text in project.native_sources]
+        project.derived["native_scanned"] = found
+    return cast("list[tuple[str, str, list[NativeEntry]]]", found)
 
 
 def native_kernels(scanned: Iterable[tuple[str, str, list[NativeEntry]]]) -> dict[str, set[str]]:

@@ -39,7 +39,9 @@ class CustomOpMissingAutograd(_OpFacts):
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        index, candidates = _candidate_ops(project, cls.code, _lacks_autograd)
+        index, candidates = _candidate_ops(
+            project, cls.code, _lacks_autograd, lambda project, use: use.training
+        )
         for path, op, span in candidates:
             training = [(p, u) for p, u in index.uses_of(op) if u.training and _span(project, u)]
             if not training:

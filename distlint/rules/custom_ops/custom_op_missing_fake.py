@@ -25,6 +25,11 @@ def _lacks_fake(index: _OpIndex, op: OpRecord) -> bool:
     return op.kind == "custom_op" and not index.has_fake(op)
 
 
+def _compiled(project: Project, use: OpRecord) -> bool:
+    """A use DL401 shows: one in a compiled region."""
+    return _region_of(project, use)[0]
+
+
 class CustomOpMissingFake(_OpFacts):
     code = "DL401"
     name = "custom-op-missing-fake"
@@ -36,7 +41,7 @@ class CustomOpMissingFake(_OpFacts):
 
     @classmethod
     def check_project(cls, project: Project) -> Iterable[Finding]:
-        index, candidates = _candidate_ops(project, cls.code, _lacks_fake)
+        index, candidates = _candidate_ops(project, cls.code, _lacks_fake, _compiled)
         for path, op, span in candidates:
             if op.mutates and (op.returns_none or op.inplace_or_out):
                 continue  # torch generates the fake of a mutation-only, in-place or out= op

@@ -26,9 +26,13 @@ def findings(source: str, *codes: str) -> list[Finding]:
 
 
 def project(
-    sources: dict[str, str], *codes: str, native: tuple[tuple[str, str], ...] = ()
+    sources: dict[str, str],
+    *codes: str,
+    native: tuple[tuple[str, str], ...] = (),
+    measured: dict | None = None,
 ) -> list[Finding]:
-    """Findings of project rules over several modules (path "pkg/a.py" is module "pkg.a")."""
+    """Findings of project rules over several modules (path "pkg/a.py" is module "pkg.a");
+    ``measured`` receives what the rules measured (by path: lazily located keys)."""
     settings = FileSettings(enabled=frozenset(codes))
     texts = {path: textwrap.dedent(text) for path, text in sources.items()}
     results = [
@@ -48,6 +52,8 @@ def project(
         rule = get_rule(code)
         assert rule is not None and rule.scope == "project"
         found.extend(rule.check_project(proj))
+    if measured is not None:
+        measured.update(facts.measured)
     return sorted(found, key=lambda f: f.sort_key)
 
 

@@ -100,3 +100,25 @@ def test_project_rules_are_silent_on_their_good_and_traps_fixtures(code: str) ->
     for kind in ("good", "traps"):
         text = (folder / f"{kind}.py").read_text(encoding="utf-8")
         assert project({f"{kind}.py": text}, code) == [], kind
+
+
+def test_the_rules_measure_only_the_uses_they_show() -> None:
+    """``_OpIndex.measure``: an op's uses are measured with it only where its rule shows them
+    (DL401: compiled uses, DL402: uses in training, DL404: none), so that a file that only
+    calls an op is not parsed again for a place no finding shows; the uses shown keep their
+    places."""
+    eager = """
+    import torch
+    from pkg.ops import nofake
+
+    def helper(x):
+        return nofake(x)
+    """
+    measured: dict = {}
+    sources = {"pkg/ops.py": OPS, "pkg/model.py": MODEL, "pkg/eager.py": eager}
+    found = project(sources, "DL401", "DL402", "DL404", measured=measured)
+    (nofake,) = [f for f in found if "`demo::nofake`" in f.message]
+    labels = {(r.path, r.span.start.line, r.message) for r in nofake.related}
+    assert ("pkg/model.py", 16, "called in a compiled region") in labels
+    assert "pkg/model.py" in measured
+    assert "pkg/eager.py" not in measured  # an eager use: DL401 does not show it

@@ -71,3 +71,22 @@ def test_dl408_fixture_folder() -> None:
     found = project(sources, "DL408", native=native)
     assert {(f.path, f.span.start.line, f.span.start.column) for f in found} == expected
     assert expected  # bad_ops.cpp holds the bad cases
+
+
+def test_native_sources_are_scanned_once_per_project() -> None:
+    """``scan_native_sources``: DL404 and DL408 share one scan of a project's native sources
+    (kept on the project), and a project of other sources gets its own."""
+    from distlint.rules.custom_ops._custom_ops import scan_native_sources
+    from distlint.rules.project import Project
+
+    cpp = 'TORCH_LIBRARY(myops, m) {\n  m.def("bare(Tensor x) -> Tensor");\n}\n'
+    first = Project([], None, (("csrc/ops.cpp", cpp),))
+    scanned = scan_native_sources(first)
+    assert [(path, [e.name for e in entries]) for path, _, entries in scanned] == [
+        ("csrc/ops.cpp", ["bare"])
+    ]
+    assert scan_native_sources(first) is scanned
+    other = Project([], None, (("csrc/other.cpp", cpp.replace("bare", "other")),))
+    assert [e.name for _, _, entries in scan_native_sources(other) for e in entries] == ["other"]
+    both = project({"pkg/a.py": "import torch\n"}, "DL404", "DL408", native=(("c.cpp", cpp),))
+    assert [f.code for f in both] == ["DL408"]
