@@ -1085,21 +1085,37 @@ def _span_key(lazy: object) -> tuple[int, int]:
 
 
 def _rank_functions(facts: ProjectFacts) -> None:
+    """Project functions returning a rank: those that return one themselves, then those
+    returning a call of one, transitively."""
     rank = {fid for fid, s in facts.functions.items() if s.returns_rank}
-    returning = [(fid, s) for fid, s in facts.functions.items() if s.return_callees]
+    # The first pass asks for the targets of every returned call (up to the first rank
+    # function). Asked again outside any evaluation, a call's targets are the same (see
+    # ``ProjectFacts._unsettled``), so the later passes read the targets the first one got:
+    # the same functions are added, in the same order, without asking again.
+    pending: list[tuple[str, list[str]]] = []
+    for fid, summary in facts.functions.items():
+        if fid in rank or not summary.return_callees:
+            continue
+        targets: list[str] = []
+        for value in summary.return_callees:
+            found = facts.call_targets(value, fid)
+            if any(target in rank for target in found):
+                rank.add(fid)
+                break
+            targets.extend(found)
+        else:
+            pending.append((fid, targets))
     changed = True
     while changed:
         changed = False
-        for fid, summary in returning:
-            if fid in rank:
-                continue
-            if any(
-                target in rank
-                for value in summary.return_callees
-                for target in facts.call_targets(value, fid)
-            ):
+        waiting = pending
+        pending = []
+        for fid, targets in waiting:
+            if any(target in rank for target in targets):
                 rank.add(fid)
                 changed = True
+            else:
+                pending.append((fid, targets))
     facts.rank_functions = rank
 
 

@@ -135,3 +135,33 @@ def test_memos_are_not_sent_to_workers() -> None:
     state = facts.__getstate__()
     assert state["_targets"] == state["_mros"] == state["_exports"] == {}
     assert state["_unsettled"] == 0
+
+
+def test_rank_functions_reach_through_calls_defined_before_what_they_call() -> None:
+    """Each pass adds one more caller: the later passes read what the first one asked."""
+    facts = link(
+        [
+            summary(
+                """
+                import torch.distributed as dist
+
+                def outermost(): return middle()
+                def middle(): return pick(inner(), 1)
+                def inner(): return innermost()
+                def innermost(): return rank()
+                def rank(): return dist.get_rank()
+                def world(): return dist.get_world_size()
+                def sized(): return world()
+                def pick(a, b): return a
+                """,
+                "m",
+            )
+        ]
+    )
+    assert facts.rank_functions == {
+        "m:rank",
+        "m:innermost",
+        "m:inner",
+        "m:middle",
+        "m:outermost",
+    }
