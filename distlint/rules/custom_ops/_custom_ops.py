@@ -398,7 +398,11 @@ class _OpFacts(ProjectRule):
         first = positional(node, 0)
         if first is not None and isinstance(first.value, cst.Name):
             # ``for name in _META_OPS: lib.impl(name, meta_kernel(name), "Meta")``
-            for text in self._loop_strings(first.value.value):
+            name = first.value.value
+            texts = self._loop_strings(name)
+            if not texts and method != "define":
+                texts = self._derived_loop_strings(name)
+            for text in texts:
                 self._library_method_for(node, method, lib, text)
             return
         literal = literal_value(first.value) if first is not None else None
@@ -420,6 +424,39 @@ class _OpFacts(ProjectRule):
             values = [literal_value(element.value) for element in iterable.elements]
             strings = [v for v in values if isinstance(v, str)]
             return tuple(strings) if len(strings) == len(values) else ()
+        return ()
+
+    def _derived_loop_strings(self, name: str) -> tuple[str, ...]:
+        """The strings of the loop whose body computes ``name`` from its target, taken as
+        naming the ops those strings name: torch's own ``for op_def in ops_defs:
+        op_name = op_def[: op_def.index("(")]; lib.define(op_def);
+        lib.impl(op_name, kernel, "CompositeImplicitAutograd")``.
+
+        The expression is not evaluated: a kernel so registered is credited to each op the
+        loop's strings name (``schema_name``), which is what slicing a schema at ``(`` gives.
+        Another derivation (``"prefix_" + op``) credits a kernel to an op it may not serve:
+        the custom-op rules then say less (a missing kernel is not reported), never more --
+        the credited op is one the loop's strings name, so no kernel is made to stand for an
+        op nobody defined. Only a plain ``name = <expression>`` statement in the loop's own
+        body, above the call's statement, that reads the loop's target counts."""
+        parents = self.ctx.parents
+        for index in range(len(parents) - 1, -1, -1):
+            loop = parents[index]
+            if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)):
+                continue
+            body = loop.body
+            if index + 2 >= len(parents) or parents[index + 1] is not body:
+                return ()  # in the loop's header or ``else``, or a one-line body
+            here = parents[index + 2]  # the loop body's statement holding the call
+            target = loop.target.value
+            derived = False  # what the last assignment to ``name`` above ``here`` reads
+            for stmt in body.body:
+                if stmt is here:
+                    return self._loop_strings(target) if derived else ()
+                reads = _assigned_reading(stmt, name, target)
+                if reads is not None:
+                    derived = reads
+            return ()
         return ()
 
     def _library_method_for(
@@ -731,6 +768,52 @@ def _measured(project: Project, located: NodeSpan | None) -> Span | None:
 def _where(project: Project, path: str, record: OpRecord) -> str:
     span = _span(project, record)
     return f"{path}:{span.start.line}" if span is not None else path
+
+
+def _assigned_reading(stmt: cst.BaseStatement, name: str, source: str) -> bool | None:
+    """Whether ``stmt`` binds ``name`` from an expression that reads ``source`` (the last
+    such binding in the statement); None when it does not bind ``name`` at all. Only
+    ``name = <expression>`` counts as reading: any other binding (augmented, unpacked,
+    compound statements) is False."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False if name in _bound_names(stmt) else None
+    found: bool | None = None
+    for small in stmt.body:
+        if (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == name
+        ):
+            found = any(
+                type(node) is cst.Name and node.value == source
+                for node in descendants(small.value)
+            )
+        elif name in _bound_names(small):
+            found = False
+    return found
+
+
+def _bound_names(node: cst.CSTNode) -> set[str]:
+    """Names a statement may bind (any ``Name`` in a target position, roughly: every
+    ``Name`` under an assignment's target, a for/with target or an import alias; a
+    walrus anywhere)."""
+    names: set[str] = set()
+    for sub in descendants(node):
+        targets: list[cst.CSTNode] = []
+        if isinstance(sub, (cst.Assign,)):
+            targets = [t.target for t in sub.targets]
+        elif isinstance(sub, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+            targets = [sub.target]
+        elif isinstance(sub, (cst.For, cst.CompFor)):
+            targets = [sub.target]
+        elif isinstance(sub, cst.WithItem) and sub.asname is not None:
+            targets = [sub.asname.name]
+        elif isinstance(sub, cst.ImportAlias):
+            targets = [sub.asname.name if sub.asname is not None else sub.name]
+        for target in targets:
+            names.update(n.value for n in descendants(target) if type(n) is cst.Name)
+    return names
 
 
 def _module_constant(module: cst.Module, name: str) -> cst.BaseExpression | None:
