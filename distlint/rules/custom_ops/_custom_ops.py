@@ -770,50 +770,39 @@ def _where(project: Project, path: str, record: OpRecord) -> str:
     return f"{path}:{span.start.line}" if span is not None else path
 
 
-def _assigned_reading(stmt: cst.BaseStatement, name: str, source: str) -> bool | None:
-    """Whether ``stmt`` binds ``name`` from an expression that reads ``source`` (the last
-    such binding in the statement); None when it does not bind ``name`` at all. Only
-    ``name = <expression>`` counts as reading: any other binding (augmented, unpacked,
-    compound statements) is False."""
+def _assigned_reading(stmt: cst.CSTNode, name: str, source: str) -> bool | None:
+    """How ``stmt`` binds ``name``: True for ``name = <expression reading source>``, False
+    for a binding the analysis does not follow, None when it does not bind it (it may read
+    it). Only simple statements are read closely: a compound statement that mentions
+    ``name`` at all counts as binding it."""
     if not isinstance(stmt, cst.SimpleStatementLine):
-        return False if name in _bound_names(stmt) else None
+        return False if _mentions(stmt, name) else None
     found: bool | None = None
     for small in stmt.body:
-        if (
-            isinstance(small, cst.Assign)
-            and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
-            and small.targets[0].target.value == name
-        ):
-            found = any(
-                type(node) is cst.Name and node.value == source
-                for node in descendants(small.value)
-            )
-        elif name in _bound_names(small):
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+            if any(_mentions(t, name) for t in targets):
+                found = (
+                    len(targets) == 1
+                    and type(targets[0]) is cst.Name
+                    and _mentions(small.value, source)
+                )
+            elif _walrus_binds(small.value, name):
+                found = False
+        elif isinstance(small, cst.Expr):
+            if _walrus_binds(small.value, name):
+                found = False
+        elif _mentions(small, name):  # augmented/annotated assignment, del, import, global...
             found = False
     return found
 
 
-def _bound_names(node: cst.CSTNode) -> set[str]:
-    """Names a statement may bind (any ``Name`` in a target position, roughly: every
-    ``Name`` under an assignment's target, a for/with target or an import alias; a
-    walrus anywhere)."""
-    names: set[str] = set()
-    for sub in descendants(node):
-        targets: list[cst.CSTNode] = []
-        if isinstance(sub, (cst.Assign,)):
-            targets = [t.target for t in sub.targets]
-        elif isinstance(sub, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
-            targets = [sub.target]
-        elif isinstance(sub, (cst.For, cst.CompFor)):
-            targets = [sub.target]
-        elif isinstance(sub, cst.WithItem) and sub.asname is not None:
-            targets = [sub.asname.name]
-        elif isinstance(sub, cst.ImportAlias):
-            targets = [sub.asname.name if sub.asname is not None else sub.name]
-        for target in targets:
-            names.update(n.value for n in descendants(target) if type(n) is cst.Name)
-    return names
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    return any(type(n) is cst.Name and n.value == name for n in descendants(node))
+
+
+def _walrus_binds(node: cst.CSTNode, name: str) -> bool:
+    return any(type(n) is cst.NamedExpr and _mentions(n.target, name) for n in descendants(node))
 
 
 def _module_constant(module: cst.Module, name: str) -> cst.BaseExpression | None:

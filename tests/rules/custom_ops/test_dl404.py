@@ -165,8 +165,9 @@ def test_dl404_kernels_registered_in_the_loop_that_defines_the_ops() -> None:
     impl = torch.library.Library("looplib", "IMPL")
     for op_def in OPS:
         op_name = op_def[0 : op_def.index("(")]
+        kernel = getattr(torch, f"_{op_name}", lambda x: x * 2)  # a read of it
         lib.define(op_def)
-        impl.impl(op_name, lambda x: x * 2, "CompositeImplicitAutograd")
+        impl.impl(op_name, kernel, "CompositeImplicitAutograd")
 
     OTHER = ["plain(Tensor x) -> Tensor"]
     for op_def in OTHER:
@@ -178,6 +179,13 @@ def test_dl404_kernels_registered_in_the_loop_that_defines_the_ops() -> None:
     for op_def in LATE:
         op_name = op_def[0 : op_def.index("(")]
         op_name = "elsewhere"
+        lib.define(op_def)
+        impl.impl(op_name, lambda x: x, "CompositeImplicitAutograd")
+
+    AUG = ["aug(Tensor x) -> Tensor"]
+    for op_def in AUG:
+        op_name = op_def[0 : op_def.index("(")]
+        op_name += "_v2"
         lib.define(op_def)
         impl.impl(op_name, lambda x: x, "CompositeImplicitAutograd")
 
@@ -194,8 +202,9 @@ def test_dl404_kernels_registered_in_the_loop_that_defines_the_ops() -> None:
         def forward(self, x):
             x = torch.ops.looplib.twice(x) + torch.ops.looplib.thrice(x)
             x = torch.ops.looplib.plain(x) + torch.ops.looplib.late(x)
+            x = torch.ops.looplib.aug(x)
             return torch.ops.looplib.after(x)
     """
     found = project({"pkg/defs.py": defs, "pkg/model.py": model}, "DL404")
     reported = sorted(f.message.split("`")[1] for f in found if f.path == "pkg/defs.py")
-    assert reported == ["looplib::after", "looplib::late", "looplib::plain"]
+    assert reported == ["looplib::after", "looplib::aug", "looplib::late", "looplib::plain"]
