@@ -38,7 +38,9 @@ _FALLBACK_ERRORS = frozenset(
 def is_feature_guarded(ancestors: Sequence[cst.CSTNode]) -> bool:
     """Whether a node below ``ancestors`` (outermost first) runs under a version/feature guard,
     or never runs: in a test that is always skipped (``@pytest.mark.skipif(True, ...)``,
-    ``@pytest.mark.skip``, ``@unittest.skip``), its decorators included."""
+    ``@pytest.mark.skip``, ``@unittest.skip``), its decorators included, or one that runs only
+    below some torch version (``@pytest.mark.skipif(torch.__version__ >= "2.1", ...)``,
+    ``@RunIf(max_torch="2.1.0")``)."""
     return any(type(node) in _GUARD_KINDS and _guards(node) for node in ancestors)
 
 
@@ -80,7 +82,9 @@ def _guards(node: cst.CSTNode) -> bool:
     elif chain of 600 branches read 180,000 tests), not a cache keyed by nodes, which would
     keep them, and their trees, alive after their file's check."""
     if type(node) is cst.FunctionDef:
-        return any(_always_skips(d.decorator) for d in node.decorators)
+        return any(
+            _always_skips(d.decorator) or _skips_by_version(d.decorator) for d in node.decorators
+        )
     if type(node) is cst.If or type(node) is cst.IfExp:
         return is_version_test(node.test)
     if type(node) is cst.Try:
@@ -155,6 +159,70 @@ def probed_keywords(module: cst.Module, source: str) -> frozenset[str]:
         if reads_signature and isinstance(value, str):
             found.add(value)
     return frozenset(found)
+
+
+# Test decorators that skip a test on a condition: ``pytest.mark.skipif(cond)``,
+# ``unittest.skipIf(cond)``; ``unittest.skipUnless(cond)`` runs it only when ``cond`` holds.
+_SKIP_WHEN = frozenset({"skipif", "skipIf"})
+_RUN_WHEN = frozenset({"skipUnless"})
+
+
+def _skips_by_version(decorator: cst.BaseExpression) -> bool:
+    """A test that runs only below some torch version: Lightning's ``@RunIf(max_torch=...)``,
+    or a skip on newer versions (``@pytest.mark.skipif(torch.__version__ >= "2.1", ...)``,
+    ``@unittest.skipUnless(torch.__version__ < "2.1", ...)``). Such a test never runs on the
+    newer torch that changed the API, as the body of ``if <version test>:`` is skipped there.
+    A lower bound (``min_torch``, a skip on older versions) guards nothing: the test runs on
+    every newer torch."""
+    if not isinstance(decorator, cst.Call):
+        return False
+    last = (dotted_name(decorator.func) or "").rsplit(".", 1)[-1]
+    if last == "RunIf":
+        return any(
+            arg.keyword is not None and arg.keyword.value == "max_torch" for arg in decorator.args
+        )
+    if last not in _SKIP_WHEN and last not in _RUN_WHEN:
+        return False
+    first = decorator.args[0] if decorator.args else None
+    if first is None or first.keyword is not None:
+        return False
+    newer = _true_on_newer(first.value)
+    return newer is (last in _SKIP_WHEN)
+
+
+def _true_on_newer(test: cst.BaseExpression) -> bool | None:
+    """Whether a version comparison holds on the newer side (``torch.__version__ >= "2.1"``:
+    True; ``< "2.1"``: False; ``not`` turns it); None for any other test."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _true_on_newer(test.expression)
+        return None if inner is None else not inner
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    operator = type(target.operator)
+    left, right = _reads_version(test.left), _reads_version(target.comparator)
+    if left == right:
+        return None  # neither or both sides read a version
+    if operator in (cst.GreaterThan, cst.GreaterThanEqual):
+        return left
+    if operator in (cst.LessThan, cst.LessThanEqual):
+        return right
+    return None
+
+
+def _reads_version(side: cst.BaseExpression) -> bool:
+    """Whether one side of a comparison is the installed torch's version
+    (``torch.__version__``, ``version.parse(torch.__version__)``, ``TORCH_VERSION``), not the
+    version it is compared with (``version.parse("2.1")``)."""
+    for node in descendants(side):
+        if type(node) is cst.Attribute and node.attr.value == "__version__":
+            return True
+        if type(node) is cst.Name and _INSTALLED_VERSION.fullmatch(node.value):
+            return True
+    return False
+
+
+_INSTALLED_VERSION = re.compile(r"_?(?:torch|pt)_?version", re.IGNORECASE)
 
 
 def _always_skips(decorator: cst.BaseExpression) -> bool:

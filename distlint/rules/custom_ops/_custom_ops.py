@@ -398,7 +398,11 @@ class _OpFacts(ProjectRule):
         first = positional(node, 0)
         if first is not None and isinstance(first.value, cst.Name):
             # ``for name in _META_OPS: lib.impl(name, meta_kernel(name), "Meta")``
-            for text in self._loop_strings(first.value.value):
+            name = first.value.value
+            texts = self._loop_strings(name)
+            if not texts and method != "define":
+                texts = self._derived_loop_strings(name)
+            for text in texts:
                 self._library_method_for(node, method, lib, text)
             return
         literal = literal_value(first.value) if first is not None else None
@@ -420,6 +424,39 @@ class _OpFacts(ProjectRule):
             values = [literal_value(element.value) for element in iterable.elements]
             strings = [v for v in values if isinstance(v, str)]
             return tuple(strings) if len(strings) == len(values) else ()
+        return ()
+
+    def _derived_loop_strings(self, name: str) -> tuple[str, ...]:
+        """The strings of the loop whose body computes ``name`` from its target, taken as
+        naming the ops those strings name: torch's own ``for op_def in ops_defs:
+        op_name = op_def[: op_def.index("(")]; lib.define(op_def);
+        lib.impl(op_name, kernel, "CompositeImplicitAutograd")``.
+
+        The expression is not evaluated: a kernel so registered is credited to each op the
+        loop's strings name (``schema_name``), which is what slicing a schema at ``(`` gives.
+        Another derivation (``"prefix_" + op``) credits a kernel to an op it may not serve:
+        the custom-op rules then say less (a missing kernel is not reported), never more --
+        the credited op is one the loop's strings name, so no kernel is made to stand for an
+        op nobody defined. Only a plain ``name = <expression>`` statement in the loop's own
+        body, above the call's statement, that reads the loop's target counts."""
+        parents = self.ctx.parents
+        for index in range(len(parents) - 1, -1, -1):
+            loop = parents[index]
+            if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)):
+                continue
+            body = loop.body
+            if index + 2 >= len(parents) or parents[index + 1] is not body:
+                return ()  # in the loop's header or ``else``, or a one-line body
+            here = parents[index + 2]  # the loop body's statement holding the call
+            target = loop.target.value
+            derived = False  # what the last assignment to ``name`` above ``here`` reads
+            for stmt in body.body:
+                if stmt is here:
+                    return self._loop_strings(target) if derived else ()
+                reads = _assigned_reading(stmt, name, target)
+                if reads is not None:
+                    derived = reads
+            return ()
         return ()
 
     def _library_method_for(
@@ -748,6 +785,41 @@ def _measured(project: Project, located: NodeSpan | None) -> Span | None:
 def _where(project: Project, path: str, record: OpRecord) -> str:
     span = _span(project, record)
     return f"{path}:{span.start.line}" if span is not None else path
+
+
+def _assigned_reading(stmt: cst.CSTNode, name: str, source: str) -> bool | None:
+    """How ``stmt`` binds ``name``: True for ``name = <expression reading source>``, False
+    for a binding the analysis does not follow, None when it does not bind it (it may read
+    it). Only simple statements are read closely: a compound statement that mentions
+    ``name`` at all counts as binding it."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False if _mentions(stmt, name) else None
+    found: bool | None = None
+    for small in stmt.body:
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+            if any(_mentions(t, name) for t in targets):
+                found = (
+                    len(targets) == 1
+                    and type(targets[0]) is cst.Name
+                    and _mentions(small.value, source)
+                )
+            elif _walrus_binds(small.value, name):
+                found = False
+        elif isinstance(small, cst.Expr):
+            if _walrus_binds(small.value, name):
+                found = False
+        elif _mentions(small, name):  # augmented/annotated assignment, del, import, global...
+            found = False
+    return found
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    return any(type(n) is cst.Name and n.value == name for n in descendants(node))
+
+
+def _walrus_binds(node: cst.CSTNode, name: str) -> bool:
+    return any(type(n) is cst.NamedExpr and _mentions(n.target, name) for n in descendants(node))
 
 
 def _module_constant(module: cst.Module, name: str) -> cst.BaseExpression | None:

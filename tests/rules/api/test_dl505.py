@@ -117,6 +117,55 @@ def test_dl505_silent_under_guards_type_checking_and_in_torch_itself() -> None:
     assert len(dl505(inside_torch, module_name="mylib.fsdp")) == 1
 
 
+def test_dl505_silent_in_a_test_that_runs_only_below_a_torch_version() -> None:
+    """A test that never runs on newer torch (Lightning's ``RunIf(max_torch=...)``, a skip
+    on newer versions) is guarded as the body of an ``if`` on the version is; a lower bound
+    (``min_torch``, a skip on older versions: the test runs on every newer torch) or a skip
+    on the machine (no GPU) guards nothing."""
+    found = dl505(
+        """\
+        import unittest
+        import pytest
+        import torch
+        from packaging import version
+        from lightning.pytorch.utilities.testing import RunIf
+
+        @RunIf(max_torch="2.1.0")
+        def test_sharded():
+            from torch.distributed._sharding_spec import ChunkShardingSpec
+
+        @pytest.mark.skipif(torch.__version__ >= "2.0", reason="old API")
+        def test_tree():
+            from torch.utils._pytree import tree_flatten
+
+        @unittest.skipUnless(version.parse(torch.__version__) < version.parse("2.1"), "old")
+        def test_fake():
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+        @pytest.mark.skipif(not "2.1" > torch.__version__, reason="old API")
+        def test_not():
+            from torch._utils import _rebuild_tensor
+
+        @RunIf(min_torch="2.4")
+        def test_lower_bound():
+            from torch._utils import _rebuild_parameter
+
+        @pytest.mark.skipif(torch.__version__ < "2.0", reason="new API")
+        def test_skipped_on_older():
+            from torch._utils import _flatten_dense_tensors
+
+        @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+        def test_gpu():
+            from torch._utils import _unflatten_dense_tensors
+
+        @unittest.skipUnless(TORCH_GREATER_EQUAL_2_1, "a flag: its direction is not read")
+        def test_flag():
+            from torch._utils import _take_tensors
+        """
+    )
+    assert [f.span.start.line for f in found] == [25, 29, 33, 37]
+
+
 def test_dl505_table_is_generated_from_torch() -> None:
     from distlint.rules.api.private_torch_module import first_private, private_modules
 

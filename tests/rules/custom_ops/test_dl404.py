@@ -150,3 +150,61 @@ def test_dl404_fake_helper_spellings_the_word_gate_must_see(path: str, helper: s
     use = helper + '\n@reg("mylib::helped")\ndef _(x):\n    return x\n'
     assert project({"pkg/defs.py": _DEFS, path: use}, "DL404") == []
     assert len(project({"pkg/defs.py": _DEFS}, "DL404")) == 1
+
+
+def test_dl404_kernels_registered_in_the_loop_that_defines_the_ops() -> None:
+    """torch's own ``_functional_collectives.py``: each op of a schema list is defined and
+    given a CompositeImplicitAutograd kernel in one loop, the kernel under a name sliced
+    from the schema. Credited to the loop's ops; a name bound otherwise (not from the loop
+    target, rebound after, or after the call) credits nothing."""
+    defs = """
+    import torch
+
+    OPS = ["twice(Tensor x) -> Tensor", "thrice(Tensor x) -> Tensor"]
+    lib = torch.library.Library("looplib", "DEF")
+    impl = torch.library.Library("looplib", "IMPL")
+    for op_def in OPS:
+        op_name = op_def[0 : op_def.index("(")]
+        kernel = getattr(torch, f"_{op_name}", lambda x: x * 2)  # a read of it
+        lib.define(op_def)
+        impl.impl(op_name, kernel, "CompositeImplicitAutograd")
+
+    OTHER = ["plain(Tensor x) -> Tensor"]
+    for op_def in OTHER:
+        op_name = "fixed"
+        lib.define(op_def)
+        impl.impl(op_name, lambda x: x, "CompositeImplicitAutograd")
+
+    LATE = ["late(Tensor x) -> Tensor"]
+    for op_def in LATE:
+        op_name = op_def[0 : op_def.index("(")]
+        op_name = "elsewhere"
+        lib.define(op_def)
+        impl.impl(op_name, lambda x: x, "CompositeImplicitAutograd")
+
+    AUG = ["aug(Tensor x) -> Tensor"]
+    for op_def in AUG:
+        op_name = op_def[0 : op_def.index("(")]
+        op_name += "_v2"
+        lib.define(op_def)
+        impl.impl(op_name, lambda x: x, "CompositeImplicitAutograd")
+
+    AFTER = ["after(Tensor x) -> Tensor"]
+    for op_def in AFTER:
+        lib.define(op_def)
+        impl.impl(op_name, lambda x: x, "CompositeImplicitAutograd")
+        op_name = op_def[0 : op_def.index("(")]
+    """
+    model = """
+    import torch
+
+    class Block(torch.nn.Module):
+        def forward(self, x):
+            x = torch.ops.looplib.twice(x) + torch.ops.looplib.thrice(x)
+            x = torch.ops.looplib.plain(x) + torch.ops.looplib.late(x)
+            x = torch.ops.looplib.aug(x)
+            return torch.ops.looplib.after(x)
+    """
+    found = project({"pkg/defs.py": defs, "pkg/model.py": model}, "DL404")
+    reported = sorted(f.message.split("`")[1] for f in found if f.path == "pkg/defs.py")
+    assert reported == ["looplib::after", "looplib::aug", "looplib::late", "looplib::plain"]
