@@ -124,8 +124,11 @@ def _catches_fallback(handler: cst.ExceptHandler) -> bool:
 _SIGNATURE_READERS = frozenset({"getfullargspec", "getargspec", "signature"})
 # A reader called: its name, then what may stand between a callee and its ``(`` (blanks and
 # line breaks, backslash continuations, comments inside brackets). Each text between them
-# splits one way only (a comment at each ``#``), so a failed match does not backtrack.
-_READER_CALLED = re.compile(r"(?:getfullargspec|getargspec|signature)(?:\s|\\[\r\n]|#[^#\r\n]*)*\(")
+# splits one way only (a comment runs to its line's end), so a failed match does not
+# backtrack.
+_READER_CALLED = re.compile(
+    r"(?:getfullargspec|getargspec|signature)(?:\s|\\[\r\n]|#[^\r\n]*(?=[\r\n]))*\("
+)
 
 
 def probed_keywords(module: cst.Module, source: str) -> frozenset[str]:

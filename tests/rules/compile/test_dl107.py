@@ -268,5 +268,10 @@ def test_dl107_a_compiled_name_is_seen_called_in_every_spelling() -> None:
         assert not called_somewhere(not_called, names), not_called
     assert not called_somewhere("f(x)", set())
     assert called_somewhere("def a·b(): pass", {"a·b"})  # no \w identifier: kept
+    # a comment runs to its line's end: a banner of ``#`` after a name is one part, not one
+    # of 2**n splits to backtrack through (this took 20 s for a 40-character banner)
+    banner = "f  " + "#" * 60 + "\n" + "# " * 40 + "\nx = 1\n"
+    assert not called_somewhere(banner, names)
+    assert called_somewhere("y = (f  ### why ##\n  # more\n)(x)", names)
     loop = STATIC.format(fg="") + "for n in range(2, 14):\n    (f  # c\n    )(torch.randn(n, 4))\n"
     assert [code for code, *_ in where(run(loop, *FLOW_CODES))] == ["DL107"]
