@@ -79,7 +79,14 @@ from distlint.semantic.taint import FileTaint, ScopeScan, file_taint
 from distlint.semantic.values import Options, Value
 from distlint.syntax.imports import ImportTable, dotted_name, self_attribute
 from distlint.syntax.shapes import assignment_targets, bound_names, is_none
-from distlint.syntax.walker import blocks_of, children, descendants, parameters, suite_body
+from distlint.syntax.walker import (
+    blocks_of,
+    children,
+    descendants,
+    mentions_name,
+    parameters,
+    suite_body,
+)
 
 if TYPE_CHECKING:
     from distlint.syntax.parsed_file import ParsedFile
@@ -2172,7 +2179,7 @@ def _keyword_locals(func: cst.FunctionDef) -> dict[str, object]:
     for stmt in suite_body(func.body):
         candidate = _keyword_pop(stmt, kwargs)
         if candidate is None:
-            seen_kwargs = seen_kwargs or _reads_name(stmt, kwargs)
+            seen_kwargs = seen_kwargs or mentions_name(stmt, kwargs)
         elif not seen_kwargs:
             found.setdefault(candidate[0], candidate[1])
     if not found:
@@ -2246,10 +2253,6 @@ def _dict_values(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     if type(node) is cst.DictComp:
         return [node.value]
     return []
-
-
-def _reads_name(node: cst.CSTNode, name: str) -> bool:
-    return any(type(n) is cst.Name and n.value == name for n in descendants(node))
 
 
 def _call_arguments(

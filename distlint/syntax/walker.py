@@ -155,6 +155,11 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
                 stack.extend(reversed(kids))
 
 
+def mentions_name(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``node`` is, or holds, a ``Name`` spelled ``name`` (read or bound alike)."""
+    return any(type(n) is cst.Name and n.value == name for n in descendants(node))
+
+
 def _make_getter(cls: type) -> Any:
     """A children function specialised for ``cls``: the field loop unrolled at first use.
 

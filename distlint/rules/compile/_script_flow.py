@@ -206,9 +206,10 @@ def _library_module_bindings(ctx: RuleContext) -> dict[int, dict[str, list[Bindi
 
 
 def _scope_statements(scope: cst.Module | cst.FunctionDef) -> Iterator[cst.CSTNode]:
-    """The statements of a scope's own code in source order: its assignments are those of
-    :func:`_scope_nodes` (an assignment is a statement, never inside an expression), found
-    without walking its expressions (a one-line ``def`` is left out, as there)."""
+    """The statements of a scope's own code in source order: its assignments are those
+    :func:`_list_scope_nodes` lists (an assignment is a statement, never inside an
+    expression), found without walking its expressions (a one-line ``def`` is left out, as
+    there)."""
     if isinstance(scope, cst.FunctionDef):
         if not isinstance(scope.body, cst.IndentedBlock):
             return iter(())

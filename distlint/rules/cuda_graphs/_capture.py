@@ -26,7 +26,7 @@ from distlint.knowledge.captures import (
 from distlint.rules.base import Rule
 from distlint.rules.context import RuleContext
 from distlint.semantic.regions import literal_value
-from distlint.syntax.walker import children, descendants
+from distlint.syntax.walker import children, descendants, mentions_name
 
 _CAPTURING = "is_current_stream_capturing"
 
@@ -127,7 +127,11 @@ class _CaptureRule(Rule):
         found: cst.CSTNode | None = None
         guards = self._guard_words
         for parent in self.ctx.parents:
-            if guards and isinstance(parent, _GUARD_TYPES) and _mentions(parent.test, _CAPTURING):
+            if (
+                guards
+                and isinstance(parent, _GUARD_TYPES)
+                and mentions_name(parent.test, _CAPTURING)
+            ):
                 return None
             if found is not None:
                 continue
@@ -200,16 +204,6 @@ def _ends_with(expr: cst.BaseExpression, name: str) -> bool:
     if isinstance(expr, cst.Attribute):
         return expr.attr.value == name
     return isinstance(expr, cst.Name) and expr.value == name
-
-
-def _mentions(expr: cst.BaseExpression, name: str) -> bool:
-    pending: list[cst.CSTNode] = [expr]
-    while pending:
-        node = pending.pop()
-        if type(node) is cst.Name and node.value == name:
-            return True
-        pending.extend(children(node))
-    return False
 
 
 def _is_cudagraph_compile(call: cst.Call, ctx: RuleContext) -> bool:

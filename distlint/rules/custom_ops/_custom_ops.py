@@ -29,7 +29,7 @@ from distlint.rules.custom_ops._autograd import (
 from distlint.semantic.regions import literal_value
 from distlint.syntax.imports import dotted_name
 from distlint.syntax.shapes import is_none
-from distlint.syntax.walker import descendants, keyword_arg
+from distlint.syntax.walker import descendants, keyword_arg, mentions_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -793,33 +793,31 @@ def _assigned_reading(stmt: cst.CSTNode, name: str, source: str) -> bool | None:
     it). Only simple statements are read closely: a compound statement that mentions
     ``name`` at all counts as binding it."""
     if not isinstance(stmt, cst.SimpleStatementLine):
-        return False if _mentions(stmt, name) else None
+        return False if mentions_name(stmt, name) else None
     found: bool | None = None
     for small in stmt.body:
         if isinstance(small, cst.Assign):
             targets = [t.target for t in small.targets]
-            if any(_mentions(t, name) for t in targets):
+            if any(mentions_name(t, name) for t in targets):
                 found = (
                     len(targets) == 1
                     and type(targets[0]) is cst.Name
-                    and _mentions(small.value, source)
+                    and mentions_name(small.value, source)
                 )
             elif _walrus_binds(small.value, name):
                 found = False
         elif isinstance(small, cst.Expr):
             if _walrus_binds(small.value, name):
                 found = False
-        elif _mentions(small, name):  # augmented/annotated assignment, del, import, global...
+        elif mentions_name(small, name):  # augmented/annotated assignment, del, import, global...
             found = False
     return found
 
 
-def _mentions(node: cst.CSTNode, name: str) -> bool:
-    return any(type(n) is cst.Name and n.value == name for n in descendants(node))
-
-
 def _walrus_binds(node: cst.CSTNode, name: str) -> bool:
-    return any(type(n) is cst.NamedExpr and _mentions(n.target, name) for n in descendants(node))
+    return any(
+        type(n) is cst.NamedExpr and mentions_name(n.target, name) for n in descendants(node)
+    )
 
 
 def _module_constant(module: cst.Module, name: str) -> cst.BaseExpression | None:
